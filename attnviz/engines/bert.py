@@ -1,0 +1,194 @@
+"""BERT's encoder rebuilt on scratch.MultiHeadAttention, loading a Hugging Face BertModel's weights.
+
+Embeddings (word + position + token type, LayerNorm), then per layer: attention, add &
+LayerNorm, feed-forward (GELU), add & LayerNorm. The same weights can run with a causal
+mask: what BERT's heads would do if they could not look ahead.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attnviz.engines.base import to_weights
+from attnviz.engines.scratch import MultiHeadAttention, causal_mask, key_padding_mask
+from attnviz.result import AttentionResult
+from attnviz.tokens import Encoded, encode
+
+ACTIVATIONS = {
+    "gelu": F.gelu,
+    "gelu_new": lambda x: F.gelu(x, approximate="tanh"),
+    "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "relu": F.relu,
+}
+
+
+@dataclass(frozen=True)
+class BertConfig:
+    vocab_size: int
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    intermediate_size: int
+    max_position_embeddings: int
+    type_vocab_size: int = 2
+    layer_norm_eps: float = 1e-12
+    hidden_act: str = "gelu"
+
+    @classmethod
+    def from_hf(cls, cfg) -> BertConfig:
+        if getattr(cfg, "model_type", "bert") != "bert":
+            raise ValueError(f"the scratch BERT engine needs a BERT model, not {cfg.model_type!r}")
+        if getattr(cfg, "position_embedding_type", "absolute") != "absolute":
+            raise ValueError("the scratch BERT engine supports absolute position embeddings only")
+        if cfg.hidden_act not in ACTIVATIONS:
+            raise ValueError(f"unsupported activation {cfg.hidden_act!r}; supported: {sorted(ACTIVATIONS)}")
+        return cls(
+            cfg.vocab_size, cfg.hidden_size, cfg.num_hidden_layers, cfg.num_attention_heads,
+            cfg.intermediate_size, cfg.max_position_embeddings, cfg.type_vocab_size,
+            cfg.layer_norm_eps, cfg.hidden_act,
+        )  # fmt: skip
+
+
+class BertEmbeddings(nn.Module):
+    def __init__(self, c: BertConfig) -> None:
+        super().__init__()
+        self.word = nn.Embedding(c.vocab_size, c.hidden_size)
+        self.position = nn.Embedding(c.max_position_embeddings, c.hidden_size)
+        self.token_type = nn.Embedding(c.type_vocab_size, c.hidden_size)
+        self.norm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
+
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor) -> Tensor:
+        positions = torch.arange(input_ids.size(1), device=input_ids.device)  # (T,)
+        x = self.word(input_ids) + self.token_type(token_type_ids) + self.position(positions)  # (B, T, D)
+        return self.norm(x)
+
+
+class BertLayer(nn.Module):
+    def __init__(self, c: BertConfig) -> None:
+        super().__init__()
+        self.attention = MultiHeadAttention(c.hidden_size, c.num_attention_heads)
+        self.attention_norm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
+        self.ffn_in = nn.Linear(c.hidden_size, c.intermediate_size)
+        self.ffn_out = nn.Linear(c.intermediate_size, c.hidden_size)
+        self.ffn_norm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
+        self.act = ACTIVATIONS[c.hidden_act]
+
+    def forward(self, x: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
+        attended, weights = self.attention(x, x, x, mask)  # (B, T, D), (B, H, T, T)
+        x = self.attention_norm(x + attended)  # post-LayerNorm, as in BERT
+        x = self.ffn_norm(x + self.ffn_out(self.act(self.ffn_in(x))))  # (B, T, D)
+        return x, weights
+
+
+class ScratchBert(nn.Module):
+    """BERT's encoder on our own attention. forward returns (hidden, per-layer weights)."""
+
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.embeddings = BertEmbeddings(config)
+        self.layers = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        token_type_ids: Tensor | None = None,
+        *,
+        causal: bool = False,
+    ) -> tuple[Tensor, tuple[Tensor, ...]]:
+        """input_ids (B, T) -> (hidden (B, T, D), one (B, H, T, T) weight tensor per layer)."""
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        mask = None if attention_mask is None else key_padding_mask(attention_mask)  # (B, 1, 1, T)
+        if causal:
+            tri = causal_mask(input_ids.size(1), device=input_ids.device)  # (T, T)
+            mask = tri if mask is None else mask & tri  # broadcasts to (B, 1, T, T)
+        x = self.embeddings(input_ids, token_type_ids)  # (B, T, D)
+        all_weights = []
+        for layer in self.layers:
+            x, w = layer(x, mask)
+            all_weights.append(w)
+        return x, tuple(all_weights)
+
+
+# Hugging Face BertModel names -> ours. Every one of our parameters must be filled exactly once.
+NAME_TABLE: tuple[tuple[str, str], ...] = (
+    (r"embeddings\.word_embeddings\.", "embeddings.word."),
+    (r"embeddings\.position_embeddings\.", "embeddings.position."),
+    (r"embeddings\.token_type_embeddings\.", "embeddings.token_type."),
+    (r"embeddings\.LayerNorm\.", "embeddings.norm."),
+    (r"encoder\.layer\.(\d+)\.attention\.self\.query\.", r"layers.\1.attention.w_q."),
+    (r"encoder\.layer\.(\d+)\.attention\.self\.key\.", r"layers.\1.attention.w_k."),
+    (r"encoder\.layer\.(\d+)\.attention\.self\.value\.", r"layers.\1.attention.w_v."),
+    (r"encoder\.layer\.(\d+)\.attention\.output\.dense\.", r"layers.\1.attention.w_o."),
+    (r"encoder\.layer\.(\d+)\.attention\.output\.LayerNorm\.", r"layers.\1.attention_norm."),
+    (r"encoder\.layer\.(\d+)\.intermediate\.dense\.", r"layers.\1.ffn_in."),
+    (r"encoder\.layer\.(\d+)\.output\.dense\.", r"layers.\1.ffn_out."),
+    (r"encoder\.layer\.(\d+)\.output\.LayerNorm\.", r"layers.\1.ffn_norm."),
+)
+IGNORED = re.compile(r"(pooler\.|cls\.|.*position_ids$|.*token_type_ids$)")
+
+
+def translate_state_dict(hf_state: dict[str, Tensor]) -> dict[str, Tensor]:
+    """Rename a Hugging Face BERT state dict to ScratchBert's names (a "bert." prefix is allowed)."""
+    ours: dict[str, Tensor] = {}
+    for name, tensor in hf_state.items():
+        name = name.removeprefix("bert.")
+        if IGNORED.match(name):
+            continue
+        for pattern, repl in NAME_TABLE:
+            new, n = re.subn("^" + pattern, repl, name)
+            if n:
+                ours[new] = tensor
+                break
+        else:
+            raise KeyError(f"no rule in bert.NAME_TABLE for the weight {name!r}")
+    return ours
+
+
+def from_hf(hf_model: nn.Module) -> ScratchBert:
+    """A ScratchBert holding a copy of a Hugging Face BertModel's weights, in eval mode."""
+    model = ScratchBert(BertConfig.from_hf(hf_model.config))
+    state = translate_state_dict(hf_model.state_dict())
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    assert not missing and not unexpected, f"name table mismatch: missing {missing}, unexpected {unexpected}"
+    first = next(hf_model.parameters())
+    return model.to(device=first.device, dtype=first.dtype).eval()
+
+
+class ScratchBertEngine:
+    """The engine interface over ScratchBert: a Hugging Face tokenizer, our own forward pass."""
+
+    engine = "scratch"
+    kinds = ("self",)
+
+    def __init__(self, hf_engine) -> None:
+        if hf_engine.architecture != "encoder":
+            raise ValueError(f"the scratch engine rebuilds BERT; '{hf_engine.name}' is not a BERT encoder")
+        self.name, self.device, self.tokenizer = hf_engine.name, hf_engine.device, hf_engine.tokenizer
+        self.device_name, self.max_tokens = hf_engine.device_name, hf_engine.max_tokens
+        self.model = from_hf(hf_engine.model)
+        self._lock = threading.Lock()
+
+    def encode(self, text: str) -> Encoded:
+        with self._lock:
+            return encode(self.tokenizer, text, self.max_tokens)
+
+    def run(self, text: str, target: str | None = None, *, causal: bool = False) -> dict[str, AttentionResult]:
+        """{"self": ...}, or {"causal": ...} with the causal mask in every layer (a what-if)."""
+        with self._lock, torch.inference_mode():
+            enc = encode(self.tokenizer, text, self.max_tokens)
+            ids = torch.tensor([enc.ids], device=self.device)  # (1, T)
+            _, per_layer = self.model(ids, causal=causal)
+        kind = "causal" if causal else "self"
+        weights = to_weights(per_layer)  # (L, H, T, T)
+        return {
+            kind: AttentionResult(weights, enc.tokens, enc.tokens, kind, self.name, self.device_name, enc.truncated)
+        }

@@ -1,0 +1,148 @@
+"""Any Hugging Face model as an attention engine, with eager attention forced.
+
+Encoder-only models give {"self"}, decoder-only models {"causal"}, encoder-decoder
+models {"self", "causal", "cross"} from a teacher-forced pass over a target text (or over
+the model's own output when no target is given).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM, AutoTokenizer
+from transformers.models.auto.modeling_auto import (
+    MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+    MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+)
+
+from attnviz.engines.base import ModelLoadError, to_weights
+from attnviz.engines.scratch import describe_device, resolve_device
+from attnviz.result import AttentionKind, AttentionResult
+from attnviz.tokens import Encoded, encode
+
+EAGER_HINT = (
+    "Load it with attn_implementation='eager': transformers' default 'sdpa' and 'flash' "
+    "attention never materialise the weights, so output_attentions comes back empty."
+)
+MAX_GENERATED = 64
+FALLBACK_MAX_TOKENS = 512
+
+
+def architecture_of(config) -> str:
+    """'encoder', 'decoder' or 'encoder-decoder'."""
+    if getattr(config, "is_encoder_decoder", False):
+        return "encoder-decoder"
+    mt = config.model_type
+    if getattr(config, "is_decoder", False) or (
+        mt in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and mt not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
+    ):
+        return "decoder"
+    return "encoder"
+
+
+def max_tokens_of(config, tokenizer) -> int:
+    """The longest input the model takes: the smallest sane limit its config and tokenizer state."""
+    names = ("max_position_embeddings", "n_positions", "max_target_positions")
+    limits = [getattr(config, n, None) for n in names] + [getattr(tokenizer, "model_max_length", None)]
+    limits = [x for x in limits if isinstance(x, int) and 0 < x < 100_000]
+    return min(limits) if limits else FALLBACK_MAX_TOKENS
+
+
+def check_layers(name: str, part: str, weights, expected: int | None) -> None:
+    """One weight tensor per layer must come back; say how to fix it if not."""
+    got = 0 if weights is None else sum(w is not None for w in weights)
+    if got == 0 or (expected is not None and got != expected):
+        raise RuntimeError(
+            f"{name} returned {got} {part} attention tensors for {expected or 'its'} layers. {EAGER_HINT}"
+        )
+
+
+def _layers(config, *names: str) -> int | None:
+    for n in names:
+        value = getattr(config, n, None)
+        if isinstance(value, int):
+            return value
+    return None
+
+
+class HFEngine:
+    """A Hugging Face model and tokenizer, shared by every caller; a lock serialises their use."""
+
+    engine = "hf"
+
+    def __init__(self, name: str, source: str, device: str | torch.device | None = None) -> None:
+        self.name = name
+        self.device = resolve_device(device)
+        try:
+            self.config = AutoConfig.from_pretrained(source)
+            self.tokenizer = AutoTokenizer.from_pretrained(source)
+            self.architecture = architecture_of(self.config)
+            loader = AutoModelForSeq2SeqLM if self.architecture == "encoder-decoder" else AutoModel
+            self.model = loader.from_pretrained(source, attn_implementation="eager").to(self.device).eval()
+        except Exception as err:  # the hub, the file system and the config all raise their own types
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ModelLoadError(
+                f"Model '{name}' could not be loaded ({first[:300]}). Check the name or folder; "
+                "with no network (or HF_HUB_OFFLINE=1) only models already on disk load. "
+                'The model "default" (the bundled BERT) always works offline.'
+            ) from err
+        self.max_tokens = max_tokens_of(self.config, self.tokenizer)
+        self.kinds: tuple[AttentionKind, ...] = {
+            "encoder": ("self",),
+            "decoder": ("causal",),
+            "encoder-decoder": ("self", "causal", "cross"),
+        }[self.architecture]
+        self._lock = threading.Lock()
+
+    @property
+    def device_name(self) -> str:
+        return describe_device(self.device)
+
+    def encode(self, text: str) -> Encoded:
+        with self._lock:
+            return encode(self.tokenizer, text, self.max_tokens)
+
+    def run(self, text: str, target: str | None = None) -> dict[AttentionKind, AttentionResult]:
+        with self._lock, torch.inference_mode():
+            src = encode(self.tokenizer, text, self.max_tokens)
+            ids = torch.tensor([src.ids], device=self.device)  # (1, T)
+            if self.architecture == "encoder-decoder":
+                return self._run_seq2seq(src, ids, target)
+            out = self.model(input_ids=ids, output_attentions=True)
+            check_layers(self.name, "self", out.attentions, _layers(self.config, "num_hidden_layers", "n_layer"))
+            kind = self.kinds[0]
+            return {kind: self._result(out.attentions, src.tokens, src.tokens, kind, src.truncated)}
+
+    def _run_seq2seq(self, src: Encoded, ids: torch.Tensor, target: str | None) -> dict[AttentionKind, AttentionResult]:
+        if target is None or not target.strip():
+            generated = self.model.generate(input_ids=ids, max_new_tokens=MAX_GENERATED, do_sample=False, num_beams=1)
+            decoder_ids = generated[:, :-1] if generated.size(1) > 1 else generated  # inputs that predicted it
+        else:
+            labels = self.tokenizer(text_target=target, truncation=True, max_length=self.max_tokens)["input_ids"]
+            decoder_ids = self._shift_right(torch.tensor([labels], device=self.device))
+        out = self.model(input_ids=ids, decoder_input_ids=decoder_ids, output_attentions=True)
+        n_enc = _layers(self.config, "encoder_layers", "num_layers")
+        n_dec = _layers(self.config, "decoder_layers", "num_decoder_layers", "num_layers")
+        check_layers(self.name, "encoder self", out.encoder_attentions, n_enc)
+        check_layers(self.name, "decoder self", out.decoder_attentions, n_dec)
+        check_layers(self.name, "cross", out.cross_attentions, n_dec)
+        tgt = tuple(self.tokenizer.convert_ids_to_tokens(decoder_ids[0].tolist()))
+        s = src.tokens
+        return {
+            "self": self._result(out.encoder_attentions, s, s, "self", src.truncated),
+            "causal": self._result(out.decoder_attentions, tgt, tgt, "causal", src.truncated),
+            "cross": self._result(out.cross_attentions, tgt, s, "cross", src.truncated),
+        }
+
+    def _shift_right(self, labels: torch.Tensor) -> torch.Tensor:
+        """Teacher forcing: the decoder reads <start> y1 .. y(n-1) to predict y1 .. yn."""
+        start = getattr(self.config, "decoder_start_token_id", None)
+        if start is None:
+            start = self.config.pad_token_id if self.config.pad_token_id is not None else 0
+        first = torch.full_like(labels[:, :1], start)
+        return torch.cat([first, labels[:, :-1]], dim=1)  # (1, Tt)
+
+    def _result(self, per_layer, target, source, kind: AttentionKind, truncated: int) -> AttentionResult:
+        weights = to_weights(per_layer)  # (L, H, Tq, Tk); AttentionResult checks the causal triangle
+        return AttentionResult(weights, target, source, kind, self.name, self.device_name, truncated)

@@ -1,0 +1,80 @@
+"""Shared fixtures: tiny random models saved to disk and loaded through the real loaders, and the bundled BERT."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a missing model fails in seconds, never downloads
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from transformers import (  # noqa: E402
+    AutoTokenizer,
+    BertConfig,
+    BertModel,
+    GPT2Config,
+    GPT2Model,
+    MarianConfig,
+    MarianMTModel,
+)
+from transformers.utils import logging as hf_logging  # noqa: E402
+
+from attnviz.engines import registry  # noqa: E402
+
+hf_logging.disable_progress_bar()
+ROOT = Path(__file__).resolve().parent.parent
+SENTENCE = "The animal didn't cross the street because it was too tired."
+
+
+def _save(model, folder: Path, tokenizer) -> Path:
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def bundled_tokenizer():
+    return AutoTokenizer.from_pretrained(registry.default_model_dir())
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory, bundled_tokenizer) -> Path:
+    torch.manual_seed(0)
+    cfg = BertConfig(
+        vocab_size=bundled_tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=64, max_position_embeddings=64, attn_implementation="eager",
+    )  # fmt: skip
+    return _save(BertModel(cfg), tmp_path_factory.mktemp("tiny-bert"), bundled_tokenizer)
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2_dir(tmp_path_factory, bundled_tokenizer) -> Path:
+    torch.manual_seed(0)
+    cfg = GPT2Config(vocab_size=bundled_tokenizer.vocab_size, n_embd=32, n_layer=2, n_head=4, n_positions=64)
+    return _save(GPT2Model(cfg), tmp_path_factory.mktemp("tiny-gpt2"), bundled_tokenizer)
+
+
+@pytest.fixture(scope="session")
+def tiny_marian_dir(tmp_path_factory, bundled_tokenizer) -> Path:
+    torch.manual_seed(0)
+    tok = bundled_tokenizer
+    cfg = MarianConfig(
+        vocab_size=tok.vocab_size, d_model=32, encoder_layers=2, decoder_layers=3,
+        encoder_attention_heads=4, decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
+        max_position_embeddings=64, pad_token_id=tok.pad_token_id, eos_token_id=tok.sep_token_id,
+        decoder_start_token_id=tok.pad_token_id, forced_eos_token_id=tok.sep_token_id,
+    )  # fmt: skip
+    return _save(MarianMTModel(cfg), tmp_path_factory.mktemp("tiny-marian"), tok)
+
+
+@pytest.fixture(scope="session")
+def bundled_hf():
+    return registry.load("default", "hf", "cpu")
+
+
+@pytest.fixture(scope="session")
+def bundled_scratch():
+    return registry.load("default", "scratch", "cpu")

@@ -1,0 +1,56 @@
+"""The command line: the exact --json layout and the exit codes."""
+
+import json
+import os
+import subprocess
+import sys
+
+import torch
+from conftest import ROOT, SENTENCE
+
+from attnviz.__main__ import main
+
+
+def test_json_layout_is_exact(tmp_path, bundled_hf):
+    out = tmp_path / "a.json"
+    assert main(["attention", SENTENCE, "--json", str(out), "--device", "cpu"]) == 0
+    d = json.loads(out.read_text())
+    assert list(d) == ["model", "engine", "device", "truncated", "results"]
+    assert (d["model"], d["engine"], d["device"], d["truncated"]) == ("default", "hf", "cpu", 0)
+    r = d["results"]["self"]
+    assert list(r) == ["kind", "target_tokens", "source_tokens", "weights"]
+    w = torch.tensor(r["weights"])
+    assert w.shape == (6, 12, 16, 16)
+    assert torch.allclose(w, bundled_hf.run(SENTENCE)["self"].weights)
+
+
+def test_scratch_engine_from_the_command_line(tmp_path, bundled_hf):
+    out = tmp_path / "s.json"
+    assert main(["attention", SENTENCE, "--engine", "scratch", "--json", str(out)]) == 0
+    d = json.loads(out.read_text())
+    assert d["engine"] == "scratch"
+    w = torch.tensor(d["results"]["self"]["weights"])
+    assert (w - bundled_hf.run(SENTENCE)["self"].weights).abs().max() < 1e-5
+
+
+def test_encoder_decoder_from_the_command_line(tmp_path, tiny_marian_dir):
+    out = tmp_path / "m.json"
+    assert (
+        main(["attention", "the cat", "--model", str(tiny_marian_dir), "--target", "die katze", "--json", str(out)])
+        == 0
+    )
+    assert set(json.loads(out.read_text())["results"]) == {"self", "causal", "cross"}
+
+
+def _run(*args):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-m", "attnviz", *args], cwd=ROOT, env=env, capture_output=True, text=True)
+
+
+def test_bad_input_exits_2_with_one_line_and_no_traceback():
+    for args in (["attention", "   "], ["attention", "hi", "--model", "no-such/model-xyz"], ["attention"]):
+        p = _run(*args)
+        assert p.returncode == 2, p
+        assert "Traceback" not in p.stderr
+        assert "error" in p.stderr.lower()
+    assert _run("attention", "   ").stderr.strip().count("\n") == 0

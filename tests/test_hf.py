@@ -1,0 +1,67 @@
+"""The Hugging Face engine on tiny random models loaded through the real loader, and the bundled BERT."""
+
+import pytest
+import torch
+from conftest import SENTENCE
+
+from attnviz.engines import registry
+from attnviz.engines.hf import check_layers
+
+
+def test_bundled_bert_gives_self_attention(bundled_hf):
+    res = bundled_hf.run(SENTENCE)
+    assert set(res) == {"self"}
+    r = res["self"]
+    assert r.shape == (6, 12, 16, 16)
+    assert r.target_tokens[0] == "[CLS]" and r.target_tokens[-1] == "[SEP]" and "animal" in r.target_tokens
+    assert torch.allclose(r.weights.sum(-1), torch.ones(6, 12, 16), atol=1e-5)
+    assert r.device == "cpu" and r.truncated == 0
+
+
+def test_decoder_only_gives_causal_attention(tiny_gpt2_dir):
+    eng = registry.load(str(tiny_gpt2_dir), "hf", "cpu")
+    res = eng.run("a small test sentence")
+    assert set(res) == {"causal"}
+    r = res["causal"]
+    assert r.shape[:2] == (2, 4) and r.shape[2] == r.shape[3] == len(r.target_tokens)
+    assert torch.count_nonzero(torch.triu(r.weights, diagonal=1)) == 0
+
+
+def test_encoder_decoder_with_target_gives_three_kinds(tiny_marian_dir, bundled_tokenizer):
+    eng = registry.load(str(tiny_marian_dir), "hf", "cpu")
+    res = eng.run("the cat sat on the mat", target="die katze")
+    assert set(res) == {"self", "causal", "cross"}
+    src, tgt = res["self"].source_tokens, res["causal"].target_tokens
+    assert res["self"].shape[:2] == (2, 4) and res["causal"].shape[:2] == (3, 2)
+    assert res["cross"].shape == (3, 2, len(tgt), len(src))
+    assert res["cross"].target_tokens == tgt and res["cross"].source_tokens == src
+    # teacher forcing: the decoder reads <start> + the target without its last token
+    labels = bundled_tokenizer(text_target="die katze")["input_ids"]
+    assert tgt == tuple(bundled_tokenizer.convert_ids_to_tokens([bundled_tokenizer.pad_token_id] + labels[:-1]))
+    assert len(tgt) != len(src)
+    assert torch.count_nonzero(torch.triu(res["causal"].weights, diagonal=1)) == 0
+
+
+def test_encoder_decoder_without_target_uses_its_own_output(tiny_marian_dir):
+    res = registry.load(str(tiny_marian_dir), "hf", "cpu").run("the cat sat")
+    tgt = res["cross"].target_tokens
+    assert res["causal"].target_tokens == tgt and 1 <= len(tgt) <= 64
+    assert tgt[0] == "[PAD]"  # the decoder start token
+
+
+def test_missing_attention_weights_say_how_to_fix_it():
+    with pytest.raises(RuntimeError, match="attn_implementation='eager'"):
+        check_layers("m", "self", (), 6)
+    with pytest.raises(RuntimeError, match="eager"):
+        check_layers("m", "self", (torch.zeros(1),) * 5, 6)
+    check_layers("m", "self", (torch.zeros(1),) * 6, 6)
+
+
+def test_engine_is_safe_from_many_threads(bundled_hf):
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [f"sentence number {i} is about {w}" for i, w in enumerate(["cats", "dogs", "rain", "maps"] * 4)]
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda t: bundled_hf.run(t)["self"], texts))
+    for text, r in zip(texts, results, strict=True):
+        assert r.target_tokens == bundled_hf.run(text)["self"].target_tokens

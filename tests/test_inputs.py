@@ -1,0 +1,73 @@
+"""Bad input: a clear message or a correct result, never a crash."""
+
+import pytest
+import torch
+
+from attnviz.engines import registry
+from attnviz.engines.base import ModelLoadError
+from attnviz.tokens import check_text, display_labels
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t  ", None])
+def test_empty_text_is_a_clear_error(bundled_hf, text):
+    with pytest.raises(ValueError, match="empty|string"):
+        bundled_hf.run(text)
+
+
+def test_text_with_no_readable_characters_is_a_clear_error(bundled_hf):
+    with pytest.raises(ValueError, match="no characters"):
+        bundled_hf.run("\u200b\u200b\x00")
+
+
+def test_long_text_is_truncated_and_reported(bundled_hf, bundled_scratch):
+    text = " ".join(["word"] * 5000)
+    for engine in (bundled_hf, bundled_scratch):
+        r = next(iter(engine.run(text).values()))
+        assert len(r.target_tokens) == 512
+        assert r.truncated == 5002 - 512  # 5,000 words + [CLS] + [SEP]
+
+
+def test_far_too_long_text_is_refused_before_tokenizing():
+    with pytest.raises(ValueError, match="characters long"):
+        check_text("a" * 300_000)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I love 🤖 and 🐈‍⬛!",
+        "café naïve façade",
+        "שלום עולם",
+        "مرحبا بالعالم",
+        "a\u200db\u200cc",
+        "<script>alert(1)</script>",
+    ],
+)
+def test_any_unicode_gives_a_valid_result(bundled_hf, text):
+    r = bundled_hf.run(text)["self"]
+    assert torch.allclose(r.weights.sum(-1), torch.ones(r.weights.shape[:3]), atol=1e-5)
+    assert r.truncated == 0
+
+
+def test_markup_tokens_are_escaped_for_display_and_duplicates_stay_apart(bundled_hf):
+    r = bundled_hf.run("<script>alert(1)</script> the the")["self"]
+    labels = display_labels(r.target_tokens)
+    assert len(set(labels)) == len(labels)
+    assert not any("<" in lab for lab in labels) and any("&lt;" in lab for lab in labels)
+
+
+@pytest.mark.parametrize("name", ["no-such-owner/no-such-model-xyz", "../../etc/passwd", "a b c", "http://x/y"])
+def test_unknown_or_malformed_model_names_say_default_works(name):
+    with pytest.raises(ModelLoadError, match='"default"') as info:
+        registry.load(name, allow_paths=False)
+    assert name[:20] in str(info.value) or "not a model name" in str(info.value)
+
+
+def test_scratch_engine_refuses_a_model_that_is_not_bert(tiny_gpt2_dir):
+    with pytest.raises(ValueError, match="not a BERT"):
+        registry.load(str(tiny_gpt2_dir), "scratch", "cpu")
+
+
+def test_unknown_engine_is_a_clear_error():
+    with pytest.raises(ValueError, match="Unknown engine"):
+        registry.load("default", "magic")

@@ -1,0 +1,125 @@
+"""Parity of the from-scratch engine with torch.nn.MultiheadAttention, and its invariants."""
+
+import pytest
+import torch
+from torch import nn
+
+from attnviz.engines import scratch
+from attnviz.engines.scratch import MultiHeadAttention, causal_mask, key_padding_mask, scaled_dot_product_attention
+
+TOL = 1e-5
+
+
+def _pair(d=64, h=8, bias=True, seed=0):
+    torch.manual_seed(seed)
+    ref = nn.MultiheadAttention(d, h, bias=bias, batch_first=True).eval()
+    return ref, MultiHeadAttention.from_torch(ref).eval()
+
+
+def _close(ours, ref, q, k, v, our_mask=None, torch_mask=None):
+    out, w = ours(q, k, v, our_mask)
+    ref_out, ref_w = ref(q, k, v, attn_mask=torch_mask, need_weights=True, average_attn_weights=False)
+    assert w.shape == ref_w.shape
+    assert (w - ref_w).abs().max() < TOL
+    assert (out - ref_out).abs().max() < TOL
+    return w
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_self_attention_matches_torch(bias):
+    ref, ours = _pair(bias=bias)
+    x = torch.randn(1, 10, 64)
+    _close(ours, ref, x, x, x)
+
+
+def test_batched_self_attention_matches_torch():
+    ref, ours = _pair()
+    x = torch.randn(5, 7, 64)
+    assert _close(ours, ref, x, x, x).shape == (5, 8, 7, 7)
+
+
+def test_masked_self_attention_matches_torch_and_hides_the_future():
+    ref, ours = _pair()
+    x = torch.randn(3, 9, 64)
+    allowed = causal_mask(9)
+    w = _close(ours, ref, x, x, x, our_mask=allowed, torch_mask=~allowed)  # torch: True = blocked
+    assert torch.count_nonzero(torch.triu(w, diagonal=1)) == 0
+
+
+def test_cross_attention_matches_torch_with_different_lengths():
+    ref, ours = _pair()
+    q, kv = torch.randn(2, 4, 64), torch.randn(2, 11, 64)
+    w = _close(ours, ref, q, kv, kv)
+    assert w.shape == (2, 8, 4, 11)
+
+
+def test_key_padding_mask_matches_torch():
+    ref, ours = _pair()
+    x = torch.randn(2, 6, 64)
+    real = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]])
+    out, w = ours(x, x, x, key_padding_mask(real))
+    ref_out, ref_w = ref(x, x, x, key_padding_mask=~real.bool(), need_weights=True, average_attn_weights=False)
+    assert (w - ref_w).abs().max() < TOL
+    assert (out - ref_out).abs().max() < TOL
+    assert torch.count_nonzero(w[1, :, :, 4:]) == 0
+
+
+def test_rows_sum_to_one():
+    _, ours = _pair()
+    x = torch.randn(2, 13, 64)
+    _, w = ours(x, x, x, causal_mask(13))
+    assert torch.allclose(w.sum(-1), torch.ones(2, 8, 13), atol=1e-6)
+
+
+def test_sdpa_by_hand():
+    q = torch.tensor([[1.0, 0.0]])
+    k = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    v = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    out, w = scaled_dot_product_attention(q, k, v)
+    e = torch.exp(torch.tensor(1 / 2**0.5))
+    expected = torch.tensor([[e / (e + 1), 1 / (e + 1)]])
+    assert torch.allclose(w, expected, atol=1e-6)
+    assert torch.allclose(out, expected @ v, atol=1e-6)
+
+
+def test_fully_masked_row_stays_finite():
+    q = k = v = torch.randn(1, 2, 3, 4)
+    _, w = scaled_dot_product_attention(q, k, v, torch.zeros(3, 3, dtype=torch.bool))
+    assert torch.isfinite(w).all()
+
+
+def test_causal_mask_shapes():
+    assert causal_mask(3).tolist() == [[True, False, False], [True, True, False], [True, True, True]]
+    assert causal_mask(2, 4).tolist() == [[True, True, True, False], [True, True, True, True]]
+
+
+def test_steps_reproduce_forward_and_show_the_shapes():
+    _, ours = _pair(d=48, h=6)
+    x = torch.randn(1, 5, 48)
+    out, w = ours(x, x, x, causal_mask(5))
+    s = ours.steps(x, x, x, causal_mask(5))
+    assert s.q_heads.shape == (1, 6, 5, 8) and s.scores.shape == (1, 6, 5, 5) and s.concat.shape == (1, 5, 48)
+    assert torch.allclose(s.weights, w, atol=1e-6) and torch.allclose(s.output, out, atol=1e-6)
+    assert torch.isinf(s.masked_scores[0, 0, 0, 1])
+
+
+def test_d_model_must_divide_into_heads():
+    with pytest.raises(ValueError, match="divisible"):
+        MultiHeadAttention(10, 3)
+
+
+def test_device_resolution(monkeypatch):
+    monkeypatch.delenv(scratch.DEVICE_ENV, raising=False)
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert scratch.resolve_device().type == expected
+    monkeypatch.setenv(scratch.DEVICE_ENV, "cpu")
+    assert scratch.resolve_device().type == "cpu"
+    assert scratch.resolve_device("cpu").type == "cpu"
+    with pytest.raises(ValueError, match="Unknown device"):
+        scratch.resolve_device("tpu9")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message shown when CUDA is missing")
+def test_asking_for_cuda_without_a_gpu_says_so():
+    with pytest.raises(ValueError, match="no CUDA GPU"):
+        scratch.resolve_device("cuda")
