@@ -123,3 +123,11 @@ def test_device_resolution(monkeypatch):
 def test_asking_for_cuda_without_a_gpu_says_so():
     with pytest.raises(ValueError, match="no CUDA GPU"):
         scratch.resolve_device("cuda")
+
+
+def test_gradients_flow_through_the_attention():
+    _, ours = _pair()
+    x = torch.randn(2, 5, 64, requires_grad=True)
+    out, w = ours(x, x, x, causal_mask(5))
+    (out.sum() + w[:, :, -1].sum()).backward()
+    assert x.grad is not None and torch.isfinite(x.grad).all() and ours.w_q.weight.grad.abs().sum() > 0

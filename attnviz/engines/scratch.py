@@ -58,12 +58,18 @@ def key_padding_mask(attention_mask: Tensor) -> Tensor:
 
 def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """softmax(Q K^T / sqrt(d_k)) V, returning (output (..., Tq, Dv), weights (..., Tq, Tk))."""
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (.., Tq, Dh) @ (.., Dh, Tk) -> (.., Tq, Tk)
+    # Scaling q rather than the scores touches Tq x Dh numbers instead of Tq x Tk.
+    scores = (q / math.sqrt(q.size(-1))) @ k.transpose(-2, -1)  # (.., Tq, Dh) @ (.., Dh, Tk) -> (.., Tq, Tk)
     if mask is not None:
         # The most negative finite number, not -inf: a masked weight is then exactly 0,
         # and a row with every key masked stays finite instead of turning into NaN.
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    weights = F.softmax(scores, dim=-1)  # (.., Tq, Tk), rows sum to 1
+    if scores.requires_grad:
+        weights = F.softmax(scores, dim=-1)  # (.., Tq, Tk), rows sum to 1
+    else:
+        # Inference: the raw scores are dead after this line, so the softmax overwrites them.
+        # A fresh Tq x Tk buffer per call costs more than the softmax itself at N = 512 (page faults).
+        weights = torch.softmax(scores, dim=-1, out=scores)
     return weights @ v, weights  # (.., Tq, Tk) @ (.., Tk, Dv) -> (.., Tq, Dv)
 
 
@@ -114,19 +120,11 @@ class MultiHeadAttention(nn.Module):
         b, t, _ = x.shape
         return x.view(b, t, self.num_heads, self.d_head).transpose(1, 2)  # (B, T, D) -> (B, H, T, Dh)
 
-    def _project(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        if query is key and key is value:
-            # Self-attention: one matmul for Q, K and V together is what torch does too.
-            w = torch.cat([self.w_q.weight, self.w_k.weight, self.w_v.weight])  # (3D, D)
-            b = None if self.w_q.bias is None else torch.cat([self.w_q.bias, self.w_k.bias, self.w_v.bias])
-            return F.linear(query, w, b).chunk(3, dim=-1)  # (B, T, 3D) -> 3 x (B, T, D)
-        return self.w_q(query), self.w_k(key), self.w_v(value)
-
     def forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """query (B, Tq, D), key and value (B, Tk, D) -> (output (B, Tq, D), weights (B, H, Tq, Tk))."""
         b, tq, _ = query.shape
         # 1. project   2. split into heads
-        q, k, v = (self._split(x) for x in self._project(query, key, value))  # (B, H, T, Dh)
+        q, k, v = self._split(self.w_q(query)), self._split(self.w_k(key)), self._split(self.w_v(value))
         # 3. attend, every head at once
         heads, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, H, Tq, Dh), (B, H, Tq, Tk)
         # 4. concat the heads   5. output projection
