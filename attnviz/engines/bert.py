@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnviz.engines.base import to_weights
-from attnviz.engines.scratch import MultiHeadAttention, causal_mask, key_padding_mask
+from attnviz.engines.scratch import AttentionSteps, MultiHeadAttention, causal_mask, key_padding_mask
 from attnviz.result import AttentionResult
 from attnviz.tokens import Encoded, encode
 
@@ -117,6 +117,15 @@ class ScratchBert(nn.Module):
             all_weights.append(w)
         return x, tuple(all_weights)
 
+    @torch.no_grad()
+    def attention_steps(self, input_ids: Tensor, layer: int, *, causal: bool = False) -> AttentionSteps:
+        """Every intermediate of layer `layer`'s attention (0-based) for one input (B, T)."""
+        mask = causal_mask(input_ids.size(1), device=input_ids.device) if causal else None  # (T, T)
+        x = self.embeddings(input_ids, torch.zeros_like(input_ids))  # (B, T, D)
+        for block in self.layers[:layer]:
+            x, _ = block(x, mask)
+        return self.layers[layer].attention.steps(x, x, x, mask)
+
 
 # Hugging Face BertModel names -> ours. Every one of our parameters must be filled exactly once.
 NAME_TABLE: tuple[tuple[str, str], ...] = (
@@ -192,3 +201,10 @@ class ScratchBertEngine:
         return {
             kind: AttentionResult(weights, enc.tokens, enc.tokens, kind, self.name, self.device_name, enc.truncated)
         }
+
+    def steps(self, text: str, layer: int, *, causal: bool = False) -> tuple[Encoded, AttentionSteps]:
+        """The tokens of `text` and every intermediate of one layer's attention, for teaching."""
+        with self._lock:
+            enc = encode(self.tokenizer, text, self.max_tokens)
+            ids = torch.tensor([enc.ids], device=self.device)  # (1, T)
+            return enc, self.model.attention_steps(ids, layer, causal=causal)

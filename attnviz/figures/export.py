@@ -1,0 +1,148 @@
+"""Publication-quality exports: seaborn/matplotlib PNG and SVG, CSV of a matrix, a JSON bundle.
+
+Figures are built on matplotlib's object API (no pyplot global state), so many sessions can
+export at once. Builders return figures or bytes and never show anything.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
+
+from attnviz import __version__
+from attnviz.result import AttentionResult
+
+# plotly colour-scale name -> matplotlib colormap
+CMAPS = {"Viridis": "viridis", "Cividis": "cividis", "Blues": "Blues", "Magma": "magma", "Greys": "Greys"}
+
+
+@dataclass(frozen=True)
+class Manifest:
+    model: str
+    engine: str
+    device: str
+    text: str
+    kind: str
+    layer: int  # 1-based, as people read it
+    head: int | None  # 1-based; None for a whole layer
+    options: dict = field(default_factory=dict)
+    attnviz_version: str = __version__
+
+
+def _tick(token: str) -> str:
+    return token.replace("$", r"\$")  # matplotlib would read $...$ as mathtext
+
+
+def _draw(ax, matrix: np.ndarray, rows, cols, cmap: str, vmax: float, labels: bool, cbar: bool, cbar_ax=None) -> None:
+    sns.heatmap(
+        matrix, ax=ax, cmap=cmap, vmin=0.0, vmax=vmax, square=matrix.shape[0] == matrix.shape[1],
+        cbar=cbar, cbar_ax=cbar_ax, cbar_kws={"label": "attention weight"} if cbar else None,
+        xticklabels=[_tick(t) for t in cols] if labels else False,
+        yticklabels=[_tick(t) for t in rows] if labels else False,
+    )  # fmt: skip
+    if labels:
+        ax.tick_params(axis="x", labelrotation=90, labelsize=7)
+        ax.tick_params(axis="y", labelrotation=0, labelsize=7)
+
+
+def head_figure(result: AttentionResult, layer: int, head: int, *, colorscale: str = "Viridis") -> Figure:
+    """One head with token labels (0-based layer and head)."""
+    m = result.weights[layer, head].numpy()
+    side = min(16.0, max(4.5, 0.28 * max(m.shape) + 2))
+    fig = Figure(figsize=(side + 1.2, side), dpi=150, layout="constrained")
+    ax = fig.add_subplot()
+    labels = max(m.shape) <= 120
+    _draw(
+        ax,
+        m,
+        result.target_tokens,
+        result.source_tokens,
+        CMAPS.get(colorscale, "viridis"),
+        float(m.max()),
+        labels,
+        True,
+    )
+    ax.set_title(f"{result.model} — layer {layer + 1}, head {head + 1} ({result.kind} attention)")
+    ax.set_xlabel("key (attended to)")
+    ax.set_ylabel("query (attending)")
+    return fig
+
+
+def grid_figure(result: AttentionResult, layer: int, *, colorscale: str = "Viridis", columns: int = 4) -> Figure:
+    """Every head of a layer in a grid, one shared colour scale, token labels on the outer axes."""
+    w = result.weights[layer].numpy()  # (H, Tq, Tk)
+    n = w.shape[0]
+    rows = math.ceil(n / columns)
+    cell = min(4.0, max(2.6, 0.12 * w.shape[-1] + 1.2))
+    fig = Figure(figsize=(columns * cell + 1.0, rows * cell + 0.8), dpi=150, layout="constrained")
+    gs = fig.add_gridspec(rows, columns + 1, width_ratios=[1] * columns + [0.05])
+    cbar_ax = fig.add_subplot(gs[:, -1])
+    vmax = float(w.max())
+    labels = w.shape[-1] <= 40
+    for h in range(n):
+        ax = fig.add_subplot(gs[h // columns, h % columns])
+        _draw(ax, w[h], result.target_tokens, result.source_tokens, CMAPS.get(colorscale, "viridis"), vmax,
+              labels, h == 0, cbar_ax)  # fmt: skip
+        ax.set_title(f"Head {h + 1}", fontsize=9)
+        if labels and h % columns:
+            ax.set_yticklabels([])
+        if labels and h // columns < rows - 1 and h + columns < n:
+            ax.set_xticklabels([])
+    fig.suptitle(f"{result.model} — layer {layer + 1}, all {n} heads ({result.kind} attention)")
+    return fig
+
+
+def figure_bytes(fig: Figure, fmt: str) -> bytes:
+    """PNG or SVG bytes of a figure."""
+    if fmt not in ("png", "svg"):
+        raise ValueError(f"export format must be png or svg, not {fmt!r}")
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def matrix_csv(matrix: np.ndarray, rows, cols) -> str:
+    """One map as CSV: a header of key tokens, one line per query token (positions keep equal tokens apart)."""
+    index = [f"{i + 1}:{t}" for i, t in enumerate(rows)]
+    columns = [f"{j + 1}:{t}" for j, t in enumerate(cols)]
+    return pd.DataFrame(np.asarray(matrix), index=pd.Index(index, name="query"), columns=columns).to_csv(
+        float_format="%.8g"
+    )
+
+
+def bundle_json(weights: np.ndarray, rows, cols, manifest: Manifest) -> str:
+    """The weights shown, their token labels, and what produced them."""
+    return json.dumps(
+        {
+            "manifest": asdict(manifest),
+            "target_tokens": list(rows),
+            "source_tokens": list(cols),
+            "shape": list(np.shape(weights)),
+            "weights": np.asarray(weights).tolist(),
+        },
+        ensure_ascii=False,
+    )
+
+
+def layer_csv(weights: np.ndarray, rows, cols) -> str:
+    """Every head of a layer as long-form CSV: head, query, key (1-based positions), weight."""
+    h, tq, tk = weights.shape
+    hh, qq, kk = np.meshgrid(np.arange(h), np.arange(tq), np.arange(tk), indexing="ij")
+    frame = pd.DataFrame(
+        {
+            "head": hh.ravel() + 1,
+            "query_pos": qq.ravel() + 1,
+            "query": np.asarray(rows, dtype=object)[qq.ravel()],
+            "key_pos": kk.ravel() + 1,
+            "key": np.asarray(cols, dtype=object)[kk.ravel()],
+            "weight": weights.ravel(),
+        }
+    )
+    return frame.to_csv(index=False, float_format="%.8g")

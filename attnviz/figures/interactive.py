@@ -1,0 +1,223 @@
+"""Plotly figures for the browser. Builders return a figure; they never show or save it.
+
+Queries are rows (top to bottom), keys are columns. Tick labels are escaped and made unique
+("the ·1", "the ·8"): plotly reads labels as HTML and merges equal category labels.
+Large inputs are average-pooled to at most `max_side` cells a side before they are sent,
+so a 512-token input stays within a few MB (bertviz ships every layer and dies near 256).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+import torch.nn.functional as F
+from plotly.subplots import make_subplots
+
+from attnviz.result import AttentionResult
+from attnviz.tokens import display_labels
+
+# name shown to people -> plotly colour scale
+PALETTES: dict[str, str] = {
+    "Viridis (colour-blind safe)": "Viridis",
+    "Cividis (colour-blind safe)": "Cividis",
+    "Blues": "Blues",
+    "Magma": "Magma",
+    "Greys (print)": "Greys",
+}
+DEFAULT_PALETTE = next(iter(PALETTES))
+
+
+@dataclass(frozen=True)
+class Style:
+    palette: str = DEFAULT_PALETTE
+    projector: bool = False  # large fonts, high contrast, for classrooms
+
+    @property
+    def colorscale(self) -> str:
+        return PALETTES.get(self.palette, "Viridis")
+
+    @property
+    def font_size(self) -> int:
+        return 20 if self.projector else 12
+
+
+HOVER = "query %{y}<br>key %{x}<br>weight %{z:.4f}<extra>%{fullData.name}</extra>"
+
+
+def pooled(weights: torch.Tensor, max_side: int) -> tuple[np.ndarray, int, int]:
+    """(..., Tq, Tk) -> float32 array at most max_side a side (block means), and the block sizes."""
+    tq, tk = weights.shape[-2:]
+    fq, fk = math.ceil(tq / max_side), math.ceil(tk / max_side)
+    if fq == 1 and fk == 1:
+        return weights.numpy().astype(np.float32), 1, 1
+    flat = weights.reshape(-1, 1, tq, tk)  # (N, 1, Tq, Tk)
+    out = F.adaptive_avg_pool2d(flat, (math.ceil(tq / fq), math.ceil(tk / fk)))  # (N, 1, Tq', Tk')
+    return out.reshape(*weights.shape[:-2], *out.shape[-2:]).numpy().astype(np.float32), fq, fk
+
+
+def _labels(tokens: tuple[str, ...], factor: int) -> list[str]:
+    if factor == 1:
+        return display_labels(tokens)
+    return [f"tokens {i + 1}–{min(i + factor, len(tokens))}" for i in range(0, len(tokens), factor)]
+
+
+def _style_layout(fig: go.Figure, style: Style, zmax: float, title: str) -> go.Figure:
+    fig.update_layout(
+        title={"text": title, "font": {"size": style.font_size + 4}},
+        font={"size": style.font_size, "color": "black" if style.projector else None},
+        coloraxis={
+            "colorscale": style.colorscale,
+            "cmin": 0.0,
+            "cmax": zmax,
+            "colorbar": {"title": {"text": "weight"}, "thickness": 24 if style.projector else 14},
+        },
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+    )
+    fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+def head_grid(
+    result: AttentionResult, layer: int, *, style: Style = Style(), columns: int = 4, max_side: int = 96
+) -> go.Figure:
+    """One heatmap per head of a layer, on one shared colour scale."""
+    maps, fq, fk = pooled(result.weights[layer], max_side)  # (H, Tq', Tk')
+    xs, ys = _labels(result.source_tokens, fk), _labels(result.target_tokens, fq)
+    n = result.n_heads
+    rows = math.ceil(n / columns)
+    fig = make_subplots(
+        rows=rows,
+        cols=columns,
+        subplot_titles=[f"Head {h + 1}" for h in range(n)],
+        horizontal_spacing=0.02 if len(xs) > 20 else 0.06,
+        vertical_spacing=0.06 if rows > 1 else 0.0,
+    )
+    for h in range(n):
+        fig.add_trace(
+            go.Heatmap(z=maps[h], x=xs, y=ys, coloraxis="coloraxis", name=f"head {h + 1}", hovertemplate=HOVER),
+            row=h // columns + 1,
+            col=h % columns + 1,
+        )
+    # Token labels on the outer axes only: inner ones would run into the neighbouring maps.
+    fig.update_xaxes(showticklabels=False, tickangle=-60)
+    fig.update_yaxes(showticklabels=False)
+    if len(xs) <= 48:
+        fig.update_xaxes(showticklabels=True, row=rows)
+        fig.update_yaxes(showticklabels=True, col=1)
+    note = "" if fq == fk == 1 else f" — pooled {fq}×{fk} tokens a cell; pick a head for full detail"
+    fig = _style_layout(fig, style, float(maps.max()), f"Layer {layer + 1}: every head{note}")
+    cell = 260 if style.projector else 220
+    return fig.update_layout(height=rows * cell + 80)
+
+
+def head_map(
+    result: AttentionResult, layer: int, head: int, *, style: Style = Style(), max_side: int = 512
+) -> go.Figure:
+    """One head, large, with token labels on both axes."""
+    m, fq, fk = pooled(result.weights[layer, head], max_side)  # (Tq', Tk')
+    xs, ys = _labels(result.source_tokens, fk), _labels(result.target_tokens, fq)
+    fig = go.Figure(go.Heatmap(z=m, x=xs, y=ys, coloraxis="coloraxis", name=f"head {head + 1}", hovertemplate=HOVER))
+    fig.update_xaxes(title="key (attended to)", tickangle=-60, showticklabels=len(xs) <= 80)
+    fig.update_yaxes(title="query (attending)", showticklabels=len(ys) <= 80)
+    fig = _style_layout(fig, style, float(m.max()), f"Layer {layer + 1}, head {head + 1}")
+    side = min(900, max(420, 24 * len(ys) + 160))
+    return fig.update_layout(height=side)
+
+
+def overview(result: AttentionResult, *, style: Style = Style(), thumb: int = 32) -> go.Figure:
+    """All layers x heads as small maps, tiled into ONE heatmap (L x H subplots are what make plotly slow)."""
+    maps, _, _ = pooled(result.weights, thumb)  # (L, H, s, s')
+    n_l, n_h, s, s2 = maps.shape
+    tile = np.full((n_l * (s + 1) - 1, n_h * (s2 + 1) - 1), np.nan, dtype=np.float32)
+    who = np.full(tile.shape + (2,), -1, dtype=np.int16)  # 1-based layer and head under the cursor
+    for layer in range(n_l):
+        for head in range(n_h):
+            r, c = layer * (s + 1), head * (s2 + 1)
+            tile[r : r + s, c : c + s2] = maps[layer, head]
+            who[r : r + s, c : c + s2] = (layer + 1, head + 1)
+    # Each tile on its own scale would hide weak heads' structure; one scale keeps heads comparable.
+    fig = go.Figure(
+        go.Heatmap(
+            z=tile,
+            customdata=who,
+            coloraxis="coloraxis",
+            name="overview",
+            hovertemplate="layer %{customdata[0]}, head %{customdata[1]}<br>weight %{z:.3f}<extra></extra>",
+            hoverongaps=False,
+        )
+    )
+    fig.update_xaxes(
+        tickvals=[h * (s2 + 1) + (s2 - 1) / 2 for h in range(n_h)],
+        ticktext=[f"H{h + 1}" for h in range(n_h)],
+        side="top",
+        showgrid=False,
+        zeroline=False,
+    )
+    fig.update_yaxes(
+        tickvals=[layer * (s + 1) + (s - 1) / 2 for layer in range(n_l)],
+        ticktext=[f"L{layer + 1}" for layer in range(n_l)],
+        showgrid=False,
+        zeroline=False,
+        scaleanchor="x",
+    )
+    fig = _style_layout(fig, style, float(np.nanmax(tile)), f"All {n_l} layers × {n_h} heads")
+    return fig.update_layout(height=max(300, 70 * n_l + 120))
+
+
+def matrix(
+    m: np.ndarray,
+    title: str,
+    *,
+    rows: list[str] | None = None,
+    cols: list[str] | None = None,
+    style: Style = Style(),
+    signed: bool = True,
+    height: int = 260,
+) -> go.Figure:
+    """Any matrix of the computation (X, Q, scores, ...): signed values on a diverging scale around 0."""
+    m = np.asarray(m, dtype=np.float32)
+    finite = m[np.isfinite(m)]
+    bound = float(np.abs(finite).max()) if finite.size else 1.0
+    scale = {"colorscale": "RdBu", "zmid": 0.0, "zmin": -bound, "zmax": bound} if signed else {
+        "colorscale": style.colorscale, "zmin": 0.0, "zmax": bound}  # fmt: skip
+    fig = go.Figure(
+        go.Heatmap(
+            z=np.where(np.isfinite(m), m, np.nan), x=cols, y=rows, hoverongaps=False, showscale=False,
+            hovertemplate="row %{y}<br>col %{x}<br>%{z:.4f}<extra></extra>", **scale,
+        )
+    )  # fmt: skip
+    fig.update_yaxes(autorange="reversed", showticklabels=rows is not None and len(rows) <= 40)
+    fig.update_xaxes(showticklabels=cols is not None and len(cols) <= 40, tickangle=-60)
+    return fig.update_layout(
+        title={"text": title, "font": {"size": style.font_size + 1}},
+        height=height,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        font={"size": style.font_size},
+        plot_bgcolor="#dddddd",  # masked (-inf) cells show as grey gaps, not as low values
+    )
+
+
+def cost_chart(costs, *, style: Style = Style()) -> go.Figure:
+    """Measured time and memory per length N on log-log axes, with an N² line through the last point."""
+    n = np.array([c.n for c in costs], dtype=float)
+    ms = np.array([c.ms for c in costs])
+    mb = np.array([c.peak_mb if c.peak_mb is not None else c.weights_mb for c in costs])
+    mem_label = "peak GPU memory (MB)" if costs[0].peak_mb is not None else "attention weights (MB)"
+    fig = make_subplots(rows=1, cols=2, subplot_titles=["time of one pass (ms)", mem_label])
+    fig.add_trace(go.Scatter(x=n, y=ms, mode="lines+markers", name="measured time"), row=1, col=1)
+    fig.add_trace(go.Scatter(x=n, y=mb, mode="lines+markers", name="measured memory"), row=1, col=2)
+    for col, y in ((1, ms), (2, mb)):
+        ref = y[-1] * (n / n[-1]) ** 2
+        fig.add_trace(
+            go.Scatter(x=n, y=ref, mode="lines", line={"dash": "dot", "color": "grey"}, name="∝ N²", showlegend=col == 1),
+            row=1, col=col,
+        )  # fmt: skip
+    fig.update_xaxes(type="log", title="tokens N")
+    fig.update_yaxes(type="log")
+    return fig.update_layout(height=340, font={"size": style.font_size}, margin={"l": 10, "r": 10, "t": 40, "b": 10})

@@ -1,0 +1,51 @@
+"""Caches shared by every browser session: models (resources) and per-text results (data)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from attnviz.analysis.views import TokenAxis, token_axis
+from attnviz.engines import registry
+from attnviz.engines.base import ModelLoadError
+from attnviz.result import AttentionResult
+
+RESULT_CACHE_ENTRIES = 128
+
+
+@st.cache_resource(show_spinner=False, max_entries=6)
+def engine(model: str, kind: str):
+    """One engine per (model, engine kind), shared by all sessions; never mutated."""
+    return registry.load(model, kind, allow_paths=False)  # the app never reads arbitrary folders
+
+
+@st.cache_data(show_spinner=False, max_entries=RESULT_CACHE_ENTRIES)
+def attention(model: str, kind: str, text: str, target: str | None = None, causal: bool = False) -> dict:
+    eng = engine(model, kind)
+    return eng.run(text, target, causal=True) if causal else eng.run(text, target)
+
+
+def axes(model: str, kind: str, result: AttentionResult) -> tuple[TokenAxis, TokenAxis]:
+    """The target and source token axes (words, special tokens) of a result."""
+    specials = set(engine(model, kind).tokenizer.all_special_tokens)
+    return token_axis(result.target_tokens, specials), token_axis(result.source_tokens, specials)
+
+
+def load_engine_or_stop(model: str, kind: str):
+    """The engine, with a spinner while it loads; a clear message (and the page stops) if it cannot."""
+    try:
+        with st.spinner(f"Loading model '{model}' (the first time takes a few seconds)…"):
+            return engine(model, kind)
+    except (ModelLoadError, ValueError) as err:
+        st.error(str(err))
+        st.stop()
+
+
+def attention_or_stop(model: str, kind: str, text: str, target: str | None = None, causal: bool = False) -> dict:
+    """Results for the text, or a message for people (never a traceback) and the page stops."""
+    load_engine_or_stop(model, kind)
+    try:
+        with st.spinner("Computing attention…"):
+            return attention(model, kind, text, target, causal)
+    except ValueError as err:
+        st.warning(str(err))
+        st.stop()

@@ -1,0 +1,81 @@
+"""The shared sidebar: which model, which text, how things look; and the device in use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from attnviz.engines import registry
+from attnviz.figures.interactive import DEFAULT_PALETTE, PALETTES, Style
+from attnviz.ui import cache, state
+
+DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
+CHOICES = {
+    "default": "BERT · all-MiniLM-L6-v2 (bundled, Hugging Face)",
+    "scratch": "BERT · rebuilt on attnviz's from-scratch attention",
+    "hub": "Another model (Hugging Face hub id)…",
+}
+PROJECTOR_CSS = """<style>
+html, body, [class*="st-"] { font-size: 1.25rem; }
+h1 { font-size: 3rem !important; } h2, h3 { font-size: 2.2rem !important; }
+</style>"""
+
+
+@dataclass(frozen=True)
+class Inputs:
+    model: str  # "default" or a hub id
+    engine: str  # "hf" or "scratch"
+    text: str
+    style: Style
+
+
+def _model_from_url() -> None:
+    url_model = st.query_params.get("model")
+    if "sb.choice" not in st.session_state and url_model and url_model not in CHOICES:
+        st.session_state["sb.choice"], st.session_state["sb.hub"] = "hub", url_model
+
+
+def sidebar() -> Inputs:
+    """Draw the shared sidebar and return what it says; call once per run, from app.py."""
+    _model_from_url()
+    state.restore("sb.choice", "model", "default", lambda v: v in CHOICES)
+    state.restore("sb.hub", "hub", "bert-base-uncased")
+    state.restore("sb.text", "text", DEFAULT_TEXT)
+    state.restore("sb.palette", "palette", DEFAULT_PALETTE, lambda v: v in PALETTES)
+    state.restore("sb.projector", "projector", False)
+    with st.sidebar:
+        st.title("attnviz")
+        choice = st.selectbox("Model", list(CHOICES), format_func=CHOICES.get, key="sb.choice")
+        model, engine = ("default", "scratch") if choice == "scratch" else ("default", "hf")
+        if choice == "hub":
+            model = st.text_input("Hub id", key="sb.hub", help="e.g. bert-base-uncased, gpt2, t5-small").strip()
+        text = st.text_input("Text", key="sb.text", help="Press Enter to see its attention.")
+        palette = st.selectbox("Palette", list(PALETTES), key="sb.palette")
+        projector = st.toggle("Projector mode", key="sb.projector", help="Large fonts and high contrast for classrooms")
+        st.session_state["_device_slot"] = st.empty()
+    if projector:
+        st.markdown(PROJECTOR_CSS, unsafe_allow_html=True)  # our own constant CSS; never user text
+    state.remember("model", "scratch" if choice == "scratch" else model)
+    state.remember("text", text)
+    state.remember("palette", palette)
+    state.remember("projector", projector)
+    st.session_state["inputs"] = Inputs(model or registry.DEFAULT, engine, text, Style(palette, projector))
+    return st.session_state["inputs"]
+
+
+def show_device() -> None:
+    """Fill in the sidebar's device line once the page has loaded the model (app.py calls it last)."""
+    inputs = current()
+    try:
+        eng = cache.engine(inputs.model, inputs.engine)
+    except Exception:  # the page has already shown the loading error in full
+        return
+    st.session_state["_device_slot"].caption(
+        f"Device: **{eng.device_name}** · {eng.engine} engine · up to {eng.max_tokens} tokens"
+    )
+
+
+def current() -> Inputs:
+    """The inputs the sidebar read in this run (pages call this)."""
+    return st.session_state["inputs"]
