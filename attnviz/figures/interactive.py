@@ -215,9 +215,12 @@ def cost_chart(costs, *, style: Style = Style()) -> go.Figure:
     for col, y in ((1, ms), (2, mb)):
         ref = y[-1] * (n / n[-1]) ** 2
         fig.add_trace(
-            go.Scatter(x=n, y=ref, mode="lines", line={"dash": "dot", "color": "grey"}, name="∝ N²", showlegend=col == 1),
-            row=1, col=col,
-        )  # fmt: skip
+            go.Scatter(
+                x=n, y=ref, mode="lines", line={"dash": "dot", "color": "grey"}, name="∝ N²", showlegend=col == 1
+            ),
+            row=1,
+            col=col,
+        )
     fig.update_xaxes(type="log", title="tokens N")
     fig.update_yaxes(type="log")
     return fig.update_layout(height=340, font={"size": style.font_size}, margin={"l": 10, "r": 10, "t": 40, "b": 10})

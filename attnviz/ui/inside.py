@@ -74,19 +74,30 @@ def draw_steps(s: AttentionSteps, tokens, head: int, style: Style) -> None:
     row = st.columns(3)
     mask = s.mask if s.mask is not None else torch.ones_like(s.scores[0, 0], dtype=torch.bool)
     figs = (
-        interactive.matrix(m(s.masked_scores)[head], f"scores QKᵀ/√{dh}" + (", masked (grey)" if s.mask is not None else ""),
-                           rows=labels, cols=labels, style=style),
-        interactive.matrix(mask.float().cpu().numpy(), "mask (1 = may attend)", rows=labels, cols=labels, style=style, signed=False),
-        interactive.matrix(m(s.weights)[head], "softmax: attention weights", rows=labels, cols=labels, style=style, signed=False),
-    )  # fmt: skip
+        interactive.matrix(
+            m(s.masked_scores)[head],
+            f"scores QKᵀ/√{dh}" + (", masked (grey)" if s.mask is not None else ""),
+            rows=labels,
+            cols=labels,
+            style=style,
+        ),
+        interactive.matrix(
+            mask.float().cpu().numpy(), "mask (1 = may attend)", rows=labels, cols=labels, style=style, signed=False
+        ),
+        interactive.matrix(
+            m(s.weights)[head], "softmax: attention weights", rows=labels, cols=labels, style=style, signed=False
+        ),
+    )
     for i, (col, fig) in enumerate(zip(row, figs, strict=True)):
         col.plotly_chart(fig, key=f"in.attn{i}")
     row = st.columns(3)
     figs = (
-        interactive.matrix(m(s.head_outputs)[head], f"weights·V of head {head + 1}", rows=labels, cols=dims(dh), style=style),
+        interactive.matrix(
+            m(s.head_outputs)[head], f"weights·V of head {head + 1}", rows=labels, cols=dims(dh), style=style
+        ),
         interactive.matrix(m(s.concat), "concat of all heads", rows=labels, style=style),
         interactive.matrix(m(s.output), "output = concat·W_O", rows=labels, style=style),
-    )  # fmt: skip
+    )
     for i, (col, fig) in enumerate(zip(row, figs, strict=True)):
         col.plotly_chart(fig, key=f"in.out{i}")
 
