@@ -23,12 +23,12 @@ layer = views.pick("Layer", "heads", "layer", result.n_layers) if view != "Overv
 
 if view == "Layer":
     st.caption("Rows are queries (the token looking), columns are keys (the token looked at). One colour scale.")
-    st.plotly_chart(interactive.head_grid(result, layer, style=inputs.style), key="heads.grid")
+    st.plotly_chart(interactive.head_grid(result, layer, style=inputs.style), key="heads.chart.grid")
     views.export_buttons(inputs, result, layer, None, opts, "heads.export.layer")
 elif view == "Head":
     head = views.pick("Head", "heads", "head", result.n_heads)
-    st.plotly_chart(interactive.head_map(result, layer, head, style=inputs.style), key="heads.head")
+    st.plotly_chart(interactive.head_map(result, layer, head, style=inputs.style), key="heads.chart.head")
     views.export_buttons(inputs, result, layer, head, opts, "heads.export.head")
 else:
     st.caption("Every layer (rows) and head (columns) as a small map. Hover to see which is which.")
-    st.plotly_chart(interactive.overview(result, style=inputs.style), key="heads.overview")
+    st.plotly_chart(interactive.overview(result, style=inputs.style), key="heads.chart.overview")

@@ -1,0 +1,129 @@
+"""AppTest: every page runs on the bundled model; the Heads page sends what the engine computed."""
+
+import html
+import json
+
+import numpy as np
+import pytest
+from conftest import ROOT, SENTENCE
+from plotly_data import array
+from streamlit.testing.v1 import AppTest
+
+APP = str(ROOT / "app.py")
+
+
+def _app(**params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def _charts(at):
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def _tokens(labels):
+    return [html.unescape(x.rsplit(" ·", 1)[0]) for x in labels]
+
+
+def _ok(at):
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_heads_page_sends_one_heatmap_per_head_equal_to_the_engine(bundled_hf):
+    at = _app()
+    _ok(at)
+    r = bundled_hf.run(SENTENCE)["self"]
+    maps = [d for d in _charts(at)[0]["data"] if d["type"] == "heatmap"]
+    assert len(maps) == 12
+    for h, d in enumerate(maps):
+        assert np.allclose(array(d["z"]), r.weights[0, h].numpy(), atol=1e-6)
+        assert _tokens(d["x"]) == _tokens(d["y"]) == list(r.target_tokens)
+
+
+def test_layer_slider_changes_the_layer(bundled_hf):
+    at = _app()
+    at.slider(key="heads.layer").set_value(4).run()
+    _ok(at)
+    z = array(_charts(at)[0]["data"][7]["z"])
+    assert np.allclose(z, bundled_hf.run(SENTENCE)["self"].weights[3, 7].numpy(), atol=1e-6)
+    # AppTest does not report query-param writes made on reruns; tests/test_browser.py checks the URL there.
+
+
+def test_hiding_specials_drops_them_and_renormalises():
+    at = _app()
+    at.toggle(key="heads.hide").set_value(True).run()
+    _ok(at)
+    d = _charts(at)[0]["data"][0]
+    assert "[CLS]" not in _tokens(d["x"]) and "[SEP]" not in _tokens(d["x"]) and len(d["x"]) == 14
+    assert np.allclose(array(d["z"]).sum(-1), 1.0, atol=1e-5)
+
+
+def test_merging_word_pieces_gives_words():
+    at = _app(text="The playwright was unbelievably tired.")
+    at.toggle(key="heads.merge").set_value(True).run()
+    _ok(at)
+    toks = _tokens(_charts(at)[0]["data"][0]["x"])
+    assert "playwright" in toks and "unbelievably" in toks
+    assert not any(t.startswith("##") for t in toks)
+
+
+def test_url_state_round_trips():
+    at = _app(text="A shared link for class.", layer="3", view="Head", head="5", hide="true", palette="Blues")
+    _ok(at)
+    assert at.text_input(key="sb.text").value == "A shared link for class."
+    assert at.slider(key="heads.layer").value == 3 and at.slider(key="heads.head").value == 5
+    assert at.toggle(key="heads.hide").value is True
+    spec = _charts(at)[0]
+    assert spec["layout"]["title"]["text"] == "Layer 3, head 5"
+    params = {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}
+    assert params["text"] == "A shared link for class." and params["layer"] == "3" and params["head"] == "5"
+    assert params["hide"] == "true" and params["palette"] == "Blues" and params["view"] == "Head"
+
+
+def test_nonsense_url_values_fall_back_to_defaults():
+    at = _app(layer="99", view="nope", palette="x")
+    _ok(at)
+    assert at.slider(key="heads.layer").value == 1
+
+
+def test_overview_is_one_tiled_heatmap():
+    at = _app(view="Overview")
+    _ok(at)
+    data = _charts(at)[0]["data"]
+    assert len(data) == 1 and data[0]["type"] == "heatmap"
+
+
+def test_scratch_engine_from_the_sidebar(bundled_hf):
+    at = _app(model="scratch")
+    _ok(at)
+    z = array(_charts(at)[0]["data"][2]["z"])
+    assert np.allclose(z, bundled_hf.run(SENTENCE)["self"].weights[0, 2].numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("text", ["   ", "\u200b"])
+def test_empty_text_gives_a_message_not_a_traceback(text):
+    at = _app(text=text)
+    assert not at.exception
+    assert at.warning and ("empty" in at.warning[0].value or "no characters" in at.warning[0].value)
+
+
+def test_unknown_model_gives_a_message():
+    at = _app(model="no-such-owner/no-such-model-xyz")
+    assert not at.exception
+    assert at.error and '"default"' in at.error[0].value
+
+
+def test_inside_page_runs_and_shows_the_shapes():
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("pages/inside.py").run()
+    _ok(at)
+    code = at.code[0].value
+    assert "(1, 16, 384)" in code and "(1, 12, 16, 32)" in code
+    assert len(_charts(at)) >= 10
+    at.select_slider(key="inside.d_model").set_value(64).run()
+    at.select_slider(key="inside.heads").set_value(4).run()
+    _ok(at)
+    assert any("64 / 4 = **16**" in m.value for m in at.markdown)

@@ -1,0 +1,124 @@
+"""A real browser: Playwright drives Debian's Chromium against a live `streamlit run app.py`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+from conftest import ROOT
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = pytest.mark.skipif(
+    not os.path.exists(CHROMIUM), reason="Chromium is not installed (make test installs it)"
+)
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+HEATMAPS_JS = "() => document.querySelector('.js-plotly-plot')?.data?.filter(d => d.type === 'heatmap').length ?? 0"
+FIRST_X_JS = "() => document.querySelector('.js-plotly-plot')?.data?.[0]?.x ?? []"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int, log_path) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+           "--server.address", "127.0.0.1", "--server.fileWatcherType", "none"]  # fmt: skip
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    with open(log_path, "w") as log:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok":
+                return proc
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise RuntimeError(f"streamlit did not become healthy; see {log_path}")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    port = _free_port()
+    proc = start_server(port, tmp_path_factory.mktemp("st") / "streamlit.log")
+    yield f"http://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    pg = ctx.new_page()
+    pg.dialogs = []
+    pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))
+    pg.goto(server)
+    pg.wait_for_function(f"({HEATMAPS_JS})() === 12", timeout=90_000)
+    yield pg
+    ctx.close()
+
+
+def _type(pg, text: str) -> None:
+    box = pg.get_by_label("Text", exact=True)
+    box.fill(text)
+    box.press("Enter")
+
+
+def _wait_for_token(pg, token: str) -> None:
+    pg.wait_for_function(f"({FIRST_X_JS})().some(x => x.startsWith({token!r}))", timeout=60_000)
+
+
+def test_typing_a_sentence_draws_one_heatmap_per_head(page):
+    _type(page, "Students love colourful heatmaps")
+    _wait_for_token(page, "colourful")
+    assert page.evaluate(HEATMAPS_JS) == 12
+    assert page.locator(".js-plotly-plot .hm image, .js-plotly-plot .heatmaplayer").count() >= 1
+
+
+def test_markup_is_shown_as_text_and_never_runs(page):
+    _type(page, "<script>alert(1)</script><img src=x onerror=alert(2)>")
+    _wait_for_token(page, "script")
+    page.wait_for_timeout(1000)
+    assert page.dialogs == []
+    labels = page.evaluate(FIRST_X_JS)
+    assert "&lt; ·2" in labels  # escaped before plotly reads it as HTML
+    assert (
+        page.get_by_label("Text", exact=True).input_value() == "<script>alert(1)</script><img src=x onerror=alert(2)>"
+    )
+    assert page.evaluate("() => document.querySelectorAll('img[src=\"x\"]').length") == 0
+
+
+def test_png_download_is_a_png(page, tmp_path):
+    with page.expect_download(timeout=60_000) as info:
+        page.get_by_role("button", name="PNG", exact=True).click()
+    path = tmp_path / "grid.png"
+    info.value.save_as(path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert info.value.suggested_filename == "attnviz_L1.png"
+
+
+def test_moving_the_layer_slider_updates_the_shareable_url(page):
+    slider = page.get_by_role("slider").first
+    slider.focus()
+    slider.press("ArrowRight")
+    page.wait_for_function("() => location.href.includes('layer=2')", timeout=30_000)
+    assert "view=Layer" in page.evaluate("location.href")

@@ -1,0 +1,54 @@
+"""Exports: PNG, SVG, CSV and JSON contents."""
+
+import io
+import json
+
+import numpy as np
+import pandas as pd
+from conftest import SENTENCE
+
+from attnviz.figures import export
+
+
+def test_png_and_svg_of_a_layer_grid_and_a_head(bundled_hf):
+    r = bundled_hf.run(SENTENCE)["self"]
+    png = export.figure_bytes(export.grid_figure(r, 0), "png")
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
+    svg = export.figure_bytes(export.head_figure(r, 0, 3), "svg").decode()
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg and "animal" in svg
+
+
+def test_dollar_signs_do_not_break_the_figure():
+    import torch
+
+    from attnviz.result import AttentionResult
+
+    toks = ("$", "5", "$")
+    r = AttentionResult(torch.full((1, 1, 3, 3), 1 / 3), toks, toks, "self", "m")
+    assert export.figure_bytes(export.head_figure(r, 0, 0), "png")[:4] == b"\x89PNG"
+
+
+def test_csv_values_equal_the_weights(bundled_hf):
+    r = bundled_hf.run(SENTENCE)["self"]
+    m = r.weights[1, 4].numpy()
+    frame = pd.read_csv(io.StringIO(export.matrix_csv(m, r.target_tokens, r.source_tokens)), index_col=0)
+    assert np.allclose(frame.to_numpy(), m, atol=1e-7)
+    assert frame.index[2] == "3:animal" and frame.columns[0] == "1:[CLS]"
+
+
+def test_layer_csv_is_long_form(bundled_hf):
+    r = bundled_hf.run(SENTENCE)["self"]
+    frame = pd.read_csv(io.StringIO(export.layer_csv(r.weights[0].numpy(), r.target_tokens, r.source_tokens)))
+    assert len(frame) == 12 * 16 * 16
+    row = frame[(frame["head"] == 5) & (frame["query_pos"] == 11) & (frame["key_pos"] == 3)].iloc[0]
+    assert (row.query, row.key) == ("it", "animal")
+    assert abs(row.weight - r.weights[0, 4, 10, 2].item()) < 1e-7
+
+
+def test_json_bundle_has_weights_and_manifest(bundled_hf):
+    r = bundled_hf.run(SENTENCE)["self"]
+    man = export.Manifest("default", "hf", "cpu", SENTENCE, "self", 1, 4, {"hide_special": False})
+    d = json.loads(export.bundle_json(r.weights[0, 3].numpy(), r.target_tokens, r.source_tokens, man))
+    assert d["manifest"]["model"] == "default" and d["manifest"]["head"] == 4 and d["manifest"]["attnviz_version"]
+    assert set(d["manifest"]) >= {"model", "engine", "device", "text", "layer", "head", "options", "attnviz_version"}
+    assert np.allclose(np.array(d["weights"]), r.weights[0, 3].numpy()) and d["shape"] == [16, 16]

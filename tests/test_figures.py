@@ -1,0 +1,64 @@
+"""Figure builders: what reaches the browser equals the engine's weights, labelled by its tokens."""
+
+import html
+import json
+
+import numpy as np
+import plotly.io as pio
+import torch
+from conftest import SENTENCE
+from plotly_data import array
+
+from attnviz.figures import interactive
+from attnviz.result import AttentionResult
+
+
+def _random_result(l=2, h=4, t=10):
+    w = torch.rand(l, h, t, t).softmax(-1)
+    toks = tuple(f"t{i}" for i in range(t))
+    return AttentionResult(w, toks, toks, "self", "rand")
+
+
+def test_head_grid_has_one_heatmap_per_head_with_the_weights(bundled_hf):
+    r = bundled_hf.run(SENTENCE)["self"]
+    spec = json.loads(pio.to_json(interactive.head_grid(r, 2)))
+    maps = [d for d in spec["data"] if d["type"] == "heatmap"]
+    assert len(maps) == r.n_heads
+    for h, d in enumerate(maps):
+        assert np.allclose(array(d["z"]), r.weights[2, h].numpy(), atol=1e-7)
+        assert [html.unescape(x.rsplit(" ·", 1)[0]) for x in d["x"]] == list(r.source_tokens)
+    assert spec["layout"]["coloraxis"]["cmin"] == 0
+
+
+def test_labels_are_escaped_and_unique():
+    toks = ("<script>", "the", "the", "<s>")
+    r = AttentionResult(torch.full((1, 1, 4, 4), 0.25), toks, toks, "self", "m")
+    d = interactive.head_map(r, 0, 0).data[0]
+    assert len(set(d.x)) == 4 and "&lt;script&gt; ·1" in d.x and not any("<" in x for x in d.x)
+
+
+def test_large_inputs_are_pooled_and_stay_small():
+    r = _random_result(l=6, h=12, t=512)
+    grid = interactive.head_grid(r, 0)
+    z = np.asarray(grid.data[0].z)
+    assert z.shape == (86, 86)  # 512 tokens in blocks of 6
+    assert abs(z.mean() - r.weights[0, 0].mean().item()) < 1e-3
+    figures = {"grid": grid, "head": interactive.head_map(r, 0, 0), "overview": interactive.overview(r)}
+    sizes = {name: len(pio.to_json(fig)) for name, fig in figures.items()}
+    assert sum(sizes.values()) < 10 * 2**20, sizes
+
+
+def test_overview_is_one_tiled_heatmap():
+    r = _random_result(l=3, h=4, t=8)
+    fig = interactive.overview(r)
+    assert len(fig.data) == 1
+    z = np.asarray(fig.data[0].z)
+    assert z.shape == (3 * 9 - 1, 4 * 9 - 1)
+    assert np.allclose(z[9:17, 18:26], r.weights[1, 2].numpy())  # layer 2, head 3
+    assert np.isnan(z[8]).all()  # the gap between layers
+    assert list(fig.layout.xaxis.ticktext) == ["H1", "H2", "H3", "H4"]
+
+
+def test_projector_style_is_larger():
+    r = _random_result()
+    assert interactive.head_grid(r, 0, style=interactive.Style(projector=True)).layout.font.size == 20
