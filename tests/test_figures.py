@@ -62,3 +62,14 @@ def test_overview_is_one_tiled_heatmap():
 def test_projector_style_is_larger():
     r = _random_result()
     assert interactive.head_grid(r, 0, style=interactive.Style(projector=True)).layout.font.size == 20
+
+
+def test_grid_layout_is_valid_for_any_head_count():
+    for heads in (1, 2, 3, 5, 6, 8, 12, 16):
+        r = _random_result(l=1, h=heads, t=5)
+        for columns in (1, 4, 6):
+            fig = interactive.head_grid(r, 0, columns=columns)
+            assert len(fig.data) == heads
+            assert all(
+                0 <= v <= 1 for k in fig.layout if k.startswith(("xaxis", "yaxis")) for v in fig.layout[k].domain
+            )

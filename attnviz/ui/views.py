@@ -7,7 +7,6 @@ from dataclasses import dataclass
 import streamlit as st
 
 from attnviz.analysis import views
-from attnviz.figures import export
 from attnviz.result import AttentionResult
 from attnviz.ui import cache, state
 from attnviz.ui.controls import Inputs
@@ -56,6 +55,8 @@ def export_buttons(
     inputs: Inputs, result: AttentionResult, layer: int, head: int | None, opts: Options, key: str
 ) -> None:
     """PNG, SVG, CSV and JSON of what is shown; the files are only built when a button is pressed."""
+    from attnviz.figures import export  # seaborn and matplotlib load on the first export, not on page load
+
     colorscale = inputs.style.colorscale
     stem = f"attnviz_L{layer + 1}" + ("" if head is None else f"_H{head + 1}")
     manifest = export.Manifest(
