@@ -184,7 +184,6 @@ def overview(result: AttentionResult, *, style: Style = Style(), thumb: int = 32
     fig.update_xaxes(
         tickvals=[h * (s2 + 1) + (s2 - 1) / 2 for h in range(n_h)],
         ticktext=[f"H{h + 1}" for h in range(n_h)],
-        side="top",
         showgrid=False,
         zeroline=False,
     )

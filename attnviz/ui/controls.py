@@ -16,10 +16,8 @@ CHOICES = {
     "scratch": "BERT · rebuilt on attnviz's from-scratch attention",
     "hub": "Another model (Hugging Face hub id)…",
 }
-PROJECTOR_CSS = """<style>
-html, body, [class*="st-"] { font-size: 1.25rem; }
-h1 { font-size: 3rem !important; } h2, h3 { font-size: 2.2rem !important; }
-</style>"""
+# Streamlit sizes text in rem, so raising the root font size scales every label and heading together.
+PROJECTOR_CSS = "<style>html { font-size: 22px; }</style>"
 
 
 @dataclass(frozen=True)
