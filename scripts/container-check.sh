@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Build the image and prove it works: healthy, draws its heatmaps in Chromium, non-root, offline, doctor passes.
+# Uses docker where a Docker engine answers, else podman (on machines like ours: ../shared/tools).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TAG=${TAG:-attnviz}
+NAME=attnviz-check
+PORT=8501
+PY=${PY:-.venv/bin/python}
+
+if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
+  ENGINE=(docker); BUILD=(docker build -t "$TAG" .); NET=(-p "127.0.0.1:$PORT:8501")
+elif [ -x ../shared/tools/podman ]; then
+  ENGINE=(../shared/tools/podman); BUILD=(../shared/tools/container-build "$TAG"); NET=(--network host)
+elif command -v podman >/dev/null 2>&1; then
+  ENGINE=(podman); BUILD=(podman build -t "$TAG" .); NET=(-p "127.0.0.1:$PORT:8501")
+else
+  echo "container-check: no Docker engine and no podman here" >&2; exit 1
+fi
+echo "== engine: ${ENGINE[*]}"
+
+echo "== build"
+"${BUILD[@]}"
+size=$("${ENGINE[@]}" image inspect "$TAG" --format '{{.Size}}')
+
+cleanup() { "${ENGINE[@]}" rm -f "$NAME" >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+cleanup
+
+echo "== run"
+start=$(date +%s.%N)
+"${ENGINE[@]}" run -d --name "$NAME" "${NET[@]}" "$TAG" >/dev/null
+for _ in $(seq 240); do
+  if [ "$(curl -fs "http://127.0.0.1:$PORT/_stcore/health" 2>/dev/null)" = ok ]; then break; fi
+  sleep 0.5
+done
+[ "$(curl -fs "http://127.0.0.1:$PORT/_stcore/health")" = ok ] || { "${ENGINE[@]}" logs "$NAME"; exit 1; }
+healthy=$(echo "$(date +%s.%N) - $start" | bc)
+if [ "${ENGINE[0]}" = docker ]; then
+  for _ in $(seq 60); do [ "$(docker inspect -f '{{.State.Health.Status}}' "$NAME")" = healthy ] && break; sleep 1; done
+  echo "HEALTHCHECK: $(docker inspect -f '{{.State.Health.Status}}' "$NAME")"
+else
+  "${ENGINE[@]}" healthcheck run "$NAME" && echo "HEALTHCHECK: healthy"
+fi
+
+echo "== the Heads page in Chromium"
+"$PY" scripts/browser_check.py "http://127.0.0.1:$PORT/"
+
+echo "== user"
+uid=$("${ENGINE[@]}" exec "$NAME" id -u)
+server_uid=$("${ENGINE[@]}" exec "$NAME" sh -c "awk '/^Uid:/ {print \$2}' /proc/1/status")
+echo "exec uid: $uid, server (pid 1) uid: $server_uid"
+[ "$uid" != 0 ] && [ "$server_uid" != 0 ] || { echo "the server runs as root" >&2; exit 1; }
+
+echo "== doctor inside the running container"
+"${ENGINE[@]}" exec "$NAME" python -m attnviz doctor
+
+echo "== no network at all: a fresh container with --network none computes attention"
+"${ENGINE[@]}" run --rm --network none "$TAG" \
+  python -m attnviz attention "No network is needed to see attention." --engine scratch
+
+echo "== summary"
+echo "image size: $(echo "scale=1; $size / 1048576" | bc) MiB"
+echo "run to healthy: ${healthy} s"
