@@ -11,9 +11,10 @@ PY=${PY:-.venv/bin/python}
 if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
   ENGINE=(docker); BUILD=(docker build -t "$TAG" .); NET=(-p "127.0.0.1:$PORT:8501")
 elif [ -x ../shared/tools/podman ]; then
-  ENGINE=(../shared/tools/podman); BUILD=(../shared/tools/container-build "$TAG"); NET=(--network host)
+  # --format docker: podman's default OCI format drops the HEALTHCHECK instruction
+  ENGINE=(../shared/tools/podman); BUILD=(../shared/tools/container-build "$TAG" --format docker); NET=(--network host)
 elif command -v podman >/dev/null 2>&1; then
-  ENGINE=(podman); BUILD=(podman build -t "$TAG" .); NET=(-p "127.0.0.1:$PORT:8501")
+  ENGINE=(podman); BUILD=(podman build --format docker -t "$TAG" .); NET=(-p "127.0.0.1:$PORT:8501")
 else
   echo "container-check: no Docker engine and no podman here" >&2; exit 1
 fi
@@ -38,10 +39,12 @@ done
 healthy=$(echo "$(date +%s.%N) - $start" | bc)
 if [ "${ENGINE[0]}" = docker ]; then
   for _ in $(seq 60); do [ "$(docker inspect -f '{{.State.Health.Status}}' "$NAME")" = healthy ] && break; sleep 1; done
-  echo "HEALTHCHECK: $(docker inspect -f '{{.State.Health.Status}}' "$NAME")"
+  status=$(docker inspect -f '{{.State.Health.Status}}' "$NAME")
 else
-  "${ENGINE[@]}" healthcheck run "$NAME" && echo "HEALTHCHECK: healthy"
+  status=$("${ENGINE[@]}" healthcheck run "$NAME" >/dev/null 2>&1 && echo healthy || echo unhealthy)
 fi
+echo "HEALTHCHECK: $status"
+[ "$status" = healthy ] || { echo "the image's HEALTHCHECK did not pass" >&2; exit 1; }
 
 echo "== the Heads page in Chromium"
 "$PY" scripts/browser_check.py "http://127.0.0.1:$PORT/"
