@@ -102,6 +102,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0 if diff <= DOCTOR_TOLERANCE else 1
 
 
+def cmd_train_dates(args: argparse.Namespace) -> int:
+    from attnviz.train import dates
+
+    return dates.main(steps=args.steps, out=Path(args.out) if args.out else dates.CHECKPOINT_DIR / "dates")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m attnviz", description="See where a transformer's attention goes.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -116,6 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
     doc = sub.add_parser("doctor", help="versions, GPU, offline models, and an attention check")
     doc.add_argument("--device", choices=("cpu", "cuda"), default=None)
     doc.set_defaults(func=cmd_doctor)
+    tr = sub.add_parser("train-dates", help="train the shipped date model from scratch (a few minutes on 2 cores)")
+    tr.add_argument("--steps", type=int, default=None, help="training steps (default: the shipped recipe)")
+    tr.add_argument("--out", default=None, help="folder to save to (default: the shipped checkpoint's folder)")
+    tr.set_defaults(func=cmd_train_dates)
     return parser
 
 

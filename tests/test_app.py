@@ -127,3 +127,46 @@ def test_inside_page_runs_and_shows_the_shapes():
     at.select_slider(key="inside.heads").set_value(4).run()
     _ok(at)
     assert any("64 / 4 = **16**" in m.value for m in at.markdown)
+
+
+def _compare(**params):
+    """Open the Compare page directly, as a shared link to it does."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at.switch_page("pages/compare.py").run()
+
+
+def test_compare_page_with_the_date_model():
+    at = _compare()
+    _ok(at)
+    assert any("→ **2026-11-22**" in m.value for m in at.markdown)
+    data = _charts(at)[0]["data"]
+    assert [d["type"] for d in data] == ["heatmap"] * 3
+    causal = array(data[1]["z"])
+    assert np.isnan(causal[np.triu_indices(causal.shape[0], 1)]).all()  # the mask is drawn as masked
+    cross = array(data[2]["z"])
+    assert cross.shape[0] != cross.shape[1] and np.allclose(cross.sum(-1), 1.0, atol=1e-5)
+
+
+def test_compare_page_with_bert_what_ifs():
+    at = _compare()
+    at.radio(key="cmp.source").set_value("bert").run()
+    _ok(at)
+    charts = _charts(at)
+    bi, ca, diff = (array(d["z"]) for d in charts[0]["data"])
+    assert np.isnan(ca[0, 1])  # the causal panel draws its mask as masked
+    assert np.allclose(diff, np.nan_to_num(ca) - bi, atol=1e-5)  # masked cells count as 0 in the difference
+    assert np.allclose(np.nansum(ca, -1), 1.0, atol=1e-5)
+    cross = array(charts[1]["data"][0]["z"])
+    assert cross.shape[0] != cross.shape[1]
+
+
+def test_compare_page_with_a_hub_encoder_decoder(tiny_marian_dir, monkeypatch):
+    monkeypatch.setenv("ATTNVIZ_MODEL_DIRS", str(tiny_marian_dir.parent))
+    at = _compare(source="hub", hub=str(tiny_marian_dir), target="die katze")
+    _ok(at)
+    data = _charts(at)[0]["data"]
+    cross = array(data[2]["z"])
+    assert len(data) == 3 and cross.shape == (5, 16)  # [PAD] + "die katze" pieces x the sidebar text's 16 tokens
+    assert _tokens(data[2]["x"])[:3] == ["[CLS]", "the", "animal"]

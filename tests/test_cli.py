@@ -61,3 +61,11 @@ def test_doctor_reports_versions_models_and_a_passing_check():
     assert p.returncode == 0, p.stderr
     for needle in ("torch", "transformers", "streamlit", "CUDA", "models offline", "default", "max |diff|", "(ok,"):
         assert needle in p.stdout, needle
+
+
+def test_date_model_from_the_command_line_gives_three_kinds(tmp_path):
+    out = tmp_path / "d.json"
+    assert main(["attention", "22/11/2026", "--model", "dates", "--json", str(out)]) == 0
+    d = json.loads(out.read_text())
+    assert set(d["results"]) == {"self", "causal", "cross"}
+    assert "".join(d["results"]["cross"]["target_tokens"]) == "<s>2026-11-22"

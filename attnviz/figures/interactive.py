@@ -252,3 +252,89 @@ def cost_chart(costs, *, style: Style = Style()) -> go.Figure:
     fig.update_xaxes(type="log", title="tokens N")
     fig.update_yaxes(type="log")
     return fig.update_layout(height=340, font={"size": style.font_size}, margin={"l": 10, "r": 10, "t": 40, "b": 10})
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One map of a side-by-side figure."""
+
+    title: str
+    matrix: np.ndarray  # (Tq, Tk)
+    rows: tuple[str, ...]
+    cols: tuple[str, ...]
+    masked: np.ndarray | None = None  # (Tq, Tk) bool: True where the model may not look (drawn grey)
+    signed: bool = False  # a difference: its own diverging scale around 0
+
+
+MASKED_COLOUR = "#c8c8c8"
+
+
+def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = "") -> go.Figure:
+    """Maps next to each other on ONE colour scale (signed panels on a second, diverging one).
+
+    Masked cells are left empty (NaN) over a grey background, so "may not look" never reads as
+    "looks very little".
+    """
+    n = len(panels)
+    gap = 0.06
+    width = (1 - gap * (n - 1)) / n
+    layout: dict = {"annotations": []}
+    traces = []
+    plain = [p.matrix[~p.masked] if p.masked is not None else p.matrix.ravel() for p in panels if not p.signed]
+    zmax = float(max((m.max() for m in plain if m.size), default=1.0))
+    signed = [np.abs(p.matrix).max() for p in panels if p.signed]
+    for i, p in enumerate(panels):
+        sx = "" if i == 0 else str(i + 1)
+        x0 = min(1.0, i * (width + gap))
+        layout[f"xaxis{sx}"] = {"domain": [x0, min(1.0, x0 + width)], "anchor": f"y{sx}", "tickangle": -60,
+                                "showticklabels": len(p.cols) <= 60, "title": {"text": "key"}}  # fmt: skip
+        layout[f"yaxis{sx}"] = {"anchor": f"x{sx}", "autorange": "reversed", "showticklabels": len(p.rows) <= 60,
+                                "title": {"text": "query" if i == 0 else ""}}  # fmt: skip
+        layout["annotations"].append(
+            {
+                "text": p.title,
+                "x": x0 + width / 2,
+                "y": 1.0,
+                "xref": "paper",
+                "yref": "paper",
+                "xanchor": "center",
+                "yanchor": "bottom",
+                "showarrow": False,
+                "font": {"size": style.font_size + 1},
+            }  # fmt: skip
+        )
+        z = p.matrix.astype(np.float32)
+        if p.masked is not None:
+            z = np.where(p.masked, np.nan, z)
+        traces.append(
+            go.Heatmap(
+                z=z,
+                x=display_labels(p.cols),
+                y=display_labels(p.rows),
+                name=p.title,
+                hoverongaps=False,
+                coloraxis="coloraxis2" if p.signed else "coloraxis",
+                xaxis=f"x{sx}",
+                yaxis=f"y{sx}",
+                hovertemplate="query %{y}<br>key %{x}<br>"
+                + ("difference" if p.signed else "weight")
+                + " %{z:.4f}<extra>"
+                + p.title
+                + "</extra>",
+            )  # fmt: skip
+        )
+    fig = go.Figure(data=traces, layout=layout)
+    fig = _style_layout(fig, style, zmax, title)
+    if signed:
+        bound = float(max(signed)) or 1.0
+        fig.update_layout(
+            coloraxis2={
+                "colorscale": "RdBu",
+                "cmid": 0.0,
+                "cmin": -bound,
+                "cmax": bound,
+                "colorbar": {"title": {"text": "difference"}, "x": 1.12},
+            }  # fmt: skip
+        )
+    fig.update_layout(plot_bgcolor=MASKED_COLOUR, height=480 if not style.projector else 600, margin={"t": 90})
+    return fig

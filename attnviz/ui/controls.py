@@ -75,5 +75,7 @@ def show_device() -> None:
 
 
 def current() -> Inputs:
-    """The inputs the sidebar read in this run (pages call this)."""
+    """The inputs the sidebar read in this run (pages call this); draws the sidebar if app.py has not."""
+    if "inputs" not in st.session_state:
+        return sidebar()
     return st.session_state["inputs"]

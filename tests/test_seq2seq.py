@@ -1,0 +1,72 @@
+"""Our encoder-decoder on the scratch engine, and the shipped date model."""
+
+import random
+import time
+
+import pytest
+import torch
+
+from attnviz.engines import registry
+from attnviz.engines.seq2seq import Seq2Seq, Seq2SeqConfig, batch_ids, train_step
+from attnviz.train import dates
+
+
+@pytest.fixture(scope="module")
+def date_engine():
+    return registry.load("dates")
+
+
+def test_shipped_checkpoint_meets_accuracy_and_alignment_targets(date_engine):
+    start = time.perf_counter()
+    ev = dates.evaluate(date_engine.model, n=1000, seed=12345)
+    assert time.perf_counter() - start < 30
+    assert ev.exact >= 0.99, ev
+    for field, (mass, _) in ev.alignment.items():
+        assert mass >= 0.5, (field, ev)
+
+
+def test_a_few_training_steps_lower_the_loss():
+    torch.manual_seed(0)
+    model = Seq2Seq(Seq2SeqConfig(chars=dates.CHARS, d_model=32, num_heads=2, d_ff=64)).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    batch = dates.sample(random.Random(0), 32, held_out=False)
+    src = batch_ids(model.vocab, [e.source for e in batch])
+    tgt = batch_ids(model.vocab, [e.target for e in batch])
+    losses = [train_step(model, opt, src, tgt) for _ in range(15)]
+    assert losses[-1] < 0.8 * losses[0]
+
+
+def test_held_out_dates_never_appear_in_training():
+    train = dates.sample(random.Random(1), 2000, held_out=False)
+    test = dates.sample(random.Random(2), 500, held_out=True)
+    assert not {e.target for e in train} & {e.target for e in test}
+
+
+def test_examples_mark_their_fields():
+    for e in dates.sample(random.Random(3), 300, held_out=False):
+        y, m, d = e.target.split("-")
+        assert e.source[slice(*e.spans["year"])] in (y, y.upper())
+        assert int(e.source[slice(*e.spans["day"])].lower().rstrip("stndrh")) == int(d)
+
+
+def test_date_engine_gives_three_kinds_with_the_prediction_as_decoder_tokens(date_engine):
+    res = date_engine.run("Nov 22, 2026")
+    assert set(res) == {"self", "causal", "cross"}
+    assert date_engine.predict(["Nov 22, 2026"]) == ["2026-11-22"]
+    tgt = res["causal"].target_tokens
+    assert "".join(tgt[1:]) == "2026-11-22" and tgt[0] == "<s>"
+    assert res["cross"].shape[2:] == (11, 13)  # <s> + 10 output characters x 12 input characters + </s>
+    assert torch.count_nonzero(torch.triu(res["causal"].weights, 1)) == 0
+    for r in res.values():
+        assert torch.allclose(r.weights.sum(-1), torch.ones(r.weights.shape[:3]), atol=1e-5)
+
+
+def test_date_engine_teacher_forces_a_given_target(date_engine):
+    res = date_engine.run("Nov 22, 2026", target="2026-11-22")
+    assert "".join(res["cross"].target_tokens) == "<s>2026-11-22"
+
+
+@pytest.mark.parametrize("text", ["the 3rd of march 1999", "saturday 22 november 2026", "Nov 22, 2026"])
+def test_issue_examples(date_engine, text):
+    expected = {"the 3rd of march 1999": "1999-03-03"}.get(text, "2026-11-22")
+    assert date_engine.predict([text]) == [expected]
