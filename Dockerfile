@@ -26,7 +26,7 @@ RUN for m in $MODELS; do \
 
 COPY .streamlit/ .streamlit/
 COPY app.py ./
-COPY pages/ pages/
+COPY app_pages/ app_pages/
 COPY attnviz/ attnviz/
 
 RUN useradd --uid 10001 --no-create-home --shell /usr/sbin/nologin attnviz

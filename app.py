@@ -1,4 +1,9 @@
-"""attnviz: the frame. Page config, the shared sidebar, navigation over pages/."""
+"""attnviz: the frame. Page config, the shared sidebar, navigation over app_pages/.
+
+The pages live in app_pages/, not pages/: with a folder named pages/, Streamlit 1.67 starts in its
+old folder-based mode server-wide, and a first request for a page's URL then runs that page without
+this file (no navigation, no layout) until some session loads "/".
+"""
 
 import streamlit as st
 
@@ -7,12 +12,13 @@ from attnviz.ui import controls, state
 st.set_page_config(page_title="attnviz — see where attention goes", page_icon="🔍", layout="wide")
 navigation = st.navigation(
     [
-        st.Page("pages/heads.py", title="Heads", icon=":material/grid_view:", default=True),
-        st.Page("pages/inside.py", title="Inside multi-head attention", icon=":material/calculate:"),
-        st.Page("pages/compare.py", title="Self vs masked vs cross", icon=":material/compare:"),
+        st.Page("app_pages/heads.py", title="Heads", icon=":material/grid_view:", default=True),
+        st.Page("app_pages/inside.py", title="Inside multi-head attention", icon=":material/calculate:"),
+        st.Page("app_pages/compare.py", title="Self vs masked vs cross", icon=":material/compare:"),
+        st.Page("app_pages/overview.py", title="Model overview", icon=":material/insights:"),
     ]
 )
-controls.sidebar()  # after st.navigation: sidebar widgets drawn before it make Streamlit fall back to pages/ discovery
+controls.sidebar()
 navigation.run()
 controls.show_device()
 state.publish()

@@ -102,6 +102,66 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0 if diff <= DOCTOR_TOLERANCE else 1
 
 
+def _self_result(args: argparse.Namespace):
+    """The engine and the self (or causal) attention of args.text, for stats and rollout."""
+    from attnviz.analysis.views import token_axis
+    from attnviz.engines import registry
+    from attnviz.tokens import check_text
+
+    check_text(args.text)
+    engine = registry.load(args.model, "hf", args.device)
+    results = engine.run(args.text)
+    result = results.get("self") or results["causal"]
+    specials = set(getattr(getattr(engine, "tokenizer", None), "all_special_tokens", ()))
+    return engine, result, token_axis(result.target_tokens, specials)
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from attnviz.analysis import head_stats
+
+    engine, result, axis = _self_result(args)
+    stats = head_stats.head_stats(result, axis.special)
+    labels = head_stats.labels(stats, len(result.target_tokens))
+    for layer, row in enumerate(labels):
+        print(f"layer {layer + 1}: " + " ".join(f"{h + 1}:{lab}" for h, lab in enumerate(row)))
+    if args.json:
+        payload = {
+            "model": engine.name,
+            "tokens": list(result.target_tokens),
+            "stats": {k: stats[k].tolist() for k in head_stats.STATS},
+            "labels": labels,
+        }
+        Path(args.json).write_text(json.dumps(payload))
+        print(f"wrote {args.json}")
+    return 0
+
+
+def cmd_rollout(args: argparse.Namespace) -> int:
+    from attnviz.analysis import rollout
+
+    engine, result, _ = _self_result(args)
+    rolled = rollout.rollout(result)
+    try:
+        flowed = rollout.flow(result).tolist()
+    except ValueError as err:
+        print(f"note: {err}")
+        flowed = None
+    last = rolled[-1]
+    for i, tok in enumerate(result.target_tokens):
+        j = int(last[i].argmax())
+        print(f"{tok!r:>16} draws most from {result.source_tokens[j]!r} ({last[i, j]:.2f}) after the last layer")
+    if args.json:
+        payload = {
+            "model": engine.name,
+            "tokens": list(result.target_tokens),
+            "rollout": rolled.tolist(),
+            "flow": flowed,
+        }
+        Path(args.json).write_text(json.dumps(payload))
+        print(f"wrote {args.json}")
+    return 0
+
+
 def cmd_train_dates(args: argparse.Namespace) -> int:
     from attnviz.train import dates
 
@@ -119,6 +179,14 @@ def build_parser() -> argparse.ArgumentParser:
     att.add_argument("--device", choices=("cpu", "cuda"), default=None)
     att.add_argument("--json", metavar="PATH", default=None)
     att.set_defaults(func=cmd_attention)
+    for name, func, text in (("stats", cmd_stats, "per-head statistics and labels"),
+                             ("rollout", cmd_rollout, "attention rollout and flow")):  # fmt: skip
+        p = sub.add_parser(name, help=text)
+        p.add_argument("text")
+        p.add_argument("--model", default="default")
+        p.add_argument("--device", choices=("cpu", "cuda"), default=None)
+        p.add_argument("--json", metavar="PATH", default=None)
+        p.set_defaults(func=func)
     doc = sub.add_parser("doctor", help="versions, GPU, offline models, and an attention check")
     doc.add_argument("--device", choices=("cpu", "cuda"), default=None)
     doc.set_defaults(func=cmd_doctor)

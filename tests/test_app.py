@@ -118,7 +118,7 @@ def test_unknown_model_gives_a_message():
 
 def test_inside_page_runs_and_shows_the_shapes():
     at = AppTest.from_file(APP, default_timeout=120).run()
-    at.switch_page("pages/inside.py").run()
+    at.switch_page("app_pages/inside.py").run()
     _ok(at)
     code = at.code[0].value
     assert "(1, 16, 384)" in code and "(1, 12, 16, 32)" in code
@@ -134,7 +134,7 @@ def _compare(**params):
     at = AppTest.from_file(APP, default_timeout=120)
     for k, v in params.items():
         at.query_params[k] = v
-    return at.switch_page("pages/compare.py").run()
+    return at.switch_page("app_pages/compare.py").run()
 
 
 def test_compare_page_with_the_date_model():
@@ -170,3 +170,41 @@ def test_compare_page_with_a_hub_encoder_decoder(tiny_marian_dir, monkeypatch):
     cross = array(data[2]["z"])
     assert len(data) == 3 and cross.shape == (5, 16)  # [PAD] + "die katze" pieces x the sidebar text's 16 tokens
     assert _tokens(data[2]["x"])[:3] == ["[CLS]", "the", "animal"]
+
+
+def _overview(**params):
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at.switch_page("app_pages/overview.py").run()
+
+
+def test_overview_page_grid_table_and_rollout(bundled_hf):
+    from attnviz.analysis import head_stats, rollout
+
+    at = _overview(stat="prev", layer="2", token="11")
+    _ok(at)
+    grid, rolled, bars = _charts(at)
+    r = bundled_hf.run(SENTENCE)["self"]
+    expected = head_stats.head_stats(r, [True] + [False] * 14 + [True])["prev"].numpy()
+    assert np.allclose(array(grid["data"][0]["z"]), expected, atol=1e-5)
+    assert len(at.dataframe) == 1 and len(at.dataframe[0].value) == 72
+    assert [d["type"] for d in rolled["data"]] == ["heatmap"] * 3  # raw, rollout, flow
+    assert np.allclose(array(rolled["data"][1]["z"]), rollout.rollout(r)[1].numpy(), atol=1e-5)
+    assert np.allclose(array(bars["data"][0]["y"]), rollout.rollout(r)[1][10].numpy(), atol=1e-5)  # "it"
+
+
+def test_overview_corpus_average_equals_the_mean_over_the_corpus(bundled_hf, bundled_tokenizer):
+    from attnviz.analysis import head_stats
+    from attnviz.analysis.views import token_axis
+
+    at = _overview(corpus="true", stat="entropy")
+    _ok(at)
+    per_text = []
+    for text in head_stats.CORPUS:
+        r = bundled_hf.run(text)["self"]
+        per_text.append(
+            head_stats.head_stats(r, token_axis(r.target_tokens, set(bundled_tokenizer.all_special_tokens)).special)
+        )
+    expected = head_stats.average(per_text)["entropy"].numpy()
+    assert np.allclose(array(_charts(at)[0]["data"][0]["z"]), expected, atol=1e-5)

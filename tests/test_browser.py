@@ -122,3 +122,21 @@ def test_moving_the_layer_slider_updates_the_shareable_url(page):
     slider.press("ArrowRight")
     page.wait_for_function("() => location.href.includes('layer=2')", timeout=30_000)
     assert "view=Layer" in page.evaluate("location.href")
+
+
+def test_a_shared_link_to_a_page_opens_inside_the_app_frame_on_a_fresh_server(browser, tmp_path):
+    """The first request a new server sees is a page's URL: it must still run app.py (navigation, layout)."""
+    port = _free_port()
+    proc = start_server(port, tmp_path / "fresh.log")
+    try:
+        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+        pg.goto(f"http://127.0.0.1:{port}/compare?source=bert")
+        pg.wait_for_selector("[data-testid=stSidebarNav] a", timeout=90_000)
+        pg.wait_for_selector(".js-plotly-plot", timeout=90_000)
+        titles = [a.text_content() for a in pg.locator("[data-testid=stSidebarNav] a").all()]
+        assert any(t.endswith("Heads") for t in titles) and any(t.endswith("Self vs masked vs cross") for t in titles)
+        assert not any(t in ("app", "compare") for t in titles)  # no file-name menu from folder discovery
+        pg.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)

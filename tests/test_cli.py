@@ -69,3 +69,22 @@ def test_date_model_from_the_command_line_gives_three_kinds(tmp_path):
     d = json.loads(out.read_text())
     assert set(d["results"]) == {"self", "causal", "cross"}
     assert "".join(d["results"]["cross"]["target_tokens"]) == "<s>2026-11-22"
+
+
+def test_stats_json_layout(tmp_path):
+    out = tmp_path / "s.json"
+    assert main(["stats", SENTENCE, "--json", str(out)]) == 0
+    d = json.loads(out.read_text())
+    assert list(d) == ["model", "tokens", "stats", "labels"] and len(d["tokens"]) == 16
+    assert set(d["stats"]) == {"entropy", "distance", "cls", "sep", "punct", "prev", "next", "self", "confidence"}
+    assert all(torch.tensor(v).shape == (6, 12) for v in d["stats"].values())
+    assert len(d["labels"]) == 6 and all(len(r) == 12 for r in d["labels"])
+
+
+def test_rollout_json_layout(tmp_path):
+    out = tmp_path / "r.json"
+    assert main(["rollout", "The cat sat on the mat.", "--json", str(out)]) == 0
+    d = json.loads(out.read_text())
+    assert list(d) == ["model", "tokens", "rollout", "flow"]
+    assert torch.tensor(d["rollout"]).shape == (6, 9, 9) and torch.tensor(d["flow"]).shape == (9, 9)
+    assert torch.allclose(torch.tensor(d["rollout"]).sum(-1), torch.ones(6, 9), atol=1e-5)

@@ -37,5 +37,5 @@ def test_importing_the_pure_layers_does_not_load_streamlit():
 
 
 def test_pages_do_not_import_torch():
-    for f in (ROOT / "pages").glob("*.py"):
+    for f in (ROOT / "app_pages").glob("*.py"):
         assert "torch" not in {m.split(".")[0] for m in _imports(f)}, f

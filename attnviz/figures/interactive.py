@@ -96,10 +96,18 @@ def _grid_layout(n: int, columns: int, gap_x: float, gap_y: float, outer_ticks: 
         clamp = lambda v: min(1.0, max(0.0, round(v, 9)))  # noqa: E731  (float error could leave [0, 1])
         # Token labels on the outer axes only: inner ones would run into the neighbouring maps.
         last_in_column = i + columns >= n
-        layout[f"xaxis{sx}"] = {"domain": [clamp(x0), clamp(x0 + w)], "anchor": f"y{sx}", "tickangle": -60,
-                                "showticklabels": outer_ticks and last_in_column}  # fmt: skip
-        layout[f"yaxis{sx}"] = {"domain": [clamp(y1 - h), clamp(y1)], "anchor": f"x{sx}", "autorange": "reversed",
-                                "showticklabels": outer_ticks and c == 0}  # fmt: skip
+        layout[f"xaxis{sx}"] = {
+            "domain": [clamp(x0), clamp(x0 + w)],
+            "anchor": f"y{sx}",
+            "tickangle": -60,
+            "showticklabels": outer_ticks and last_in_column,
+        }
+        layout[f"yaxis{sx}"] = {
+            "domain": [clamp(y1 - h), clamp(y1)],
+            "anchor": f"x{sx}",
+            "autorange": "reversed",
+            "showticklabels": outer_ticks and c == 0,
+        }
         layout["annotations"].append(
             {
                 "text": f"Head {i + 1}",
@@ -110,7 +118,7 @@ def _grid_layout(n: int, columns: int, gap_x: float, gap_y: float, outer_ticks: 
                 "xanchor": "center",
                 "yanchor": "bottom",
                 "showarrow": False,
-            }  # fmt: skip
+            }
         )
     return layout
 
@@ -134,7 +142,7 @@ def head_grid(
             hovertemplate=HOVER,
             xaxis=f"x{h + 1 if h else ''}",
             yaxis=f"y{h + 1 if h else ''}",
-        )  # fmt: skip
+        )
         for h in range(n)
     ]
     layout = _grid_layout(n, columns, 0.02 if len(xs) > 20 else 0.06, 0.08 if rows > 1 else 0.0, len(xs) <= 48)
@@ -212,14 +220,22 @@ def matrix(
     m = np.asarray(m, dtype=np.float32)
     finite = m[np.isfinite(m)]
     bound = float(np.abs(finite).max()) if finite.size else 1.0
-    scale = {"colorscale": "RdBu", "zmid": 0.0, "zmin": -bound, "zmax": bound} if signed else {
-        "colorscale": style.colorscale, "zmin": 0.0, "zmax": bound}  # fmt: skip
+    scale = (
+        {"colorscale": "RdBu", "zmid": 0.0, "zmin": -bound, "zmax": bound}
+        if signed
+        else {"colorscale": style.colorscale, "zmin": 0.0, "zmax": bound}
+    )
     fig = go.Figure(
         go.Heatmap(
-            z=np.where(np.isfinite(m), m, np.nan), x=cols, y=rows, hoverongaps=False, showscale=False,
-            hovertemplate="row %{y}<br>col %{x}<br>%{z:.4f}<extra></extra>", **scale,
+            z=np.where(np.isfinite(m), m, np.nan),
+            x=cols,
+            y=rows,
+            hoverongaps=False,
+            showscale=False,
+            hovertemplate="row %{y}<br>col %{x}<br>%{z:.4f}<extra></extra>",
+            **scale,
         )
-    )  # fmt: skip
+    )
     fig.update_yaxes(autorange="reversed", showticklabels=rows is not None and len(rows) <= 40)
     fig.update_xaxes(showticklabels=cols is not None and len(cols) <= 40, tickangle=-60)
     return fig.update_layout(
@@ -286,10 +302,19 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     for i, p in enumerate(panels):
         sx = "" if i == 0 else str(i + 1)
         x0 = min(1.0, i * (width + gap))
-        layout[f"xaxis{sx}"] = {"domain": [x0, min(1.0, x0 + width)], "anchor": f"y{sx}", "tickangle": -60,
-                                "showticklabels": len(p.cols) <= 60, "title": {"text": "key"}}  # fmt: skip
-        layout[f"yaxis{sx}"] = {"anchor": f"x{sx}", "autorange": "reversed", "showticklabels": len(p.rows) <= 60,
-                                "title": {"text": "query" if i == 0 else ""}}  # fmt: skip
+        layout[f"xaxis{sx}"] = {
+            "domain": [x0, min(1.0, x0 + width)],
+            "anchor": f"y{sx}",
+            "tickangle": -60,
+            "showticklabels": len(p.cols) <= 60,
+            "title": {"text": "key"},
+        }
+        layout[f"yaxis{sx}"] = {
+            "anchor": f"x{sx}",
+            "autorange": "reversed",
+            "showticklabels": len(p.rows) <= 60,
+            "title": {"text": "query" if i == 0 else ""},
+        }
         layout["annotations"].append(
             {
                 "text": p.title,
@@ -301,7 +326,7 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
                 "yanchor": "bottom",
                 "showarrow": False,
                 "font": {"size": style.font_size + 1},
-            }  # fmt: skip
+            }
         )
         z = p.matrix.astype(np.float32)
         if p.masked is not None:
@@ -321,7 +346,7 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
                 + " %{z:.4f}<extra>"
                 + p.title
                 + "</extra>",
-            )  # fmt: skip
+            )
         )
     fig = go.Figure(data=traces, layout=layout)
     fig = _style_layout(fig, style, zmax, title)
@@ -334,7 +359,62 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
                 "cmin": -bound,
                 "cmax": bound,
                 "colorbar": {"title": {"text": "difference"}, "x": 1.12},
-            }  # fmt: skip
+            }
         )
     fig.update_layout(plot_bgcolor=MASKED_COLOUR, height=480 if not style.projector else 600, margin={"t": 90})
     return fig
+
+
+def stat_grid(values: np.ndarray, labels: list[list[str]], stat: str, *, style: Style = Style()) -> go.Figure:
+    """A layer x head grid coloured by one statistic, each head's label written in its cell."""
+    n_l, n_h = values.shape
+    text = [[f"{labels[layer][h]}<br>{values[layer, h]:.2f}" for h in range(n_h)] for layer in range(n_l)]
+    fig = go.Figure(
+        go.Heatmap(
+            z=values.astype(np.float32),
+            x=[f"H{h + 1}" for h in range(n_h)],
+            y=[f"L{layer + 1}" for layer in range(n_l)],
+            text=text,
+            texttemplate="%{text}",
+            textfont={"size": style.font_size - 2},
+            colorscale=style.colorscale,
+            colorbar={"title": {"text": stat}},
+            hovertemplate="layer %{y}, head %{x}<br>" + stat + " %{z:.3f}<br>%{text}<extra></extra>",
+            xgap=2,
+            ygap=2,
+        )
+    )
+    # Clicks on a heatmap send no selection; one nearly invisible marker per cell makes every cell clickable.
+    xs, ys = np.meshgrid([f"H{h + 1}" for h in range(n_h)], [f"L{layer + 1}" for layer in range(n_l)])
+    fig.add_trace(
+        go.Scatter(
+            x=xs.ravel(),
+            y=ys.ravel(),
+            mode="markers",
+            name="open",
+            showlegend=False,
+            hoverinfo="none",
+            marker={"symbol": "square", "size": 40, "opacity": 0.01, "color": "white"},
+        )
+    )
+    fig.update_yaxes(autorange="reversed")
+    return fig.update_layout(
+        height=90 * n_l + 120,
+        font={"size": style.font_size},
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        plot_bgcolor="white",
+    )
+
+
+def bars(values: np.ndarray, tokens: tuple[str, ...], title: str, *, style: Style = Style()) -> go.Figure:
+    """One value per input token as a bar, tokens in order along the x axis."""
+    fig = go.Figure(
+        go.Bar(
+            x=display_labels(tokens),
+            y=values.astype(np.float32),
+            marker_color="#31688e",
+            hovertemplate="%{x}<br>%{y:.3f}<extra></extra>",
+        )
+    )
+    fig.update_xaxes(tickangle=-60)
+    return fig.update_layout(title=title, height=320, font={"size": style.font_size}, margin={"t": 50, "b": 10})

@@ -1,0 +1,101 @@
+"""Per-head statistics of a self-attention result (Clark et al. 2019; Voita et al. 2019), and a label per head.
+
+Every statistic is a (L, H) tensor, averaged over the queries of the text:
+- entropy: of each row, in nats (uniform attention over n keys has entropy ln n);
+- distance: mean attention distance, sum_j w_ij |i - j|;
+- cls, sep, punct, prev, next, self: the share of attention on [CLS] (the first token when it is
+  special), on the other special tokens, on punctuation, on the previous, next and same position
+  (prev and next averaged over the queries that have a previous or next token);
+- confidence: the mean of each row's largest weight.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from attnviz.result import AttentionResult
+
+STATS = ("entropy", "distance", "cls", "sep", "punct", "prev", "next", "self", "confidence")
+LABELS = ("previous-token", "next-token", "[SEP]", "[CLS]", "self", "broad", "other")
+SHARE_THRESHOLD = 0.5  # a head is "previous-token" when more than half its attention goes to the previous token
+BROAD_THRESHOLD = 0.9  # a head is "broad" when its entropy is at least 90% of ln n, uniform attention's
+SHARE_LABELS = {"prev": "previous-token", "next": "next-token", "sep": "[SEP]", "cls": "[CLS]", "self": "self"}
+
+CORPUS = (
+    "The animal didn't cross the street because it was too tired.",
+    "The trophy doesn't fit into the brown suitcase because it is too large.",
+    "Students in the back row could not read the projector, so the teacher made the font bigger.",
+    "A transformer turns every word into a vector and lets the vectors look at each other.",
+    "After the rain stopped, the children ran outside to play in the puddles.",
+    "She said that the results, which surprised everyone, would be published next week.",
+    "Attention weights are not explanations, but they are a good place to start looking.",
+    "In 1969, two astronauts walked on the Moon while a third orbited above them.",
+)
+
+
+def is_punctuation(token: str) -> bool:
+    text = token.removeprefix("##").lstrip("Ġ▁")
+    return bool(text) and all(unicodedata.category(c).startswith("P") for c in text)
+
+
+def _offset_share(w: Tensor, offset: int) -> Tensor:
+    """(L, H, T, T) -> (L, H): the weight on key i + offset, averaged over the queries that have one."""
+    diag = torch.diagonal(w, offset=offset, dim1=-2, dim2=-1)  # (L, H, T - |offset|)
+    return diag.mean(-1) if diag.shape[-1] else torch.zeros(w.shape[:2])
+
+
+def head_stats(result: AttentionResult, special: Sequence[bool] | None = None) -> dict[str, Tensor]:
+    """The statistics above for a self or causal result; `special` marks special tokens (default: none)."""
+    if result.kind == "cross":
+        raise ValueError("head statistics are defined for self and causal attention, not cross-attention")
+    w = result.weights  # (L, H, T, T)
+    t = w.shape[-1]
+    special = list(special) if special is not None else [False] * t
+    pos = torch.arange(t, dtype=torch.float32)
+    cls_mask = torch.zeros(t, dtype=torch.bool)
+    cls_mask[0] = special[0]
+    sep_mask = torch.tensor(special, dtype=torch.bool) & ~cls_mask
+    punct_mask = torch.tensor([is_punctuation(tok) for tok in result.source_tokens], dtype=torch.bool)
+    entropy = -(w * torch.log(w.clamp_min(1e-12))).sum(-1)  # (L, H, T)
+    distance = (w * (pos[None, :] - pos[:, None]).abs()).sum(-1)  # (L, H, T)
+    return {
+        "entropy": entropy.mean(-1),
+        "distance": distance.mean(-1),
+        "cls": w[..., cls_mask].sum(-1).mean(-1),
+        "sep": w[..., sep_mask].sum(-1).mean(-1),
+        "punct": w[..., punct_mask].sum(-1).mean(-1),
+        "prev": _offset_share(w, -1),
+        "next": _offset_share(w, 1),
+        "self": _offset_share(w, 0),
+        "confidence": w.max(-1).values.mean(-1),
+    }
+
+
+def labels(stats: dict[str, Tensor], n_tokens: int) -> list[list[str]]:
+    """A label per head: the pattern holding more than SHARE_THRESHOLD of its attention, else broad or other."""
+    n_l, n_h = stats["entropy"].shape
+    uniform = math.log(n_tokens) if n_tokens > 1 else 1.0
+    out = []
+    for layer in range(n_l):
+        row = []
+        for head in range(n_h):
+            shares = {k: stats[k][layer, head].item() for k in SHARE_LABELS}
+            best = max(shares, key=shares.get)
+            if shares[best] > SHARE_THRESHOLD:
+                row.append(SHARE_LABELS[best])
+            elif stats["entropy"][layer, head].item() >= BROAD_THRESHOLD * uniform:
+                row.append("broad")
+            else:
+                row.append("other")
+        out.append(row)
+    return out
+
+
+def average(stats_list: list[dict[str, Tensor]]) -> dict[str, Tensor]:
+    """The mean of several texts' statistics, statistic by statistic."""
+    return {k: torch.stack([s[k] for s in stats_list]).mean(0) for k in stats_list[0]}
