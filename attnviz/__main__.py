@@ -96,9 +96,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     reference = registry.load("default", "hf", "cpu").run(DOCTOR_TEXT)["self"]
     diff = (scratch.weights - reference.weights).abs().max().item()
     verdict = "ok" if diff <= DOCTOR_TOLERANCE else "MISMATCH"
-    print(f"attention     scratch engine on {describe_device(device)} vs Hugging Face on cpu, "
-          f"{scratch.n_layers}x{scratch.n_heads} heads, {len(scratch.target_tokens)} tokens: "
-          f"max |diff| = {diff:.2e} ({verdict}, tolerance {DOCTOR_TOLERANCE:g})")  # fmt: skip
+    print(
+        f"attention     scratch engine on {describe_device(device)} vs Hugging Face on cpu, "
+        f"{scratch.n_layers}x{scratch.n_heads} heads, {len(scratch.target_tokens)} tokens: "
+        f"max |diff| = {diff:.2e} ({verdict}, tolerance {DOCTOR_TOLERANCE:g})"
+    )
     return 0 if diff <= DOCTOR_TOLERANCE else 1
 
 
@@ -162,6 +164,45 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_pronouns(args: argparse.Namespace) -> int:
+    from attnviz.analysis import pronouns
+    from attnviz.engines import registry
+
+    cases = pronouns.read_cases(Path(args.cases))[: args.limit]
+    engine = registry.load(args.model, "hf", args.device)
+    bench = pronouns.evaluate(engine, cases)
+    layer, head, best = bench.best_head
+    print(
+        f"{engine.name}: {bench.n} cases, Maximum Attention Score accuracy {bench.accuracy:.1%} "
+        f"(chance {bench.chance:.1%}); best single head: layer {layer + 1}, head {head + 1} at {best:.1%}"
+    )
+    for _case, why in bench.skipped:
+        print(f"skipped: {why}")
+    if args.json:
+        payload = {
+            "model": engine.name,
+            "n": bench.n,
+            "accuracy": bench.accuracy,
+            "chance": bench.chance,
+            "best_head": {"layer": layer, "head": head, "accuracy": best},
+            "cases": [
+                {
+                    "text": r.case.text,
+                    "pronoun": r.case.pronoun,
+                    "candidates": list(r.case.candidates),
+                    "answer": r.case.answer,
+                    "predicted": r.predicted,
+                    "correct": r.correct,
+                    "scores": r.scores.tolist(),
+                }
+                for r in bench.results
+            ],
+        }
+        Path(args.json).write_text(json.dumps(payload))
+        print(f"wrote {args.json}")
+    return 0
+
+
 def cmd_train_dates(args: argparse.Namespace) -> int:
     from attnviz.train import dates
 
@@ -179,14 +220,23 @@ def build_parser() -> argparse.ArgumentParser:
     att.add_argument("--device", choices=("cpu", "cuda"), default=None)
     att.add_argument("--json", metavar="PATH", default=None)
     att.set_defaults(func=cmd_attention)
-    for name, func, text in (("stats", cmd_stats, "per-head statistics and labels"),
-                             ("rollout", cmd_rollout, "attention rollout and flow")):  # fmt: skip
+    for name, func, text in (
+        ("stats", cmd_stats, "per-head statistics and labels"),
+        ("rollout", cmd_rollout, "attention rollout and flow"),
+    ):
         p = sub.add_parser(name, help=text)
         p.add_argument("text")
         p.add_argument("--model", default="default")
         p.add_argument("--device", choices=("cpu", "cuda"), default=None)
         p.add_argument("--json", metavar="PATH", default=None)
         p.set_defaults(func=func)
+    pr = sub.add_parser("pronouns", help="does attention resolve pronouns? (Maximum Attention Score)")
+    pr.add_argument("--cases", required=True, help="a .jsonl file or a Winograd .xml file")
+    pr.add_argument("--model", default="default")
+    pr.add_argument("--limit", type=int, default=None, help="only the first N cases (WSC273: --limit 273)")
+    pr.add_argument("--device", choices=("cpu", "cuda"), default=None)
+    pr.add_argument("--json", metavar="PATH", default=None)
+    pr.set_defaults(func=cmd_pronouns)
     doc = sub.add_parser("doctor", help="versions, GPU, offline models, and an attention check")
     doc.add_argument("--device", choices=("cpu", "cuda"), default=None)
     doc.set_defaults(func=cmd_doctor)
@@ -204,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     hf_logging.disable_progress_bar()
     try:
         return args.func(args)
-    except (ValueError, ModelLoadError, OSError) as err:
+    except (ValueError, ModelLoadError, OSError, SyntaxError) as err:  # SyntaxError: malformed XML
         print(f"attnviz: error: {err}", file=sys.stderr)
         return BAD_INPUT
 

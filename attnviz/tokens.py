@@ -31,6 +31,7 @@ class Encoded:
     word_ids: tuple[int | None, ...]  # the word each token belongs to; None for special tokens
     special: tuple[bool, ...]  # True for [CLS], [SEP], <s>, ...
     truncated: int  # tokens dropped to fit the model's limit
+    offsets: tuple[tuple[int, int], ...] = ()  # each token's [start, end) characters in the text; (0, 0) for specials
 
 
 def encode(tokenizer, text: str, max_tokens: int) -> Encoded:
@@ -38,7 +39,12 @@ def encode(tokenizer, text: str, max_tokens: int) -> Encoded:
     text = check_text(text)
     full = len(tokenizer(text, add_special_tokens=True, verbose=False)["input_ids"])
     enc = tokenizer(
-        text, add_special_tokens=True, truncation=True, max_length=max_tokens, return_special_tokens_mask=True
+        text,
+        add_special_tokens=True,
+        truncation=True,
+        max_length=max_tokens,
+        return_special_tokens_mask=True,
+        return_offsets_mapping=tokenizer.is_fast,
     )
     ids = tuple(enc["input_ids"])
     special = tuple(bool(s) for s in enc["special_tokens_mask"])
@@ -48,7 +54,8 @@ def encode(tokenizer, text: str, max_tokens: int) -> Encoded:
             "zero-width characters?): type some words."
         )
     word_ids = tuple(enc.word_ids()) if enc.is_fast else tuple(None if s else i for i, s in enumerate(special))
-    return Encoded(ids, tuple(tokenizer.convert_ids_to_tokens(list(ids))), word_ids, special, full - len(ids))
+    offsets = tuple(tuple(o) for o in enc["offset_mapping"]) if tokenizer.is_fast else ()
+    return Encoded(ids, tuple(tokenizer.convert_ids_to_tokens(list(ids))), word_ids, special, full - len(ids), offsets)
 
 
 def display_labels(tokens: tuple[str, ...] | list[str]) -> list[str]:

@@ -88,3 +88,27 @@ def test_rollout_json_layout(tmp_path):
     assert list(d) == ["model", "tokens", "rollout", "flow"]
     assert torch.tensor(d["rollout"]).shape == (6, 9, 9) and torch.tensor(d["flow"]).shape == (9, 9)
     assert torch.allclose(torch.tensor(d["rollout"]).sum(-1), torch.ones(6, 9), atol=1e-5)
+
+
+def test_pronouns_json_layout(tmp_path):
+    cases = tmp_path / "c.jsonl"
+    cases.write_text(
+        "\n".join(
+            json.dumps({"text": c.text, "pronoun": c.pronoun, "candidates": list(c.candidates), "answer": c.answer})
+            for c in __import__("attnviz.analysis.pronouns", fromlist=["LESSON"]).LESSON[:4]
+        )
+    )
+    out = tmp_path / "p.json"
+    assert main(["pronouns", "--cases", str(cases), "--limit", "3", "--json", str(out)]) == 0
+    d = json.loads(out.read_text())
+    assert list(d) == ["model", "n", "accuracy", "chance", "best_head", "cases"] and d["n"] == 3
+    assert list(d["best_head"]) == ["layer", "head", "accuracy"] and d["chance"] == 0.5
+    c = d["cases"][0]
+    assert list(c) == ["text", "pronoun", "candidates", "answer", "predicted", "correct", "scores"]
+    assert torch.tensor(c["scores"]).shape == (6, 12, 2)
+
+
+def test_pronouns_with_a_broken_file_exits_2(tmp_path):
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<collection><schema>")
+    assert _run("pronouns", "--cases", str(bad)).returncode == 2
