@@ -16,6 +16,7 @@ navigation = st.navigation(
         st.Page("app_pages/inside.py", title="Inside multi-head attention", icon=":material/calculate:"),
         st.Page("app_pages/compare.py", title="Self vs masked vs cross", icon=":material/compare:"),
         st.Page("app_pages/overview.py", title="Model overview", icon=":material/insights:"),
+        st.Page("app_pages/pronouns.py", title="Pronoun resolution", icon=":material/quiz:"),
     ]
 )
 controls.sidebar()

@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 from conftest import ROOT, SENTENCE
 from plotly_data import array
 from streamlit.testing.v1 import AppTest
@@ -208,3 +209,34 @@ def test_overview_corpus_average_equals_the_mean_over_the_corpus(bundled_hf, bun
         )
     expected = head_stats.average(per_text)["entropy"].numpy()
     assert np.allclose(array(_charts(at)[0]["data"][0]["z"]), expected, atol=1e-5)
+
+
+def test_pronoun_lesson_predict_reveal_and_minimal_pair(bundled_hf):
+    from attnviz.analysis import pronouns
+
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.switch_page("app_pages/pronouns.py").run()
+    _ok(at)
+    assert not _charts(at)  # nothing is revealed before a guess
+    at.radio(key="pr.predict.guess").set_value("street").run()
+    at.button(key="pr.predict.reveal").click().run()
+    _ok(at)
+    grid, bars, pair = _charts(at)
+    res = pronouns.score_case(bundled_hf, pronouns.LESSON[0])
+    assert np.allclose(array(grid["data"][0]["z"]), res.scores[..., 0].numpy(), atol=1e-6)  # share on "animal"
+    votes = torch.bincount(res.scores.argmax(-1).flatten(), minlength=2)
+    assert at.success and f"{int(votes[0])} pick **animal**, {int(votes[1])} pick **street**" in at.success[0].value
+    assert array(pair["data"][0]["z"]).shape == (6, 12)
+
+
+def test_pronoun_benchmark_tab_on_four_cases(bundled_hf):
+    from attnviz.analysis import pronouns
+
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.switch_page("app_pages/pronouns.py").run()
+    at.number_input(key="pr.limit").set_value(4).run()
+    at.button(key="pr.run").click().run()
+    _ok(at)
+    bench = pronouns.evaluate(bundled_hf, pronouns.LESSON[:4])
+    assert at.metric[0].value == f"{bench.accuracy:.1%}" and at.metric[1].value == f"{bench.chance:.1%}"
+    assert "4 cases scored" in at.caption[-1].value or any("4 cases scored" in c.value for c in at.caption)
