@@ -123,7 +123,10 @@ def test_jsonl_reader(tmp_path):
 
 
 def test_the_whole_winograd_collection_parses():
-    cases = pronouns.read_winograd_xml(ROOT.parent / "shared/data/winograd/WSCollection.xml")
+    path = ROOT.parent / "shared/data/winograd/WSCollection.xml"  # shared/ sits beside the checkout, not in it
+    if not path.exists():
+        pytest.skip(f"the Winograd collection is not at {path}")
+    cases = pronouns.read_winograd_xml(path)
     assert len(cases) == 285 and all(c.answer in c.candidates for c in cases)
 
 

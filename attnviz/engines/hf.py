@@ -7,6 +7,7 @@ the model's own output when no target is given).
 
 from __future__ import annotations
 
+import os
 import threading
 
 import torch
@@ -49,6 +50,19 @@ def max_tokens_of(config, tokenizer) -> int:
     return min(limits) if limits else FALLBACK_MAX_TOKENS
 
 
+MAX_TOKENS_ENV = "ATTNVIZ_MAX_TOKENS"
+
+
+def limit_tokens(model_limit: int) -> int:
+    """The model's own limit, or a lower one set by $ATTNVIZ_MAX_TOKENS (a server's input limit)."""
+    raw = os.environ.get(MAX_TOKENS_ENV, "").strip()
+    if not raw:
+        return model_limit
+    if not raw.isdigit() or int(raw) < 3:
+        raise ValueError(f"{MAX_TOKENS_ENV} must be a whole number of tokens, at least 3 (got {raw!r})")
+    return min(model_limit, int(raw))
+
+
 def check_layers(name: str, part: str, weights, expected: int | None) -> None:
     """One weight tensor per layer must come back; say how to fix it if not."""
     got = 0 if weights is None else sum(w is not None for w in weights)
@@ -87,7 +101,7 @@ class HFEngine:
                 "with no network (or HF_HUB_OFFLINE=1) only models already on disk load. "
                 'The model "default" (the bundled BERT) always works offline.'
             ) from err
-        self.max_tokens = max_tokens_of(self.config, self.tokenizer)
+        self.max_tokens = limit_tokens(max_tokens_of(self.config, self.tokenizer))
         self.kinds: tuple[AttentionKind, ...] = {
             "encoder": ("self",),
             "decoder": ("causal",),

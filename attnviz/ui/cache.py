@@ -6,7 +6,7 @@ import streamlit as st
 
 from attnviz.analysis.views import TokenAxis, token_axis
 from attnviz.engines import registry
-from attnviz.engines.base import ModelLoadError
+from attnviz.engines.base import ModelLoadError, run_with_cpu_fallback
 from attnviz.result import AttentionResult
 
 RESULT_CACHE_ENTRIES = 128
@@ -18,10 +18,25 @@ def engine(model: str, kind: str):
     return registry.load(model, kind, allow_paths=False)  # the app never reads arbitrary folders
 
 
+@st.cache_resource(show_spinner=False, max_entries=3)
+def cpu_engine(model: str, kind: str):
+    """A CPU copy, loaded only when the GPU runs out of memory."""
+    return registry.load(model, kind, "cpu", allow_paths=False)
+
+
 @st.cache_data(show_spinner=False, max_entries=RESULT_CACHE_ENTRIES)
+def attention_with_notice(
+    model: str, kind: str, text: str, target: str | None, causal: bool
+) -> tuple[dict, str | None]:
+    extra = {"causal": True} if causal else {}
+    return run_with_cpu_fallback(engine(model, kind), lambda: cpu_engine(model, kind), text, target, **extra)
+
+
 def attention(model: str, kind: str, text: str, target: str | None = None, causal: bool = False) -> dict:
-    eng = engine(model, kind)
-    return eng.run(text, target, causal=True) if causal else eng.run(text, target)
+    results, notice = attention_with_notice(model, kind, text, target, causal)
+    if notice:
+        st.info(notice)
+    return results
 
 
 def axes(model: str, kind: str, result: AttentionResult) -> tuple[TokenAxis, TokenAxis]:
