@@ -183,7 +183,7 @@ def _overview(**params):
 def test_overview_page_grid_table_and_rollout(bundled_hf):
     from attnviz.analysis import head_stats, rollout
 
-    at = _overview(stat="prev", layer="2", token="11")
+    at = _overview(stat="prev", layer="2", token="11", flow="true")
     _ok(at)
     grid, rolled, bars = _charts(at)
     r = bundled_hf.run(SENTENCE)["self"]
@@ -240,3 +240,9 @@ def test_pronoun_benchmark_tab_on_four_cases(bundled_hf):
     bench = pronouns.evaluate(bundled_hf, pronouns.LESSON[:4])
     assert at.metric[0].value == f"{bench.accuracy:.1%}" and at.metric[1].value == f"{bench.chance:.1%}"
     assert "4 cases scored" in at.caption[-1].value or any("4 cases scored" in c.value for c in at.caption)
+
+
+def test_overview_computes_flow_only_when_asked():
+    at = _overview()
+    _ok(at)
+    assert [d["type"] for d in _charts(at)[1]["data"]] == ["heatmap"] * 2  # raw and rollout

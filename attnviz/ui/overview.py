@@ -133,12 +133,16 @@ def rollout_section(inputs: Inputs, result: AttentionResult) -> None:
         Panel(f"raw attention, layer {layer + 1}<br>(heads averaged, + residual)", raw.numpy(), toks, toks),
         Panel(f"rollout up to layer {layer + 1}", rolled.numpy(), toks, toks),
     ]
-    try:
-        with st.spinner("Solving the attention flow…"):
-            flowed = _flow(inputs.model, inputs.engine, inputs.text, layer)
-        panels.append(Panel(f"flow up to layer {layer + 1}", flowed.numpy(), toks, toks))
-    except ValueError as err:
-        st.info(str(err))
+    state.restore("ov.flow", "flow", False)
+    want_flow = st.toggle("Also compute attention flow (a few seconds of CPU per text)", key="ov.flow")
+    state.remember("flow", want_flow)
+    if want_flow:  # on demand: a classroom of new sentences would otherwise queue behind the max-flow solves
+        try:
+            with st.spinner("Solving the attention flow…"):
+                flowed = _flow(inputs.model, inputs.engine, inputs.text, layer)
+            panels.append(Panel(f"flow up to layer {layer + 1}", flowed.numpy(), toks, toks))
+        except ValueError as err:
+            st.info(str(err))
     st.plotly_chart(interactive.side_by_side(panels, style=inputs.style), key="ov.rollout")
     state.restore("ov.token", "token", 1, lambda v: 1 <= v <= len(toks))
     pick = st.selectbox(

@@ -1,0 +1,221 @@
+"""Benchmark: a classroom at once. N users on one `streamlit run app.py` server, typing and moving between pages.
+
+- N protocol users (default 30) speak Streamlit's own websocket protocol: each sends a rerun
+  message (a BackMsg built with streamlit's protobuf classes) carrying its widget values: a new
+  sentence in the "Text" box and a page to show, every few seconds, for the whole duration.
+  On 2 cores, 30 Chromium pages would measure the browser rather than the server.
+- A handful of real browser contexts (Playwright + Chromium) type beside them.
+
+Reported: p50 and p95 of the time from sending a rerun to the run's end (script_finished), the
+errors (exceptions or error messages the app drew, failed runs, dropped connections), and the
+server's resident memory over time. Targets on a 2-core machine: 0 errors, p95 <= 5 s, memory growth
+after warm-up <= 10%. Usage: python bench/load.py [--users 30] [--browsers 3] [--seconds 120]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+import websockets  # noqa: E402
+from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
+from test_browser import ARGS, CHROMIUM, _free_port, start_server  # noqa: E402
+
+SUBJECTS = ["The teacher", "A student", "The robot", "My neighbour", "The old dog", "A tired pilot", "The river"]
+VERBS = ["noticed", "followed", "ignored", "painted", "answered", "carried", "described"]
+OBJECTS = ["the bright map", "a quiet song", "the broken clock", "every question", "the small boat"]
+PAGES = ("heads", "inside", "compare", "overview")  # the pronoun page's lesson is one cached case
+
+
+def sentence(rng: random.Random, user: int, n: int) -> str:
+    return f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} ({user}.{n})."
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class Stats:
+    def __init__(self) -> None:
+        self.times: list[float] = []
+        self.browser_times: list[float] = []
+        self.errors: list[str] = []
+
+
+async def protocol_user(url: str, user: int, deadline: float, stats: Stats, seed: int) -> None:
+    rng = random.Random(seed + user)
+    try:
+        async with websockets.connect(url, subprotocols=["streamlit"], max_size=64 * 2**20) as ws:
+            pages, text_id = await _run(ws, None, None, None, stats, record=False)
+            n = 0
+            while time.monotonic() < deadline:
+                await asyncio.sleep(rng.uniform(2.0, 5.0))
+                n += 1
+                page = rng.choice(PAGES)
+                _, _ = await _run(ws, text_id, sentence(rng, user, n), pages.get(page), stats, record=True)
+    except (OSError, websockets.ConnectionClosed) as err:
+        stats.errors.append(f"user {user}: connection: {err}")
+
+
+async def _run(ws, text_id, text, page_hash, stats: Stats, record: bool):
+    """Send one rerun and read until the run finishes; return (pages by url path, the Text widget's id)."""
+    msg = BackMsg()
+    msg.rerun_script.query_string = ""
+    if page_hash:
+        msg.rerun_script.page_script_hash = page_hash
+    if text_id is not None:
+        w = msg.rerun_script.widget_states.widgets.add()
+        w.id, w.string_value = text_id, text
+    start = time.perf_counter()
+    await ws.send(msg.SerializeToString())
+    pages, found_id = {}, text_id
+    while True:
+        fwd = ForwardMsg()
+        fwd.ParseFromString(await asyncio.wait_for(ws.recv(), timeout=120))
+        kind = fwd.WhichOneof("type")
+        if kind == "navigation":
+            pages = {p.url_pathname or "heads": p.page_script_hash for p in fwd.navigation.app_pages}
+        elif kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
+            el = fwd.delta.new_element
+            which = el.WhichOneof("type")
+            if which == "text_input" and el.text_input.label == "Text":
+                found_id = el.text_input.id
+            elif which == "exception":
+                stats.errors.append(f"exception: {el.exception.message[:200]}")
+            elif which == "alert" and el.alert.format == el.alert.ERROR:
+                stats.errors.append(f"error message: {el.alert.body[:200]}")
+        elif kind == "script_finished":
+            if fwd.script_finished == ForwardMsg.FINISHED_WITH_COMPILE_ERROR:
+                stats.errors.append("compile error")
+            if fwd.script_finished in (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR):
+                break
+    if record:
+        stats.times.append(time.perf_counter() - start)
+    return pages, found_id
+
+
+async def warm_up(url: str) -> None:
+    stats = Stats()
+    async with websockets.connect(url, subprotocols=["streamlit"], max_size=64 * 2**20) as ws:
+        pages, text_id = await _run(ws, None, None, None, stats, record=False)
+        for page in PAGES:
+            await _run(ws, text_id, f"Warming up the {page} page.", pages.get(page), stats, record=False)
+    if stats.errors:
+        raise RuntimeError(f"the warm-up failed: {stats.errors}")
+
+
+def browser_users(base: str, count: int, deadline: float, stats: Stats) -> None:
+    """A few real Chromium contexts typing beside the protocol users (one thread, one browser)."""
+    from playwright.sync_api import sync_playwright
+
+    drawn = (
+        "(old) => { const el = document.querySelector('.js-plotly-plot'); return el && el.data && "
+        "el.data[0].x.join('|') !== old; }"
+    )
+    labels = "() => document.querySelector('.js-plotly-plot').data[0].x.join('|')"
+    rng = random.Random(7)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        pages = []
+        for _ in range(count):
+            page = browser.new_context(viewport={"width": 1200, "height": 900}).new_page()
+            page.goto(base)
+            page.wait_for_function(drawn, arg="", timeout=120_000)
+            pages.append(page)
+        n = 0
+        while time.monotonic() < deadline:
+            for i, page in enumerate(pages):
+                n += 1
+                try:
+                    old = page.evaluate(labels)
+                    box = page.get_by_label("Text", exact=True)
+                    box.fill(sentence(rng, 1000 + i, n))
+                    start = time.perf_counter()
+                    box.press("Enter")
+                    page.wait_for_function(drawn, arg=old, timeout=60_000, polling=20)
+                    stats.browser_times.append(time.perf_counter() - start)
+                except Exception as err:  # a timeout or a crashed page is an error of the run, not of the bench
+                    stats.errors.append(f"browser {i}: {type(err).__name__}: {str(err)[:120]}")
+            time.sleep(rng.uniform(1.0, 3.0))
+        browser.close()
+
+
+def pct(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100)[q - 1] if len(values) >= 2 else float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", type=int, default=30)
+    parser.add_argument("--browsers", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=120)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    port = _free_port()
+    server = start_server(port, Path(tempfile.mkdtemp()) / "streamlit.log")
+    stats, memory = Stats(), []
+    try:
+        # warm-up: every page once, so every model is loaded and the memory baseline is the warm server
+        asyncio.run(warm_up(f"ws://127.0.0.1:{port}/_stcore/stream"))
+        start = time.monotonic()
+        deadline = start + args.seconds
+        sampler_stop = threading.Event()
+
+        def sample() -> None:
+            while not sampler_stop.is_set():
+                memory.append((time.monotonic() - start, rss_mb(server.pid)))
+                sampler_stop.wait(5)
+
+        threading.Thread(target=sample, daemon=True).start()
+        browsers = threading.Thread(
+            target=browser_users, args=(f"http://127.0.0.1:{port}/", args.browsers, deadline, stats)
+        )
+        if args.browsers:
+            browsers.start()
+
+        async def everyone() -> None:
+            url = f"ws://127.0.0.1:{port}/_stcore/stream"
+            await asyncio.gather(*(protocol_user(url, u, deadline, stats, args.seed) for u in range(args.users)))
+
+        asyncio.run(everyone())
+        if args.browsers:
+            browsers.join()
+        sampler_stop.set()
+    finally:
+        server.terminate()
+        server.wait(10)
+    first = next((m for t, m in memory if t >= 10), memory[0][1])  # after the first 10 s of load
+    peak, last = max(m for _, m in memory), memory[-1][1]
+    print("| measure | value | target |\n|---|---:|---|")
+    print(f"| protocol users / browser contexts / seconds | {args.users} / {args.browsers} / {args.seconds:.0f} | - |")
+    print(f"| runs completed (protocol) | {len(stats.times)} | - |")
+    print(f"| time to finished run, p50 | {pct(stats.times, 50):.2f} s | - |")
+    print(f"| time to finished run, p95 | {pct(stats.times, 95):.2f} s | <= 5 s |")
+    print(
+        f"| browser: Enter to heatmaps drawn, p50 / p95 (n={len(stats.browser_times)}) | "
+        f"{pct(stats.browser_times, 50):.2f} / {pct(stats.browser_times, 95):.2f} s | - |"
+    )
+    print(f"| errors | {len(stats.errors)} | 0 |")
+    print(f"| server memory after 10 s of load / peak / at the end | {first:.0f} / {peak:.0f} / {last:.0f} MB | - |")
+    print(f"| memory growth after warm-up (end vs 10 s) | {100 * (last - first) / first:+.1f}% | <= 10% |")
+    print("\nmemory over time (s, MB): " + ", ".join(f"{t:.0f}:{m:.0f}" for t, m in memory))
+    for e in stats.errors[:20]:
+        print("error:", e)
+
+
+if __name__ == "__main__":
+    main()
