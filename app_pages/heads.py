@@ -32,3 +32,4 @@ elif view == "Head":
 else:
     st.caption("Every layer (rows) and head (columns) as a small map. Hover to see which is which.")
     st.plotly_chart(interactive.overview(result, style=inputs.style), key="heads.chart.overview")
+    views.export_overview(inputs, result, opts, "heads.export.overview")

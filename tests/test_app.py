@@ -95,6 +95,7 @@ def test_overview_is_one_tiled_heatmap():
     _ok(at)
     data = _charts(at)[0]["data"]
     assert len(data) == 1 and data[0]["type"] == "heatmap"
+    assert len(at.get("download_button")) == 4  # PNG, SVG, CSV, JSON of the overview
 
 
 def test_scratch_engine_from_the_sidebar(bundled_hf):
@@ -148,6 +149,7 @@ def test_compare_page_with_the_date_model():
     assert np.isnan(causal[np.triu_indices(causal.shape[0], 1)]).all()  # the mask is drawn as masked
     cross = array(data[2]["z"])
     assert cross.shape[0] != cross.shape[1] and np.allclose(cross.sum(-1), 1.0, atol=1e-5)
+    assert len(at.get("download_button")) == 4
 
 
 def test_compare_page_with_bert_what_ifs():

@@ -52,3 +52,31 @@ def test_json_bundle_has_weights_and_manifest(bundled_hf):
     assert d["manifest"]["model"] == "default" and d["manifest"]["head"] == 4 and d["manifest"]["attnviz_version"]
     assert set(d["manifest"]) >= {"model", "engine", "device", "text", "layer", "head", "options", "attnviz_version"}
     assert np.allclose(np.array(d["weights"]), r.weights[0, 3].numpy()) and d["shape"] == [16, 16]
+
+
+def test_overview_export_is_what_the_overview_shows(bundled_hf):
+    from attnviz.figures import interactive
+
+    r = bundled_hf.run(SENTENCE)["self"]
+    thumbs, _, _ = interactive.pooled(r.weights, interactive.OVERVIEW_THUMB)
+    png = export.figure_bytes(export.overview_figure(thumbs, "overview"), "png")
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    frame = pd.read_csv(io.StringIO(export.thumbs_csv(thumbs)))
+    assert len(frame) == 6 * 12 * 16 * 16
+    row = frame[(frame["layer"] == 2) & (frame["head"] == 3) & (frame["row"] == 11) & (frame["column"] == 3)].iloc[0]
+    assert abs(row["weight"] - r.weights[1, 2, 10, 2].item()) < 1e-7
+
+
+def test_side_by_side_export_keeps_the_mask_as_masked():
+    import numpy as np
+
+    from attnviz.figures.interactive import Panel
+
+    toks = ("a", "b", "c")
+    causal = np.tril(np.ones((3, 3))) / np.arange(1, 4)[:, None]
+    masked = np.triu(np.ones((3, 3), dtype=bool), 1)
+    panels = [Panel("self", np.full((3, 3), 1 / 3), toks, toks), Panel("causal", causal, toks, toks, masked=masked)]
+    man = export.Manifest("dates", "scratch", "cpu", "x", "self+causal+cross", 1, 1)
+    d = json.loads(export.panels_json(panels, man))
+    assert d["panels"][1]["weights"][0] == [1.0, None, None] and d["manifest"]["model"] == "dates"
+    assert export.figure_bytes(export.panels_figure(panels, "t"), "png")[:4] == b"\x89PNG"

@@ -42,11 +42,18 @@ def _tick(token: str) -> str:
 
 def _draw(ax, matrix: np.ndarray, rows, cols, cmap: str, vmax: float, labels: bool, cbar: bool, cbar_ax=None) -> None:
     sns.heatmap(
-        matrix, ax=ax, cmap=cmap, vmin=0.0, vmax=vmax, square=matrix.shape[0] == matrix.shape[1],
-        cbar=cbar, cbar_ax=cbar_ax, cbar_kws={"label": "attention weight"} if cbar else None,
+        matrix,
+        ax=ax,
+        cmap=cmap,
+        vmin=0.0,
+        vmax=vmax,
+        square=matrix.shape[0] == matrix.shape[1],
+        cbar=cbar,
+        cbar_ax=cbar_ax,
+        cbar_kws={"label": "attention weight"} if cbar else None,
         xticklabels=[_tick(t) for t in cols] if labels else False,
         yticklabels=[_tick(t) for t in rows] if labels else False,
-    )  # fmt: skip
+    )
     if labels:
         ax.tick_params(axis="x", labelrotation=90, labelsize=7)
         ax.tick_params(axis="y", labelrotation=0, labelsize=7)
@@ -88,8 +95,17 @@ def grid_figure(result: AttentionResult, layer: int, *, colorscale: str = "Virid
     labels = w.shape[-1] <= 40
     for h in range(n):
         ax = fig.add_subplot(gs[h // columns, h % columns])
-        _draw(ax, w[h], result.target_tokens, result.source_tokens, CMAPS.get(colorscale, "viridis"), vmax,
-              labels, h == 0, cbar_ax)  # fmt: skip
+        _draw(
+            ax,
+            w[h],
+            result.target_tokens,
+            result.source_tokens,
+            CMAPS.get(colorscale, "viridis"),
+            vmax,
+            labels,
+            h == 0,
+            cbar_ax,
+        )
         ax.set_title(f"Head {h + 1}", fontsize=9)
         if labels and h % columns:
             ax.set_yticklabels([])
@@ -146,3 +162,88 @@ def layer_csv(weights: np.ndarray, rows, cols) -> str:
         }
     )
     return frame.to_csv(index=False, float_format="%.8g")
+
+
+def overview_figure(thumbs: np.ndarray, title: str, *, colorscale: str = "Viridis") -> Figure:
+    """All layers x heads as small maps (thumbs: (L, H, s, s')), one shared colour scale."""
+    n_l, n_h = thumbs.shape[:2]
+    fig = Figure(figsize=(1.1 * n_h + 1.2, 1.1 * n_l + 0.8), dpi=150, layout="constrained")
+    axes = fig.subplots(n_l, n_h, squeeze=False)
+    vmax = float(thumbs.max())
+    image = None
+    for layer in range(n_l):
+        for head in range(n_h):
+            ax = axes[layer, head]
+            image = ax.imshow(thumbs[layer, head], cmap=CMAPS.get(colorscale, "viridis"), vmin=0.0, vmax=vmax)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if layer == 0:
+                ax.set_title(f"H{head + 1}", fontsize=8)
+            if head == 0:
+                ax.set_ylabel(f"L{layer + 1}", fontsize=8)
+    fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
+    fig.suptitle(title)
+    return fig
+
+
+def thumbs_csv(thumbs: np.ndarray) -> str:
+    """The overview's small maps as long-form CSV: layer, head, row, column (1-based), value."""
+    n_l, n_h, s, s2 = thumbs.shape
+    ll, hh, rr, cc = np.meshgrid(np.arange(n_l), np.arange(n_h), np.arange(s), np.arange(s2), indexing="ij")
+    frame = pd.DataFrame(
+        {
+            "layer": ll.ravel() + 1,
+            "head": hh.ravel() + 1,
+            "row": rr.ravel() + 1,
+            "column": cc.ravel() + 1,
+            "weight": thumbs.ravel(),
+        }
+    )
+    return frame.to_csv(index=False, float_format="%.8g")
+
+
+def panels_figure(panels, title: str, *, colorscale: str = "Viridis") -> Figure:
+    """Maps side by side (interactive.Panel objects): one shared scale, masked cells left blank (grey)."""
+    plain = [p for p in panels if not p.signed]
+    vmax = max(
+        float(np.max(np.where(p.masked, 0, p.matrix)) if p.masked is not None else np.max(p.matrix)) for p in plain
+    )
+    fig = Figure(figsize=(5.2 * len(panels), 5.2), dpi=150, layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, p in zip(axes, panels, strict=True):
+        ax.set_facecolor("#c8c8c8")
+        labels = max(p.matrix.shape) <= 60
+        sns.heatmap(
+            p.matrix,
+            ax=ax,
+            mask=p.masked,
+            cmap="RdBu" if p.signed else CMAPS.get(colorscale, "viridis"),
+            vmin=-np.abs(p.matrix).max() if p.signed else 0.0,
+            vmax=np.abs(p.matrix).max() if p.signed else vmax,
+            center=0.0 if p.signed else None,
+            square=False,
+            cbar=p.signed or p is plain[-1],
+            xticklabels=[_tick(t) for t in p.cols] if labels else False,
+            yticklabels=[_tick(t) for t in p.rows] if labels else False,
+        )
+        ax.set_title(p.title.replace("<br>", "\n"), fontsize=9)
+        ax.tick_params(labelsize=7)
+    fig.suptitle(title)
+    return fig
+
+
+def panels_json(panels, manifest: Manifest) -> str:
+    """Every panel's matrix (masked cells as null), its tokens, and what produced them."""
+    out = []
+    for p in panels:
+        m = np.asarray(p.matrix, dtype=float)
+        values = np.where(p.masked, np.nan, m) if p.masked is not None else m
+        out.append(
+            {
+                "title": p.title.replace("<br>", " "),
+                "target_tokens": list(p.rows),
+                "source_tokens": list(p.cols),
+                "weights": [[None if np.isnan(v) else v for v in row] for row in values.tolist()],
+            }
+        )
+    return json.dumps({"manifest": asdict(manifest), "panels": out}, ensure_ascii=False)

@@ -167,7 +167,10 @@ def head_map(
     return fig.update_layout(height=side)
 
 
-def overview(result: AttentionResult, *, style: Style = Style(), thumb: int = 32) -> go.Figure:
+OVERVIEW_THUMB = 32  # the largest side of each head's small map in the overview
+
+
+def overview(result: AttentionResult, *, style: Style = Style(), thumb: int = OVERVIEW_THUMB) -> go.Figure:
     """All layers x heads as small maps, tiled into ONE heatmap (L x H subplots are what make plotly slow)."""
     maps, _, _ = pooled(result.weights, thumb)  # (L, H, s, s')
     n_l, n_h, s, s2 = maps.shape

@@ -48,6 +48,48 @@ def _upper(n: int) -> np.ndarray:
     return np.triu(np.ones((n, n), dtype=bool), k=1)
 
 
+def export_panels(panels: list[Panel], inputs_text: str, model: str, layer: int, head: int, key: str) -> None:
+    """PNG, SVG and JSON of the panels shown; CSV of the cross-attention (the last panel)."""
+    from attnviz.figures import export
+
+    manifest = export.Manifest(
+        model,
+        "scratch" if model in ("dates", "default") else "hf",
+        "",
+        inputs_text,
+        "self+causal+cross",
+        layer + 1,
+        head + 1,
+        {"view": "side by side"},
+    )
+    title = f"{model}: layer {layer + 1}, head {head + 1}"
+    last = panels[-1]
+    cols = st.columns(4)
+    fig = lambda fmt: export.figure_bytes(export.panels_figure(panels, title), fmt)  # noqa: E731
+    cols[0].download_button(
+        "PNG", lambda: fig("png"), "attnviz_compare.png", "image/png", key=f"{key}.png", on_click="ignore"
+    )
+    cols[1].download_button(
+        "SVG", lambda: fig("svg"), "attnviz_compare.svg", "image/svg+xml", key=f"{key}.svg", on_click="ignore"
+    )
+    cols[2].download_button(
+        "CSV (last panel)",
+        lambda: export.matrix_csv(last.matrix, last.rows, last.cols),
+        "attnviz_compare.csv",
+        "text/csv",
+        key=f"{key}.csv",
+        on_click="ignore",
+    )
+    cols[3].download_button(
+        "JSON",
+        lambda: export.panels_json(panels, manifest),
+        "attnviz_compare.json",
+        "application/json",
+        key=f"{key}.json",
+        on_click="ignore",
+    )
+
+
 def three_panels(results: dict[str, AttentionResult], layer: int, head: int, style: Style):
     """Encoder self, decoder masked self, and cross attention of one layer and head, one colour scale."""
     enc_layer = min(layer, results["self"].n_layers - 1)
@@ -74,7 +116,7 @@ def three_panels(results: dict[str, AttentionResult], layer: int, head: int, sty
             x.source_tokens,
         ),
     ]
-    return side_by_side(panels, style=style)
+    return side_by_side(panels, style=style), panels
 
 
 def explain() -> None:
@@ -99,7 +141,9 @@ def draw_dates(style: Style) -> None:
     results = cache.attention_or_stop("dates", "scratch", text)
     st.markdown(f"**{text}** → **{engine.predict([text])[0]}**")
     layer, head = pickers(results["cross"].n_layers, results["cross"].n_heads)
-    st.plotly_chart(three_panels(results, layer, head, style), key="cmp.dates.chart")
+    fig, panels = three_panels(results, layer, head, style)
+    st.plotly_chart(fig, key="cmp.dates.chart")
+    export_panels(panels, text, "dates", layer, head, "cmp.dates.export")
     explain()
 
 
@@ -121,6 +165,7 @@ def draw_bert(inputs: Inputs, style: Style) -> None:
         Panel("causal − bidirectional", c - b, bi.target_tokens, bi.source_tokens, signed=True),
     ]
     st.plotly_chart(side_by_side(panels, style=style), key="cmp.bert.chart")
+    export_panels(panels, text, registry.DEFAULT, layer, head, "cmp.bert.export")
     st.markdown(
         "The same BERT weights, run twice: once as trained (every token sees every token), once with a causal "
         "mask in every layer, as a GPT-style decoder would have. Red cells lost attention to the mask, blue "
@@ -173,5 +218,7 @@ def draw_hub(style: Style) -> None:
     text = st.session_state["inputs"].text
     results = cache.attention_or_stop(model, "hf", text, target or None)
     layer, head = pickers(results["cross"].n_layers, results["cross"].n_heads)
-    st.plotly_chart(three_panels(results, layer, head, style), key="cmp.hub.chart")
+    fig, panels = three_panels(results, layer, head, style)
+    st.plotly_chart(fig, key="cmp.hub.chart")
+    export_panels(panels, text, model, layer, head, "cmp.hub.export")
     explain()

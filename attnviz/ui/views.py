@@ -60,9 +60,15 @@ def export_buttons(
     colorscale = inputs.style.colorscale
     stem = f"attnviz_L{layer + 1}" + ("" if head is None else f"_H{head + 1}")
     manifest = export.Manifest(
-        result.model, inputs.engine, result.device, inputs.text, result.kind, layer + 1,
-        None if head is None else head + 1, {"hide_special": opts.hide_special, "merge_words": opts.merge_words},
-    )  # fmt: skip
+        result.model,
+        inputs.engine,
+        result.device,
+        inputs.text,
+        result.kind,
+        layer + 1,
+        None if head is None else head + 1,
+        {"hide_special": opts.hide_special, "merge_words": opts.merge_words},
+    )
     shown = result.weights[layer] if head is None else result.weights[layer, head]  # (H, Tq, Tk) or (Tq, Tk)
 
     def figure(fmt: str) -> bytes:
@@ -85,3 +91,63 @@ def export_buttons(
     cols[2].download_button("CSV", csv, f"{stem}.csv", "text/csv", key=f"{key}.csv", on_click="ignore")
     bundle = lambda: export.bundle_json(shown.numpy(), result.target_tokens, result.source_tokens, manifest)  # noqa: E731
     cols[3].download_button("JSON", bundle, f"{stem}.json", "application/json", key=f"{key}.json", on_click="ignore")
+
+
+def export_overview(inputs: Inputs, result: AttentionResult, opts: Options, key: str) -> None:
+    """PNG, SVG, CSV and JSON of the overview as shown: every head's small map (pooled for long inputs)."""
+    from attnviz.figures import export, interactive
+
+    thumbs, fq, fk = interactive.pooled(result.weights, interactive.OVERVIEW_THUMB)  # (L, H, s, s')
+    pooled_note = "" if fq == fk == 1 else f", pooled {fq}x{fk} tokens a cell"
+    title = f"{result.model}: {result.n_layers} layers x {result.n_heads} heads{pooled_note}"
+    manifest = export.Manifest(
+        result.model,
+        inputs.engine,
+        result.device,
+        inputs.text,
+        result.kind,
+        0,
+        None,
+        {
+            "hide_special": opts.hide_special,
+            "merge_words": opts.merge_words,
+            "view": "overview",
+            "pooled_rows": fq,
+            "pooled_columns": fk,
+        },
+    )
+
+    def figure(fmt: str) -> bytes:
+        return export.figure_bytes(export.overview_figure(thumbs, title, colorscale=inputs.style.colorscale), fmt)
+
+    def bundle() -> str:
+        rows = (
+            result.target_tokens
+            if fq == 1
+            else tuple(f"tokens {i + 1}-" for i in range(0, len(result.target_tokens), fq))
+        )
+        cols = (
+            result.source_tokens
+            if fk == 1
+            else tuple(f"tokens {j + 1}-" for j in range(0, len(result.source_tokens), fk))
+        )
+        return export.bundle_json(thumbs, rows, cols, manifest)
+
+    cols = st.columns(4)
+    cols[0].download_button(
+        "PNG", lambda: figure("png"), "attnviz_overview.png", "image/png", key=f"{key}.png", on_click="ignore"
+    )
+    cols[1].download_button(
+        "SVG", lambda: figure("svg"), "attnviz_overview.svg", "image/svg+xml", key=f"{key}.svg", on_click="ignore"
+    )
+    cols[2].download_button(
+        "CSV",
+        lambda: export.thumbs_csv(thumbs),
+        "attnviz_overview.csv",
+        "text/csv",
+        key=f"{key}.csv",
+        on_click="ignore",
+    )
+    cols[3].download_button(
+        "JSON", bundle, "attnviz_overview.json", "application/json", key=f"{key}.json", on_click="ignore"
+    )
