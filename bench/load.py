@@ -154,6 +154,34 @@ def browser_users(base: str, count: int, deadline: float, stats: Stats) -> None:
         browser.close()
 
 
+def stall_check(repeats: int = 5) -> tuple[float, float, float]:
+    """Medians: a 512-token request alone, a short one alone, and the short one sent while the long one runs.
+
+    One shared engine and its lock: the short request should wait at most the long one's compute.
+    """
+    from attnviz.engines import registry
+
+    engine = registry.load("default", "hf", "cpu")
+    long_text, short_text = " ".join(["word"] * 600), "A short sentence typed meanwhile."
+    engine.run(long_text), engine.run(short_text)  # warm
+
+    def timed(text: str) -> float:
+        start = time.perf_counter()
+        engine.run(text)
+        return time.perf_counter() - start
+
+    alone_long = statistics.median(timed(long_text) for _ in range(repeats))
+    alone_short = statistics.median(timed(short_text) for _ in range(repeats))
+    during = []
+    for _ in range(repeats):
+        worker = threading.Thread(target=engine.run, args=(long_text,))
+        worker.start()
+        time.sleep(0.005)  # the long request has the engine
+        during.append(timed(short_text))
+        worker.join()
+    return alone_long, alone_short, statistics.median(during)
+
+
 def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100)[q - 1] if len(values) >= 2 else float("nan")
 
@@ -165,6 +193,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=120)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    long_ms, short_ms, during_ms = (1e3 * x for x in stall_check())
+    print(
+        f"one engine, shared: a 512-token request takes {long_ms:.0f} ms alone; a short one {short_ms:.0f} ms alone "
+        f"and {during_ms:.0f} ms when sent while the long one runs (at most {long_ms + short_ms:.0f} expected)\n"
+    )
     port = _free_port()
     server = start_server(port, Path(tempfile.mkdtemp()) / "streamlit.log")
     stats, memory = Stats(), []

@@ -14,7 +14,7 @@ from attnviz.engines.base import ModelLoadError
 CORPUS = json.loads((ROOT / "tests/data/bad_inputs.json").read_text(encoding="utf-8"))
 TEXTS = [(t["name"], t["text"] if "text" in t else t["repeat"] * t["times"], t["expect"]) for t in CORPUS["texts"]]
 MODELS = [(m["name"], m["model"]) for m in CORPUS["models"]]
-PAGES = ["app_pages/heads.py", "app_pages/inside.py", "app_pages/overview.py"]
+PAGES = ["app_pages/heads.py", "app_pages/inside.py", "app_pages/overview.py", "app_pages/compare.py"]
 
 
 @pytest.mark.parametrize(("name", "text", "expect"), TEXTS, ids=[t[0] for t in TEXTS])
@@ -59,6 +59,7 @@ def test_the_app_loader_never_opens_folders_outside_the_model_folders(tmp_path, 
 def test_every_page_shows_a_message_or_a_picture(page, name, text, expect):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.query_params["text"] = text
+    at.query_params["source"] = "bert"  # the Compare page's mode that reads the sidebar's text
     at.switch_page(page).run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.warning if expect == "message" else at.get("plotly_chart")

@@ -17,8 +17,17 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(
     not os.path.exists(CHROMIUM), reason="Chromium is not installed (make test installs it)"
 )
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 HEATMAPS_JS = "() => document.querySelector('.js-plotly-plot')?.data?.filter(d => d.type === 'heatmap').length ?? 0"
 FIRST_X_JS = "() => document.querySelector('.js-plotly-plot')?.data?.[0]?.x ?? []"
 
@@ -30,8 +39,21 @@ def _free_port() -> int:
 
 
 def start_server(port: int, log_path) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-           "--server.address", "127.0.0.1", "--server.fileWatcherType", "none"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.headless",
+        "true",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--server.fileWatcherType",
+        "none",
+    ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     with open(log_path, "w") as log:  # the child keeps its own copy of the descriptor
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -140,3 +162,35 @@ def test_a_shared_link_to_a_page_opens_inside_the_app_frame_on_a_fresh_server(br
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+BROWSER_CORPUS = [
+    "emoji",
+    "right-to-left",
+    "zero-width joiners",
+    "NUL and control characters",
+    "markdown image link",
+    "special tokens typed as text",
+    "whitespace",
+    "only zero-width",
+]
+
+
+def test_the_bad_input_corpus_in_a_real_browser(page):
+    import json
+
+    corpus = {
+        t["name"]: t for t in json.loads((ROOT / "tests/data/bad_inputs.json").read_text(encoding="utf-8"))["texts"]
+    }
+    for name in BROWSER_CORPUS:
+        entry = corpus[name]
+        old = page.evaluate(FIRST_X_JS)
+        _type(page, entry["text"])
+        if entry["expect"] == "message":
+            page.wait_for_selector("[data-testid=stAlertContentWarning]", timeout=30_000)
+        else:
+            page.wait_for_function(f"({FIRST_X_JS})().join('|') !== {'|'.join(old)!r}", timeout=30_000)
+            assert page.evaluate(HEATMAPS_JS) == 12, name
+        assert page.dialogs == [], name
+        assert page.locator("[data-testid=stException]").count() == 0, name
+    assert page.evaluate("() => document.querySelectorAll('img[src^=\"http://127.0.0.1:1\"]').length") == 0
