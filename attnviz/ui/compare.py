@@ -10,6 +10,7 @@ from attnviz.figures.interactive import Panel, Style, side_by_side
 from attnviz.result import AttentionResult
 from attnviz.ui import cache, state
 from attnviz.ui.controls import Inputs
+from attnviz.ui.views import download_row
 
 SOURCES = {
     "dates": "Our encoder-decoder, trained from scratch (dates)",
@@ -64,30 +65,9 @@ def export_panels(panels: list[Panel], inputs_text: str, model: str, layer: int,
     )
     title = f"{model}: layer {layer + 1}, head {head + 1}"
     last = panels[-1]
-    cols = st.columns(4)
     fig = lambda fmt: export.figure_bytes(export.panels_figure(panels, title), fmt)  # noqa: E731
-    cols[0].download_button(
-        "PNG", lambda: fig("png"), "attnviz_compare.png", "image/png", key=f"{key}.png", on_click="ignore"
-    )
-    cols[1].download_button(
-        "SVG", lambda: fig("svg"), "attnviz_compare.svg", "image/svg+xml", key=f"{key}.svg", on_click="ignore"
-    )
-    cols[2].download_button(
-        "CSV (last panel)",
-        lambda: export.matrix_csv(last.matrix, last.rows, last.cols),
-        "attnviz_compare.csv",
-        "text/csv",
-        key=f"{key}.csv",
-        on_click="ignore",
-    )
-    cols[3].download_button(
-        "JSON",
-        lambda: export.panels_json(panels, manifest),
-        "attnviz_compare.json",
-        "application/json",
-        key=f"{key}.json",
-        on_click="ignore",
-    )
+    csv = lambda: export.matrix_csv(last.matrix, last.rows, last.cols)  # noqa: E731
+    download_row("attnviz_compare", key, fig, csv, lambda: export.panels_json(panels, manifest), "CSV (last panel)")
 
 
 def three_panels(results: dict[str, AttentionResult], layer: int, head: int, style: Style):

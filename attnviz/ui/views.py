@@ -51,6 +51,28 @@ def pick(label: str, prefix: str, url_key: str, count: int) -> int:
     return value - 1
 
 
+def download_row(stem: str, key: str, figure, csv, bundle, csv_label: str = "CSV") -> None:
+    """PNG, SVG, CSV and JSON buttons; each file is built only when its button is pressed.
+
+    figure(fmt) -> bytes for "png" and "svg"; csv() -> str; bundle() -> str (JSON).
+    """
+    cols = st.columns(4)
+    files = (
+        ("PNG", lambda: figure("png"), "png", "image/png"),
+        ("SVG", lambda: figure("svg"), "svg", "image/svg+xml"),
+        (csv_label, csv, "csv", "text/csv"),
+        ("JSON", bundle, "json", "application/json"),
+    )
+    for col, (label, data, ext, mime) in zip(cols, files, strict=True):
+        col.download_button(label, data, f"{stem}.{ext}", mime, key=f"{key}.{ext}", on_click="ignore")
+
+
+def _manifest(inputs: Inputs, result: AttentionResult, layer: int, head: int | None, options: dict):
+    from attnviz.figures import export
+
+    return export.Manifest(result.model, inputs.engine, result.device, inputs.text, result.kind, layer, head, options)
+
+
 def export_buttons(
     inputs: Inputs, result: AttentionResult, layer: int, head: int | None, opts: Options, key: str
 ) -> None:
@@ -59,12 +81,9 @@ def export_buttons(
 
     colorscale = inputs.style.colorscale
     stem = f"attnviz_L{layer + 1}" + ("" if head is None else f"_H{head + 1}")
-    manifest = export.Manifest(
-        result.model,
-        inputs.engine,
-        result.device,
-        inputs.text,
-        result.kind,
+    manifest = _manifest(
+        inputs,
+        result,
         layer + 1,
         None if head is None else head + 1,
         {"hide_special": opts.hide_special, "merge_words": opts.merge_words},
@@ -81,16 +100,8 @@ def export_buttons(
             return export.layer_csv(shown.numpy(), result.target_tokens, result.source_tokens)
         return export.matrix_csv(shown.numpy(), result.target_tokens, result.source_tokens)
 
-    cols = st.columns(4)
-    cols[0].download_button(
-        "PNG", lambda: figure("png"), f"{stem}.png", "image/png", key=f"{key}.png", on_click="ignore"
-    )
-    cols[1].download_button(
-        "SVG", lambda: figure("svg"), f"{stem}.svg", "image/svg+xml", key=f"{key}.svg", on_click="ignore"
-    )
-    cols[2].download_button("CSV", csv, f"{stem}.csv", "text/csv", key=f"{key}.csv", on_click="ignore")
     bundle = lambda: export.bundle_json(shown.numpy(), result.target_tokens, result.source_tokens, manifest)  # noqa: E731
-    cols[3].download_button("JSON", bundle, f"{stem}.json", "application/json", key=f"{key}.json", on_click="ignore")
+    download_row(stem, key, figure, csv, bundle)
 
 
 def export_overview(inputs: Inputs, result: AttentionResult, opts: Options, key: str) -> None:
@@ -100,12 +111,9 @@ def export_overview(inputs: Inputs, result: AttentionResult, opts: Options, key:
     thumbs, fq, fk = interactive.pooled(result.weights, interactive.OVERVIEW_THUMB)  # (L, H, s, s')
     pooled_note = "" if fq == fk == 1 else f", pooled {fq}x{fk} tokens a cell"
     title = f"{result.model}: {result.n_layers} layers x {result.n_heads} heads{pooled_note}"
-    manifest = export.Manifest(
-        result.model,
-        inputs.engine,
-        result.device,
-        inputs.text,
-        result.kind,
+    manifest = _manifest(
+        inputs,
+        result,
         0,
         None,
         {
@@ -133,21 +141,4 @@ def export_overview(inputs: Inputs, result: AttentionResult, opts: Options, key:
         )
         return export.bundle_json(thumbs, rows, cols, manifest)
 
-    cols = st.columns(4)
-    cols[0].download_button(
-        "PNG", lambda: figure("png"), "attnviz_overview.png", "image/png", key=f"{key}.png", on_click="ignore"
-    )
-    cols[1].download_button(
-        "SVG", lambda: figure("svg"), "attnviz_overview.svg", "image/svg+xml", key=f"{key}.svg", on_click="ignore"
-    )
-    cols[2].download_button(
-        "CSV",
-        lambda: export.thumbs_csv(thumbs),
-        "attnviz_overview.csv",
-        "text/csv",
-        key=f"{key}.csv",
-        on_click="ignore",
-    )
-    cols[3].download_button(
-        "JSON", bundle, "attnviz_overview.json", "application/json", key=f"{key}.json", on_click="ignore"
-    )
+    download_row("attnviz_overview", key, figure, lambda: export.thumbs_csv(thumbs), bundle)
