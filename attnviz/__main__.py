@@ -114,8 +114,7 @@ def _self_result(args: argparse.Namespace):
     engine = registry.load(args.model, "hf", args.device)
     results = engine.run(args.text)
     result = results.get("self") or results["causal"]
-    specials = set(getattr(getattr(engine, "tokenizer", None), "all_special_tokens", ()))
-    return engine, result, token_axis(result.target_tokens, specials)
+    return engine, result, token_axis(result.target_tokens, engine.special_tokens)
 
 
 def cmd_stats(args: argparse.Namespace) -> int:

@@ -248,3 +248,11 @@ def test_overview_computes_flow_only_when_asked():
     at = _overview()
     _ok(at)
     assert [d["type"] for d in _charts(at)[1]["data"]] == ["heatmap"] * 2  # raw and rollout
+
+
+@pytest.mark.parametrize("page", ["heads", "inside", "overview", "compare", "pronouns"])
+def test_every_page_runs_with_the_date_model_typed_as_a_hub_id(page):
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["model"], at.query_params["text"] = "dates", "22/11/2026"
+    at.switch_page(f"app_pages/{page}.py").run()
+    _ok(at)

@@ -70,3 +70,16 @@ def test_date_engine_teacher_forces_a_given_target(date_engine):
 def test_issue_examples(date_engine, text):
     expected = {"the 3rd of march 1999": "1999-03-03"}.get(text, "2026-11-22")
     assert date_engine.predict([text]) == [expected]
+
+
+def test_the_prediction_can_be_read_back_from_the_decoder_tokens(date_engine):
+    from attnviz.engines.seq2seq import decoded
+
+    for text in ("22/11/2026", "the 3rd of march 1999"):
+        assert decoded(date_engine.run(text)["causal"]) == date_engine.predict([text])[0]
+
+
+def test_encode_matches_what_run_sees(date_engine):
+    enc = date_engine.encode("Nov 22, 2026")
+    assert enc.tokens == date_engine.run("Nov 22, 2026")["self"].source_tokens
+    assert enc.offsets[4] == (4, 5) and enc.special[-1] and enc.tokens[-1] == "</s>"

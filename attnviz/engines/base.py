@@ -7,6 +7,7 @@ from typing import Protocol
 import torch
 
 from attnviz.result import AttentionKind, AttentionResult
+from attnviz.tokens import Encoded
 
 
 class ModelLoadError(Exception):
@@ -19,6 +20,9 @@ class Engine(Protocol):
     device: torch.device
     max_tokens: int  # the longest input, special tokens included
     kinds: tuple[AttentionKind, ...]  # what run() returns
+    special_tokens: frozenset[str]  # [CLS], [SEP], <s>, ... as they appear in results' token tuples
+
+    def encode(self, text: str) -> Encoded: ...
 
     def run(self, text: str, target: str | None = None) -> dict[AttentionKind, AttentionResult]: ...
 

@@ -193,6 +193,7 @@ class ScratchBertEngine:
             raise ValueError(f"the scratch engine rebuilds BERT; '{hf_engine.name}' is not a BERT encoder")
         self.name, self.device, self.tokenizer = hf_engine.name, hf_engine.device, hf_engine.tokenizer
         self.device_name, self.max_tokens = hf_engine.device_name, hf_engine.max_tokens
+        self.special_tokens = hf_engine.special_tokens
         self.model = from_hf(hf_engine.model)
         self._lock = threading.Lock()
 

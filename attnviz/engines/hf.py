@@ -107,6 +107,7 @@ class HFEngine:
             "decoder": ("causal",),
             "encoder-decoder": ("self", "causal", "cross"),
         }[self.architecture]
+        self.special_tokens = frozenset(self.tokenizer.all_special_tokens)
         self._lock = threading.Lock()
 
     @property

@@ -21,7 +21,7 @@ from torch import Tensor, nn
 from attnviz.engines.base import to_weights
 from attnviz.engines.scratch import MultiHeadAttention, causal_mask, describe_device, key_padding_mask, resolve_device
 from attnviz.result import AttentionKind, AttentionResult
-from attnviz.tokens import check_text
+from attnviz.tokens import Encoded, check_text
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent / "checkpoints"
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
@@ -187,6 +187,11 @@ class Seq2Seq(nn.Module):
         return model.to(resolve_device(device)).eval()
 
 
+def decoded(result: AttentionResult) -> str:
+    """The text the decoder wrote, read back from a result's decoder tokens (after <s>)."""
+    return "".join(result.target_tokens[1:]).replace(SPACE_LABEL, " ")
+
+
 def batch_ids(vocab: CharVocab, texts: list[str], add_eos: bool = True) -> Tensor:
     """Texts -> (B, S) padded ids, each ending in </s>."""
     rows = [vocab.encode(t) + ([vocab.eos] if add_eos else []) for t in texts]
@@ -208,7 +213,23 @@ class DateEngine:
         self.device = next(self.model.parameters()).device
         self.device_name = describe_device(self.device)
         self.max_tokens = self.model.config.max_source
+        self.special_tokens = frozenset({PAD, BOS, EOS, UNK})
         self._lock = threading.Lock()
+
+    def encode(self, text: str) -> Encoded:
+        """The source side as the encoder sees it: one token per character, then </s>."""
+        text = check_text(text)
+        kept = text[: self.max_tokens - 1]
+        ids = tuple(self.vocab.encode(kept) + [self.vocab.eos])
+        n = len(kept)
+        return Encoded(
+            ids,
+            tuple(self.vocab.label(i) for i in ids),
+            tuple(range(n)) + (None,),
+            (False,) * n + (True,),
+            len(text) - n,
+            tuple((i, i + 1) for i in range(n)) + ((0, 0),),
+        )
 
     def predict(self, texts: list[str]) -> list[str]:
         with self._lock:
@@ -217,11 +238,9 @@ class DateEngine:
 
     def run(self, text: str, target: str | None = None) -> dict[AttentionKind, AttentionResult]:
         """Teacher-forced over `target`, or over the model's own prediction when no target is given."""
-        text = check_text(text)
-        kept = text[: self.max_tokens - 1]
-        truncated = len(text) - len(kept)
+        enc = self.encode(text)
         with self._lock, torch.inference_mode():
-            src = batch_ids(self.vocab, [kept]).to(self.device)  # (1, S)
+            src = torch.tensor([enc.ids], device=self.device)  # (1, S): the characters, then </s>
             if target is None or not target.strip():
                 tgt_in = self.model.greedy(src)  # (1, 1 + n): <s> y1 .. yn (</s>)
                 tgt_in = tgt_in[:, :-1] if tgt_in[0, -1] == self.vocab.eos else tgt_in
@@ -230,7 +249,7 @@ class DateEngine:
                 tgt_in = torch.cat([torch.tensor([[self.vocab.bos]]), tgt_in], dim=1).to(self.device)
             memory, mask, w_enc = self.model.encode(src)
             _, w_self, w_cross = self.model.decode(tgt_in, memory, mask)
-        s = tuple(self.vocab.label(i) for i in src[0].tolist())
+        s, truncated = enc.tokens, enc.truncated
         t = tuple(self.vocab.label(i) for i in tgt_in[0].tolist())
         dev = self.device_name
         return {

@@ -41,7 +41,7 @@ def attention(model: str, kind: str, text: str, target: str | None = None, causa
 
 def axes(model: str, kind: str, result: AttentionResult) -> tuple[TokenAxis, TokenAxis]:
     """The target and source token axes (words, special tokens) of a result."""
-    specials = set(engine(model, kind).tokenizer.all_special_tokens)
+    specials = engine(model, kind).special_tokens
     return token_axis(result.target_tokens, specials), token_axis(result.source_tokens, specials)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from attnviz.engines import registry
+from attnviz.engines import registry, seq2seq
 from attnviz.figures.interactive import Panel, Style, side_by_side
 from attnviz.result import AttentionResult
 from attnviz.ui import cache, state
@@ -117,9 +117,8 @@ def draw_dates(style: Style) -> None:
     )
     text = st.text_input("A date, written any way", key="cmp.date")
     state.remember("date", text)
-    engine = cache.load_engine_or_stop("dates", "scratch")
     results = cache.attention_or_stop("dates", "scratch", text)
-    st.markdown(f"**{text}** → **{engine.predict([text])[0]}**")
+    st.markdown(f"**{text}** → **{seq2seq.decoded(results['causal'])}**")  # the decoder's own output
     layer, head = pickers(results["cross"].n_layers, results["cross"].n_heads)
     fig, panels = three_panels(results, layer, head, style)
     st.plotly_chart(fig, key="cmp.dates.chart")

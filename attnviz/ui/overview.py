@@ -36,8 +36,7 @@ def self_result_or_stop(inputs: Inputs) -> AttentionResult:
 
 
 def specials(inputs: Inputs, tokens) -> list[bool]:
-    tokenizer = getattr(cache.engine(inputs.model, inputs.engine), "tokenizer", None)
-    return list(token_axis(tokens, set(getattr(tokenizer, "all_special_tokens", ()))).special)
+    return list(token_axis(tokens, cache.engine(inputs.model, inputs.engine).special_tokens).special)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -47,7 +46,7 @@ def _corpus_stats(model: str, engine: str) -> dict:
     per_text = []
     for i, text in enumerate(head_stats.CORPUS):
         r = next(iter(cache.attention(model, engine, text).values()))
-        flags = token_axis(r.target_tokens, set(cache.engine(model, engine).tokenizer.all_special_tokens)).special
+        flags = token_axis(r.target_tokens, cache.engine(model, engine).special_tokens).special
         per_text.append(head_stats.head_stats(r, flags))
         bar.progress((i + 1) / len(head_stats.CORPUS), text=f"Averaging over the built-in corpus… {i + 1}/8")
     bar.empty()
