@@ -50,7 +50,7 @@ def test_layer_slider_changes_the_layer(bundled_hf):
     _ok(at)
     z = array(_charts(at)[0]["data"][7]["z"])
     assert np.allclose(z, bundled_hf.run(SENTENCE)["self"].weights[3, 7].numpy(), atol=1e-6)
-    # AppTest does not report query-param writes made on reruns; tests/test_browser.py checks the URL there.
+    assert at.query_params["layer"] == "4"  # the shareable URL follows the slider
 
 
 def test_hiding_specials_drops_them_and_renormalises():

@@ -75,7 +75,5 @@ def show_device() -> None:
 
 
 def current() -> Inputs:
-    """The inputs the sidebar read in this run (pages call this); draws the sidebar if app.py has not."""
-    if "inputs" not in st.session_state:
-        return sidebar()
+    """The inputs the sidebar read in this run (pages call this)."""
     return st.session_state["inputs"]
