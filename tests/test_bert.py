@@ -70,3 +70,13 @@ def test_name_table_accepts_a_bert_prefix_and_skips_the_pooler():
         {"bert.encoder.layer.3.attention.self.query.weight": torch.zeros(1), "bert.pooler.dense.weight": torch.zeros(1)}
     )
     assert list(out) == ["layers.3.attention.w_q.weight"]
+
+
+def test_step_by_step_view_reproduces_the_forward_pass_in_every_layer(bundled_scratch):
+    ids = torch.tensor([bundled_scratch.encode(SENTENCE).ids])
+    for causal in (False, True):
+        _, weights = bundled_scratch.model(ids, causal=causal)
+        for layer in (0, 3, 5):
+            steps = bundled_scratch.model.attention_steps(ids, layer, causal=causal)
+            assert torch.allclose(steps.weights, weights[layer], atol=1e-6)
+    assert len(bundled_scratch.model.layer_inputs(ids)) == 6

@@ -118,22 +118,21 @@ class ScratchBert(nn.Module):
         return x, tuple(all_weights)
 
     @torch.no_grad()
-    def layer_inputs(self, input_ids: Tensor) -> list[Tensor]:
-        """The hidden states entering each layer, (B, T, D) each, bidirectional."""
+    def layer_inputs(self, input_ids: Tensor, *, upto: int | None = None, causal: bool = False) -> list[Tensor]:
+        """The hidden states entering layers 0..upto (all by default), (B, T, D) each."""
+        mask = causal_mask(input_ids.size(1), device=input_ids.device) if causal else None  # (T, T)
         x = self.embeddings(input_ids, torch.zeros_like(input_ids))  # (B, T, D)
-        inputs = []
-        for block in self.layers:
+        inputs = [x]
+        for block in self.layers[: len(self.layers) - 1 if upto is None else upto]:
+            x, _ = block(x, mask)
             inputs.append(x)
-            x, _ = block(x, None)
         return inputs
 
     @torch.no_grad()
     def attention_steps(self, input_ids: Tensor, layer: int, *, causal: bool = False) -> AttentionSteps:
         """Every intermediate of layer `layer`'s attention (0-based) for one input (B, T)."""
+        x = self.layer_inputs(input_ids, upto=layer, causal=causal)[-1]  # (B, T, D) entering that layer
         mask = causal_mask(input_ids.size(1), device=input_ids.device) if causal else None  # (T, T)
-        x = self.embeddings(input_ids, torch.zeros_like(input_ids))  # (B, T, D)
-        for block in self.layers[:layer]:
-            x, _ = block(x, mask)
         return self.layers[layer].attention.steps(x, x, x, mask)
 
 
