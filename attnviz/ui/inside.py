@@ -115,9 +115,15 @@ def size_controls() -> tuple[int, int]:
     return d_model, heads
 
 
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _demo_engine(d_model: int, heads: int):
+    """The seeded random engine of these sizes, built once, not on every widget change."""
+    return cost.demo_attention(d_model, heads, device="cpu")
+
+
 def draw_random_engine(d_model: int, heads: int, tokens, causal: bool, style: Style) -> None:
     """A seeded random engine of the chosen sizes over random token vectors: the shapes are what matter."""
-    mha = cost.demo_attention(d_model, heads, device="cpu")
+    mha = _demo_engine(d_model, heads)
     torch.manual_seed(1)
     x = torch.randn(1, len(tokens), d_model)  # (1, T, D)
     mask = causal_mask(len(tokens)) if causal else None
