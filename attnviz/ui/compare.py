@@ -49,21 +49,17 @@ def _upper(n: int) -> np.ndarray:
     return np.triu(np.ones((n, n), dtype=bool), k=1)
 
 
-def export_panels(panels: list[Panel], inputs_text: str, model: str, layer: int, head: int, key: str) -> None:
+def export_panels(
+    panels: list[Panel], text: str, result: AttentionResult, engine: str, layer: int, head: int, key: str
+) -> None:
     """PNG, SVG and JSON of the panels shown; CSV of the cross-attention (the last panel)."""
     from attnviz.figures import export
 
+    kinds = " | ".join(p.title.split("<br>")[0] for p in panels)
     manifest = export.Manifest(
-        model,
-        "scratch" if model in ("dates", "default") else "hf",
-        "",
-        inputs_text,
-        "self+causal+cross",
-        layer + 1,
-        head + 1,
-        {"view": "side by side"},
+        result.model, engine, result.device, text, kinds, layer + 1, head + 1, {"view": "side by side"}
     )
-    title = f"{model}: layer {layer + 1}, head {head + 1}"
+    title = f"{result.model}: layer {layer + 1}, head {head + 1}"
     last = panels[-1]
     fig = lambda fmt: export.figure_bytes(export.panels_figure(panels, title), fmt)  # noqa: E731
     csv = lambda: export.matrix_csv(last.matrix, last.rows, last.cols)  # noqa: E731
@@ -122,7 +118,7 @@ def draw_dates(style: Style) -> None:
     layer, head = pickers(results["cross"].n_layers, results["cross"].n_heads)
     fig, panels = three_panels(results, layer, head, style)
     st.plotly_chart(fig, key="cmp.dates.chart")
-    export_panels(panels, text, "dates", layer, head, "cmp.dates.export")
+    export_panels(panels, text, results["cross"], "scratch", layer, head, "cmp.dates.export")
     explain()
 
 
@@ -144,7 +140,7 @@ def draw_bert(inputs: Inputs, style: Style) -> None:
         Panel("causal − bidirectional", c - b, bi.target_tokens, bi.source_tokens, signed=True),
     ]
     st.plotly_chart(side_by_side(panels, style=style), key="cmp.bert.chart")
-    export_panels(panels, text, registry.DEFAULT, layer, head, "cmp.bert.export")
+    export_panels(panels, text, bi, "scratch", layer, head, "cmp.bert.export")
     st.markdown(
         "The same BERT weights, run twice: once as trained (every token sees every token), once with a causal "
         "mask in every layer, as a GPT-style decoder would have. Red cells lost attention to the mask, blue "
@@ -199,5 +195,5 @@ def draw_hub(style: Style) -> None:
     layer, head = pickers(results["cross"].n_layers, results["cross"].n_heads)
     fig, panels = three_panels(results, layer, head, style)
     st.plotly_chart(fig, key="cmp.hub.chart")
-    export_panels(panels, text, model, layer, head, "cmp.hub.export")
+    export_panels(panels, text, results["cross"], "hf", layer, head, "cmp.hub.export")
     explain()
