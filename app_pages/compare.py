@@ -1,15 +1,5 @@
-"""Self vs masked vs cross attention, side by side, on one colour scale."""
+"""The Compare page: self, masked and cross attention side by side, on one colour scale."""
 
-import streamlit as st
+from attnviz.ui.pages import compare
 
-from attnviz.ui import compare, controls
-
-inputs = controls.current()
-st.header("Self, masked and cross attention, side by side")
-source = compare.source_picker()
-if source == "dates":
-    compare.draw_dates(inputs.style)
-elif source == "bert":
-    compare.draw_bert(inputs, inputs.style)
-else:
-    compare.draw_hub(inputs.style)
+compare.render()

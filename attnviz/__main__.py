@@ -1,4 +1,4 @@
-"""The command line: python -m attnviz attention TEXT [--model NAME] [--engine hf|scratch] ..."""
+"""The command line: python -m attnviz attention TEXT [--model NAME] [--backend hf|scratch] ..."""
 
 from __future__ import annotations
 
@@ -7,17 +7,24 @@ import json
 import sys
 from pathlib import Path
 
-from attnviz.engines.base import ModelLoadError
+from attnviz.engines.base import BACKENDS, Engine, ModelLoadError
 
 BAD_INPUT = 2
 
 
-def result_json(engine, results: dict) -> dict:
-    """The --json layout: model, engine, device, truncated, and per kind its tokens and weights."""
+def write_json(path: str | None, payload: dict) -> None:
+    """Write the --json file, if one was asked for, and say so."""
+    if path:
+        Path(path).write_text(json.dumps(payload))
+        print(f"wrote {path}")
+
+
+def result_json(engine: Engine, results: dict) -> dict:
+    """The --json layout: model, backend, device, truncated, and per kind its tokens and weights."""
     first = next(iter(results.values()))
     return {
         "model": engine.name,
-        "engine": engine.engine,
+        "backend": engine.backend,
         "device": first.device,
         "truncated": first.truncated,
         "results": {
@@ -33,23 +40,22 @@ def result_json(engine, results: dict) -> dict:
 
 
 def cmd_attention(args: argparse.Namespace) -> int:
+    """Per-head attention of one text, printed and optionally written as JSON."""
     from attnviz.engines import registry
     from attnviz.tokens import check_text
 
     check_text(args.text)  # fail in milliseconds, before a model loads
-    engine = registry.load(args.model, args.engine, args.device)
+    engine = registry.load(args.model, args.backend, args.device)
     results = engine.run(args.text, args.target)
     for kind, r in results.items():
         print(
             f"{kind}: {r.n_layers} layers x {r.n_heads} heads, {len(r.target_tokens)} x {len(r.source_tokens)} tokens"
         )
     first = next(iter(results.values()))
-    print(f"model {engine.name} ({engine.engine}) on {first.device}")
+    print(f"model {engine.name} ({engine.backend}) on {first.device}")
     if first.truncated:
         print(f"note: the text was cut to {engine.max_tokens} tokens; {first.truncated} tokens were dropped")
-    if args.json:
-        Path(args.json).write_text(json.dumps(result_json(engine, results)))
-        print(f"wrote {args.json}")
+    write_json(args.json, result_json(engine, results))
     return 0
 
 
@@ -106,41 +112,39 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def _self_result(args: argparse.Namespace):
     """The engine and the self (or causal) attention of args.text, for stats and rollout."""
-    from attnviz.analysis.views import token_axis
     from attnviz.engines import registry
     from attnviz.tokens import check_text
 
     check_text(args.text)
     engine = registry.load(args.model, "hf", args.device)
     results = engine.run(args.text)
-    result = results.get("self") or results["causal"]
-    return engine, result, token_axis(result.target_tokens, engine.special_tokens)
+    return engine, results.get("self") or results["causal"]
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    """Per-head statistics and labels of one text."""
     from attnviz.analysis import head_stats
 
-    engine, result, axis = _self_result(args)
-    stats = head_stats.head_stats(result, axis.special)
+    engine, result = _self_result(args)
+    stats = head_stats.head_stats(result)
     labels = head_stats.labels(stats, len(result.target_tokens))
     for layer, row in enumerate(labels):
         print(f"layer {layer + 1}: " + " ".join(f"{h + 1}:{lab}" for h, lab in enumerate(row)))
-    if args.json:
-        payload = {
-            "model": engine.name,
-            "tokens": list(result.target_tokens),
-            "stats": {k: stats[k].tolist() for k in head_stats.STATS},
-            "labels": labels,
-        }
-        Path(args.json).write_text(json.dumps(payload))
-        print(f"wrote {args.json}")
+    payload = {
+        "model": engine.name,
+        "tokens": list(result.target_tokens),
+        "stats": {k: stats[k].tolist() for k in head_stats.STATS},
+        "labels": labels,
+    }
+    write_json(args.json, payload)
     return 0
 
 
 def cmd_rollout(args: argparse.Namespace) -> int:
+    """Attention rollout (every layer) and flow (the last) of one text."""
     from attnviz.analysis import rollout
 
-    engine, result, _ = _self_result(args)
+    engine, result = _self_result(args)
     rolled = rollout.rollout(result)
     try:
         flowed = rollout.flow(result).tolist()
@@ -151,19 +155,15 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     for i, tok in enumerate(result.target_tokens):
         j = int(last[i].argmax())
         print(f"{tok!r:>16} draws most from {result.source_tokens[j]!r} ({last[i, j]:.2f}) after the last layer")
-    if args.json:
-        payload = {
-            "model": engine.name,
-            "tokens": list(result.target_tokens),
-            "rollout": rolled.tolist(),
-            "flow": flowed,
-        }
-        Path(args.json).write_text(json.dumps(payload))
-        print(f"wrote {args.json}")
+    write_json(
+        args.json,
+        {"model": engine.name, "tokens": list(result.target_tokens), "rollout": rolled.tolist(), "flow": flowed},
+    )
     return 0
 
 
 def cmd_pronouns(args: argparse.Namespace) -> int:
+    """Score pronoun cases from a file with the Maximum Attention Score."""
     from attnviz.analysis import pronouns
     from attnviz.engines import registry
 
@@ -197,47 +197,53 @@ def cmd_pronouns(args: argparse.Namespace) -> int:
                 for r in bench.results
             ],
         }
-        Path(args.json).write_text(json.dumps(payload))
-        print(f"wrote {args.json}")
+        write_json(args.json, payload)
     return 0
 
 
 def cmd_train_dates(args: argparse.Namespace) -> int:
+    """Retrain the shipped date model."""
     from attnviz.train import dates
 
     return dates.main(steps=args.steps, out=Path(args.out) if args.out else dates.CHECKPOINT_DIR / "dates")
 
 
+def _common(p: argparse.ArgumentParser, *, model: bool = True, json_out: bool = True) -> argparse.ArgumentParser:
+    """The flags most commands share: --model, --device, --json."""
+    if model:
+        p.add_argument("--model", default="default", help='"default" (bundled BERT), a hub id or a folder')
+    p.add_argument("--device", choices=("cpu", "cuda"), default=None)
+    if json_out:
+        p.add_argument("--json", metavar="PATH", default=None)
+    return p
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """Every command and its flags."""
     parser = argparse.ArgumentParser(prog="python -m attnviz", description="See where a transformer's attention goes.")
     sub = parser.add_subparsers(dest="command", required=True)
-    att = sub.add_parser("attention", help="per-head attention weights of a text")
+    att = _common(sub.add_parser("attention", help="per-head attention weights of a text"))
     att.add_argument("text")
-    att.add_argument("--model", default="default", help='"default" (bundled BERT), a hub id or a folder')
-    att.add_argument("--engine", choices=("hf", "scratch"), default="hf")
+    att.add_argument("--backend", choices=BACKENDS, default="hf", help="how attention is computed")
+    att.add_argument("--engine", choices=BACKENDS, dest="backend", help=argparse.SUPPRESS)  # the old name
     att.add_argument("--target", default=None, help="decoder text for encoder-decoder models")
-    att.add_argument("--device", choices=("cpu", "cuda"), default=None)
-    att.add_argument("--json", metavar="PATH", default=None)
     att.set_defaults(func=cmd_attention)
     for name, func, text in (
         ("stats", cmd_stats, "per-head statistics and labels"),
         ("rollout", cmd_rollout, "attention rollout and flow"),
     ):
-        p = sub.add_parser(name, help=text)
+        p = _common(sub.add_parser(name, help=text))
         p.add_argument("text")
-        p.add_argument("--model", default="default")
-        p.add_argument("--device", choices=("cpu", "cuda"), default=None)
-        p.add_argument("--json", metavar="PATH", default=None)
         p.set_defaults(func=func)
-    pr = sub.add_parser("pronouns", help="does attention resolve pronouns? (Maximum Attention Score)")
+    pr = _common(sub.add_parser("pronouns", help="does attention resolve pronouns? (Maximum Attention Score)"))
     pr.add_argument("--cases", required=True, help="a .jsonl file or a Winograd .xml file")
-    pr.add_argument("--model", default="default")
     pr.add_argument("--limit", type=int, default=None, help="only the first N cases (WSC273: --limit 273)")
-    pr.add_argument("--device", choices=("cpu", "cuda"), default=None)
-    pr.add_argument("--json", metavar="PATH", default=None)
     pr.set_defaults(func=cmd_pronouns)
-    doc = sub.add_parser("doctor", help="versions, GPU, offline models, and an attention check")
-    doc.add_argument("--device", choices=("cpu", "cuda"), default=None)
+    doc = _common(
+        sub.add_parser("doctor", help="versions, GPU, offline models, and an attention check"),
+        model=False,
+        json_out=False,
+    )
     doc.set_defaults(func=cmd_doctor)
     tr = sub.add_parser("train-dates", help="train the shipped date model from scratch (a few minutes on 2 cores)")
     tr.add_argument("--steps", type=int, default=None, help="training steps (default: the shipped recipe)")
@@ -247,6 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; bad input exits 2 with one line, never a traceback."""
     args = build_parser().parse_args(argv)
     from transformers.utils import logging as hf_logging
 

@@ -1,11 +1,21 @@
-"""Tokens: checking typed text, encoding it within a model's limit, and naming tokens for people."""
+"""Tokens: checking typed text, encoding it within a model's limit, and what each token is.
+
+`TokenAxis` is the one source of truth about the tokens on one axis of a map: each token as the
+model names it, whether it is special, which word it belongs to, and which characters of the text
+it covers. Engines build it once, from the tokenizer's own word ids and offsets; hiding special
+tokens, merging word pieces, pronoun matching and statistics read it and never re-parse token
+strings.
+"""
 
 from __future__ import annotations
 
 import html
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 MAX_CHARS = 200_000  # far beyond any model's positions; stops a paste of a whole book early
+NO_SPAN = (0, 0)  # a token that covers no character of the text (special tokens)
 
 
 def check_text(text: object) -> str:
@@ -17,9 +27,101 @@ def check_text(text: object) -> str:
     if len(text) > MAX_CHARS:
         raise ValueError(
             f"The text is {len(text):,} characters long; attnviz reads at most {MAX_CHARS:,}. "
-            "Paste a shorter passage (a model sees at most a few hundred tokens anyway)."
+            "Paste a shorter passage (a model sees at most a few thousand tokens anyway)."
         )
     return text
+
+
+def number_words(word_ids: Sequence[int | None], special: Sequence[bool]) -> tuple[int, ...]:
+    """0, 1, 2, ... per token from a tokenizer's word ids: a special token is a word of its own."""
+    words, w, prev = [], -1, None
+    for i, (wid, sp) in enumerate(zip(word_ids, special, strict=True)):
+        if sp or wid is None or wid != prev or (i > 0 and special[i - 1]):
+            w += 1
+        words.append(w)
+        prev = None if sp else wid
+    return tuple(words)
+
+
+@dataclass(frozen=True)
+class TokenAxis:
+    """The tokens along one axis of a map, and what each one is."""
+
+    tokens: tuple[str, ...]  # as the model names them: "[CLS]", "play", "##ing", "Ġthe"
+    special: tuple[bool, ...]  # [CLS], [SEP], <s>, </s>, ...
+    words: tuple[int, ...]  # the word each token belongs to, 0, 1, 2, ... in order
+    spans: tuple[tuple[int, int], ...]  # each token's [start, end) characters in `text`; NO_SPAN if none
+    text: str = ""  # the text the spans index into ("" when unknown)
+
+    def __post_init__(self) -> None:
+        for name in ("tokens", "special", "words", "spans"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        n = len(self.tokens)
+        if not len(self.special) == len(self.words) == len(self.spans) == n:
+            raise ValueError("a token axis needs one special flag, word and span per token")
+        previous = (-1, *self.words)[: len(self.words)]
+        if any(b - a not in (0, 1) for a, b in zip(previous, self.words, strict=True)):
+            raise ValueError("word numbers must start at 0 and go up by at most one per token")
+
+    @classmethod
+    def plain(cls, tokens: Sequence[str]) -> TokenAxis:
+        """Tokens known only by name: none special, each its own word, no characters."""
+        n = len(tokens)
+        return cls(tuple(tokens), (False,) * n, tuple(range(n)), (NO_SPAN,) * n)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def surface(self, i: int) -> str:
+        """The characters of the text token i covers ("" for special tokens and unknown text)."""
+        start, end = self.spans[i]
+        return self.text[start:end]
+
+    def groups(self) -> list[list[int]]:
+        """Token positions word by word."""
+        out: list[list[int]] = []
+        for i, w in enumerate(self.words):
+            if w == len(out):
+                out.append([])
+            out[w].append(i)
+        return out
+
+    def merged(self) -> TokenAxis:
+        """One token per word, named by the word's characters in the text (or its tokens joined)."""
+        groups = self.groups()
+        spans, names = [], []
+        for g in groups:
+            covered = [self.spans[i] for i in g if self.spans[i] != NO_SPAN]
+            span = (covered[0][0], covered[-1][1]) if covered else NO_SPAN
+            spans.append(span)
+            names.append(self.text[span[0] : span[1]].strip() or "".join(self.tokens[i] for i in g))
+        special = tuple(self.special[g[0]] for g in groups)
+        return TokenAxis(tuple(names), special, tuple(range(len(groups))), tuple(spans), self.text)
+
+    def subset(self, keep: Sequence[bool]) -> TokenAxis:
+        """The tokens kept, with their words renumbered."""
+        idx = [i for i, k in enumerate(keep) if k]
+        return TokenAxis(
+            tuple(self.tokens[i] for i in idx),
+            tuple(self.special[i] for i in idx),
+            number_words([self.words[i] for i in idx], [False] * len(idx)),
+            tuple(self.spans[i] for i in idx),
+            self.text,
+        )
+
+    def shifted_right(self, start_token: str) -> TokenAxis:
+        """What a decoder reads when teacher-forced: a start token, then every token but the last."""
+        return TokenAxis(
+            (start_token, *self.tokens[:-1]),
+            (True, *self.special[:-1]),
+            (0, *(w + 1 for w in self.words[:-1])),
+            (NO_SPAN, *self.spans[:-1]),
+            self.text,
+        )
+
+    def window(self, start: int, stop: int) -> TokenAxis:
+        """Tokens start..stop-1, words renumbered from 0."""
+        return self.subset([start <= i < stop for i in range(len(self))])
 
 
 @dataclass(frozen=True)
@@ -27,37 +129,77 @@ class Encoded:
     """One text as a model sees it."""
 
     ids: tuple[int, ...]
-    tokens: tuple[str, ...]
-    word_ids: tuple[int | None, ...]  # the word each token belongs to; None for special tokens
-    special: tuple[bool, ...]  # True for [CLS], [SEP], <s>, ...
+    axis: TokenAxis
     truncated: int  # tokens dropped to fit the model's limit
-    offsets: tuple[tuple[int, int], ...] = ()  # each token's [start, end) characters in the text; (0, 0) for specials
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        """The tokens as the model names them."""
+        return self.axis.tokens
 
 
-def encode(tokenizer, text: str, max_tokens: int) -> Encoded:
-    """Tokenize `text` with special tokens, keeping at most `max_tokens` of them."""
-    text = check_text(text)
-    full = len(tokenizer(text, add_special_tokens=True, verbose=False)["input_ids"])
-    enc = tokenizer(
-        text,
-        add_special_tokens=True,
-        truncation=True,
-        max_length=max_tokens,
-        return_special_tokens_mask=True,
-        return_offsets_mapping=tokenizer.is_fast,
-    )
-    ids = tuple(enc["input_ids"])
-    special = tuple(bool(s) for s in enc["special_tokens_mask"])
-    if all(special):
-        raise ValueError(
-            "The text has no characters this model can read (only spaces, control or "
-            "zero-width characters?): type some words."
+def axis_of(tokenizer, enc, ids: Sequence[int], special: Sequence[bool], text: str) -> TokenAxis:
+    """The token axis of one Hugging Face encoding (a BatchEncoding for one text)."""
+    tokens = tuple(tokenizer.convert_ids_to_tokens(list(ids)))
+    special = tuple(special)
+    if not getattr(enc, "is_fast", False):  # a slow tokenizer knows no words or offsets
+        return TokenAxis(tokens, special, number_words(list(range(len(ids))), special), (NO_SPAN,) * len(ids))
+    spans = tuple(NO_SPAN if sp else tuple(o) for o, sp in zip(enc["offset_mapping"], special, strict=True))
+    return TokenAxis(tokens, special, number_words(enc.word_ids(), special), spans, text)
+
+
+class Tokenizer:
+    """A Hugging Face tokenizer behind one lock: the fast tokenizer is not thread-safe ("Already borrowed")."""
+
+    def __init__(self, hf_tokenizer) -> None:
+        self.hf = hf_tokenizer
+        self._lock = threading.Lock()
+
+    def _call(self, text: str, *, target: bool, max_tokens: int | None = None) -> tuple[tuple[int, ...], TokenAxis]:
+        """Ids and axis of one text, special tokens added (hold the lock)."""
+        cut = {"truncation": True, "max_length": max_tokens} if max_tokens else {}
+        enc = self.hf(
+            **{"text_target" if target else "text": text},
+            add_special_tokens=True,
+            return_special_tokens_mask=True,
+            return_offsets_mapping=self.hf.is_fast,
+            **cut,
         )
-    word_ids = tuple(enc.word_ids()) if enc.is_fast else tuple(None if s else i for i, s in enumerate(special))
-    offsets = tuple(tuple(o) for o in enc["offset_mapping"]) if tokenizer.is_fast else ()
-    return Encoded(ids, tuple(tokenizer.convert_ids_to_tokens(list(ids))), word_ids, special, full - len(ids), offsets)
+        ids = tuple(enc["input_ids"])
+        return ids, axis_of(self.hf, enc, ids, [bool(s) for s in enc["special_tokens_mask"]], text)
+
+    def encode(self, text: str, max_tokens: int, *, target: bool = False) -> Encoded:
+        """Tokenize `text` with special tokens, keeping at most `max_tokens` of them.
+
+        target=True encodes a decoder's text (the labels of an encoder-decoder).
+        """
+        text = check_text(text)
+        with self._lock:
+            full = len(self._call(text, target=target)[0])
+            ids, axis = self._call(text, target=target, max_tokens=max_tokens)
+        if not target and all(axis.special):
+            raise ValueError(
+                "The text has no characters this model can read (only spaces, control or "
+                "zero-width characters?): type some words."
+            )
+        return Encoded(ids, axis, full - len(ids))
+
+    def axis_for_ids(self, ids: Sequence[int]) -> TokenAxis:
+        """The axis of ids a model wrote itself: its words and characters when re-encoding its text gives
+        the same ids, else each token its own word."""
+        ids = tuple(ids)
+        with self._lock:
+            text = self.hf.decode(list(ids), skip_special_tokens=True)
+            if text.strip():
+                again, axis = self._call(text, target=True)
+                if again == ids:
+                    return axis
+            tokens = tuple(self.hf.convert_ids_to_tokens(list(ids)))
+            special_ids = set(self.hf.all_special_ids)
+        special = tuple(i in special_ids for i in ids)
+        return TokenAxis(tokens, special, tuple(range(len(ids))), (NO_SPAN,) * len(ids))
 
 
-def display_labels(tokens: tuple[str, ...] | list[str]) -> list[str]:
+def display_labels(tokens: Sequence[str]) -> list[str]:
     """Escaped, unique labels for a browser axis: "it ·9" (1-based position), so equal tokens stay apart."""
     return [f"{html.escape(tok)} ·{i + 1}" for i, tok in enumerate(tokens)]

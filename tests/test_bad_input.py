@@ -85,7 +85,7 @@ def test_gpu_out_of_memory_reruns_on_the_cpu_with_a_notice(bundled_hf, monkeypat
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
 
     monkeypatch.setattr(gpu, "run", out_of_memory)  # what a real GPU forward raises, surfacing from run()
-    results, notice = base.run_with_cpu_fallback(gpu, lambda: bundled_hf, "The GPU is full.")
+    results, notice = base.run_with_cpu_fallback(gpu, lambda: bundled_hf, lambda e: e.run("The GPU is full."))
     assert notice == base.OOM_NOTICE
     assert torch.equal(results["self"].weights, bundled_hf.run("The GPU is full.")["self"].weights)
 
@@ -94,7 +94,7 @@ def test_out_of_memory_on_the_cpu_is_not_hidden(bundled_hf, monkeypatch):
     cpu = registry.load("default", "hf", "cpu")
     monkeypatch.setattr(cpu.model, "forward", lambda *a, **k: (_ for _ in ()).throw(torch.OutOfMemoryError("x")))
     with pytest.raises(torch.OutOfMemoryError):
-        base.run_with_cpu_fallback(cpu, lambda: bundled_hf, "text")
+        base.run_with_cpu_fallback(cpu, lambda: bundled_hf, lambda e: e.run("text"))
 
 
 def test_a_server_input_limit_cuts_and_says_so(monkeypatch):

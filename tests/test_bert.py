@@ -51,13 +51,20 @@ def test_bundled_bert_matches_hf(bundled_hf, bundled_scratch):
     assert diff < TOL, diff
 
 
-def test_causal_what_if_hides_the_future_and_keeps_the_last_row(bundled_scratch):
+def test_causal_what_if_hides_the_future_in_the_raw_weights(bundled_scratch):
+    ids = torch.tensor([bundled_scratch.encode(SENTENCE).ids])
+    with torch.no_grad():
+        _, raw = bundled_scratch.model(ids, causal=True)  # before any AttentionResult checks them
+    for w in raw:
+        assert torch.count_nonzero(torch.triu(w, diagonal=1)) == 0
+        assert torch.allclose(w.sum(-1), torch.ones(w.shape[:3]), atol=1e-5)
+
+
+def test_causal_what_if_keeps_the_last_row_of_the_first_layer(bundled_scratch):
     bi = bundled_scratch.run(SENTENCE)["self"].weights
-    ca = bundled_scratch.run(SENTENCE, causal=True)["causal"].weights
-    assert torch.count_nonzero(torch.triu(ca, diagonal=1)) == 0
-    assert torch.allclose(ca.sum(-1), torch.ones(ca.shape[:3]), atol=1e-5)
-    # in the first layer the last token sees every token either way
-    assert (ca[0, :, -1] - bi[0, :, -1]).abs().max() < TOL
+    ca = bundled_scratch.run_causal(SENTENCE)["causal"].weights
+    assert (ca[0, :, -1] - bi[0, :, -1]).abs().max() < TOL  # the last token sees every token either way
+    assert (ca[0, :, 1] - bi[0, :, 1]).abs().max() > 0.01  # an earlier one does not
 
 
 def test_name_table_rejects_unknown_weights():

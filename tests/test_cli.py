@@ -15,8 +15,8 @@ def test_json_layout_is_exact(tmp_path, bundled_hf):
     out = tmp_path / "a.json"
     assert main(["attention", SENTENCE, "--json", str(out), "--device", "cpu"]) == 0
     d = json.loads(out.read_text())
-    assert list(d) == ["model", "engine", "device", "truncated", "results"]
-    assert (d["model"], d["engine"], d["device"], d["truncated"]) == ("default", "hf", "cpu", 0)
+    assert list(d) == ["model", "backend", "device", "truncated", "results"]
+    assert (d["model"], d["backend"], d["device"], d["truncated"]) == ("default", "hf", "cpu", 0)
     r = d["results"]["self"]
     assert list(r) == ["kind", "target_tokens", "source_tokens", "weights"]
     w = torch.tensor(r["weights"])
@@ -24,13 +24,19 @@ def test_json_layout_is_exact(tmp_path, bundled_hf):
     assert torch.allclose(w, bundled_hf.run(SENTENCE)["self"].weights)
 
 
-def test_scratch_engine_from_the_command_line(tmp_path, bundled_hf):
+def test_scratch_backend_from_the_command_line(tmp_path, bundled_hf):
     out = tmp_path / "s.json"
-    assert main(["attention", SENTENCE, "--engine", "scratch", "--json", str(out)]) == 0
+    assert main(["attention", SENTENCE, "--backend", "scratch", "--json", str(out)]) == 0
     d = json.loads(out.read_text())
-    assert d["engine"] == "scratch"
+    assert d["backend"] == "scratch"
     w = torch.tensor(d["results"]["self"]["weights"])
     assert (w - bundled_hf.run(SENTENCE)["self"].weights).abs().max() < 1e-5
+
+
+def test_the_old_engine_flag_still_picks_the_backend(tmp_path):
+    out = tmp_path / "e.json"
+    assert main(["attention", "a b", "--engine", "scratch", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["backend"] == "scratch"
 
 
 def test_encoder_decoder_from_the_command_line(tmp_path, tiny_marian_dir):

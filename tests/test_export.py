@@ -50,7 +50,7 @@ def test_json_bundle_has_weights_and_manifest(bundled_hf):
     man = export.Manifest("default", "hf", "cpu", SENTENCE, "self", 1, 4, {"hide_special": False})
     d = json.loads(export.bundle_json(r.weights[0, 3].numpy(), r.target_tokens, r.source_tokens, man))
     assert d["manifest"]["model"] == "default" and d["manifest"]["head"] == 4 and d["manifest"]["attnviz_version"]
-    assert set(d["manifest"]) >= {"model", "engine", "device", "text", "layer", "head", "options", "attnviz_version"}
+    assert set(d["manifest"]) >= {"model", "backend", "device", "text", "layer", "head", "options", "attnviz_version"}
     assert np.allclose(np.array(d["weights"]), r.weights[0, 3].numpy()) and d["shape"] == [16, 16]
 
 

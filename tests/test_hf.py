@@ -24,7 +24,10 @@ def test_decoder_only_gives_causal_attention(tiny_gpt2_dir):
     assert set(res) == {"causal"}
     r = res["causal"]
     assert r.shape[:2] == (2, 4) and r.shape[2] == r.shape[3] == len(r.target_tokens)
-    assert torch.count_nonzero(torch.triu(r.weights, diagonal=1)) == 0
+    with torch.no_grad():  # the model's own weights, before AttentionResult checks them
+        raw = eng.model(input_ids=torch.tensor([eng.encode("a small test sentence").ids]), output_attentions=True)
+    assert all(torch.count_nonzero(torch.triu(w, diagonal=1)) == 0 for w in raw.attentions)
+    assert torch.equal(r.weights, torch.stack([w[0] for w in raw.attentions]))
 
 
 def test_encoder_decoder_with_target_gives_three_kinds(tiny_marian_dir, bundled_tokenizer):
@@ -39,7 +42,6 @@ def test_encoder_decoder_with_target_gives_three_kinds(tiny_marian_dir, bundled_
     labels = bundled_tokenizer(text_target="die katze")["input_ids"]
     assert tgt == tuple(bundled_tokenizer.convert_ids_to_tokens([bundled_tokenizer.pad_token_id] + labels[:-1]))
     assert len(tgt) != len(src)
-    assert torch.count_nonzero(torch.triu(res["causal"].weights, diagonal=1)) == 0
 
 
 def test_encoder_decoder_without_target_uses_its_own_output(tiny_marian_dir):
@@ -64,4 +66,21 @@ def test_engine_is_safe_from_many_threads(bundled_hf):
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(lambda t: bundled_hf.run(t)["self"], texts))
     for text, r in zip(texts, results, strict=True):
-        assert r.target_tokens == bundled_hf.run(text)["self"].target_tokens
+        alone = bundled_hf.run(text)["self"]
+        assert r.target_tokens == alone.target_tokens
+        assert torch.equal(r.weights, alone.weights)
+
+
+def test_the_scratch_backend_shares_its_hf_engine_s_tokenizer_safely(bundled_hf):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from attnviz.engines.bert import ScratchBertEngine
+
+    scratch = ScratchBertEngine(bundled_hf)
+    assert scratch.tokenizer is bundled_hf.tokenizer  # one fast tokenizer, one lock
+    texts = [f"shared tokenizer {i} on two engines" for i in range(24)]
+    engines = [bundled_hf, scratch] * 12
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda pair: next(iter(pair[0].run(pair[1]).values())), zip(engines, texts, strict=True)))
+    for text, r in zip(texts, got, strict=True):
+        assert (r.weights - bundled_hf.run(text)["self"].weights).abs().max() < 1e-5

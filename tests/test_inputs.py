@@ -68,6 +68,6 @@ def test_scratch_engine_refuses_a_model_that_is_not_bert(tiny_gpt2_dir):
         registry.load(str(tiny_gpt2_dir), "scratch", "cpu")
 
 
-def test_unknown_engine_is_a_clear_error():
-    with pytest.raises(ValueError, match="Unknown engine"):
+def test_unknown_backend_is_a_clear_error():
+    with pytest.raises(ValueError, match="Unknown backend"):
         registry.load("default", "magic")

@@ -9,6 +9,7 @@ from conftest import ROOT
 from attnviz.analysis import pronouns
 from attnviz.analysis.pronouns import PronounCase
 from attnviz.result import AttentionResult
+from attnviz.tokens import NO_SPAN, TokenAxis
 
 TEXT = "The cat chased the mouse because it was hungry."
 # characters -> one token per word: [CLS] the cat chased the mouse because it was hungry . [SEP]
@@ -16,32 +17,38 @@ WORDS = ["The", "cat", "chased", "the", "mouse", "because", "it", "was", "hungry
 
 
 def _offsets(text, words):
-    out, pos = [(0, 0)], 0
+    out, pos = [NO_SPAN], 0
     for w in words:
         start = text.index(w, pos)
         out.append((start, start + len(w)))
         pos = start + len(w)
-    return out + [(0, 0)]
+    return out + [NO_SPAN]
 
 
-def _result(rows: dict[int, dict[int, float]], t: int, heads: int = 1) -> AttentionResult:
+def _axis(text, spans):
+    n = len(spans)
+    special = tuple(s == NO_SPAN for s in spans)
+    return TokenAxis(tuple(text[a:b] or "[S]" for a, b in spans), special, tuple(range(n)), tuple(spans), text)
+
+
+def _result(rows: dict[int, dict[int, float]], axis: TokenAxis, heads: int = 1) -> AttentionResult:
+    t = len(axis)
     w = torch.full((1, heads, t, t), 0.0)
     w[..., :, 0] = 1.0  # every row on [CLS] unless told otherwise
     for q, keys in rows.items():
         w[..., q, :] = 0.0
         for k, v in keys.items():
             w[..., q, k] = v
-    toks = tuple(f"t{i}" for i in range(t))
-    return AttentionResult(w, toks, toks, "self", "hand")
+    return AttentionResult(w, axis, axis, "self", "hand")
 
 
 CASE = PronounCase(TEXT, "it", ("cat", "mouse"), "cat")
-OFFS = _offsets(TEXT, WORDS)
+AXIS = _axis(TEXT, _offsets(TEXT, WORDS))
 
 
 def test_a_head_attending_from_the_pronoun_to_the_answer_picks_it():
-    r = _result({7: {2: 0.7, 5: 0.2, 0: 0.1}}, 12)  # "it" (token 7) -> "cat" (2) mostly
-    s = pronouns.scores(r, OFFS, CASE)
+    r = _result({7: {2: 0.7, 5: 0.2, 0: 0.1}}, AXIS)  # "it" (token 7) -> "cat" (2) mostly
+    s = pronouns.scores(r, CASE)
     assert torch.allclose(s[0, 0], torch.tensor([0.7, 0.2]))
     assert pronouns.mas_vote(s) == 0
 
@@ -64,8 +71,14 @@ def test_multi_piece_candidates_sum_and_multi_piece_pronouns_average():
         (0, 0),
     ]  # "play" + "wright" are two pieces
     case = PronounCase(text, "he", ("playwright", "actor"), "playwright")
-    r = _result({8: {2: 0.3, 3: 0.3, 6: 0.4}}, 13)
-    assert torch.allclose(pronouns.scores(r, offs, case)[0, 0], torch.tensor([0.6, 0.4]))
+    r = _result({8: {2: 0.3, 3: 0.3, 6: 0.4}}, _axis(text, offs))
+    assert torch.allclose(pronouns.scores(r, case)[0, 0], torch.tensor([0.6, 0.4]))
+
+
+def test_a_result_of_another_text_is_refused():
+    other = PronounCase(TEXT.replace("hungry", "tasty"), "it", ("cat", "mouse"), "mouse")
+    with pytest.raises(ValueError, match="not of this case"):
+        pronouns.scores(_result({}, AXIS), other)
 
 
 def test_mas_counts_votes_not_totals():
@@ -97,8 +110,10 @@ def test_a_missing_word_is_named():
 
 def test_scores_equal_raw_hugging_face_entries_for_one_piece_words(bundled_hf):
     res = pronouns.score_case(bundled_hf, CASE)
-    w = bundled_hf.run(TEXT)["self"].weights
-    toks = bundled_hf.run(TEXT)["self"].target_tokens
+    with torch.no_grad():
+        enc = bundled_hf.tokenizer.hf(TEXT, return_tensors="pt")
+        w = torch.stack(bundled_hf.model(**enc, output_attentions=True).attentions)[:, 0]  # raw HF, (L, H, T, T)
+    toks = bundled_hf.tokenizer.hf.convert_ids_to_tokens(enc["input_ids"][0])
     it, cat, mouse = toks.index("it"), toks.index("cat"), toks.index("mouse")
     assert torch.allclose(res.scores[..., 0], w[:, :, it, cat]) and torch.allclose(
         res.scores[..., 1], w[:, :, it, mouse]

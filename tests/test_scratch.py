@@ -100,7 +100,14 @@ def test_steps_reproduce_forward_and_show_the_shapes():
     s = ours.steps(x, x, x, causal_mask(5))
     assert s.q_heads.shape == (1, 6, 5, 8) and s.scores.shape == (1, 6, 5, 5) and s.concat.shape == (1, 5, 48)
     assert torch.allclose(s.weights, w, atol=1e-6) and torch.allclose(s.output, out, atol=1e-6)
-    assert torch.isinf(s.masked_scores[0, 0, 0, 1])
+    assert s.masked_scores[0, 0, 0, 1] == torch.finfo(torch.float32).min  # the same masking as forward
+    assert s.allowed().tolist() == causal_mask(5).tolist()
+    names = [name for name, _ in s.trace()]
+    assert (
+        names[0].startswith("X")
+        and names[-1].startswith("output")
+        and dict(s.trace())["concat the heads"] == (1, 5, 48)
+    )
 
 
 def test_d_model_must_divide_into_heads():

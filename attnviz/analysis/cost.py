@@ -8,13 +8,18 @@ from dataclasses import dataclass
 
 import torch
 
-from attnviz.engines.scratch import MultiHeadAttention, resolve_device
+from attnviz.engines.scratch import AttentionSteps, MultiHeadAttention, causal_mask, resolve_device
+from attnviz.result import AttentionResult
+from attnviz.tokens import TokenAxis
 
 DEFAULT_LENGTHS = (16, 32, 64, 128, 256, 512)
+DEFAULT_REPEATS = 5
 
 
 @dataclass(frozen=True)
 class Cost:
+    """One length's measurement."""
+
     n: int  # tokens
     ms: float  # median time of one forward pass
     weights_mb: float  # size of the (1, H, N, N) weight tensor the pass returned
@@ -27,7 +32,9 @@ def demo_attention(d_model: int, num_heads: int, seed: int = 0, device=None) -> 
     return MultiHeadAttention(d_model, num_heads, device=resolve_device(device)).eval()
 
 
-def measure(d_model: int, num_heads: int, lengths=DEFAULT_LENGTHS, repeats: int = 5, device=None) -> list[Cost]:
+def measure(
+    d_model: int, num_heads: int, lengths=DEFAULT_LENGTHS, repeats: int = DEFAULT_REPEATS, device=None
+) -> list[Cost]:
     """Time and memory of one self-attention pass for each length N, on the engine's device."""
     mha = demo_attention(d_model, num_heads, device=device)
     dev = next(mha.parameters()).device
@@ -51,3 +58,19 @@ def measure(d_model: int, num_heads: int, lengths=DEFAULT_LENGTHS, repeats: int 
                 peak = (torch.cuda.max_memory_allocated(dev) - base) / 2**20
         out.append(Cost(n, statistics.median(times) * 1e3, w.element_size() * w.nelement() / 2**20, peak))
     return out
+
+
+def demo_run(
+    mha: MultiHeadAttention, tokens: TokenAxis, causal: bool, seed: int = 1
+) -> tuple[AttentionSteps, AttentionResult]:
+    """A random engine over seeded random token vectors, one per token: its steps and its weights as a result.
+
+    Only the shapes mean something here: the weights are random.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(1, len(tokens), mha.d_model, generator=gen).to(next(mha.parameters()).device)  # (1, T, D)
+    mask = causal_mask(len(tokens), device=x.device) if causal else None
+    s = mha.steps(x, x, x, mask)
+    kind = "causal" if causal else "self"
+    name = f"random d_model={mha.d_model}, h={mha.num_heads}"
+    return s, AttentionResult(s.weights[0][None].float().cpu().contiguous(), tokens, tokens, kind, name)

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from collections.abc import Sequence
 
 import torch
 from torch import Tensor
 
 from attnviz.result import AttentionResult
+from attnviz.tokens import TokenAxis
 
 STATS = ("entropy", "distance", "cls", "sep", "punct", "prev", "next", "self", "confidence")
 LABELS = ("previous-token", "next-token", "[SEP]", "[CLS]", "self", "broad", "other")
@@ -38,9 +38,21 @@ CORPUS = (
 )
 
 
-def is_punctuation(token: str) -> bool:
-    text = token.removeprefix("##").lstrip("Ġ▁")
+def is_punctuation(text: str) -> bool:
+    """True when every character is Unicode punctuation (categories P*): '.', ',', '—', '"', '¿'."""
+    text = text.strip()
     return bool(text) and all(unicodedata.category(c).startswith("P") for c in text)
+
+
+def punctuation(axis: TokenAxis) -> list[bool]:
+    """Which tokens are punctuation, judged by the characters each covers in the text.
+
+    Tokens whose characters are unknown (hand-built axes) are judged by their own names.
+    """
+    return [
+        not axis.special[i] and is_punctuation(axis.surface(i) if axis.text else axis.tokens[i])
+        for i in range(len(axis))
+    ]
 
 
 def _offset_share(w: Tensor, offset: int) -> Tensor:
@@ -49,18 +61,18 @@ def _offset_share(w: Tensor, offset: int) -> Tensor:
     return diag.mean(-1) if diag.shape[-1] else torch.zeros(w.shape[:2])
 
 
-def head_stats(result: AttentionResult, special: Sequence[bool] | None = None) -> dict[str, Tensor]:
-    """The statistics above for a self or causal result; `special` marks special tokens (default: none)."""
+def head_stats(result: AttentionResult) -> dict[str, Tensor]:
+    """The statistics above for a self or causal result; special tokens are those its token axis marks."""
     if result.kind == "cross":
         raise ValueError("head statistics are defined for self and causal attention, not cross-attention")
     w = result.weights  # (L, H, T, T)
     t = w.shape[-1]
-    special = list(special) if special is not None else [False] * t
+    special = torch.tensor(result.source.special, dtype=torch.bool)
     pos = torch.arange(t, dtype=torch.float32)
     cls_mask = torch.zeros(t, dtype=torch.bool)
     cls_mask[0] = special[0]
-    sep_mask = torch.tensor(special, dtype=torch.bool) & ~cls_mask
-    punct_mask = torch.tensor([is_punctuation(tok) for tok in result.source_tokens], dtype=torch.bool)
+    sep_mask = special & ~cls_mask
+    punct_mask = torch.tensor(punctuation(result.source), dtype=torch.bool)
     entropy = -(w * torch.log(w.clamp_min(1e-12))).sum(-1)  # (L, H, T)
     distance = (w * (pos[None, :] - pos[:, None]).abs()).sum(-1)  # (L, H, T)
     return {
@@ -94,6 +106,21 @@ def labels(stats: dict[str, Tensor], n_tokens: int) -> list[list[str]]:
                 row.append("other")
         out.append(row)
     return out
+
+
+def table(stats: dict[str, Tensor], head_labels: list[list[str]]) -> list[dict]:
+    """One row per head: layer and head (1-based), its label, and every statistic (4 decimals)."""
+    n_l, n_h = stats["entropy"].shape
+    return [
+        {
+            "layer": layer + 1,
+            "head": h + 1,
+            "label": head_labels[layer][h],
+            **{k: round(stats[k][layer, h].item(), 4) for k in STATS},
+        }
+        for layer in range(n_l)
+        for h in range(n_h)
+    ]
 
 
 def average(stats_list: list[dict[str, Tensor]]) -> dict[str, Tensor]:

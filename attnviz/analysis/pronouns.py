@@ -17,14 +17,16 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch import Tensor
 
+from attnviz.engines.base import Engine
 from attnviz.result import AttentionResult
+from attnviz.tokens import TokenAxis
 
 PUBLISHED = {  # bert-base-uncased with the Maximum Attention Score (Klein & Nabi 2019)
     "WSC273": 0.60,
@@ -34,6 +36,8 @@ PUBLISHED = {  # bert-base-uncased with the Maximum Attention Score (Klein & Nab
 
 @dataclass(frozen=True)
 class PronounCase:
+    """A text, its pronoun, the candidates it could refer to, and the right one."""
+
     text: str
     pronoun: str
     candidates: tuple[str, ...]
@@ -48,6 +52,7 @@ class PronounCase:
 
 
 def _find(text: str, word: str, start: int = 0) -> tuple[int, int]:
+    """The span of `word` as a whole word in `text`, at or after `start`; a ValueError naming it if absent."""
     m = re.compile(r"(?<!\w)" + re.escape(word.strip()) + r"(?!\w)", re.IGNORECASE).search(text, start)
     if m is None:
         where = "" if start == 0 else " after the first candidate"
@@ -81,23 +86,65 @@ def locate(case: PronounCase) -> tuple[tuple[int, int], list[tuple[int, int]]]:
     return _find(case.text, case.pronoun, first_end), spans
 
 
-def pieces(offsets: Sequence[tuple[int, int]], span: tuple[int, int]) -> list[int]:
+def pieces(axis: TokenAxis, span: tuple[int, int]) -> list[int]:
     """The tokens whose characters overlap [start, end)."""
     a, b = span
-    found = [i for i, (s, e) in enumerate(offsets) if e > s and s < b and e > a]
+    found = [i for i, (s, e) in enumerate(axis.spans) if e > s and s < b and e > a]
     if not found:
         raise ValueError("a word of the case was cut off by the model's length limit")
     return found
 
 
-def scores(result: AttentionResult, offsets: Sequence[tuple[int, int]], case: PronounCase) -> Tensor:
+def _check_text(result: AttentionResult, case: PronounCase) -> TokenAxis:
+    axis = result.source
+    if not any(e > s for s, e in axis.spans):
+        raise ValueError("pronoun scoring needs each token's characters (a fast tokenizer)")
+    if axis.text != case.text:
+        raise ValueError("the result is not of this case's text")
+    return axis
+
+
+def scores(result: AttentionResult, case: PronounCase) -> Tensor:
     """(L, H, C): attention from the pronoun (mean over its pieces) to each candidate (sum over its pieces)."""
-    if not offsets:
-        raise ValueError("pronoun scoring needs character offsets (a fast tokenizer)")
+    axis = _check_text(result, case)
     pron_span, cand_spans = locate(case)
-    q = pieces(offsets, pron_span)
+    q = pieces(axis, pron_span)
     rows = result.weights[:, :, q].mean(2)  # (L, H, Tk)
-    return torch.stack([rows[:, :, pieces(offsets, s)].sum(-1) for s in cand_spans], dim=-1)  # (L, H, C)
+    return torch.stack([rows[:, :, pieces(axis, s)].sum(-1) for s in cand_spans], dim=-1)  # (L, H, C)
+
+
+def pronoun_row(result: AttentionResult, case: PronounCase, layer: int, head: int) -> Tensor:
+    """(Tk,): where the pronoun looks in one head (the mean over its pieces)."""
+    q = pieces(_check_text(result, case), locate(case)[0])
+    return result.weights[layer, head, q].mean(0)
+
+
+def head_picks(case_scores: Tensor) -> Tensor:
+    """(L, H): the candidate each head attends to most."""
+    return case_scores.argmax(-1)
+
+
+def vote_counts(case_scores: Tensor) -> Tensor:
+    """(C,): how many heads pick each candidate."""
+    return torch.bincount(head_picks(case_scores).flatten(), minlength=case_scores.shape[-1])
+
+
+def best_heads(share: Tensor, k: int = 5) -> list[tuple[int, int, float]]:
+    """The k heads with the largest values of an (L, H) map, as (layer, head, value), 0-based."""
+    order = torch.argsort(share.flatten(), descending=True)[:k]
+    n_h = share.shape[1]
+    return [(int(i) // n_h, int(i) % n_h, share.flatten()[i].item()) for i in order]
+
+
+FLIP_NAMES = {2: "flips with the word", 1: "same pick both times", 0: "flips the wrong way"}
+
+
+def flip_categories(a: CaseResult, b: CaseResult) -> Tensor:
+    """(L, H) for a minimal pair: 2 where the head picks the right word both times (it flips with the word),
+    1 where it picks the same word both times, 0 otherwise."""
+    pick_a, pick_b = head_picks(a.scores), head_picks(b.scores)
+    right = (pick_a == a.case.candidates.index(a.case.answer)) & (pick_b == b.case.candidates.index(b.case.answer))
+    return torch.where(right, 2, torch.where(pick_a == pick_b, 1, 0))
 
 
 def mas_vote(case_scores: Tensor) -> int:
@@ -109,30 +156,38 @@ def mas_vote(case_scores: Tensor) -> int:
 
 @dataclass(frozen=True)
 class CaseResult:
+    """One case scored: (L, H, C) scores and the candidate most heads picked."""
+
     case: PronounCase
     scores: Tensor  # (L, H, C)
     predicted: str
 
     @property
     def correct(self) -> bool:
+        """The prediction is the right answer."""
         return self.predicted == self.case.answer
 
 
 @dataclass(frozen=True)
 class Benchmark:
+    """Many cases scored, and the ones that could not be."""
+
     results: list[CaseResult]
     skipped: list[tuple[PronounCase, str]]  # cases whose words could not be found, and why
 
     @property
     def n(self) -> int:
+        """Cases scored."""
         return len(self.results)
 
     @property
     def accuracy(self) -> float:
+        """The share of cases predicted right."""
         return sum(r.correct for r in self.results) / self.n if self.n else 0.0
 
     @property
     def chance(self) -> float:
+        """The accuracy of a uniform guess among each case's candidates."""
         return sum(1 / len(r.case.candidates) for r in self.results) / self.n if self.n else 0.0
 
     @property
@@ -143,23 +198,38 @@ class Benchmark:
 
     @property
     def best_head(self) -> tuple[int, int, float]:
+        """(layer, head, accuracy) of the head right most often (0-based)."""
         acc = self.per_head
         flat = int(acc.argmax())
         return flat // acc.shape[1], flat % acc.shape[1], acc.flatten()[flat].item()
 
 
-def score_case(engine, case: PronounCase) -> CaseResult:
-    """Run the engine on the case's text and score it."""
-    result = next(iter(engine.run(case.text).values()))
-    case_scores = scores(result, engine.encode(case.text).offsets, case)
+def score_result(result: AttentionResult, case: PronounCase) -> CaseResult:
+    """Score a case on the attention of its text."""
+    case_scores = scores(result, case)
     return CaseResult(case, case_scores, case.candidates[mas_vote(case_scores)])
 
 
-def evaluate(engine, cases: Iterable[PronounCase], progress: Callable[[int], None] | None = None) -> Benchmark:
+def score_case(engine: Engine, case: PronounCase) -> CaseResult:
+    """Run the engine on the case's text (once) and score it."""
+    return score_result(next(iter(engine.run(case.text).values())), case)
+
+
+def evaluate(engine: Engine, cases: Iterable[PronounCase], progress: Callable[[int], None] | None = None) -> Benchmark:
+    """Score every case on the engine; a case whose words cannot be found is skipped with the reason."""
+    return evaluate_with(lambda case: score_case(engine, case), cases, progress)
+
+
+def evaluate_with(
+    score: Callable[[PronounCase], CaseResult],
+    cases: Iterable[PronounCase],
+    progress: Callable[[int], None] | None = None,
+) -> Benchmark:
+    """Score every case with `score`; a case whose words cannot be found is skipped with the reason."""
     results, skipped = [], []
     for i, case in enumerate(cases):
         try:
-            results.append(score_case(engine, case))
+            results.append(score(case))
         except ValueError as err:
             skipped.append((case, str(err)))
         if progress:
@@ -168,6 +238,7 @@ def evaluate(engine, cases: Iterable[PronounCase], progress: Callable[[int], Non
 
 
 def _clean(s: str | None) -> str:
+    """Whitespace collapsed to single spaces."""
     return " ".join((s or "").split())
 
 
@@ -214,6 +285,7 @@ def read_cases(path: Path) -> list[PronounCase]:
 
 
 def _pair(text: str, word_a: str, answer_a: str, word_b: str, answer_b: str, cands: tuple[str, str], pron: str = "it"):
+    """Two cases from one template: the word filled in flips the answer."""
     return [
         PronounCase(text.format(word_a), pron, cands, answer_a),
         PronounCase(text.format(word_b), pron, cands, answer_b),

@@ -1,30 +1,80 @@
-"""What every engine offers the rest of attnviz, and the errors engines raise."""
+"""The engine contract: what every engine offers the rest of attnviz, its optional capabilities, and errors.
+
+Every engine satisfies `Engine`. Some can do more, and say so by satisfying a capability
+Protocol, checked with isinstance (never hasattr):
+- `SteppingEngine`: shows one layer's attention step by step (the Inside page);
+- `WhatIfEngine`: runs its weights in ways the model was never trained (a causal mask on an
+  encoder, one sentence's queries on another's keys).
+
+"backend" names how attention is computed: "hf" (Hugging Face, eager) or "scratch" (attnviz's
+own engine). "kind" only ever means the kind of attention: self, causal or cross.
+"""
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable
+from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 import torch
 
+from attnviz.engines.scratch import AttentionSteps
 from attnviz.result import AttentionKind, AttentionResult
 from attnviz.tokens import Encoded
+
+Backend = Literal["hf", "scratch"]
+BACKENDS: tuple[Backend, ...] = ("hf", "scratch")
+Architecture = Literal["encoder", "decoder", "encoder-decoder"]
 
 
 class ModelLoadError(Exception):
     """A model could not be found or loaded; the message says what to do."""
 
 
+@runtime_checkable
 class Engine(Protocol):
+    """A loaded model that turns text into attention results. Shared by every session: never mutated."""
+
     name: str  # the name the user gave ("default", a hub id, a folder)
-    engine: str  # "hf" or "scratch"
-    device: torch.device
-    max_tokens: int  # the longest input, special tokens included
+    backend: Backend
+    family: str  # the model's type as Hugging Face names it: "bert", "gpt2", "llama", "marian"; "dates" for ours
+    architecture: Architecture
     kinds: tuple[AttentionKind, ...]  # what run() returns
-    special_tokens: frozenset[str]  # [CLS], [SEP], <s>, ... as they appear in results' token tuples
+    device: torch.device
+    device_name: str  # for people: "cpu", "cuda:0 — NVIDIA H100"
+    max_tokens: int  # the longest input, special tokens included
 
-    def encode(self, text: str) -> Encoded: ...
+    def encode(self, text: str) -> Encoded:
+        """The text as the model sees it (ids, tokens, words, characters), cut to max_tokens."""
+        ...
 
-    def run(self, text: str, target: str | None = None) -> dict[AttentionKind, AttentionResult]: ...
+    def run(self, text: str, target: str | None = None) -> dict[AttentionKind, AttentionResult]:
+        """Attention of every kind the model has; `target` is an encoder-decoder's decoder text."""
+        ...
+
+
+@runtime_checkable
+class SteppingEngine(Protocol):
+    """An engine that can show one layer's attention step by step, every intermediate kept."""
+
+    n_layers: int
+    n_heads: int
+
+    def steps(self, text: str, layer: int, *, causal: bool = False) -> tuple[Encoded, AttentionSteps]:
+        """The tokens of `text` and every intermediate of layer `layer`'s attention (0-based)."""
+        ...
+
+
+@runtime_checkable
+class WhatIfEngine(Protocol):
+    """An engine that can run its weights in ways the model was never trained."""
+
+    def run_causal(self, text: str) -> dict[AttentionKind, AttentionResult]:
+        """{"causal": ...}: the same weights with a causal mask in every layer."""
+        ...
+
+    def cross_what_if(self, text_a: str, text_b: str) -> AttentionResult:
+        """Sentence B's queries on sentence A's keys and values, in every layer."""
+        ...
 
 
 def to_weights(per_layer: tuple[torch.Tensor, ...] | list[torch.Tensor]) -> torch.Tensor:
@@ -32,20 +82,29 @@ def to_weights(per_layer: tuple[torch.Tensor, ...] | list[torch.Tensor]) -> torc
     return torch.stack([w[0] for w in per_layer]).detach().float().cpu()  # (L, H, Tq, Tk)
 
 
+def shift_right(labels: torch.Tensor, start_id: int) -> torch.Tensor:
+    """Teacher forcing: (B, T) labels y1 .. yT -> the decoder's inputs <start> y1 .. y(T-1)."""
+    first = torch.full_like(labels[:, :1], start_id)
+    return torch.cat([first, labels[:, :-1]], dim=1)  # (B, T)
+
+
 OOM_NOTICE = "The GPU ran out of memory, so this result was computed on the CPU (slower, same numbers)."
+T = TypeVar("T")
 
 
-def run_with_cpu_fallback(engine, cpu_engine, text: str, target: str | None = None, **kwargs):
-    """engine.run(...), or, if the GPU runs out of memory, the same request on a CPU engine.
+def run_with_cpu_fallback(
+    engine: Engine, cpu_engine: Callable[[], Engine], call: Callable[[Engine], T]
+) -> tuple[T, str | None]:
+    """call(engine), or, if the GPU runs out of memory, call(the CPU engine).
 
-    Returns (results, notice): the notice is None unless the fallback was taken. `cpu_engine` is a
+    Returns (value, notice): the notice is None unless the fallback was taken. `cpu_engine` is a
     zero-argument callable, so a CPU copy of the model is only loaded when it is needed.
     """
     try:
-        return engine.run(text, target, **kwargs), None
+        return call(engine), None
     except torch.OutOfMemoryError:
         if engine.device.type != "cuda":
             raise
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
-        return cpu_engine().run(text, target, **kwargs), OOM_NOTICE
+        return call(cpu_engine()), OOM_NOTICE

@@ -15,10 +15,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnviz.engines.base import to_weights
+from attnviz.engines.base import Backend, ModelLoadError, to_weights
+from attnviz.engines.hf import HFEngine
 from attnviz.engines.scratch import AttentionSteps, MultiHeadAttention, causal_mask, key_padding_mask
-from attnviz.result import AttentionResult
-from attnviz.tokens import Encoded, encode
+from attnviz.result import AttentionKind, AttentionResult
+from attnviz.tokens import Encoded
 
 ACTIVATIONS = {
     "gelu": F.gelu,
@@ -30,6 +31,8 @@ ACTIVATIONS = {
 
 @dataclass(frozen=True)
 class BertConfig:
+    """The sizes of a BERT encoder, read from a Hugging Face config."""
+
     vocab_size: int
     hidden_size: int
     num_hidden_layers: int
@@ -42,6 +45,7 @@ class BertConfig:
 
     @classmethod
     def from_hf(cls, cfg) -> BertConfig:
+        """Our config from a transformers BertConfig; a ValueError for anything we do not rebuild."""
         if getattr(cfg, "model_type", "bert") != "bert":
             raise ValueError(f"the scratch BERT engine needs a BERT model, not {cfg.model_type!r}")
         if getattr(cfg, "position_embedding_type", "absolute") != "absolute":
@@ -56,6 +60,8 @@ class BertConfig:
 
 
 class BertEmbeddings(nn.Module):
+    """Word + position + token-type embeddings, then LayerNorm."""
+
     def __init__(self, c: BertConfig) -> None:
         super().__init__()
         self.word = nn.Embedding(c.vocab_size, c.hidden_size)
@@ -64,12 +70,15 @@ class BertEmbeddings(nn.Module):
         self.norm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
 
     def forward(self, input_ids: Tensor, token_type_ids: Tensor) -> Tensor:
+        """(B, T) ids -> (B, T, D) vectors."""
         positions = torch.arange(input_ids.size(1), device=input_ids.device)  # (T,)
         x = self.word(input_ids) + self.token_type(token_type_ids) + self.position(positions)  # (B, T, D)
         return self.norm(x)
 
 
 class BertLayer(nn.Module):
+    """Attention, add & LayerNorm, feed-forward, add & LayerNorm (post-LayerNorm, as in BERT)."""
+
     def __init__(self, c: BertConfig) -> None:
         super().__init__()
         self.attention = MultiHeadAttention(c.hidden_size, c.num_attention_heads)
@@ -80,6 +89,7 @@ class BertLayer(nn.Module):
         self.act = ACTIVATIONS[c.hidden_act]
 
     def forward(self, x: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
+        """(B, T, D) -> (B, T, D) and the attention weights (B, H, T, T)."""
         attended, weights = self.attention(x, x, x, mask)  # (B, T, D), (B, H, T, T)
         x = self.attention_norm(x + attended)  # post-LayerNorm, as in BERT
         x = self.ffn_norm(x + self.ffn_out(self.act(self.ffn_in(x))))  # (B, T, D)
@@ -176,48 +186,63 @@ def from_hf(hf_model: nn.Module) -> ScratchBert:
     model = ScratchBert(BertConfig.from_hf(hf_model.config))
     state = translate_state_dict(hf_model.state_dict())
     missing, unexpected = model.load_state_dict(state, strict=False)
-    assert not missing and not unexpected, f"name table mismatch: missing {missing}, unexpected {unexpected}"
+    if missing or unexpected:
+        raise ModelLoadError(
+            f"The BERT weights do not fit the scratch engine: missing {missing}, unexpected {unexpected}. "
+            "Extend bert.NAME_TABLE for this checkpoint's names."
+        )
     first = next(hf_model.parameters())
     return model.to(device=first.device, dtype=first.dtype).eval()
 
 
 class ScratchBertEngine:
-    """The engine interface over ScratchBert: a Hugging Face tokenizer, our own forward pass."""
+    """BERT on our own attention: a Hugging Face tokenizer, our own forward pass.
 
-    engine = "scratch"
-    kinds = ("self",)
+    An Engine, a SteppingEngine and a WhatIfEngine (engines/base.py).
+    """
 
-    def __init__(self, hf_engine) -> None:
-        if hf_engine.architecture != "encoder":
+    backend: Backend = "scratch"
+    family = "bert"
+    architecture = "encoder"
+    kinds: tuple[AttentionKind, ...] = ("self",)
+
+    def __init__(self, hf_engine: HFEngine) -> None:
+        if hf_engine.architecture != "encoder" or hf_engine.family != "bert":
             raise ValueError(f"the scratch engine rebuilds BERT; '{hf_engine.name}' is not a BERT encoder")
-        self.name, self.device, self.tokenizer = hf_engine.name, hf_engine.device, hf_engine.tokenizer
-        self.device_name, self.max_tokens = hf_engine.device_name, hf_engine.max_tokens
-        self.special_tokens = hf_engine.special_tokens
+        self.name, self.device, self.device_name = hf_engine.name, hf_engine.device, hf_engine.device_name
+        self.tokenizer, self.max_tokens = hf_engine.tokenizer, hf_engine.max_tokens  # one tokenizer, one lock
         self.model = from_hf(hf_engine.model)
+        self.n_layers, self.n_heads = self.model.config.num_hidden_layers, self.model.config.num_attention_heads
         self._lock = threading.Lock()
 
     def encode(self, text: str) -> Encoded:
-        with self._lock:
-            return encode(self.tokenizer, text, self.max_tokens)
+        """The text as BERT's tokenizer cuts it."""
+        return self.tokenizer.encode(text, self.max_tokens)
 
-    def run(self, text: str, target: str | None = None, *, causal: bool = False) -> dict[str, AttentionResult]:
-        """{"self": ...}, or {"causal": ...} with the causal mask in every layer (a what-if)."""
+    def _ids(self, enc: Encoded) -> Tensor:
+        return torch.tensor([enc.ids], device=self.device)  # (1, T)
+
+    def run(self, text: str, target: str | None = None) -> dict[AttentionKind, AttentionResult]:
+        """{"self": ...}: every layer's weights."""
+        return self._run(text, causal=False)
+
+    def run_causal(self, text: str) -> dict[AttentionKind, AttentionResult]:
+        """{"causal": ...}: the same weights with the causal mask in every layer (a what-if)."""
+        return self._run(text, causal=True)
+
+    def _run(self, text: str, *, causal: bool) -> dict[AttentionKind, AttentionResult]:
+        enc = self.encode(text)
         with self._lock, torch.inference_mode():
-            enc = encode(self.tokenizer, text, self.max_tokens)
-            ids = torch.tensor([enc.ids], device=self.device)  # (1, T)
-            _, per_layer = self.model(ids, causal=causal)
-        kind = "causal" if causal else "self"
-        weights = to_weights(per_layer)  # (L, H, T, T)
-        return {
-            kind: AttentionResult(weights, enc.tokens, enc.tokens, kind, self.name, self.device_name, enc.truncated)
-        }
+            _, per_layer = self.model(self._ids(enc), causal=causal)
+        kind: AttentionKind = "causal" if causal else "self"
+        return {kind: AttentionResult(to_weights(per_layer), enc.axis, enc.axis, kind, self.name, self.device_name,
+                                      enc.truncated)}  # fmt: skip
 
     def steps(self, text: str, layer: int, *, causal: bool = False) -> tuple[Encoded, AttentionSteps]:
         """The tokens of `text` and every intermediate of one layer's attention, for teaching."""
+        enc = self.encode(text)
         with self._lock:
-            enc = encode(self.tokenizer, text, self.max_tokens)
-            ids = torch.tensor([enc.ids], device=self.device)  # (1, T)
-            return enc, self.model.attention_steps(ids, layer, causal=causal)
+            return enc, self.model.attention_steps(self._ids(enc), layer, causal=causal)
 
     def cross_what_if(self, text_a: str, text_b: str) -> AttentionResult:
         """What if sentence B attended to sentence A with BERT's own W_Q, W_K, W_V?
@@ -226,11 +251,9 @@ class ScratchBertEngine:
         states and keys and values from A's, through that layer's attention. BERT never does this:
         it is a what-if, labelled as one.
         """
+        a, b = self.encode(text_a), self.encode(text_b)
         with self._lock, torch.inference_mode():
-            a = encode(self.tokenizer, text_a, self.max_tokens)
-            b = encode(self.tokenizer, text_b, self.max_tokens)
-            xa = self.model.layer_inputs(torch.tensor([a.ids], device=self.device))
-            xb = self.model.layer_inputs(torch.tensor([b.ids], device=self.device))
+            xa, xb = self.model.layer_inputs(self._ids(a)), self.model.layer_inputs(self._ids(b))
             weights = [layer.attention(qb, ka, ka)[1] for layer, qb, ka in zip(self.model.layers, xb, xa, strict=True)]
         model = f"{self.name} (cross-attention what-if)"
-        return AttentionResult(to_weights(weights), b.tokens, a.tokens, "cross", model, self.device_name, a.truncated)
+        return AttentionResult(to_weights(weights), b.axis, a.axis, "cross", model, self.device_name, a.truncated)

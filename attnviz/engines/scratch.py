@@ -56,14 +56,24 @@ def key_padding_mask(attention_mask: Tensor) -> Tensor:
     return attention_mask.bool()[:, None, None, :]
 
 
+def attention_scores(q: Tensor, k: Tensor) -> Tensor:
+    """Q K^T / sqrt(d_k): (.., Tq, Dh), (.., Tk, Dh) -> (.., Tq, Tk)."""
+    # Scaling q rather than the scores touches Tq x Dh numbers instead of Tq x Tk.
+    return (q / math.sqrt(q.size(-1))) @ k.transpose(-2, -1)  # (.., Tq, Dh) @ (.., Dh, Tk) -> (.., Tq, Tk)
+
+
+def apply_mask(scores: Tensor, mask: Tensor | None) -> Tensor:
+    """Scores where the mask allows; the most negative finite number where it forbids."""
+    if mask is None:
+        return scores
+    # Not -inf: a masked weight is then exactly 0, and a row with every key masked stays finite
+    # instead of turning into NaN.
+    return scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+
+
 def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """softmax(Q K^T / sqrt(d_k)) V, returning (output (..., Tq, Dv), weights (..., Tq, Tk))."""
-    # Scaling q rather than the scores touches Tq x Dh numbers instead of Tq x Tk.
-    scores = (q / math.sqrt(q.size(-1))) @ k.transpose(-2, -1)  # (.., Tq, Dh) @ (.., Dh, Tk) -> (.., Tq, Tk)
-    if mask is not None:
-        # The most negative finite number, not -inf: a masked weight is then exactly 0,
-        # and a row with every key masked stays finite instead of turning into NaN.
-        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    scores = apply_mask(attention_scores(q, k), mask)  # (.., Tq, Tk)
     if scores.requires_grad:
         weights = F.softmax(scores, dim=-1)  # (.., Tq, Tk), rows sum to 1
     else:
@@ -86,12 +96,38 @@ class AttentionSteps:
     k_heads: Tensor  # (B, H, Tk, Dh)
     v_heads: Tensor  # (B, H, Tk, Dh)
     scores: Tensor  # (B, H, Tq, Tk)  Q K^T / sqrt(Dh), before the mask
-    masked_scores: Tensor  # (B, H, Tq, Tk)  -inf where the mask forbids
+    masked_scores: Tensor  # (B, H, Tq, Tk)  the most negative float where the mask forbids
     weights: Tensor  # (B, H, Tq, Tk)  softmax
     head_outputs: Tensor  # (B, H, Tq, Dh)  weights @ V
     concat: Tensor  # (B, Tq, D)
     output: Tensor  # (B, Tq, D)    after W_O
     mask: Tensor | None
+
+    def allowed(self) -> Tensor:
+        """(Tq, Tk) bool: where a query may look (everywhere when there is no mask)."""
+        if self.mask is None:
+            return torch.ones(self.scores.shape[-2:], dtype=torch.bool, device=self.scores.device)
+        return torch.broadcast_to(self.mask, self.scores.shape)[0, 0]
+
+    def trace(self) -> list[tuple[str, tuple[int, ...]]]:
+        """Each step and the shape it leaves, as print(x.shape) in forward() would show them."""
+        dh = self.q_heads.shape[-1]
+        steps = [
+            ("X (the layer's input)", self.x_query),
+            ("Q = X·W_Q", self.q),
+            ("K = X·W_K", self.k),
+            ("V = X·W_V", self.v),
+            ("Q split into heads", self.q_heads),
+            ("K split into heads", self.k_heads),
+            ("V split into heads", self.v_heads),
+            (f"scores = Q·Kᵀ/√{dh}", self.scores),
+            ("mask" if self.mask is not None else "mask (none)", self.masked_scores),
+            ("softmax over each row", self.weights),
+            ("weights·V", self.head_outputs),
+            ("concat the heads", self.concat),
+            ("output = concat·W_O", self.output),
+        ]
+        return [(name, tuple(t.shape)) for name, t in steps]
 
 
 class MultiHeadAttention(nn.Module):
@@ -137,9 +173,9 @@ class MultiHeadAttention(nn.Module):
         b, tq, _ = query.shape
         q, k, v = self.w_q(query), self.w_k(key), self.w_v(value)  # (B, T, D)
         qh, kh, vh = self._split(q), self._split(k), self._split(v)  # (B, H, T, Dh)
-        scores = qh @ kh.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, H, Tq, Tk)
-        masked = scores if mask is None else scores.masked_fill(~mask, float("-inf"))
-        weights = F.softmax(masked, dim=-1)  # (B, H, Tq, Tk)
+        scores = attention_scores(qh, kh)  # (B, H, Tq, Tk)
+        masked = apply_mask(scores, mask)
+        weights = F.softmax(masked, dim=-1)  # (B, H, Tq, Tk), the same maths as forward, out of place
         heads = weights @ vh  # (B, H, Tq, Dh)
         concat = heads.transpose(1, 2).reshape(b, tq, self.d_model)  # (B, Tq, D)
         return AttentionSteps(

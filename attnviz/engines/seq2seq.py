@@ -18,10 +18,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnviz.engines.base import to_weights
+from attnviz.engines.base import Backend, ModelLoadError, shift_right, to_weights
 from attnviz.engines.scratch import MultiHeadAttention, causal_mask, describe_device, key_padding_mask, resolve_device
 from attnviz.result import AttentionKind, AttentionResult
-from attnviz.tokens import Encoded, check_text
+from attnviz.tokens import NO_SPAN, Encoded, TokenAxis, check_text
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent / "checkpoints"
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
@@ -30,6 +30,8 @@ SPACE_LABEL = "␣"  # a space drawn as a visible character on an axis
 
 @dataclass(frozen=True)
 class Seq2SeqConfig:
+    """The sizes of our encoder-decoder and its character vocabulary."""
+
     chars: str  # the character vocabulary (after the four special tokens)
     d_model: int = 128
     num_heads: int = 4
@@ -52,9 +54,11 @@ class CharVocab:
         return len(self.itos)
 
     def encode(self, text: str) -> list[int]:
+        """One id per character; characters outside the vocabulary are <unk>."""
         return [self.stoi.get(c, self.unk) for c in text]
 
     def decode(self, ids) -> str:
+        """The characters of ids up to </s>, special tokens left out."""
         out = []
         for i in ids:
             if i == self.eos:
@@ -64,6 +68,7 @@ class CharVocab:
         return "".join(out)
 
     def label(self, i: int) -> str:
+        """Id i as a token label; a space is drawn as a visible character."""
         s = self.itos[i]
         return SPACE_LABEL if s == " " else s
 
@@ -78,11 +83,15 @@ def sinusoidal_positions(n: int, d: int) -> Tensor:
 
 
 class FeedForward(nn.Sequential):
+    """Linear, GELU, linear."""
+
     def __init__(self, d: int, d_ff: int) -> None:
         super().__init__(nn.Linear(d, d_ff), nn.GELU(), nn.Linear(d_ff, d))
 
 
 class EncoderLayer(nn.Module):
+    """Pre-LayerNorm self-attention and feed-forward."""
+
     def __init__(self, c: Seq2SeqConfig) -> None:
         super().__init__()
         self.norm1, self.norm2 = nn.LayerNorm(c.d_model), nn.LayerNorm(c.d_model)
@@ -90,6 +99,7 @@ class EncoderLayer(nn.Module):
         self.ff = FeedForward(c.d_model, c.d_ff)
 
     def forward(self, x: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
+        """(B, S, D) -> (B, S, D) and the self-attention weights (B, H, S, S)."""
         h = self.norm1(x)
         attended, w = self.self_attn(h, h, h, mask)  # (B, S, D), (B, H, S, S)
         x = x + attended
@@ -97,6 +107,8 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
+    """Pre-LayerNorm masked self-attention, cross-attention to the encoder, feed-forward."""
+
     def __init__(self, c: Seq2SeqConfig) -> None:
         super().__init__()
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(c.d_model) for _ in range(3))
@@ -105,6 +117,7 @@ class DecoderLayer(nn.Module):
         self.ff = FeedForward(c.d_model, c.d_ff)
 
     def forward(self, y: Tensor, memory: Tensor, self_mask: Tensor, memory_mask: Tensor | None):
+        """(B, T, D) -> (B, T, D), the masked self weights (B, H, T, T) and the cross weights (B, H, T, S)."""
         h = self.norm1(y)
         attended, w_self = self.self_attn(h, h, h, self_mask)  # (B, T, D), (B, H, T, T)
         y = y + attended
@@ -154,6 +167,7 @@ class Seq2Seq(nn.Module):
         return self.out(self.dec_norm(y)), w_self, w_cross
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """(B, S) sources, (B, T) decoder inputs -> logits (B, T, V)."""
         memory, mask, _ = self.encode(src)
         return self.decode(tgt_in, memory, mask)[0]
 
@@ -174,16 +188,22 @@ class Seq2Seq(nn.Module):
         return out
 
     def save(self, folder: Path) -> None:
+        """config.json and model.pt (the sinusoidal positions are rebuilt, not saved)."""
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "config.json").write_text(json.dumps(asdict(self.config), indent=1))
         torch.save({k: v for k, v in self.state_dict().items() if k != "positions"}, folder / "model.pt")
 
     @classmethod
     def load(cls, folder: Path, device=None) -> Seq2Seq:
+        """A saved model, in eval mode, on the device asked for."""
         model = cls(Seq2SeqConfig(**json.loads((folder / "config.json").read_text())))
         state = torch.load(folder / "model.pt", map_location="cpu", weights_only=True)
         missing, unexpected = model.load_state_dict(state, strict=False)
-        assert missing == ["positions"] and not unexpected, (missing, unexpected)
+        if missing != ["positions"] or unexpected:
+            raise ModelLoadError(
+                f"The checkpoint in {folder.name}/ does not fit Seq2Seq: missing {missing}, unexpected {unexpected}. "
+                "Retrain it with python -m attnviz train-dates."
+            )
         return model.to(resolve_device(device)).eval()
 
 
@@ -200,11 +220,12 @@ def batch_ids(vocab: CharVocab, texts: list[str], add_eos: bool = True) -> Tenso
 
 
 class DateEngine:
-    """The shipped date model as an engine: {"self", "causal", "cross"} for one typed date."""
+    """The shipped date model as an Engine: {"self", "causal", "cross"} for one typed date."""
 
-    engine = "scratch"
-    kinds: tuple[AttentionKind, ...] = ("self", "causal", "cross")
+    backend: Backend = "scratch"
+    family = "dates"
     architecture = "encoder-decoder"
+    kinds: tuple[AttentionKind, ...] = ("self", "causal", "cross")
 
     def __init__(self, name: str = "dates", folder: Path = CHECKPOINT_DIR / "dates", device=None) -> None:
         self.name = name
@@ -213,7 +234,6 @@ class DateEngine:
         self.device = next(self.model.parameters()).device
         self.device_name = describe_device(self.device)
         self.max_tokens = self.model.config.max_source
-        self.special_tokens = frozenset({PAD, BOS, EOS, UNK})
         self._lock = threading.Lock()
 
     def encode(self, text: str) -> Encoded:
@@ -222,19 +242,26 @@ class DateEngine:
         kept = text[: self.max_tokens - 1]
         ids = tuple(self.vocab.encode(kept) + [self.vocab.eos])
         n = len(kept)
-        return Encoded(
-            ids,
+        axis = TokenAxis(
             tuple(self.vocab.label(i) for i in ids),
-            tuple(range(n)) + (None,),
             (False,) * n + (True,),
-            len(text) - n,
-            tuple((i, i + 1) for i in range(n)) + ((0, 0),),
+            tuple(range(n + 1)),
+            tuple((i, i + 1) for i in range(n)) + (NO_SPAN,),
+            text,
         )
+        return Encoded(ids, axis, len(text) - n)
 
     def predict(self, texts: list[str]) -> list[str]:
+        """The ISO date the model writes for each text (greedy decoding)."""
         with self._lock:
             src = batch_ids(self.vocab, [t[: self.max_tokens - 1] for t in texts]).to(self.device)
             return [self.vocab.decode(row[1:].tolist()) for row in self.model.greedy(src)]
+
+    def _target_axis(self, tgt_in: Tensor) -> TokenAxis:
+        ids = tgt_in[0].tolist()
+        n = len(ids)
+        special = tuple(i <= self.vocab.unk for i in ids)
+        return TokenAxis(tuple(self.vocab.label(i) for i in ids), special, tuple(range(n)), (NO_SPAN,) * n)
 
     def run(self, text: str, target: str | None = None) -> dict[AttentionKind, AttentionResult]:
         """Teacher-forced over `target`, or over the model's own prediction when no target is given."""
@@ -245,13 +272,11 @@ class DateEngine:
                 tgt_in = self.model.greedy(src)  # (1, 1 + n): <s> y1 .. yn (</s>)
                 tgt_in = tgt_in[:, :-1] if tgt_in[0, -1] == self.vocab.eos else tgt_in
             else:
-                tgt_in = batch_ids(self.vocab, [target], add_eos=False)[:, : self.model.config.max_target]
-                tgt_in = torch.cat([torch.tensor([[self.vocab.bos]]), tgt_in], dim=1).to(self.device)
+                labels = batch_ids(self.vocab, [target[: self.model.config.max_target]], add_eos=True)
+                tgt_in = shift_right(labels, self.vocab.bos).to(self.device)  # (1, T): <s> y1 .. yT
             memory, mask, w_enc = self.model.encode(src)
             _, w_self, w_cross = self.model.decode(tgt_in, memory, mask)
-        s, truncated = enc.tokens, enc.truncated
-        t = tuple(self.vocab.label(i) for i in tgt_in[0].tolist())
-        dev = self.device_name
+        s, t, truncated, dev = enc.axis, self._target_axis(tgt_in), enc.truncated, self.device_name
         return {
             "self": AttentionResult(to_weights(w_enc), s, s, "self", self.name, dev, truncated),
             "causal": AttentionResult(to_weights(w_self), t, t, "causal", self.name, dev, truncated),
@@ -261,8 +286,7 @@ class DateEngine:
 
 def train_step(model: Seq2Seq, optimizer, src: Tensor, tgt: Tensor) -> float:
     """One teacher-forced step on (B, S) sources and (B, T) targets ending in </s>; returns the loss."""
-    bos = torch.full_like(tgt[:, :1], model.vocab.bos)
-    tgt_in = torch.cat([bos, tgt[:, :-1]], dim=1)  # (B, T): <s> y1 .. y(T-1)
+    tgt_in = shift_right(tgt, model.vocab.bos)  # (B, T): <s> y1 .. y(T-1)
     logits = model(src, tgt_in)  # (B, T, V)
     loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt.reshape(-1), ignore_index=model.vocab.pad)
     optimizer.zero_grad(set_to_none=True)

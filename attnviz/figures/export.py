@@ -17,16 +17,18 @@ import seaborn as sns
 from matplotlib.figure import Figure
 
 from attnviz import __version__
+from attnviz.figures.style import MASKED_COLOUR, Style
 from attnviz.result import AttentionResult
 
-# plotly colour-scale name -> matplotlib colormap
-CMAPS = {"Viridis": "viridis", "Cividis": "cividis", "Blues": "Blues", "Magma": "magma", "Greys": "Greys"}
+DEFAULT_CMAP = Style().cmap
 
 
 @dataclass(frozen=True)
 class Manifest:
+    """What produced an export: model, backend, device, text, which map, and the view options."""
+
     model: str
-    engine: str
+    backend: str
     device: str
     text: str
     kind: str
@@ -37,6 +39,7 @@ class Manifest:
 
 
 def _tick(token: str) -> str:
+    """A token as a matplotlib tick label (dollar signs escaped)."""
     return token.replace("$", r"\$")  # matplotlib would read $...$ as mathtext
 
 
@@ -59,7 +62,7 @@ def _draw(ax, matrix: np.ndarray, rows, cols, cmap: str, vmax: float, labels: bo
         ax.tick_params(axis="y", labelrotation=0, labelsize=7)
 
 
-def head_figure(result: AttentionResult, layer: int, head: int, *, colorscale: str = "Viridis") -> Figure:
+def head_figure(result: AttentionResult, layer: int, head: int, *, cmap: str = DEFAULT_CMAP) -> Figure:
     """One head with token labels (0-based layer and head)."""
     m = result.weights[layer, head].numpy()
     side = min(16.0, max(4.5, 0.28 * max(m.shape) + 2))
@@ -71,7 +74,7 @@ def head_figure(result: AttentionResult, layer: int, head: int, *, colorscale: s
         m,
         result.target_tokens,
         result.source_tokens,
-        CMAPS.get(colorscale, "viridis"),
+        cmap,
         float(m.max()),
         labels,
         True,
@@ -82,7 +85,7 @@ def head_figure(result: AttentionResult, layer: int, head: int, *, colorscale: s
     return fig
 
 
-def grid_figure(result: AttentionResult, layer: int, *, colorscale: str = "Viridis", columns: int = 4) -> Figure:
+def grid_figure(result: AttentionResult, layer: int, *, cmap: str = DEFAULT_CMAP, columns: int = 4) -> Figure:
     """Every head of a layer in a grid, one shared colour scale, token labels on the outer axes."""
     w = result.weights[layer].numpy()  # (H, Tq, Tk)
     n = w.shape[0]
@@ -100,7 +103,7 @@ def grid_figure(result: AttentionResult, layer: int, *, colorscale: str = "Virid
             w[h],
             result.target_tokens,
             result.source_tokens,
-            CMAPS.get(colorscale, "viridis"),
+            cmap,
             vmax,
             labels,
             h == 0,
@@ -164,7 +167,7 @@ def layer_csv(weights: np.ndarray, rows, cols) -> str:
     return frame.to_csv(index=False, float_format="%.8g")
 
 
-def overview_figure(thumbs: np.ndarray, title: str, *, colorscale: str = "Viridis") -> Figure:
+def overview_figure(thumbs: np.ndarray, title: str, *, cmap: str = DEFAULT_CMAP) -> Figure:
     """All layers x heads as small maps (thumbs: (L, H, s, s')), one shared colour scale."""
     n_l, n_h = thumbs.shape[:2]
     fig = Figure(figsize=(1.1 * n_h + 1.2, 1.1 * n_l + 0.8), dpi=150, layout="constrained")
@@ -174,7 +177,7 @@ def overview_figure(thumbs: np.ndarray, title: str, *, colorscale: str = "Viridi
     for layer in range(n_l):
         for head in range(n_h):
             ax = axes[layer, head]
-            image = ax.imshow(thumbs[layer, head], cmap=CMAPS.get(colorscale, "viridis"), vmin=0.0, vmax=vmax)
+            image = ax.imshow(thumbs[layer, head], cmap=cmap, vmin=0.0, vmax=vmax)
             ax.set_xticks([])
             ax.set_yticks([])
             if layer == 0:
@@ -202,7 +205,7 @@ def thumbs_csv(thumbs: np.ndarray) -> str:
     return frame.to_csv(index=False, float_format="%.8g")
 
 
-def panels_figure(panels, title: str, *, colorscale: str = "Viridis") -> Figure:
+def panels_figure(panels, title: str, *, cmap: str = DEFAULT_CMAP) -> Figure:
     """Maps side by side (interactive.Panel objects): one shared scale, masked cells left blank (grey)."""
     plain = [p for p in panels if not p.signed]
     vmax = max(
@@ -211,13 +214,13 @@ def panels_figure(panels, title: str, *, colorscale: str = "Viridis") -> Figure:
     fig = Figure(figsize=(5.2 * len(panels), 5.2), dpi=150, layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, p in zip(axes, panels, strict=True):
-        ax.set_facecolor("#c8c8c8")
+        ax.set_facecolor(MASKED_COLOUR)
         labels = max(p.matrix.shape) <= 60
         sns.heatmap(
             p.matrix,
             ax=ax,
             mask=p.masked,
-            cmap="RdBu" if p.signed else CMAPS.get(colorscale, "viridis"),
+            cmap="RdBu" if p.signed else cmap,
             vmin=-np.abs(p.matrix).max() if p.signed else 0.0,
             vmax=np.abs(p.matrix).max() if p.signed else vmax,
             center=0.0 if p.signed else None,

@@ -9,6 +9,8 @@ so a 512-token input stays within a few MB (bertviz ships every layer and dies n
 from __future__ import annotations
 
 import math
+import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,33 +19,9 @@ import torch
 import torch.nn.functional as F
 from plotly.subplots import make_subplots  # only for the small cost chart
 
+from attnviz.figures.style import MASKED_COLOUR, Style, pooled_labels
 from attnviz.result import AttentionResult
 from attnviz.tokens import display_labels
-
-# name shown to people -> plotly colour scale
-PALETTES: dict[str, str] = {
-    "Viridis (colour-blind safe)": "Viridis",
-    "Cividis (colour-blind safe)": "Cividis",
-    "Blues": "Blues",
-    "Magma": "Magma",
-    "Greys (print)": "Greys",
-}
-DEFAULT_PALETTE = next(iter(PALETTES))
-
-
-@dataclass(frozen=True)
-class Style:
-    palette: str = DEFAULT_PALETTE
-    projector: bool = False  # large fonts, high contrast, for classrooms
-
-    @property
-    def colorscale(self) -> str:
-        return PALETTES.get(self.palette, "Viridis")
-
-    @property
-    def font_size(self) -> int:
-        return 20 if self.projector else 12
-
 
 HOVER = "query %{y}<br>key %{x}<br>weight %{z:.4f}<extra>%{fullData.name}</extra>"
 
@@ -57,12 +35,6 @@ def pooled(weights: torch.Tensor, max_side: int) -> tuple[np.ndarray, int, int]:
     flat = weights.reshape(-1, 1, tq, tk)  # (N, 1, Tq, Tk)
     out = F.adaptive_avg_pool2d(flat, (math.ceil(tq / fq), math.ceil(tk / fk)))  # (N, 1, Tq', Tk')
     return out.reshape(*weights.shape[:-2], *out.shape[-2:]).numpy().astype(np.float32), fq, fk
-
-
-def _labels(tokens: tuple[str, ...], factor: int) -> list[str]:
-    if factor == 1:
-        return display_labels(tokens)
-    return [f"tokens {i + 1}–{min(i + factor, len(tokens))}" for i in range(0, len(tokens), factor)]
 
 
 def _style_layout(fig: go.Figure, style: Style, zmax: float, title: str) -> go.Figure:
@@ -81,6 +53,21 @@ def _style_layout(fig: go.Figure, style: Style, zmax: float, title: str) -> go.F
     )
     fig.update_yaxes(autorange="reversed")
     return fig
+
+
+def _title_over(text: str, x: float, y: float, **extra) -> dict:
+    """An annotation centred above a map, at paper coordinates (x, y)."""
+    return {
+        "text": text,
+        "x": x,
+        "y": y,
+        "xref": "paper",
+        "yref": "paper",
+        "xanchor": "center",
+        "yanchor": "bottom",
+        "showarrow": False,
+        **extra,
+    }
 
 
 def _grid_layout(n: int, columns: int, gap_x: float, gap_y: float, outer_ticks: bool) -> dict:
@@ -108,18 +95,7 @@ def _grid_layout(n: int, columns: int, gap_x: float, gap_y: float, outer_ticks: 
             "autorange": "reversed",
             "showticklabels": outer_ticks and c == 0,
         }
-        layout["annotations"].append(
-            {
-                "text": f"Head {i + 1}",
-                "x": x0 + w / 2,
-                "y": y1,
-                "xref": "paper",
-                "yref": "paper",
-                "xanchor": "center",
-                "yanchor": "bottom",
-                "showarrow": False,
-            }
-        )
+        layout["annotations"].append(_title_over(f"Head {i + 1}", x0 + w / 2, y1))
     return layout
 
 
@@ -128,7 +104,7 @@ def head_grid(
 ) -> go.Figure:
     """One heatmap per head of a layer, on one shared colour scale."""
     maps, fq, fk = pooled(result.weights[layer], max_side)  # (H, Tq', Tk')
-    xs, ys = _labels(result.source_tokens, fk), _labels(result.target_tokens, fq)
+    xs, ys = pooled_labels(result.source_tokens, fk), pooled_labels(result.target_tokens, fq)
     n = result.n_heads
     columns = min(columns, n)
     rows = math.ceil(n / columns)
@@ -158,13 +134,23 @@ def head_map(
 ) -> go.Figure:
     """One head, large, with token labels on both axes."""
     m, fq, fk = pooled(result.weights[layer, head], max_side)  # (Tq', Tk')
-    xs, ys = _labels(result.source_tokens, fk), _labels(result.target_tokens, fq)
+    xs, ys = pooled_labels(result.source_tokens, fk), pooled_labels(result.target_tokens, fq)
     fig = go.Figure(go.Heatmap(z=m, x=xs, y=ys, coloraxis="coloraxis", name=f"head {head + 1}", hovertemplate=HOVER))
     fig.update_xaxes(title="key (attended to)", tickangle=-60, showticklabels=len(xs) <= 80)
     fig.update_yaxes(title="query (attending)", showticklabels=len(ys) <= 80)
     fig = _style_layout(fig, style, float(m.max()), f"Layer {layer + 1}, head {head + 1}")
     side = min(900, max(420, 24 * len(ys) + 160))
     return fig.update_layout(height=side)
+
+
+def _tile_ticks(n: int, size: int, prefix: str) -> dict:
+    """One tick in the middle of each of n tiles of `size` cells (plus a one-cell gap): "H1", "H2", ..."""
+    return {
+        "tickvals": [i * (size + 1) + (size - 1) / 2 for i in range(n)],
+        "ticktext": [f"{prefix}{i + 1}" for i in range(n)],
+        "showgrid": False,
+        "zeroline": False,
+    }
 
 
 OVERVIEW_THUMB = 32  # the largest side of each head's small map in the overview
@@ -192,19 +178,8 @@ def overview(result: AttentionResult, *, style: Style = Style(), thumb: int = OV
             hoverongaps=False,
         )
     )
-    fig.update_xaxes(
-        tickvals=[h * (s2 + 1) + (s2 - 1) / 2 for h in range(n_h)],
-        ticktext=[f"H{h + 1}" for h in range(n_h)],
-        showgrid=False,
-        zeroline=False,
-    )
-    fig.update_yaxes(
-        tickvals=[layer * (s + 1) + (s - 1) / 2 for layer in range(n_l)],
-        ticktext=[f"L{layer + 1}" for layer in range(n_l)],
-        showgrid=False,
-        zeroline=False,
-        scaleanchor="x",
-    )
+    fig.update_xaxes(**_tile_ticks(n_h, s2, "H"))
+    fig.update_yaxes(**_tile_ticks(n_l, s, "L"), scaleanchor="x")
     fig = _style_layout(fig, style, float(np.nanmax(tile)), f"All {n_l} layers × {n_h} heads")
     return fig.update_layout(height=max(300, 70 * n_l + 120))
 
@@ -217,10 +192,16 @@ def matrix(
     cols: list[str] | None = None,
     style: Style = Style(),
     signed: bool = True,
+    masked: np.ndarray | None = None,
     height: int = 260,
 ) -> go.Figure:
-    """Any matrix of the computation (X, Q, scores, ...): signed values on a diverging scale around 0."""
+    """Any matrix of the computation (X, Q, scores, ...): signed values on a diverging scale around 0.
+
+    `masked` (bool, the matrix's shape) marks cells the mask forbids: drawn grey, left out of the scale.
+    """
     m = np.asarray(m, dtype=np.float32)
+    if masked is not None:
+        m = np.where(masked, np.nan, m)
     finite = m[np.isfinite(m)]
     bound = float(np.abs(finite).max()) if finite.size else 1.0
     scale = (
@@ -246,7 +227,7 @@ def matrix(
         height=height,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
         font={"size": style.font_size},
-        plot_bgcolor="#dddddd",  # masked (-inf) cells show as grey gaps, not as low values
+        plot_bgcolor=MASKED_COLOUR,  # masked cells show as grey gaps, not as low values
     )
 
 
@@ -285,52 +266,84 @@ class Panel:
     signed: bool = False  # a difference: its own diverging scale around 0
 
 
-MASKED_COLOUR = "#c8c8c8"
+def panel(result: AttentionResult, layer: int, head: int, title: str) -> Panel:
+    """One head of a result as a panel; a causal result's future is marked masked, not zero."""
+    t = len(result.target_tokens)
+    masked = np.triu(np.ones((t, t), dtype=bool), k=1) if result.kind == "causal" else None
+    return Panel(title, result.head(layer, head).numpy(), result.target_tokens, result.source_tokens, masked)
+
+
+# Gutters between panels are fractions of the figure's width, which plotly knows and we do not: they are
+# sized for this width, the narrowest the figure meets (a laptop with the sidebar open), so on any wider
+# screen a panel's row labels still clear the panel to its left.
+NARROWEST_PX = 600
+PANEL_GAP = 0.04
+CHAR_EM = 0.62  # the width of an average character, in font sizes
+
+
+def _label_fraction(labels: Sequence[str], font_size: int) -> float:
+    """The width of a column of tick labels, as a fraction of the narrowest figure."""
+    longest = max((len(x) for x in labels), default=0)
+    return (CHAR_EM * font_size * longest + 14) / NARROWEST_PX
+
+
+def _wrap_title(title: str, width_fraction: float, font_size: int) -> str:
+    """A panel title broken into lines ("<br>") that fit over its panel on the narrowest figure."""
+    chars = max(8, int(width_fraction * NARROWEST_PX / (CHAR_EM * font_size)))
+    return "<br>".join(
+        line for part in title.split("<br>") for line in textwrap.wrap(part, chars, break_on_hyphens=False) or [""]
+    )
+
+
+def _panel_domains(panels: list[Panel], font_size: int) -> list[tuple[float, float, bool]]:
+    """(x0, x1, show row labels) per panel: a panel whose rows differ from its left neighbour's gets
+    its own labels, and room for them; one with the same rows shares its neighbour's."""
+    shown = [i == 0 or p.rows != panels[i - 1].rows for i, p in enumerate(panels)]
+    gutters = [
+        _label_fraction(display_labels(p.rows), font_size) if show and i else 0.0
+        for i, (p, show) in enumerate(zip(panels, shown, strict=True))
+    ]
+    n = len(panels)
+    width = (1 - PANEL_GAP * (n - 1) - sum(gutters)) / n
+    out, x = [], 0.0
+    for i in range(n):
+        x += gutters[i]
+        out.append((min(1.0, x), min(1.0, x + width), shown[i]))
+        x += width + PANEL_GAP
+    return out
 
 
 def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = "") -> go.Figure:
     """Maps next to each other on ONE colour scale (signed panels on a second, diverging one).
 
     Masked cells are left empty (NaN) over a grey background, so "may not look" never reads as
-    "looks very little".
+    "looks very little". Each panel's row labels sit in their own space, or are shared with the
+    panel to its left when the rows are the same.
     """
-    n = len(panels)
-    gap = 0.06
-    width = (1 - gap * (n - 1)) / n
     layout: dict = {"annotations": []}
     traces = []
     plain = [p.matrix[~p.masked] if p.masked is not None else p.matrix.ravel() for p in panels if not p.signed]
     zmax = float(max((m.max() for m in plain if m.size), default=1.0))
     signed = [np.abs(p.matrix).max() for p in panels if p.signed]
-    for i, p in enumerate(panels):
+    for i, (p, (x0, x1, show_rows)) in enumerate(zip(panels, _panel_domains(panels, style.font_size), strict=True)):
         sx = "" if i == 0 else str(i + 1)
-        x0 = min(1.0, i * (width + gap))
         layout[f"xaxis{sx}"] = {
-            "domain": [x0, min(1.0, x0 + width)],
+            "domain": [x0, x1],
             "anchor": f"y{sx}",
             "tickangle": -60,
             "showticklabels": len(p.cols) <= 60,
+            "showgrid": False,
             "title": {"text": "key"},
         }
         layout[f"yaxis{sx}"] = {
             "anchor": f"x{sx}",
             "autorange": "reversed",
-            "showticklabels": len(p.rows) <= 60,
+            "showticklabels": show_rows and len(p.rows) <= 60,
+            "showgrid": False,
             "title": {"text": "query" if i == 0 else ""},
         }
-        layout["annotations"].append(
-            {
-                "text": p.title,
-                "x": x0 + width / 2,
-                "y": 1.0,
-                "xref": "paper",
-                "yref": "paper",
-                "xanchor": "center",
-                "yanchor": "bottom",
-                "showarrow": False,
-                "font": {"size": style.font_size + 1},
-            }
-        )
+        title = _wrap_title(p.title, x1 - x0, style.font_size + 1)
+        layout["annotations"].append(_title_over(title, (x0 + x1) / 2, 1.0, font={"size": style.font_size + 1}))
         z = p.matrix.astype(np.float32)
         if p.masked is not None:
             z = np.where(p.masked, np.nan, z)
@@ -364,7 +377,11 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
                 "colorbar": {"title": {"text": "difference"}, "x": 1.12},
             }
         )
-    fig.update_layout(plot_bgcolor=MASKED_COLOUR, height=480 if not style.projector else 600, margin={"t": 90})
+    lines = max(a["text"].count("<br>") + 1 for a in layout["annotations"])
+    top = 40 + lines * (style.font_size + 6)
+    fig.update_layout(
+        plot_bgcolor=MASKED_COLOUR, height=(480 if not style.projector else 600) + top - 90, margin={"t": top}
+    )
     return fig
 
 
@@ -421,3 +438,28 @@ def bars(values: np.ndarray, tokens: tuple[str, ...], title: str, *, style: Styl
     )
     fig.update_xaxes(tickangle=-60)
     return fig.update_layout(title=title, height=320, font={"size": style.font_size}, margin={"t": 50, "b": 10})
+
+
+FLIP_COLOURS = [[0, "#d95f02"], [0.5, "#dddddd"], [1, "#1b9e77"]]  # flips the wrong way, never moves, flips right
+
+
+def flip_grid(categories: np.ndarray, names: dict[int, str], title: str, *, style: Style = Style()) -> go.Figure:
+    """A layer x head grid of categories 0, 1, 2 (a minimal pair: how each head's pick moves)."""
+    n_l, n_h = categories.shape
+    fig = go.Figure(
+        go.Heatmap(
+            z=categories,
+            text=[[names[int(c)] for c in row] for row in categories],
+            colorscale=FLIP_COLOURS,
+            zmin=0,
+            zmax=2,
+            showscale=False,
+            hovertemplate="layer %{y}, head %{x}: %{text}<extra></extra>",
+            x=[f"H{h + 1}" for h in range(n_h)],
+            y=[f"L{layer + 1}" for layer in range(n_l)],
+            xgap=2,
+            ygap=2,
+        )
+    )
+    fig.update_yaxes(autorange="reversed")
+    return fig.update_layout(height=360, title=title, font={"size": style.font_size})

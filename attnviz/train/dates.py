@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
+from attnviz.engines.base import shift_right
 from attnviz.engines.seq2seq import CHECKPOINT_DIR, Seq2Seq, Seq2SeqConfig, batch_ids, train_step
 
 MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
@@ -27,12 +28,15 @@ HELD_OUT_EVERY = 7
 
 @dataclass(frozen=True)
 class Example:
+    """One training or test pair, and where each field of the date lies in the source."""
+
     source: str
     target: str  # YYYY-MM-DD
     spans: dict[str, tuple[int, int]]  # "year" / "month" / "day" -> [start, end) character span in source
 
 
 def ordinal_suffix(day: int) -> str:
+    """'st', 'nd', 'rd' or 'th' for a day of the month."""
     return "th" if 10 <= day % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
 
 
@@ -66,6 +70,7 @@ def _parts(d: dt.date, rng: random.Random) -> list[tuple[str, str | None]]:
 
 
 def make_example(d: dt.date, rng: random.Random) -> Example:
+    """Date d written in a random format and letter case, with its ISO answer."""
     case = rng.choice([str.lower, str.lower, str.title, str.upper, lambda s: s.capitalize()])
     text, spans = "", {}
     for piece, field in _parts(d, rng):
@@ -87,6 +92,8 @@ def sample(rng: random.Random, n: int, held_out: bool) -> list[Example]:
 
 @dataclass(frozen=True)
 class Recipe:
+    """The training recipe of the shipped model."""
+
     steps: int = 1200
     batch: int = 128
     lr: float = 2e-3
@@ -120,6 +127,8 @@ def train(recipe: Recipe = Recipe(), config: Seq2SeqConfig | None = None, device
 
 @dataclass(frozen=True)
 class Evaluation:
+    """Held-out accuracy and cross-attention alignment of a date model."""
+
     n: int
     exact: float  # share of held-out inputs whose whole output is right
     alignment: dict[
@@ -139,10 +148,10 @@ def evaluate(model: Seq2Seq, n: int = 1000, seed: int = 12345) -> Evaluation:
     out = model.greedy(src)
     exact = sum(model.vocab.decode(row[1:].tolist()) == e.target for row, e in zip(out, examples, strict=True)) / n
     # Teacher-forced over the right answers: row j of the decoder (input <s> y1..) is the query writing y(j+1).
-    tgt = batch_ids(model.vocab, [e.target for e in examples], add_eos=False).to(dev)
-    tgt_in = torch.cat([torch.full_like(tgt[:, :1], model.vocab.bos), tgt[:, :-1]], dim=1)  # (N, 10)
+    tgt = batch_ids(model.vocab, [e.target for e in examples], add_eos=True).to(dev)  # (N, 11): 10 characters, </s>
+    tgt_in = shift_right(tgt, model.vocab.bos)  # (N, 11): <s> and the 10 characters
     memory, mask, _ = model.encode(src)
-    cross = model.decode(tgt_in, memory, mask)[2][-1]  # (N, H, 10, S), last decoder layer
+    cross = model.decode(tgt_in, memory, mask)[2][-1]  # (N, H, 11, S), last decoder layer
     alignment = {}
     for field, positions in OUTPUT_FIELDS.items():
         on_span = torch.zeros(n, cross.size(1))  # (N, H)
@@ -155,6 +164,7 @@ def evaluate(model: Seq2Seq, n: int = 1000, seed: int = 12345) -> Evaluation:
 
 
 def main(steps: int | None = None, out=CHECKPOINT_DIR / "dates") -> int:
+    """Train, evaluate, save; prints as it goes."""
     recipe = Recipe() if steps is None else Recipe(steps=steps)
     print(f"training the date model: {recipe}")
     model = train(recipe)

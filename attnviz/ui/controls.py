@@ -1,4 +1,4 @@
-"""The shared sidebar: which model, which text, how things look; and the device in use."""
+"""The shared sidebar: which model on which backend, which text, how things look; and the device in use."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import streamlit as st
 
 from attnviz.engines import registry
-from attnviz.figures.interactive import DEFAULT_PALETTE, PALETTES, Style
+from attnviz.engines.base import Backend
+from attnviz.figures.style import DEFAULT_PALETTE, PALETTES, Style
 from attnviz.ui import cache, state
 
 DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
@@ -22,30 +23,37 @@ PROJECTOR_CSS = "<style>html { font-size: 22px; }</style>"
 
 @dataclass(frozen=True)
 class Inputs:
+    """What the sidebar says: the model, its backend, the text, the look."""
+
     model: str  # "default" or a hub id
-    engine: str  # "hf" or "scratch"
+    backend: Backend  # "hf" or "scratch"
     text: str
     style: Style
 
 
-def _model_from_url() -> None:
-    url_model = st.query_params.get("model")
-    if "sb.choice" not in st.session_state and url_model and url_model not in CHOICES:
-        st.session_state["sb.choice"], st.session_state["sb.hub"] = "hub", url_model
+def _from_url() -> None:
+    """Seed the model choice from ?model=...&backend=... (and the older ?model=scratch) once per session."""
+    if "sb.choice" in st.session_state:
+        return
+    model, backend = st.query_params.get("model"), st.query_params.get("backend")
+    if model == "scratch" or (backend == "scratch" and model in (None, registry.DEFAULT)):
+        st.session_state["sb.choice"] = "scratch"
+    elif model and model != registry.DEFAULT and model not in CHOICES:
+        st.session_state["sb.choice"], st.session_state["sb.hub"] = "hub", model
 
 
 def sidebar() -> Inputs:
     """Draw the shared sidebar and return what it says; call once per run, from app.py."""
-    _model_from_url()
+    _from_url()
     state.restore("sb.choice", "model", "default", lambda v: v in CHOICES)
-    state.restore("sb.hub", "hub", "bert-base-uncased")
+    state.restore("sb.hub", "model", "bert-base-uncased", lambda v: v not in (registry.DEFAULT, *CHOICES))
     state.restore("sb.text", "text", DEFAULT_TEXT)
     state.restore("sb.palette", "palette", DEFAULT_PALETTE, lambda v: v in PALETTES)
     state.restore("sb.projector", "projector", False)
     with st.sidebar:
         st.title("attnviz")
         choice = st.selectbox("Model", list(CHOICES), format_func=CHOICES.get, key="sb.choice")
-        model, engine = ("default", "scratch") if choice == "scratch" else ("default", "hf")
+        model, backend = registry.DEFAULT, "scratch" if choice == "scratch" else "hf"
         if choice == "hub":
             model = st.text_input("Hub id", key="sb.hub", help="e.g. bert-base-uncased, gpt2, t5-small").strip()
         text = st.text_input("Text", key="sb.text", help="Press Enter to see its attention.")
@@ -54,11 +62,12 @@ def sidebar() -> Inputs:
         st.session_state["_device_slot"] = st.empty()
     if projector:
         st.markdown(PROJECTOR_CSS, unsafe_allow_html=True)  # our own constant CSS; never user text
-    state.remember("model", "scratch" if choice == "scratch" else model)
+    state.remember("model", model or registry.DEFAULT)
+    state.remember("backend", backend)
     state.remember("text", text)
     state.remember("palette", palette)
     state.remember("projector", projector)
-    st.session_state["inputs"] = Inputs(model or registry.DEFAULT, engine, text, Style(palette, projector))
+    st.session_state["inputs"] = Inputs(model or registry.DEFAULT, backend, text, Style(palette, projector))
     return st.session_state["inputs"]
 
 
@@ -66,11 +75,11 @@ def show_device() -> None:
     """Fill in the sidebar's device line once the page has loaded the model (app.py calls it last)."""
     inputs = current()
     try:
-        eng = cache.engine(inputs.model, inputs.engine)
+        eng = cache.engine(inputs.model, inputs.backend)
     except Exception:  # the page has already shown the loading error in full
         return
     st.session_state["_device_slot"].caption(
-        f"Device: **{eng.device_name}** · {eng.engine} engine · up to {eng.max_tokens} tokens"
+        f"Device: **{eng.device_name}** · {eng.backend} backend · up to {eng.max_tokens} tokens"
     )
 
 

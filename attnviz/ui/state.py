@@ -45,6 +45,7 @@ def remember(url_key: str, value: Any) -> None:
 
 
 def publish() -> None:
+    """Write the values remembered in this run to the URL (app.py calls it last)."""
     params = {
         k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in st.session_state.pop(_PUBLISHED, {}).items()
     }

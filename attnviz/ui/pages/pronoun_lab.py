@@ -1,21 +1,21 @@
-"""Widgets and drawing for the Pronoun resolution page."""
+"""The Pronoun resolution page: does any head link "it" to the right noun? Per head, on minimal pairs, on Winograd."""
 
 from __future__ import annotations
 
 import re
 
-import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
-import torch
 
 from attnviz.analysis import pronouns
-from attnviz.analysis.pronouns import PronounCase
+from attnviz.analysis.pronouns import CaseResult, PronounCase
+from attnviz.engines.base import Backend
 from attnviz.figures import interactive
-from attnviz.ui import cache, state
+from attnviz.ui import cache, controls, state
 from attnviz.ui.controls import Inputs
 
 OWN = "Type your own…"
+PRONOUNS = ("it", "he", "she", "they", "him", "her")
+BEST_SHOWN = 5
 CAVEAT = (
     "**A caveat worth teaching.** Attention weights are not explanations (Jain & Wallace 2019; Wiegreffe & "
     "Pinter 2019). A head that attends from *it* to *animal* shows where that head reads from, not what the "
@@ -30,6 +30,7 @@ def _label(i: int) -> str:
 
 
 def pick_case() -> tuple[PronounCase | None, int | None]:
+    """A built-in case (and its index) or one the person types; (None, None) while theirs is incomplete."""
     options = [*range(len(pronouns.LESSON)), OWN]
     state.restore("pr.case", "case", 0, lambda v: v in range(len(pronouns.LESSON)))
     choice = st.selectbox("Case", options, key="pr.case", format_func=lambda o: o if o == OWN else _label(o))
@@ -42,7 +43,7 @@ def pick_case() -> tuple[PronounCase | None, int | None]:
         st.warning("Type a sentence with a pronoun and at least two nouns.")
         return None, None
     a, b, c = st.columns(3)
-    default_pron = next((w for w in words if w.lower() in ("it", "he", "she", "they", "him", "her")), words[-1])
+    default_pron = next((w for w in words if w.lower() in PRONOUNS), words[-1])
     pron = a.selectbox("Pronoun", words, index=words.index(default_pron), key="pr.own_pron")
     cands = b.multiselect("Candidates", [w for w in words if w != pron], max_selections=4, key="pr.own_cands")
     if len(cands) < 2:
@@ -58,21 +59,18 @@ def pick_case() -> tuple[PronounCase | None, int | None]:
     return case, None
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
-def _score(model: str, engine: str, case: PronounCase) -> pronouns.CaseResult:
-    return pronouns.score_case(cache.engine(model, engine), case)
-
-
-def score_or_stop(inputs: Inputs, case: PronounCase) -> pronouns.CaseResult:
-    cache.load_engine_or_stop(inputs.model, inputs.engine)
+def score_or_stop(inputs: Inputs, case: PronounCase) -> CaseResult:
+    """The case scored on the cached attention of its text, or a message and the page stops."""
+    results = cache.attention_or_stop(inputs.model, inputs.backend, case.text)
     try:
-        return _score(inputs.model, inputs.engine, case)
+        return pronouns.score_result(next(iter(results.values())), case)
     except ValueError as err:
         st.warning(str(err))
         st.stop()
 
 
-def predict_then_reveal(case: PronounCase, res: pronouns.CaseResult, key: str) -> bool:
+def predict_then_reveal(case: PronounCase, res: CaseResult, key: str) -> bool:
+    """Ask for a guess first; reveal the heads' votes once one is made. True once revealed."""
     st.markdown(
         f"**Predict first.** {res.scores.shape[0] * res.scores.shape[1]} heads each look from *{case.pronoun}* "
         "at the candidates. Which word do you think most of them look at most?"
@@ -82,7 +80,7 @@ def predict_then_reveal(case: PronounCase, res: pronouns.CaseResult, key: str) -
     if st.button("Reveal", key=f"{key}.reveal", disabled=guess is None):
         st.session_state[f"{key}.revealed"] = revealed = True
     if revealed and guess is not None:
-        votes = torch.bincount(res.scores.argmax(-1).flatten(), minlength=len(case.candidates))
+        votes = pronouns.vote_counts(res.scores)
         tally = ", ".join(f"{int(v)} pick **{c}**" for c, v in zip(case.candidates, votes, strict=True))
         verdict = "You called it." if guess == res.predicted else f"Most heads looked at {res.predicted} instead."
         right = "the right answer" if res.correct else f"not the right answer ({case.answer})"
@@ -90,84 +88,61 @@ def predict_then_reveal(case: PronounCase, res: pronouns.CaseResult, key: str) -
     return revealed
 
 
-def _best(res: pronouns.CaseResult) -> tuple[int, int]:
-    share = res.scores[..., res.case.candidates.index(res.case.answer)]  # (L, H)
-    flat = int(share.argmax())
-    return flat // share.shape[1], flat % share.shape[1]
-
-
-def draw_case(inputs: Inputs, case: PronounCase, res: pronouns.CaseResult) -> None:
-    answer = case.candidates.index(case.answer)
-    share = res.scores[..., answer].numpy()  # (L, H)
-    picks = [
-        [case.candidates[int(res.scores[layer, h].argmax())] for h in range(share.shape[1])]
-        for layer in range(share.shape[0])
-    ]
-    right = sum(p == case.answer for row in picks for p in row)
+def draw_case(inputs: Inputs, case: PronounCase, res: CaseResult) -> None:
+    """Each head's share on the right answer and its pick; the best heads; where the pronoun looks in the best."""
+    share = res.scores[..., case.candidates.index(case.answer)]  # (L, H)
+    picks = pronouns.head_picks(res.scores)
+    names = [[case.candidates[int(c)] for c in row] for row in picks]
+    right = int((picks == case.candidates.index(case.answer)).sum())
     st.markdown(
-        f"**{right} of {share.size} heads** attend from *{case.pronoun}* more to **{case.answer}** than to "
+        f"**{right} of {share.numel()} heads** attend from *{case.pronoun}* more to **{case.answer}** than to "
         f"any other candidate. Maximum Attention Score vote: **{res.predicted}** "
         f"({'right' if res.correct else 'wrong'})."
     )
     st.caption(
         f"Each cell: the share of the pronoun's attention on '{case.answer}', and the candidate that head picks."
     )
-    st.plotly_chart(interactive.stat_grid(share, picks, f"share on {case.answer}", style=inputs.style), key="pr.grid")
-    order = np.argsort(-share, axis=None)[:5]
-    st.markdown(
-        "Best heads: "
-        + ", ".join(
-            f"layer {i // share.shape[1] + 1} head {i % share.shape[1] + 1} ({share.flat[i]:.2f})" for i in order
-        )
-    )
-    layer, head = _best(res)
-    result = next(iter(cache.attention(inputs.model, inputs.engine, case.text).values()))
-    offsets = cache.engine(inputs.model, inputs.engine).encode(case.text).offsets
-    pron_span, _ = pronouns.locate(case)
-    q = pronouns.pieces(offsets, pron_span)
-    row = result.weights[layer, head, q].mean(0).numpy()
+    grid = interactive.stat_grid(share.numpy(), names, f"share on {case.answer}", style=inputs.style)
+    st.plotly_chart(grid, key="pr.grid")
+    best = pronouns.best_heads(share, BEST_SHOWN)
+    st.markdown("Best heads: " + ", ".join(f"layer {lay + 1} head {h + 1} ({v:.2f})" for lay, h, v in best))
+    layer, head, _ = best[0]
+    result = next(iter(cache.attention(inputs.model, inputs.backend, case.text).values()))
+    row = pronouns.pronoun_row(result, case, layer, head).numpy()
     title = f"where '{case.pronoun}' looks in the best head (layer {layer + 1}, head {head + 1})"
     st.plotly_chart(interactive.bars(row, result.source_tokens, title, style=inputs.style), key="pr.bars")
 
 
 def draw_pair(inputs: Inputs, index: int) -> None:
+    """Both cases of a minimal pair: which heads flip their pick with the one word."""
     a, b = pronouns.LESSON[index - index % 2], pronouns.LESSON[index - index % 2 + 1]
     ra, rb = score_or_stop(inputs, a), score_or_stop(inputs, b)
-    pick_a = ra.scores.argmax(-1)  # (L, H) candidate index per head
-    pick_b = rb.scores.argmax(-1)
-    ia, ib = a.candidates.index(a.answer), b.candidates.index(b.answer)
-    flips = (pick_a == ia) & (pick_b == ib)
-    category = np.where(flips, 2, np.where(pick_a == pick_b, 1, 0))  # 2 flips right, 1 never moves, 0 other
-    names = {2: "flips with the word", 1: "same pick both times", 0: "flips the wrong way"}
-    text = [[names[int(c)] for c in row] for row in category]
+    categories = pronouns.flip_categories(ra, rb)
     st.markdown(f"*{a.text}* → **{a.answer}**  \n*{b.text}* → **{b.answer}**")
-    fig = go.Figure(
-        go.Heatmap(
-            z=category,
-            text=text,
-            colorscale=[[0, "#d95f02"], [0.5, "#dddddd"], [1, "#1b9e77"]],
-            zmin=0,
-            zmax=2,
-            showscale=False,
-            hovertemplate="layer %{y}, head %{x}: %{text}<extra></extra>",
-            x=[f"H{h + 1}" for h in range(category.shape[1])],
-            y=[f"L{layer + 1}" for layer in range(category.shape[0])],
-            xgap=2,
-            ygap=2,
-        )
+    title = (
+        "Green: the head's choice flips with the one word, both times right. Grey: it picks the same word both times."
     )
-    fig.update_yaxes(autorange="reversed")
-    fig.update_layout(
-        height=360,
-        title="Green: the head's choice flips with the one word, both times right. "
-        "Grey: it picks the same word both times.",
-        font={"size": inputs.style.font_size},
-    )
+    fig = interactive.flip_grid(categories.numpy(), pronouns.FLIP_NAMES, title, style=inputs.style)
     st.plotly_chart(fig, key="pr.pair")
-    st.markdown(f"**{int(flips.sum())} of {flips.numel()} heads** follow the word that flips the answer.")
+    st.markdown(
+        f"**{int((categories == 2).sum())} of {categories.numel()} heads** follow the word that flips the answer."
+    )
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _benchmark(model: str, backend: Backend, cases: tuple[PronounCase, ...]) -> pronouns.Benchmark:
+    bar = st.progress(0.0, text=f"Scoring {len(cases)} cases…")
+
+    def score(case: PronounCase) -> CaseResult:
+        return pronouns.score_result(next(iter(cache.attention(model, backend, case.text).values())), case)
+
+    bench = pronouns.evaluate_with(score, cases, lambda i: bar.progress(i / len(cases), text=f"{i}/{len(cases)} cases"))
+    bar.empty()
+    return bench
 
 
 def draw_benchmark(inputs: Inputs) -> None:
+    """Score a set of cases (built-in or uploaded) with the Maximum Attention Score."""
     st.markdown(
         "Score many cases at once with the Maximum Attention Score (Klein & Nabi 2019): every head votes "
         "for the candidate it attends to most from the pronoun; most votes wins."
@@ -178,10 +153,7 @@ def draw_benchmark(inputs: Inputs) -> None:
         key="pr.upload",
     )
     limit = st.number_input("At most this many cases", 1, 2000, 273, key="pr.limit")
-    if not st.button("Run the benchmark", key="pr.run", type="primary"):
-        if "pr.bench" not in st.session_state:
-            return
-    else:
+    if st.button("Run the benchmark", key="pr.run", type="primary"):
         try:
             if upload is None:
                 cases = pronouns.LESSON
@@ -192,13 +164,11 @@ def draw_benchmark(inputs: Inputs) -> None:
         except (ValueError, SyntaxError, UnicodeDecodeError) as err:
             st.error(f"That file could not be read: {err}")
             return
-        cases = cases[: int(limit)]
-        engine = cache.load_engine_or_stop(inputs.model, inputs.engine)
-        bar = st.progress(0.0, text=f"Scoring {len(cases)} cases…")
-        bench = pronouns.evaluate(engine, cases, lambda i: bar.progress(i / len(cases), text=f"{i}/{len(cases)} cases"))
-        bar.empty()
-        st.session_state["pr.bench"] = bench
-    bench = st.session_state["pr.bench"]
+        cache.load_engine_or_stop(inputs.model, inputs.backend)
+        st.session_state["pr.bench"] = _benchmark(inputs.model, inputs.backend, tuple(cases[: int(limit)]))
+    bench = st.session_state.get("pr.bench")
+    if bench is None:
+        return
     if not bench.n:
         st.warning("No case could be scored.")
         return
@@ -217,3 +187,22 @@ def draw_benchmark(inputs: Inputs) -> None:
     acc = bench.per_head.numpy()
     labels = [[f"{acc[i, j]:.0%}" for j in range(acc.shape[1])] for i in range(acc.shape[0])]
     st.plotly_chart(interactive.stat_grid(acc, labels, "accuracy", style=inputs.style), key="pr.bench.grid")
+
+
+def render() -> None:
+    """Draw the page."""
+    inputs = controls.current()
+    st.header("Pronoun resolution")
+    lesson, benchmark = st.tabs(["Lesson", "Benchmark"])
+    with lesson:
+        case, index = pick_case()
+        if case is not None:
+            result = score_or_stop(inputs, case)
+            if predict_then_reveal(case, result, "pr.predict"):
+                draw_case(inputs, case, result)
+                if index is not None:
+                    st.subheader("The minimal pair: one word flips the answer")
+                    draw_pair(inputs, index)
+    with benchmark:
+        draw_benchmark(inputs)
+    st.markdown(CAVEAT)

@@ -1,24 +1,29 @@
-"""Widgets shared by the heatmap pages: view options, layer and head pickers, export buttons."""
+"""Widgets shared by the pages: view options, layer and head pickers, export buttons."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import streamlit as st
 
-from attnviz.analysis import views
+from attnviz.analysis import view_options
+from attnviz.figures.style import pooled_labels
 from attnviz.result import AttentionResult
-from attnviz.ui import cache, state
+from attnviz.ui import state
 from attnviz.ui.controls import Inputs
 
 
 @dataclass(frozen=True)
 class Options:
+    """The view options a person chose."""
+
     hide_special: bool
     merge_words: bool
 
 
 def options(prefix: str) -> Options:
+    """The two view-option toggles; their values live in the URL."""
     state.restore(f"{prefix}.hide", "hide", False)
     state.restore(f"{prefix}.merge", "merge", False)
     a, b = st.columns(2)
@@ -31,10 +36,10 @@ def options(prefix: str) -> Options:
     return Options(hide, merge)
 
 
-def prepared(inputs: Inputs, result: AttentionResult, opts: Options) -> AttentionResult:
-    target, source = cache.axes(inputs.model, inputs.engine, result)
+def prepared(result: AttentionResult, opts: Options) -> AttentionResult:
+    """The result with the view options applied, or a message and the page stops."""
     try:
-        return views.prepare(result, target, source, hide_special=opts.hide_special, merge_words=opts.merge_words)
+        return view_options.prepare(result, hide_special=opts.hide_special, merge_words=opts.merge_words)
     except ValueError as err:
         st.warning(str(err))
         st.stop()
@@ -51,7 +56,14 @@ def pick(label: str, prefix: str, url_key: str, count: int) -> int:
     return value - 1
 
 
-def download_row(stem: str, key: str, figure, csv, bundle, csv_label: str = "CSV") -> None:
+def download_row(
+    stem: str,
+    key: str,
+    figure: Callable[[str], bytes],
+    csv: Callable[[], str],
+    bundle: Callable[[], str],
+    csv_label: str = "CSV",
+) -> None:
     """PNG, SVG, CSV and JSON buttons; each file is built only when its button is pressed.
 
     figure(fmt) -> bytes for "png" and "svg"; csv() -> str; bundle() -> str (JSON).
@@ -67,10 +79,11 @@ def download_row(stem: str, key: str, figure, csv, bundle, csv_label: str = "CSV
         col.download_button(label, data, f"{stem}.{ext}", mime, key=f"{key}.{ext}", on_click="ignore")
 
 
-def _manifest(inputs: Inputs, result: AttentionResult, layer: int, head: int | None, options: dict):
+def manifest(inputs: Inputs, result: AttentionResult, kind: str, layer: int, head: int | None, options: dict):
+    """What produced an export: the result's own model and device, the sidebar's backend and text."""
     from attnviz.figures import export
 
-    return export.Manifest(result.model, inputs.engine, result.device, inputs.text, result.kind, layer, head, options)
+    return export.Manifest(result.model, inputs.backend, result.device, inputs.text, kind, layer, head, options)
 
 
 def export_buttons(
@@ -79,28 +92,23 @@ def export_buttons(
     """PNG, SVG, CSV and JSON of what is shown; the files are only built when a button is pressed."""
     from attnviz.figures import export  # seaborn and matplotlib load on the first export, not on page load
 
-    colorscale = inputs.style.colorscale
+    cmap = inputs.style.cmap
     stem = f"attnviz_L{layer + 1}" + ("" if head is None else f"_H{head + 1}")
-    manifest = _manifest(
-        inputs,
-        result,
-        layer + 1,
-        None if head is None else head + 1,
-        {"hide_special": opts.hide_special, "merge_words": opts.merge_words},
-    )
+    options = {"hide_special": opts.hide_special, "merge_words": opts.merge_words}
+    meta = manifest(inputs, result, result.kind, layer + 1, None if head is None else head + 1, options)
     shown = result.weights[layer] if head is None else result.weights[layer, head]  # (H, Tq, Tk) or (Tq, Tk)
 
     def figure(fmt: str) -> bytes:
         if head is None:
-            return export.figure_bytes(export.grid_figure(result, layer, colorscale=colorscale), fmt)
-        return export.figure_bytes(export.head_figure(result, layer, head, colorscale=colorscale), fmt)
+            return export.figure_bytes(export.grid_figure(result, layer, cmap=cmap), fmt)
+        return export.figure_bytes(export.head_figure(result, layer, head, cmap=cmap), fmt)
 
     def csv() -> str:
         if head is None:
             return export.layer_csv(shown.numpy(), result.target_tokens, result.source_tokens)
         return export.matrix_csv(shown.numpy(), result.target_tokens, result.source_tokens)
 
-    bundle = lambda: export.bundle_json(shown.numpy(), result.target_tokens, result.source_tokens, manifest)  # noqa: E731
+    bundle = lambda: export.bundle_json(shown.numpy(), result.target_tokens, result.source_tokens, meta)  # noqa: E731
     download_row(stem, key, figure, csv, bundle)
 
 
@@ -111,34 +119,21 @@ def export_overview(inputs: Inputs, result: AttentionResult, opts: Options, key:
     thumbs, fq, fk = interactive.pooled(result.weights, interactive.OVERVIEW_THUMB)  # (L, H, s, s')
     pooled_note = "" if fq == fk == 1 else f", pooled {fq}x{fk} tokens a cell"
     title = f"{result.model}: {result.n_layers} layers x {result.n_heads} heads{pooled_note}"
-    manifest = _manifest(
-        inputs,
-        result,
-        0,
-        None,
-        {
-            "hide_special": opts.hide_special,
-            "merge_words": opts.merge_words,
-            "view": "overview",
-            "pooled_rows": fq,
-            "pooled_columns": fk,
-        },
-    )
+    options = {
+        "hide_special": opts.hide_special,
+        "merge_words": opts.merge_words,
+        "view": "overview",
+        "pooled_rows": fq,
+        "pooled_columns": fk,
+    }
+    meta = manifest(inputs, result, result.kind, 0, None, options)
 
     def figure(fmt: str) -> bytes:
-        return export.figure_bytes(export.overview_figure(thumbs, title, colorscale=inputs.style.colorscale), fmt)
+        return export.figure_bytes(export.overview_figure(thumbs, title, cmap=inputs.style.cmap), fmt)
 
     def bundle() -> str:
-        rows = (
-            result.target_tokens
-            if fq == 1
-            else tuple(f"tokens {i + 1}-" for i in range(0, len(result.target_tokens), fq))
-        )
-        cols = (
-            result.source_tokens
-            if fk == 1
-            else tuple(f"tokens {j + 1}-" for j in range(0, len(result.source_tokens), fk))
-        )
-        return export.bundle_json(thumbs, rows, cols, manifest)
+        rows = list(result.target_tokens) if fq == 1 else pooled_labels(result.target_tokens, fq)
+        cols = list(result.source_tokens) if fk == 1 else pooled_labels(result.source_tokens, fk)
+        return export.bundle_json(thumbs, rows, cols, meta)
 
     download_row("attnviz_overview", key, figure, lambda: export.thumbs_csv(thumbs), bundle)

@@ -1,0 +1,1 @@
+"""One module per page, each with render(): the page's whole flow. app_pages/*.py only call render()."""

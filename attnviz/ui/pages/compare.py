@@ -1,0 +1,177 @@
+"""The Compare page: self, masked and cross attention side by side, on one colour scale."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from attnviz.engines import registry, seq2seq
+from attnviz.figures import interactive
+from attnviz.figures.interactive import Panel
+from attnviz.result import AttentionKind, AttentionResult
+from attnviz.ui import cache, controls, state, widgets
+from attnviz.ui.controls import Inputs
+
+SOURCES = {
+    "dates": "Our encoder-decoder, trained from scratch (dates)",
+    "bert": "BERT: bidirectional vs causal, and a cross-attention what-if",
+    "hub": "A Hugging Face encoder-decoder (Marian, T5, BART)",
+}
+DATE_EXAMPLES = ["saturday 22 november 2026", "Nov 22, 2026", "22/11/2026", "the 3rd of march 1999", "1st of May 1990"]
+EXPLAIN = {
+    "self": "**Self-attention** (encoder): every source token looks at every source token, before and after it.",
+    "causal": "**Masked self-attention** (decoder): each output position looks only at itself and what was "
+    "already written. The grey triangle is the mask: the future is hidden, not just unlikely.",
+    "cross": "**Cross-attention** (decoder → encoder): each output position looks at the source. Rows are "
+    "what the decoder is writing, columns the input it reads from.",
+}
+BERT_WHAT_IF = (
+    "The same BERT weights, run twice: once as trained (every token sees every token), once with a causal "
+    "mask in every layer, as a GPT-style decoder would have. Red cells lost attention to the mask, blue "
+    "cells gained it: each row must still sum to 1. The last row sees everything either way, so in the "
+    "first layer it is unchanged."
+)
+
+
+def source_picker() -> str:
+    """Which model to compare with; its value lives in the URL."""
+    state.restore("cmp.source", "source", "dates", lambda v: v in SOURCES)
+    source = st.radio("Model", list(SOURCES), format_func=SOURCES.get, key="cmp.source", horizontal=True)
+    state.remember("source", source)
+    return source
+
+
+def pickers(n_layers: int, n_heads: int) -> tuple[int, int]:
+    """Layer (the last by default) and head, 0-based; their values live in the URL."""
+    state.restore("cmp.layer", "layer", n_layers, lambda v: 1 <= v <= n_layers)
+    state.restore("cmp.head", "head", 1, lambda v: 1 <= v <= n_heads)
+    a, b = st.columns(2)
+    layer = a.slider("Layer", 1, n_layers, key="cmp.layer") if n_layers > 1 else 1
+    head = b.slider("Head", 1, n_heads, key="cmp.head") if n_heads > 1 else 1
+    state.remember("layer", layer)
+    state.remember("head", head)
+    return layer - 1, head - 1
+
+
+def export_panels(
+    inputs: Inputs, panels: list[Panel], text: str, result: AttentionResult, layer: int, head: int, key: str
+) -> None:
+    """PNG, SVG and JSON of the panels shown; CSV of the last panel (the cross-attention)."""
+    from attnviz.figures import export
+
+    kinds = " | ".join(p.title.split("<br>")[0] for p in panels)
+    meta = export.Manifest(
+        result.model, inputs.backend, result.device, text, kinds, layer + 1, head + 1, {"view": "side by side"}
+    )
+    title = f"{result.model}: layer {layer + 1}, head {head + 1}"
+    last = panels[-1]
+    fig = lambda fmt: export.figure_bytes(export.panels_figure(panels, title, cmap=inputs.style.cmap), fmt)  # noqa: E731
+    csv = lambda: export.matrix_csv(last.matrix, last.rows, last.cols)  # noqa: E731
+    widgets.download_row("attnviz_compare", key, fig, csv, lambda: export.panels_json(panels, meta), "CSV (last panel)")
+
+
+def three_panels(results: dict[AttentionKind, AttentionResult], layer: int, head: int) -> list[Panel]:
+    """Encoder self, decoder masked self, and cross attention of one layer and head."""
+    s, c, x = results["self"], results["causal"], results["cross"]
+    enc_layer, enc_head = min(layer, s.n_layers - 1), min(head, s.n_heads - 1)
+    return [
+        interactive.panel(
+            s, enc_layer, enc_head, f"encoder self-attention<br>layer {enc_layer + 1}, head {enc_head + 1}"
+        ),
+        interactive.panel(c, layer, head, f"decoder masked self-attention<br>layer {layer + 1}, head {head + 1}"),
+        interactive.panel(x, layer, head, f"cross-attention (decoder → encoder)<br>layer {layer + 1}, head {head + 1}"),
+    ]
+
+
+def explain() -> None:
+    """One paragraph per kind of attention, under its panel."""
+    for col, kind in zip(st.columns(3), ("self", "causal", "cross"), strict=True):
+        col.markdown(EXPLAIN[kind])
+
+
+def draw_three(inputs: Inputs, results: dict[AttentionKind, AttentionResult], text: str, key: str) -> None:
+    """Pickers, the three panels and their export."""
+    layer, head = pickers(results["cross"].n_layers, results["cross"].n_heads)
+    panels = three_panels(results, layer, head)
+    st.plotly_chart(interactive.side_by_side(panels, style=inputs.style), key=f"{key}.chart")
+    export_panels(inputs, panels, text, results["cross"], layer, head, f"{key}.export")
+    explain()
+
+
+def draw_dates(inputs: Inputs) -> None:
+    """Our date model: a date typed (or picked) and the three kinds of attention."""
+    state.restore("cmp.date", "date", DATE_EXAMPLES[0])
+    st.selectbox(
+        "Examples",
+        DATE_EXAMPLES,
+        index=None,
+        key="cmp.example",
+        placeholder="Pick an example…",
+        on_change=lambda: st.session_state.update({"cmp.date": st.session_state["cmp.example"]}),
+    )
+    text = st.text_input("A date, written any way", key="cmp.date")
+    state.remember("date", text)
+    results = cache.attention_or_stop("dates", "scratch", text)
+    st.markdown(f"**{text}** → **{seq2seq.decoded(results['causal'])}**")  # the decoder's own output
+    draw_three(inputs, results, text, "cmp.dates")
+
+
+def draw_bert(inputs: Inputs) -> None:
+    """BERT bidirectional vs causal on the same weights, and a cross-attention what-if between two sentences."""
+    text, style = inputs.text, inputs.style
+    bi = cache.attention_or_stop(registry.DEFAULT, "scratch", text)["self"]
+    ca = cache.attention_or_stop(registry.DEFAULT, "scratch", text, what_if="causal")["causal"]
+    layer, head = pickers(bi.n_layers, bi.n_heads)
+    both = interactive.panel(ca, layer, head, "causal mask, same weights<br>(what-if)")
+    b = bi.head(layer, head).numpy()
+    panels = [
+        interactive.panel(bi, layer, head, "bidirectional<br>(what BERT does)"),
+        both,
+        Panel("causal − bidirectional", both.matrix - b, bi.target_tokens, bi.source_tokens, signed=True),
+    ]
+    st.plotly_chart(interactive.side_by_side(panels, style=style), key="cmp.bert.chart")
+    export_panels(inputs, panels, text, bi, layer, head, "cmp.bert.export")
+    st.markdown(BERT_WHAT_IF)
+    st.subheader("Cross-attention what-if")
+    state.restore("cmp.b", "b", "The creature was exhausted after the long walk.")
+    other = st.text_input("Sentence B (the queries); sentence A (keys and values) is the sidebar's text", key="cmp.b")
+    state.remember("b", other)
+    cache.load_engine_or_stop(registry.DEFAULT, "scratch")
+    try:
+        cross = cache.cross_what_if(registry.DEFAULT, text, other)
+    except ValueError as err:
+        st.warning(str(err))
+        return
+    title = f"sentence B → sentence A, BERT's own W_Q, W_K, W_V<br>layer {layer + 1}, head {head + 1} (what-if)"
+    fig = interactive.side_by_side([interactive.panel(cross, layer, head, title)], style=style)
+    st.plotly_chart(fig, key="cmp.bert.cross")
+    st.caption("BERT never attends across two sentences run apart: this computes what its heads would do if it did.")
+
+
+def draw_hub(inputs: Inputs) -> None:
+    """A Hugging Face encoder-decoder named by its hub id."""
+    state.restore("cmp.hub", "hub", "Helsinki-NLP/opus-mt-en-de")
+    state.restore("cmp.target", "target", "")
+    a, b = st.columns(2)
+    model = a.text_input("Encoder-decoder model (hub id)", key="cmp.hub").strip()
+    target = b.text_input("Target text (empty: the model's own output)", key="cmp.target")
+    state.remember("hub", model)
+    state.remember("target", target)
+    eng = cache.load_engine_or_stop(model, "hf")
+    if eng.architecture != "encoder-decoder":
+        st.warning(f"'{model}' is not an encoder-decoder ({eng.architecture}); it has no cross-attention.")
+        st.stop()
+    results = cache.attention_or_stop(model, "hf", inputs.text, target or None)
+    draw_three(inputs, results, inputs.text, "cmp.hub")
+
+
+def render() -> None:
+    """Draw the page."""
+    inputs = controls.current()
+    st.header("Self, masked and cross attention, side by side")
+    source = source_picker()
+    if source == "dates":
+        draw_dates(inputs)
+    elif source == "bert":
+        draw_bert(inputs)
+    else:
+        draw_hub(inputs)

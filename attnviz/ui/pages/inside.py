@@ -1,0 +1,160 @@
+"""The Inside page: one layer of the typed text, step by step, on the from-scratch engine; sizes; cost."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import streamlit as st
+
+from attnviz.analysis import cost
+from attnviz.engines import registry
+from attnviz.engines.base import Backend, SteppingEngine
+from attnviz.engines.scratch import AttentionSteps
+from attnviz.figures import interactive
+from attnviz.figures.style import Style
+from attnviz.tokens import TokenAxis, display_labels
+from attnviz.ui import cache, controls, state
+
+D_MODELS = (32, 64, 128, 256, 384, 512, 768)
+HEAD_COUNTS = (1, 2, 4, 6, 8, 12, 16)
+INTRO = (
+    "BERT's own weights, run on attnviz's from-scratch engine: **project** X into Q, K, V; **split** them "
+    "into heads; **score** every query against every key (QKᵀ/√d_k); **mask**; **softmax** each row; "
+    "**mix** the values; **concatenate** the heads; **project** with W_O."
+)
+
+
+def stepping_engine(model: str, backend: Backend) -> SteppingEngine:
+    """The model on the scratch backend when it can be rebuilt there, else the bundled BERT (with a notice)."""
+    eng = cache.load_engine_or_stop(model, backend)
+    if isinstance(eng, SteppingEngine):
+        return eng
+    if not registry.can_rebuild(eng):
+        st.info(
+            f"'{model}' cannot be rebuilt on the from-scratch engine; the step-by-step view shows the bundled BERT."
+        )
+        model = registry.DEFAULT
+    eng = cache.load_engine_or_stop(model, "scratch")
+    if not isinstance(eng, SteppingEngine):
+        st.error(f"The scratch backend of '{model}' cannot show its layers step by step.")
+        st.stop()
+    return eng
+
+
+def step_controls(eng: SteppingEngine) -> tuple[int, int, bool]:
+    """Layer, head (0-based) and the causal toggle; their values live in the URL."""
+    state.restore("inside.layer", "layer", 1, lambda v: 1 <= v <= eng.n_layers)
+    state.restore("inside.head", "head", 1, lambda v: 1 <= v <= eng.n_heads)
+    state.restore("inside.causal", "causal", False)
+    a, b, c = st.columns([2, 2, 1])
+    layer = a.slider("Layer", 1, eng.n_layers, key="inside.layer")
+    head = b.slider("Head", 1, eng.n_heads, key="inside.head")
+    causal = c.toggle("Causal mask", key="inside.causal", help="Hide every later token from each query")
+    for k, v in (("layer", layer), ("head", head), ("causal", causal)):
+        state.remember(k, v)
+    return layer - 1, head - 1, causal
+
+
+def shape_trail(s: AttentionSteps, head: int) -> str:
+    """The forward pass's shapes, step by step, as print(shape) would show them."""
+    lines = [f"{name:<24} {shape}" for name, shape in s.trace()]
+    return "\n".join(lines) + f"\n(the maps below show head {head + 1})"
+
+
+def draw_steps(s: AttentionSteps, tokens: TokenAxis, head: int, style: Style) -> None:
+    """X, Q, K, V, scores, mask, softmax, weights·V, concat and output, as heatmaps."""
+    labels = display_labels(tokens.tokens)
+    dims = [f"d{i + 1}" for i in range(s.q_heads.shape[-1])]
+    by_dim = partial(interactive.matrix, rows=labels, cols=dims, style=style)  # (T, Dh) maps
+    by_token = partial(interactive.matrix, rows=labels, cols=labels, style=style)  # (Tq, Tk) maps
+    m = lambda t: t[0].float().cpu().numpy()  # noqa: E731  (drop the batch of 1)
+    dh = len(dims)
+    allowed = s.allowed().cpu().numpy()  # (Tq, Tk)
+    figs = [interactive.matrix(m(s.x_query), "X: token vectors", rows=labels, style=style)]
+    figs += [
+        by_dim(m(t)[head], f"{n} of head {head + 1} (T × {dh})")
+        for n, t in zip("QKV", (s.q_heads, s.k_heads, s.v_heads), strict=True)
+    ]
+    for i, (col, fig) in enumerate(zip(st.columns(4), figs, strict=True)):
+        col.plotly_chart(fig, key=f"in.{'XQKV'[i]}")
+    masked = "" if s.mask is None else ", masked (grey)"
+    figs = [
+        by_token(m(s.scores)[head], f"scores QKᵀ/√{dh}{masked}", masked=None if s.mask is None else ~allowed),
+        by_token(allowed.astype("float32"), "mask (1 = may attend)", signed=False),
+        by_token(m(s.weights)[head], "softmax: attention weights", signed=False),
+    ]
+    for i, (col, fig) in enumerate(zip(st.columns(3), figs, strict=True)):
+        col.plotly_chart(fig, key=f"in.attn{i}")
+    figs = [
+        by_dim(m(s.head_outputs)[head], f"weights·V of head {head + 1}"),
+        interactive.matrix(m(s.concat), "concat of all heads", rows=labels, style=style),
+        interactive.matrix(m(s.output), "output = concat·W_O", rows=labels, style=style),
+    ]
+    for i, (col, fig) in enumerate(zip(st.columns(3), figs, strict=True)):
+        col.plotly_chart(fig, key=f"in.out{i}")
+
+
+def size_controls() -> tuple[int, int]:
+    """d_model and the number of heads of the random engine; their values live in the URL."""
+    state.restore("inside.d_model", "d_model", 384, lambda v: v in D_MODELS)
+    a, b = st.columns(2)
+    d_model = a.select_slider("d_model", D_MODELS, key="inside.d_model")
+    options = [h for h in HEAD_COUNTS if d_model % h == 0]
+    state.restore("inside.heads", "heads", 12 if 12 in options else options[-1], lambda v: v in options)
+    heads = b.select_slider("heads h", options, key="inside.heads")
+    st.markdown(f"d_k = d_model / h = {d_model} / {heads} = **{d_model // heads}** numbers per head")
+    state.remember("d_model", d_model)
+    state.remember("heads", heads)
+    return d_model, heads
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _demo_engine(d_model: int, heads: int):
+    """The seeded random engine of these sizes, built once, not on every widget change."""
+    return cost.demo_attention(d_model, heads, device="cpu")
+
+
+def draw_random_engine(d_model: int, heads: int, tokens: TokenAxis, causal: bool, style: Style) -> None:
+    """A seeded random engine of the chosen sizes over random token vectors: the shapes are what matter."""
+    s, result = cost.demo_run(_demo_engine(d_model, heads), tokens, causal)
+    st.caption(
+        f"Q split into heads: {tuple(s.q.shape)} → {tuple(s.q_heads.shape)}. Random weights: patterns mean nothing."
+    )
+    st.plotly_chart(interactive.head_grid(result, 0, style=style, columns=min(heads, 6)), key="in.random")
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _measure(d_model: int, heads: int) -> list[cost.Cost]:
+    return cost.measure(d_model, heads)
+
+
+def draw_cost(d_model: int, heads: int, style: Style) -> None:
+    """Time and memory of one pass at N = 16 … 512, measured live."""
+    lengths = cost.DEFAULT_LENGTHS
+    with st.spinner(f"Timing the engine at N = {lengths[0]} … {lengths[-1]}…"):
+        costs = _measure(d_model, heads)
+    st.plotly_chart(interactive.cost_chart(costs, style=style), key="in.cost")
+    st.caption(
+        f"Measured live on this server ({'GPU' if costs[0].peak_mb is not None else 'CPU'}), median of "
+        f"{cost.DEFAULT_REPEATS} passes. From N = {costs[0].n} to {costs[-1].n} ({costs[-1].n // costs[0].n}× the "
+        f"tokens) the weights grow {costs[-1].weights_mb / costs[0].weights_mb:.0f}× and the time "
+        f"{costs[-1].ms / costs[0].ms:.0f}×."
+    )
+
+
+def render() -> None:
+    """Draw the page."""
+    inputs = controls.current()
+    st.header("Inside multi-head attention")
+    st.markdown(INTRO)
+    eng = stepping_engine(inputs.model, inputs.backend)
+    layer, head, causal = step_controls(eng)
+    enc, steps = cache.steps_or_stop(eng, inputs.text, layer, causal)
+    st.code(shape_trail(steps, head), language=None)
+    draw_steps(steps, enc.axis, head, inputs.style)
+
+    st.subheader("Change the sizes: d_k = d_model / h")
+    d_model, heads = size_controls()
+    draw_random_engine(d_model, heads, enc.axis, causal, inputs.style)
+    st.subheader("What it costs: time and memory grow with N²")
+    draw_cost(d_model, heads, inputs.style)

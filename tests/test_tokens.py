@@ -1,0 +1,76 @@
+"""Token axes: what engines say about each token, built from the tokenizer's own word ids and offsets."""
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from transformers import AutoTokenizer
+
+from attnviz.engines import registry
+from attnviz.tokens import NO_SPAN, TokenAxis, Tokenizer, number_words
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return Tokenizer(AutoTokenizer.from_pretrained(registry.default_model_dir()))
+
+
+def test_word_numbers_from_word_ids_give_specials_a_word_of_their_own():
+    assert number_words([None, 0, 1, 1, 2, None], [True, False, False, False, False, True]) == (0, 1, 2, 2, 3, 4)
+    assert number_words([0, 0, 0], [False] * 3) == (0, 0, 0)
+
+
+def test_an_axis_rejects_mismatched_lengths_and_gaps_in_word_numbers():
+    with pytest.raises(ValueError, match="one special flag"):
+        TokenAxis(("a", "b"), (False,), (0, 1), (NO_SPAN, NO_SPAN))
+    with pytest.raises(ValueError, match="word numbers"):
+        TokenAxis(("a", "b"), (False, False), (0, 2), (NO_SPAN, NO_SPAN))
+    assert len(TokenAxis((), (), (), ())) == 0
+
+
+def test_bert_words_spans_and_specials_come_from_the_tokenizer(tok):
+    text = "Unbelievably, it works."
+    enc = tok.encode(text, 512)
+    axis = enc.axis
+    assert axis.tokens[0] == "[CLS]" and axis.special[0] and axis.special[-1] and not any(axis.special[1:-1])
+    assert [axis.surface(i) for i in range(len(axis))][1:-1] == [text[s:e] for s, e in axis.spans[1:-1]]
+    first_word = [i for i, w in enumerate(axis.words) if w == 1]
+    assert "".join(axis.surface(i) for i in first_word) == "Unbelievably"
+    assert axis.merged().tokens == ("[CLS]", "Unbelievably", ",", "it", "works", ".", "[SEP]")
+
+
+def test_typed_special_token_names_are_text_not_special_tokens(tok):
+    axis = tok.encode("[CLS] is a word here", 512).axis
+    assert axis.tokens[1] == "[CLS]" and not axis.special[1] and axis.special[0]
+
+
+def test_a_cut_text_counts_what_was_dropped(tok):
+    enc = tok.encode("one two three four five six", 5)
+    assert len(enc.ids) == 5 and enc.truncated == 8 - 5
+
+
+def test_shifting_right_puts_a_start_token_first(tok):
+    axis = tok.encode("die katze", 64, target=True).axis
+    shifted = axis.shifted_right("<start>")
+    assert shifted.tokens == ("<start>", *axis.tokens[:-1]) and shifted.special[0]
+    assert shifted.words[0] == 0 and shifted.words[1] == 1 and shifted.spans[1] == axis.spans[0]
+
+
+def test_ids_a_model_wrote_get_their_words_back_when_they_re_encode_the_same(tok):
+    ids = tok.encode("playing outside", 64, target=True).ids
+    axis = tok.axis_for_ids(ids)
+    assert axis.text == "playing outside" and axis.merged().tokens[1:3] == ("playing", "outside")
+    odd = tok.axis_for_ids([tok.hf.cls_token_id, 2000, 2000])  # re-encodes differently: one word per token
+    assert odd.words == (0, 1, 2) and odd.text == ""
+
+
+def test_subset_and_window_renumber_words():
+    axis = TokenAxis(("a", "b", "##c", "d"), (False,) * 4, (0, 1, 1, 2), (NO_SPAN,) * 4)
+    assert axis.subset([False, True, True, True]).words == (0, 0, 1)
+    assert axis.window(2, 4).tokens == ("##c", "d") and axis.window(2, 4).words == (0, 1)
+
+
+def test_one_tokenizer_is_safe_from_many_threads(tok):
+    texts = [f"sentence {i} about {w}" for i, w in enumerate(["cats", "dogs", "rain", "maps"] * 8)]
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda t: tok.encode(t, 512).ids, texts))
+    assert got == [tok.encode(t, 512).ids for t in texts]
