@@ -194,3 +194,25 @@ def test_the_bad_input_corpus_in_a_real_browser(page):
         assert page.dialogs == [], name
         assert page.locator("[data-testid=stException]").count() == 0, name
     assert page.evaluate("() => document.querySelectorAll('img[src^=\"http://127.0.0.1:1\"]').length") == 0
+
+
+PAGES = {  # url path -> a selector that shows the page drew its content
+    "": ".js-plotly-plot",
+    "inside": ".js-plotly-plot",
+    "compare": ".js-plotly-plot",
+    "overview": ".js-plotly-plot",
+    "pronouns": "[data-testid=stRadio]",
+}
+
+
+@pytest.mark.parametrize("path", list(PAGES))
+def test_every_page_opens_in_chromium_without_an_exception(browser, server, path):
+    pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        pg.goto(f"{server}/{path}")
+        pg.wait_for_selector(PAGES[path], timeout=90_000)
+        pg.wait_for_timeout(500)
+        assert pg.locator("[data-testid=stException]").count() == 0
+        assert pg.locator("[data-testid=stAlertContentError]").count() == 0
+    finally:
+        pg.close()
