@@ -102,3 +102,20 @@ def test_side_by_side_puts_a_difference_on_its_own_diverging_scale():
         ]
     )
     assert fig.data[1].coloraxis == "coloraxis2" and fig.layout.coloraxis2.cmid == 0.0
+
+
+def test_side_by_side_panels_keep_their_row_labels_in_their_own_space():
+    src, tgt = tuple("saturday 22"), ("<s>", "2", "0", "2", "6")
+    panels = [
+        interactive.Panel("self", np.full((11, 11), 1 / 11), src, src),
+        interactive.Panel("masked", np.full((5, 5), 0.2), tgt, tgt),
+        interactive.Panel("cross", np.full((5, 11), 1 / 11), tgt, src),
+    ]
+    fig = interactive.side_by_side(panels)
+    x1, x2, x3 = (fig.layout[f"xaxis{s}"].domain for s in ("", "2", "3"))
+    y1, y2, y3 = (fig.layout[f"yaxis{s}"].showticklabels for s in ("", "2", "3"))
+    assert y1 and y2 and not y3  # the cross panel shares the masked panel's rows, so it shares its labels
+    label_width = interactive._label_fraction([x for x in interactive.display_labels(tgt)], 12)
+    assert x2[0] - x1[1] >= label_width + interactive.PANEL_GAP - 1e-9  # room for panel 2's own labels
+    assert abs((x3[0] - x2[1]) - interactive.PANEL_GAP) < 1e-9  # no room needed before panel 3
+    assert all(0 <= a < b <= 1 for a, b in (x1, x2, x3))
