@@ -127,7 +127,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
     engine, result = _self_result(args)
     stats = head_stats.head_stats(result)
-    labels = head_stats.labels(stats, len(result.target_tokens))
+    labels = head_stats.labels(stats, head_stats.uniform_entropy(result))
     for layer, row in enumerate(labels):
         print(f"layer {layer + 1}: " + " ".join(f"{h + 1}:{lab}" for h, lab in enumerate(row)))
     payload = {
@@ -162,42 +162,64 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     return 0
 
 
+def benchmark_json(engine: Engine, bench) -> dict:
+    """The pronouns --json layout: the method, the scores, the baselines, every case (heads 0-based)."""
+    from attnviz.analysis.pronouns import PERMUTATIONS
+
+    layer, head, best = bench.best_head
+    held_out, picked = bench.held_out_best_head()
+    return {
+        "model": engine.name,
+        "method": bench.method,
+        "n": bench.n,
+        "accuracy": bench.accuracy,
+        "chance": bench.chance,
+        "ties": bench.ties,
+        "best_head": {"layer": layer, "head": head, "accuracy": best, "picked_on": "the same cases"},
+        "held_out_best_head": {"accuracy": held_out, "heads": [{"layer": lay, "head": h} for lay, h in picked]},
+        "permutation_best_head": {"expected_accuracy": bench.permutation_best_head(), "runs": PERMUTATIONS},
+        "skipped": [{"text": c.text, "reason": why} for c, why in bench.skipped],
+        "cases": [
+            {
+                "text": r.case.text,
+                "pronoun": r.case.pronoun,
+                "pronoun_at": r.case.pronoun_at,
+                "candidates": list(r.case.candidates),
+                "answer": r.case.answer,
+                "predicted": r.predicted,
+                "correct": r.correct,
+                "tie": r.tie,
+                "scores": r.scores.tolist(),
+            }
+            for r in bench.results
+        ],
+    }
+
+
 def cmd_pronouns(args: argparse.Namespace) -> int:
-    """Score pronoun cases from a file with the Maximum Attention Score."""
+    """Score pronoun cases from a file with the Maximum Attention Score or the head vote."""
     from attnviz.analysis import pronouns
     from attnviz.engines import registry
 
     cases = pronouns.read_cases(Path(args.cases))[: args.limit]
     engine = registry.load(args.model, "hf", args.device)
-    bench = pronouns.evaluate(engine, cases)
+    bench = pronouns.evaluate(engine, cases, args.method)
+    if not bench.n:
+        raise ValueError(
+            f"none of the {len(cases)} cases could be scored: {bench.skipped[0][1] if bench.skipped else 'no cases'}"
+        )
     layer, head, best = bench.best_head
+    held_out, _ = bench.held_out_best_head()
+    print(f"{engine.name}: {bench.n} of {len(cases)} cases scored with {pronouns.METHOD_NAMES[bench.method]}")
+    print(f"accuracy {bench.accuracy:.1%} (chance {bench.chance:.1%}; {bench.ties} ties)")
     print(
-        f"{engine.name}: {bench.n} cases, Maximum Attention Score accuracy {bench.accuracy:.1%} "
-        f"(chance {bench.chance:.1%}); best single head: layer {layer + 1}, head {head + 1} at {best:.1%}"
+        f"best single head: layer {layer + 1}, head {head + 1} at {best:.1%} (picked on these cases); "
+        f"picked on one half and scored on the other: {held_out:.1%}; the best of "
+        f"{bench.per_head.numel()} heads on randomly relabelled cases: {bench.permutation_best_head():.1%}"
     )
-    for _case, why in bench.skipped:
-        print(f"skipped: {why}")
-    if args.json:
-        payload = {
-            "model": engine.name,
-            "n": bench.n,
-            "accuracy": bench.accuracy,
-            "chance": bench.chance,
-            "best_head": {"layer": layer, "head": head, "accuracy": best},
-            "cases": [
-                {
-                    "text": r.case.text,
-                    "pronoun": r.case.pronoun,
-                    "candidates": list(r.case.candidates),
-                    "answer": r.case.answer,
-                    "predicted": r.predicted,
-                    "correct": r.correct,
-                    "scores": r.scores.tolist(),
-                }
-                for r in bench.results
-            ],
-        }
-        write_json(args.json, payload)
+    for why, count in bench.skip_reasons().items():
+        print(f"skipped {count}: {why}")
+    write_json(args.json, benchmark_json(engine, bench))
     return 0
 
 
@@ -236,7 +258,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("text")
         p.set_defaults(func=func)
     pr = _common(sub.add_parser("pronouns", help="does attention resolve pronouns? (Maximum Attention Score)"))
-    pr.add_argument("--cases", required=True, help="a .jsonl file or a Winograd .xml file")
+    pr.add_argument(
+        "--cases", required=True, help='a .jsonl file, a Winograd .xml file, or "lesson" (the built-in pairs)'
+    )
+    pr.add_argument("--method", choices=("mas", "vote"), default="mas", help="mas: Klein & Nabi 2019; vote: head vote")
     pr.add_argument("--limit", type=int, default=None, help="only the first N cases (WSC273: --limit 273)")
     pr.set_defaults(func=cmd_pronouns)
     doc = _common(

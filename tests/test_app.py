@@ -128,6 +128,10 @@ def test_inside_page_runs_and_shows_the_shapes():
     at.select_slider(key="inside.heads").set_value(4).run()
     _ok(at)
     assert any("64 / 4 = **16**" in m.value for m in at.markdown)
+    assert any("O(N²·d + N·d²)" in m.value for m in at.markdown)
+    assert not any("never trained with a causal mask" in c.value for c in at.caption)
+    at.toggle(key="inside.causal").set_value(True).run()
+    assert any("never trained with a causal mask" in c.value for c in at.caption)
 
 
 def _compare(**params):
@@ -155,6 +159,9 @@ def test_compare_page_with_bert_what_ifs():
     at = _compare()
     at.radio(key="cmp.source").set_value("bert").run()
     _ok(at)
+    notes = [w.value for w in at.warning]
+    assert any("never trained with a causal mask" in n and "from layer 2 on" in n for n in notes)
+    assert any("never trained as a decoder that reads another sentence" in n for n in notes)
     charts = _charts(at)
     bi, ca, diff = (array(d["z"]) for d in charts[0]["data"])
     assert np.isnan(ca[0, 1])  # the causal panel draws its mask as masked
@@ -218,24 +225,31 @@ def test_pronoun_lesson_predict_reveal_and_minimal_pair(bundled_hf):
     at.button(key="pr.predict.reveal").click().run()
     _ok(at)
     grid, bars, pair = _charts(at)
-    res = pronouns.score_case(bundled_hf, pronouns.LESSON[0])
-    assert np.allclose(array(grid["data"][0]["z"]), res.scores[..., 0].numpy(), atol=1e-6)  # share on "animal"
+    res = pronouns.score_case(bundled_hf, pronouns.LESSON[0], "vote")  # the lesson: what "it" looks at
+    assert np.allclose(array(grid["data"][0]["z"]), res.scores[..., 0].numpy(), atol=1e-6)  # "it" -> "animal"
     votes = torch.bincount(res.scores.argmax(-1).flatten(), minlength=2)
     assert at.success and f"{int(votes[0])} pick **animal**, {int(votes[1])} pick **street**" in at.success[0].value
+    assert ("split evenly" in at.success[0].value) == (votes[0] == votes[1]) == res.tie
+    assert "Most heads pick" not in at.success[0].value or votes.max() > votes.min()
     assert array(pair["data"][0]["z"]).shape == (6, 12)
 
 
-def test_pronoun_benchmark_tab_on_four_cases(bundled_hf):
+@pytest.mark.parametrize("method", ["mas", "vote"])
+def test_pronoun_benchmark_tab_on_eight_cases(bundled_hf, method):
     from attnviz.analysis import pronouns
 
     at = AppTest.from_file(APP, default_timeout=120)
     at.switch_page("app_pages/pronouns.py").run()
-    at.number_input(key="pr.limit").set_value(4).run()
+    at.number_input(key="pr.limit").set_value(8).run()
+    at.radio(key="pr.method").set_value(method).run()
     at.button(key="pr.run").click().run()
     _ok(at)
-    bench = pronouns.evaluate(bundled_hf, pronouns.LESSON[:4])
+    bench = pronouns.evaluate(bundled_hf, pronouns.LESSON[:8], method)
+    assert at.metric[0].label == {"mas": "Maximum Attention Score", "vote": "Head vote"}[method]
     assert at.metric[0].value == f"{bench.accuracy:.1%}" and at.metric[1].value == f"{bench.chance:.1%}"
-    assert "4 cases scored" in at.caption[-1].value or any("4 cases scored" in c.value for c in at.caption)
+    assert at.metric[2].value == f"{bench.held_out_best_head()[0]:.1%}"
+    assert at.metric[3].value == f"{bench.permutation_best_head():.1%}"
+    assert any("8 cases scored" in c.value and "picked on these very cases" in c.value for c in at.caption)
 
 
 def test_overview_computes_flow_only_when_asked():

@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import numpy as np
+import pytest
 import torch
 from conftest import ROOT, SENTENCE
 
@@ -96,25 +98,88 @@ def test_rollout_json_layout(tmp_path):
     assert torch.allclose(torch.tensor(d["rollout"]).sum(-1), torch.ones(6, 9), atol=1e-5)
 
 
-def test_pronouns_json_layout(tmp_path):
-    cases = tmp_path / "c.jsonl"
-    cases.write_text(
+def _cases_file(tmp_path, cases):
+    path = tmp_path / "c.jsonl"
+    path.write_text(
         "\n".join(
             json.dumps({"text": c.text, "pronoun": c.pronoun, "candidates": list(c.candidates), "answer": c.answer})
-            for c in __import__("attnviz.analysis.pronouns", fromlist=["LESSON"]).LESSON[:4]
+            for c in cases
         )
     )
+    return path
+
+
+def test_pronouns_json_layout(tmp_path):
+    from attnviz.analysis.pronouns import LESSON
+
     out = tmp_path / "p.json"
-    assert main(["pronouns", "--cases", str(cases), "--limit", "3", "--json", str(out)]) == 0
+    assert (
+        main(["pronouns", "--cases", str(_cases_file(tmp_path, LESSON[:4])), "--limit", "3", "--json", str(out)]) == 0
+    )
     d = json.loads(out.read_text())
-    assert list(d) == ["model", "n", "accuracy", "chance", "best_head", "cases"] and d["n"] == 3
-    assert list(d["best_head"]) == ["layer", "head", "accuracy"] and d["chance"] == 0.5
+    assert list(d) == [
+        "model", "method", "n", "accuracy", "chance", "ties", "best_head", "held_out_best_head",
+        "permutation_best_head", "skipped", "cases",
+    ]  # fmt: skip
+    assert d["n"] == 3 and d["method"] == "mas" and d["chance"] == 0.5
+    assert list(d["best_head"]) == ["layer", "head", "accuracy", "picked_on"]
     c = d["cases"][0]
-    assert list(c) == ["text", "pronoun", "candidates", "answer", "predicted", "correct", "scores"]
+    assert list(c) == [
+        "text", "pronoun", "pronoun_at", "candidates", "answer", "predicted", "correct", "tie", "scores"
+    ]  # fmt: skip
     assert torch.tensor(c["scores"]).shape == (6, 12, 2)
+
+
+def _authors_mas(scores: np.ndarray) -> np.ndarray:
+    """computeMaximumAttentionScore, as SAP-samples/acl2019-commonsense writes it, over (L, H, C)."""
+    res = np.zeros(scores.shape[2])
+    for layer in range(scores.shape[0]):
+        for head in range(scores.shape[1]):
+            res[np.argmax(scores[layer, head])] += np.max(scores[layer, head])
+    return res / res.sum()
+
+
+@pytest.mark.parametrize("method", ["mas", "vote"])
+def test_pronoun_scores_are_raw_attention_read_in_the_method_s_direction(tmp_path, bundled_hf, method):
+    from attnviz.analysis.pronouns import LESSON
+
+    cases = LESSON[:6]
+    out = tmp_path / "p.json"
+    assert main(["pronouns", "--cases", str(_cases_file(tmp_path, cases)), "--method", method, "--json", str(out)]) == 0
+    d = json.loads(out.read_text())
+    right = 0
+    for case, got in zip(cases, d["cases"], strict=True):
+        with torch.no_grad():
+            enc = bundled_hf.tokenizer.hf(case.text, return_tensors="pt")
+            w = torch.stack(bundled_hf.model(**enc, output_attentions=True).attentions)[:, 0]  # (L, H, T, T)
+        toks = bundled_hf.tokenizer.hf.convert_ids_to_tokens(enc["input_ids"][0])
+        p = toks.index(case.pronoun.lower())
+        cols = [toks.index(c.lower()) for c in case.candidates]  # one-piece words in the lesson
+        expected = w[:, :, cols, p] if method == "mas" else w[:, :, p, cols]  # (L, H, C)
+        scores = np.array(got["scores"])
+        assert np.abs(scores - expected.numpy()).max() < 1e-4
+        if method == "mas":
+            predicted = int(np.argmax(_authors_mas(scores)))
+        else:
+            votes = np.bincount(scores.argmax(-1).ravel(), minlength=len(case.candidates))
+            tied = np.flatnonzero(votes == votes.max())
+            predicted = int(tied[np.argmax(scores.sum((0, 1))[tied])])  # a tie in votes: the larger summed score
+            assert got["tie"] == (len(tied) > 1)
+        assert got["predicted"] == case.candidates[predicted]
+        right += got["predicted"] == case.answer
+    assert d["accuracy"] == right / len(cases)
 
 
 def test_pronouns_with_a_broken_file_exits_2(tmp_path):
     bad = tmp_path / "bad.xml"
     bad.write_text("<collection><schema>")
     assert _run("pronouns", "--cases", str(bad)).returncode == 2
+
+
+def test_pronouns_with_no_scorable_case_exits_2_with_the_reason(tmp_path, capsys):
+    cases = tmp_path / "none.jsonl"
+    cases.write_text(
+        json.dumps({"text": "A cat and a dog.", "pronoun": "it", "candidates": ["cat", "dog"], "answer": "cat"})
+    )
+    assert main(["pronouns", "--cases", str(cases)]) == 2
+    assert "none of the 1 cases could be scored" in capsys.readouterr().err

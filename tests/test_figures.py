@@ -119,3 +119,14 @@ def test_side_by_side_panels_keep_their_row_labels_in_their_own_space():
     assert x2[0] - x1[1] >= label_width + interactive.PANEL_GAP - 1e-9  # room for panel 2's own labels
     assert abs((x3[0] - x2[1]) - interactive.PANEL_GAP) < 1e-9  # no room needed before panel 3
     assert all(0 <= a < b <= 1 for a, b in (x1, x2, x3))
+
+
+def test_the_cost_chart_shows_weights_and_time_as_two_measured_series_beside_n_and_n_squared():
+    from attnviz.analysis.cost import Cost
+
+    costs = [Cost(16, 1.0, 0.01, None), Cost(32, 1.5, 0.04, None), Cost(64, 3.0, 0.16, None)]
+    fig = interactive.cost_chart(costs)
+    names = [d.name for d in fig.data]
+    assert names == ["∝ N", "∝ N²", "attention weights (MB)", "time of one pass (ms)"]
+    assert list(fig.data[2].y) == [1.0, 4.0, 16.0] and list(fig.data[3].y) == [1.0, 1.5, 3.0]
+    assert list(fig.data[3].customdata) == [1.0, 1.5, 3.0]  # the measured values, on hover

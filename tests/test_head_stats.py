@@ -2,6 +2,7 @@
 
 import math
 
+import pytest
 import torch
 
 from attnviz.analysis import head_stats
@@ -20,13 +21,15 @@ def _result(rows: torch.Tensor, special=(False,) * 6) -> AttentionResult:
 def test_uniform_rows_have_entropy_ln_n_and_are_broad():
     s = head_stats.head_stats(_result(torch.full((6, 6), 1 / 6)))
     assert math.isclose(s["entropy"].item(), math.log(6), rel_tol=1e-5)
-    assert head_stats.labels(s, 6) == [["broad"]]
+    assert head_stats.labels(s, head_stats.uniform_entropy(_result(torch.eye(6)))) == [["broad"]]
 
 
 def test_one_hot_rows_have_zero_entropy_and_full_confidence():
     s = head_stats.head_stats(_result(torch.eye(6)))
     assert abs(s["entropy"].item()) < 1e-6 and s["confidence"].item() == 1.0
-    assert s["self"].item() == 1.0 and head_stats.labels(s, 6) == [["self"]]
+    assert s["self"].item() == 1.0 and head_stats.labels(s, head_stats.uniform_entropy(_result(torch.eye(6)))) == [
+        ["self"]
+    ]
 
 
 def test_shifted_identity_has_previous_token_share_one_and_distance_one():
@@ -35,7 +38,7 @@ def test_shifted_identity_has_previous_token_share_one_and_distance_one():
     w[0, 1] = 1.0  # the first has none before it: it looks one step ahead, still at distance 1
     s = head_stats.head_stats(_result(w))
     assert s["prev"].item() == 1.0 and s["distance"].item() == 1.0
-    assert head_stats.labels(s, 6) == [["previous-token"]]
+    assert head_stats.labels(s, head_stats.uniform_entropy(_result(torch.eye(6)))) == [["previous-token"]]
 
 
 def test_special_and_punctuation_shares():
@@ -44,7 +47,9 @@ def test_special_and_punctuation_shares():
     s = head_stats.head_stats(_result(w, SPECIAL))
     assert math.isclose(s["cls"].item(), 0.5) and math.isclose(s["sep"].item(), 0.25)
     assert math.isclose(s["punct"].item(), 0.25)
-    assert head_stats.labels(s, 6) == [["other"]]  # nothing above 0.5, and far from uniform
+    assert head_stats.labels(s, head_stats.uniform_entropy(_result(torch.eye(6)))) == [
+        ["other"]
+    ]  # nothing above 0.5, and far from uniform
 
 
 def test_cls_head_is_labelled():
@@ -52,7 +57,7 @@ def test_cls_head_is_labelled():
     w[:, 0] = 0.9
     w[:, 2] = 0.1
     s = head_stats.head_stats(_result(w, SPECIAL))
-    assert head_stats.labels(s, 6) == [["[CLS]"]]
+    assert head_stats.labels(s, head_stats.uniform_entropy(_result(torch.eye(6)))) == [["[CLS]"]]
 
 
 def test_corpus_average_is_the_mean():
@@ -67,3 +72,33 @@ def test_punctuation_is_judged_by_the_characters_a_token_covers():
     axis = TokenAxis(("[CLS]", "Ġhi", "Ġ,", "you", "##.", "[SEP]"), SPECIAL, tuple(range(6)),
                      (NO_SPAN, (0, 2), (2, 3), (4, 7), (7, 8), NO_SPAN), text)  # fmt: skip
     assert head_stats.punctuation(axis) == [False, False, True, False, True, False]
+
+
+def test_a_uniform_causal_head_is_labelled_broad():
+    w = torch.tril(torch.ones(6, 6))
+    w = w / w.sum(-1, keepdim=True)  # query i spreads evenly over the i + 1 keys it can see
+    axis = TokenAxis(tuple("abcdef"), (False,) * 6, tuple(range(6)), (NO_SPAN,) * 6)
+    r = AttentionResult(w[None, None], axis, axis, "causal", "hand")
+    s = head_stats.head_stats(r)
+    uniform = head_stats.uniform_entropy(r)
+    assert math.isclose(uniform, sum(math.log(i + 1) for i in range(6)) / 6, rel_tol=1e-6)
+    assert math.isclose(s["entropy"].item(), uniform, rel_tol=1e-5)
+    assert head_stats.labels(s, uniform) == [["broad"]]
+    assert head_stats.labels(s, math.log(6)) == [["other"]]  # judged against all six keys, it would never be broad
+
+
+def test_confidence_leaves_out_the_end_token_by_default_as_voita_et_al():
+    w = torch.zeros(6, 6)
+    w[:, 5], w[:, 2] = 0.7, 0.3  # every row puts most of its weight on [SEP]
+    r = _result(w, SPECIAL)
+    assert math.isclose(head_stats.head_stats(r)["confidence"].item(), 0.3, rel_tol=1e-6)
+    assert math.isclose(head_stats.head_stats(r, confidence_excludes="none")["confidence"].item(), 0.7, rel_tol=1e-6)
+    assert math.isclose(
+        head_stats.head_stats(r, confidence_excludes="specials")["confidence"].item(), 0.3, rel_tol=1e-6
+    )
+    with pytest.raises(ValueError, match="confidence can leave out"):
+        head_stats.head_stats(r, confidence_excludes="cls")
+
+
+def test_the_punctuation_tokens_are_named():
+    assert head_stats.punctuation_tokens(_result(torch.eye(6)).source) == [","]

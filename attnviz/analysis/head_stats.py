@@ -4,14 +4,19 @@ Every statistic is a (L, H) tensor, averaged over the queries of the text:
 - entropy: of each row, in nats (uniform attention over n keys has entropy ln n);
 - distance: mean attention distance, sum_j w_ij |i - j|;
 - cls, sep, punct, prev, next, self: the share of attention on [CLS] (the first token when it is
-  special), on the other special tokens, on punctuation, on the previous, next and same position
-  (prev and next averaged over the queries that have a previous or next token);
-- confidence: the mean of each row's largest weight.
+  special), on the other special tokens, on punctuation (tokens whose characters in the text are
+  all Unicode punctuation), on the previous, next and same position (prev and next averaged over
+  the queries that have a previous or next token);
+- confidence: the mean of each row's largest weight; as in Voita et al. (2019), the end token
+  ([SEP], </s>: the last token when it is special) is left out of each row's maximum, or, as
+  stated options, every special token or none.
+
+A head is "broad" when its entropy is close to that of uniform attention over the keys each
+query can see: n keys for self-attention, i + 1 for query i of a causal model.
 """
 
 from __future__ import annotations
 
-import math
 import unicodedata
 
 import torch
@@ -21,9 +26,14 @@ from attnviz.result import AttentionResult
 from attnviz.tokens import TokenAxis
 
 STATS = ("entropy", "distance", "cls", "sep", "punct", "prev", "next", "self", "confidence")
+CONFIDENCE_EXCLUDES = {  # what a row's maximum leaves out, for "confidence"
+    "end": "the end token (Voita et al. 2019)",
+    "specials": "every special token",
+    "none": "nothing",
+}
 LABELS = ("previous-token", "next-token", "[SEP]", "[CLS]", "self", "broad", "other")
 SHARE_THRESHOLD = 0.5  # a head is "previous-token" when more than half its attention goes to the previous token
-BROAD_THRESHOLD = 0.9  # a head is "broad" when its entropy is at least 90% of ln n, uniform attention's
+BROAD_THRESHOLD = 0.9  # a head is "broad" when its entropy is at least 90% of uniform attention's
 SHARE_LABELS = {"prev": "previous-token", "next": "next-token", "sep": "[SEP]", "cls": "[CLS]", "self": "self"}
 
 CORPUS = (
@@ -61,7 +71,32 @@ def _offset_share(w: Tensor, offset: int) -> Tensor:
     return diag.mean(-1) if diag.shape[-1] else torch.zeros(w.shape[:2])
 
 
-def head_stats(result: AttentionResult) -> dict[str, Tensor]:
+def visible_keys(result: AttentionResult) -> Tensor:
+    """(Tq,): how many keys each query can see: all of them, or i + 1 for query i of a causal result."""
+    tq, tk = result.weights.shape[-2:]
+    if result.kind == "causal":
+        return torch.arange(1, tq + 1, dtype=torch.float32)
+    return torch.full((tq,), float(tk))
+
+
+def uniform_entropy(result: AttentionResult) -> float:
+    """The entropy of uniform attention over the keys each query can see, averaged over the queries (nats)."""
+    return visible_keys(result).log().mean().item()
+
+
+def _confidence_mask(axis: TokenAxis, excludes: str) -> Tensor:
+    """(T,) bool: the keys a row's maximum may take, for "confidence"."""
+    if excludes not in CONFIDENCE_EXCLUDES:
+        raise ValueError(f"confidence can leave out {', '.join(CONFIDENCE_EXCLUDES)}, not {excludes!r}")
+    keep = torch.ones(len(axis), dtype=torch.bool)
+    if excludes == "specials":
+        keep &= ~torch.tensor(axis.special, dtype=torch.bool)
+    elif excludes == "end" and axis.special and axis.special[-1]:
+        keep[-1] = False
+    return keep if keep.any() else torch.ones_like(keep)
+
+
+def head_stats(result: AttentionResult, *, confidence_excludes: str = "end") -> dict[str, Tensor]:
     """The statistics above for a self or causal result; special tokens are those its token axis marks."""
     if result.kind == "cross":
         raise ValueError("head statistics are defined for self and causal attention, not cross-attention")
@@ -75,6 +110,7 @@ def head_stats(result: AttentionResult) -> dict[str, Tensor]:
     punct_mask = torch.tensor(punctuation(result.source), dtype=torch.bool)
     entropy = -(w * torch.log(w.clamp_min(1e-12))).sum(-1)  # (L, H, T)
     distance = (w * (pos[None, :] - pos[:, None]).abs()).sum(-1)  # (L, H, T)
+    confident = w[..., _confidence_mask(result.source, confidence_excludes)]  # (L, H, T, T')
     return {
         "entropy": entropy.mean(-1),
         "distance": distance.mean(-1),
@@ -84,14 +120,16 @@ def head_stats(result: AttentionResult) -> dict[str, Tensor]:
         "prev": _offset_share(w, -1),
         "next": _offset_share(w, 1),
         "self": _offset_share(w, 0),
-        "confidence": w.max(-1).values.mean(-1),
+        "confidence": confident.max(-1).values.mean(-1),
     }
 
 
-def labels(stats: dict[str, Tensor], n_tokens: int) -> list[list[str]]:
-    """A label per head: the pattern holding more than SHARE_THRESHOLD of its attention, else broad or other."""
+def labels(stats: dict[str, Tensor], uniform: float) -> list[list[str]]:
+    """A label per head: the pattern holding more than SHARE_THRESHOLD of its attention, else broad or other.
+
+    `uniform` is the entropy of uniform attention (`uniform_entropy`; averaged, for several texts).
+    """
     n_l, n_h = stats["entropy"].shape
-    uniform = math.log(n_tokens) if n_tokens > 1 else 1.0
     out = []
     for layer in range(n_l):
         row = []
@@ -100,12 +138,17 @@ def labels(stats: dict[str, Tensor], n_tokens: int) -> list[list[str]]:
             best = max(shares, key=shares.get)
             if shares[best] > SHARE_THRESHOLD:
                 row.append(SHARE_LABELS[best])
-            elif stats["entropy"][layer, head].item() >= BROAD_THRESHOLD * uniform:
+            elif uniform > 0 and stats["entropy"][layer, head].item() >= BROAD_THRESHOLD * uniform:
                 row.append("broad")
             else:
                 row.append("other")
         out.append(row)
     return out
+
+
+def punctuation_tokens(axis: TokenAxis) -> list[str]:
+    """The tokens counted as punctuation, each once, in order: what the "punct" share adds up."""
+    return list(dict.fromkeys(t for t, p in zip(axis.tokens, punctuation(axis), strict=True) if p))
 
 
 def table(stats: dict[str, Tensor], head_labels: list[list[str]]) -> list[dict]:

@@ -1,15 +1,31 @@
-"""Does attention resolve a pronoun? Per-head scores, the Maximum Attention Score, and benchmark readers.
+"""Does attention resolve a pronoun? Two per-head metrics, each under its own name, and benchmark readers.
 
-For a case (text, pronoun, candidates, answer) and every layer and head: the attention from the
-pronoun (the query; the mean over its word pieces) to each candidate (the key; the sum over the
-pieces of the candidate's words). Each head picks the candidate it attends to most. The Maximum
-Attention Score (Klein & Nabi 2019) lets every head vote for its candidate; most votes wins.
+For a case (text, pronoun, candidates, answer), every layer and head scores each candidate:
 
-Words are found in the text, case-insensitively, as whole words: each candidate at its first
-occurrence, the pronoun at its first occurrence after the first candidate's. Benchmarks name
-candidates loosely ("the suitcase" for "the brown suitcase", "The son" for "his son"), so a
-candidate not found as written is looked for without a leading determiner or possessive, then as
-its last word (the head noun); only when none is found does the case fail, naming the word.
+- `mas`, the Maximum Attention Score of Klein & Nabi (ACL 2019), exactly as the authors' code
+  (SAP-samples/acl2019-commonsense, commonsense.py) computes it: the attention *from* each
+  candidate's tokens (queries) *to* the pronoun (the key), a candidate of several word pieces
+  reduced by the max over its content pieces (a leading determiner left out, and, when there
+  are several pieces, those whose token string, "##" included, is one character long). Each head
+  gives the candidate it scores highest that head's maximum value; the values are summed over
+  all heads and normalised, and the largest sum is the prediction.
+  Where ours differs: the authors encode the text as a sentence pair split at the pronoun
+  ([CLS] before [SEP] pronoun after [SEP]); attnviz encodes it as one segment. The authors list
+  the right answer first, so numpy's argmax gives it every tie; attnviz keeps the file's order
+  and counts ties. The authors match a one-piece candidate to the closest token by fuzzy string
+  ratio; attnviz matches words by their characters in the text (below).
+- `vote`, what the lesson shows (what "it" looks at): the attention from the pronoun (the query)
+  to each candidate, max over the candidate's content pieces; each head votes for its highest
+  candidate; most votes wins (ties go to the larger summed score).
+
+The pronoun is the annotated one: Winograd XML gives its position, a JSONL case may give
+"pronoun_at" (a character offset); otherwise it is the first whole-word occurrence after the first
+candidate. Its first word piece is the one read (the authors' reference_idx). Candidates are found
+in the text as written, then without a leading determiner, then by their head noun (the last
+word), then by the head noun's singular or plural; a case whose candidate is still not found is
+skipped, with the reason.
+
+A causal model's candidate cannot see a later pronoun, so `mas` is not defined there.
 """
 
 from __future__ import annotations
@@ -17,9 +33,11 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import torch
 from torch import Tensor
@@ -28,71 +46,142 @@ from attnviz.engines.base import Engine
 from attnviz.result import AttentionResult
 from attnviz.tokens import TokenAxis
 
+Method = Literal["mas", "vote"]
+METHODS: tuple[Method, ...] = ("mas", "vote")
+METHOD_NAMES = {
+    "mas": "Maximum Attention Score (Klein & Nabi 2019): attention from each candidate to the pronoun",
+    "vote": "head vote: attention from the pronoun to each candidate, one vote per head",
+}
 PUBLISHED = {  # bert-base-uncased with the Maximum Attention Score (Klein & Nabi 2019)
     "WSC273": 0.60,
     "PDP-60": 0.68,
 }
+DETERMINERS = {"the", "a", "an", "his", "her", "their", "its", "my", "our", "your", "this", "that", "these", "those"}
+PERMUTATIONS = 1000  # random relabellings for the best-head baseline
 
 
 @dataclass(frozen=True)
 class PronounCase:
-    """A text, its pronoun, the candidates it could refer to, and the right one."""
+    """A text, its pronoun (and where it is), the candidates it could refer to, and the right one."""
 
     text: str
     pronoun: str
     candidates: tuple[str, ...]
     answer: str
+    pronoun_at: int | None = None  # character offset of the annotated pronoun; None: find it
 
     def __post_init__(self) -> None:
+        if not isinstance(self.candidates, list | tuple) or not all(isinstance(c, str) for c in self.candidates):
+            raise ValueError("the candidates must be a list of words")
         object.__setattr__(self, "candidates", tuple(self.candidates))
-        if self.answer not in self.candidates:
-            raise ValueError(f"the answer {self.answer!r} is not one of the candidates {list(self.candidates)}")
+        for name in ("text", "pronoun", "answer"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name).strip():
+                raise ValueError(f"the {name} must be a non-empty string")
         if len(self.candidates) < 2:
             raise ValueError("a pronoun case needs at least two candidates")
+        if self.answer not in self.candidates:
+            raise ValueError(f"the answer {self.answer!r} is not one of the candidates {list(self.candidates)}")
+        at = self.pronoun_at
+        if at is not None:
+            if isinstance(at, bool) or not isinstance(at, int):
+                raise ValueError("pronoun_at must be a character offset (a whole number)")
+            if self.text[at : at + len(self.pronoun)].lower() != self.pronoun.lower():
+                raise ValueError(f"the text has no '{self.pronoun}' at character {at}")
 
 
-def _find(text: str, word: str, start: int = 0) -> tuple[int, int]:
-    """The span of `word` as a whole word in `text`, at or after `start`; a ValueError naming it if absent."""
+@dataclass(frozen=True)
+class Located:
+    """Where a case's words are in its text: character spans, and how each candidate was found."""
+
+    pronoun: tuple[int, int]
+    candidates: tuple[tuple[int, int], ...]  # the content of each candidate (a leading determiner left out)
+    how: tuple[str, ...]  # "as written", "without a determiner", "head noun", "singular/plural"
+
+
+def _find(text: str, word: str, start: int = 0) -> tuple[int, int] | None:
+    """The span of `word` as a whole word in `text`, at or after `start`, or None."""
     m = re.compile(r"(?<!\w)" + re.escape(word.strip()) + r"(?!\w)", re.IGNORECASE).search(text, start)
-    if m is None:
-        where = "" if start == 0 else " after the first candidate"
-        raise ValueError(f"'{word.strip()}' was not found as a whole word{where} in: {text}")
-    return m.span()
+    return m.span() if m else None
 
 
-DETERMINERS = {"the", "a", "an", "his", "her", "their", "its", "my", "our", "your", "this", "that", "these", "those"}
+def number_forms(word: str) -> list[str]:
+    """The other grammatical number of a noun, by English spelling rules: piece <-> pieces, city <-> cities."""
+    w = word.lower()
+    forms = []
+    if w.endswith("ies") and len(w) > 4:
+        forms.append(word[:-3] + "y")
+    if w.endswith("es") and len(w) > 3:
+        forms.append(word[:-2])
+    if w.endswith("s") and not w.endswith("ss") and len(w) > 2:
+        forms.append(word[:-1])
+    if w.endswith("y") and len(w) > 2 and w[-2] not in "aeiou":
+        forms.append(word[:-1] + "ies")
+    forms += [word + "s", word + "es"]
+    return list(dict.fromkeys(f for f in forms if f.lower() != w))
 
 
-def _find_candidate(text: str, candidate: str) -> tuple[int, int]:
-    """The candidate as written, else without a leading determiner, else its last word."""
-    words = candidate.split()
-    forms = [candidate]
+def _strip_determiner(text: str, span: tuple[int, int]) -> tuple[int, int]:
+    """The span without a leading determiner ("The lamp" -> "lamp"), when more words follow."""
+    words = text[span[0] : span[1]].split()
     if len(words) > 1 and words[0].lower() in DETERMINERS:
-        forms.append(" ".join(words[1:]))
+        return span[0] + text[span[0] : span[1]].index(words[1], len(words[0])), span[1]
+    return span
+
+
+def find_candidate(text: str, candidate: str) -> tuple[tuple[int, int], str]:
+    """The content span of a candidate and how it was found; a ValueError naming it if it is not there."""
+    words = candidate.split()
+    head = words[-1].removesuffix("'s") if words else candidate
+    tries = [(candidate, "as written")]
+    if len(words) > 1 and words[0].lower() in DETERMINERS:
+        tries.append((" ".join(words[1:]), "without a determiner"))
     if len(words) > 1:
-        forms.append(words[-1].removesuffix("'s"))
-    for form in forms:
-        try:
-            return _find(text, form)
-        except ValueError:
-            continue
-    return _find(text, candidate)  # raises, naming the candidate as written
+        tries.append((head, "head noun"))
+    tries += [(form, "singular/plural") for form in number_forms(head)]
+    for form, how in tries:
+        span = _find(text, form)
+        if span:
+            return _strip_determiner(text, span), how
+    raise ValueError(
+        f"candidate '{candidate.strip()}' is not in the text (as written, without a determiner, by its head noun "
+        f"'{head}' or its singular/plural)"
+    )
 
 
-def locate(case: PronounCase) -> tuple[tuple[int, int], list[tuple[int, int]]]:
+def locate(case: PronounCase) -> Located:
     """Character spans of the pronoun and of each candidate in the case's text."""
-    spans = [_find_candidate(case.text, c) for c in case.candidates]
-    first_end = min(end for _, end in spans)
-    return _find(case.text, case.pronoun, first_end), spans
+    found = [find_candidate(case.text, c) for c in case.candidates]
+    spans = tuple(span for span, _ in found)
+    if case.pronoun_at is not None:
+        pron = (case.pronoun_at, case.pronoun_at + len(case.pronoun))
+    else:
+        first_end = min(end for _, end in spans)
+        pron = _find(case.text, case.pronoun, first_end)
+        if pron is None:
+            raise ValueError(f"pronoun '{case.pronoun}' is not in the text after the first candidate")
+    return Located(pron, spans, tuple(how for _, how in found))
 
 
-def pieces(axis: TokenAxis, span: tuple[int, int]) -> list[int]:
+def _overlapping(axis: TokenAxis, span: tuple[int, int]) -> list[int]:
     """The tokens whose characters overlap [start, end)."""
     a, b = span
     found = [i for i, (s, e) in enumerate(axis.spans) if e > s and s < b and e > a]
     if not found:
         raise ValueError("a word of the case was cut off by the model's length limit")
     return found
+
+
+def content_pieces(axis: TokenAxis, span: tuple[int, int]) -> list[int]:
+    """A candidate's pieces: all of them if it is one piece, else those whose token is longer than one character."""
+    found = _overlapping(axis, span)
+    if len(found) == 1:
+        return found
+    return [i for i in found if len(axis.tokens[i]) > 1] or found
+
+
+def pronoun_piece(axis: TokenAxis, span: tuple[int, int]) -> int:
+    """The pronoun's first word piece."""
+    return _overlapping(axis, span)[0]
 
 
 def _check_text(result: AttentionResult, case: PronounCase) -> TokenAxis:
@@ -104,23 +193,27 @@ def _check_text(result: AttentionResult, case: PronounCase) -> TokenAxis:
     return axis
 
 
-def scores(result: AttentionResult, case: PronounCase) -> Tensor:
-    """(L, H, C): attention from the pronoun (mean over its pieces) to each candidate (sum over its pieces)."""
+def scores(result: AttentionResult, case: PronounCase, method: Method = "mas") -> Tensor:
+    """(L, H, C): each head's score for each candidate, in the method's direction (see the module's docstring)."""
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}: use one of {', '.join(METHODS)}")
     axis = _check_text(result, case)
-    pron_span, cand_spans = locate(case)
-    q = pieces(axis, pron_span)
-    rows = result.weights[:, :, q].mean(2)  # (L, H, Tk)
-    return torch.stack([rows[:, :, pieces(axis, s)].sum(-1) for s in cand_spans], dim=-1)  # (L, H, C)
-
-
-def pronoun_row(result: AttentionResult, case: PronounCase, layer: int, head: int) -> Tensor:
-    """(Tk,): where the pronoun looks in one head (the mean over its pieces)."""
-    q = pieces(_check_text(result, case), locate(case)[0])
-    return result.weights[layer, head, q].mean(0)
+    where = locate(case)
+    p = pronoun_piece(axis, where.pronoun)
+    pieces = [content_pieces(axis, span) for span in where.candidates]
+    w = result.weights  # (L, H, T, T)
+    if method == "mas":
+        if result.kind == "causal" and any(min(pc) < p for pc in pieces):
+            raise ValueError(
+                "The Maximum Attention Score is not defined for a causal model: a candidate before the pronoun "
+                "cannot attend to it. Use the head vote (from the pronoun to the candidates)."
+            )
+        return torch.stack([w[:, :, pc, p].amax(-1) for pc in pieces], dim=-1)  # candidate -> pronoun
+    return torch.stack([w[:, :, p, pc].amax(-1) for pc in pieces], dim=-1)  # pronoun -> candidate
 
 
 def head_picks(case_scores: Tensor) -> Tensor:
-    """(L, H): the candidate each head attends to most."""
+    """(L, H): the candidate each head scores highest."""
     return case_scores.argmax(-1)
 
 
@@ -129,9 +222,72 @@ def vote_counts(case_scores: Tensor) -> Tensor:
     return torch.bincount(head_picks(case_scores).flatten(), minlength=case_scores.shape[-1])
 
 
+def mas_values(case_scores: Tensor) -> Tensor:
+    """(C,): the Maximum Attention Score of each candidate: every head's maximum value added to the candidate
+    it scores highest, summed over heads and normalised to sum to 1 (all zeros if every score is 0)."""
+    flat = case_scores.reshape(-1, case_scores.shape[-1])  # (L*H, C)
+    best, winner = flat.max(-1)  # (L*H,)
+    total = torch.zeros(case_scores.shape[-1], dtype=flat.dtype).index_add_(0, winner, best)
+    return total / total.sum() if total.sum() > 0 else total
+
+
+def predict(case_scores: Tensor, method: Method) -> tuple[int, bool]:
+    """The predicted candidate, and whether the top was tied.
+
+    mas: the largest Maximum Attention Score (a tie goes to the first candidate, as numpy's argmax does);
+    vote: the most votes (a tie in votes goes to the larger summed score).
+    """
+    if method == "mas":
+        values = mas_values(case_scores)
+        return int(values.argmax()), int((values == values.max()).sum()) > 1
+    votes = vote_counts(case_scores)
+    tied = (votes == votes.max()).nonzero().flatten()
+    sums = case_scores.sum((0, 1))  # (C,)
+    return int(tied[sums[tied].argmax()]), len(tied) > 1
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One case scored: (L, H, C) scores, the method, and the candidate it predicts."""
+
+    case: PronounCase
+    scores: Tensor  # (L, H, C)
+    method: Method
+    predicted: str
+    tie: bool = False
+
+    @property
+    def correct(self) -> bool:
+        """The prediction is the right answer."""
+        return self.predicted == self.case.answer
+
+    @property
+    def answer_index(self) -> int:
+        """The right answer's position among the candidates."""
+        return self.case.candidates.index(self.case.answer)
+
+
+def score_result(result: AttentionResult, case: PronounCase, method: Method = "mas") -> CaseResult:
+    """Score a case on the attention of its text."""
+    case_scores = scores(result, case, method)
+    index, tie = predict(case_scores, method)
+    return CaseResult(case, case_scores, method, case.candidates[index], tie)
+
+
+def score_case(engine: Engine, case: PronounCase, method: Method = "mas") -> CaseResult:
+    """Run the engine on the case's text (once) and score it."""
+    return score_result(next(iter(engine.run(case.text).values())), case, method)
+
+
+def pronoun_row(result: AttentionResult, case: PronounCase, layer: int, head: int) -> Tensor:
+    """(Tk,): where the pronoun (its first piece) looks in one head."""
+    axis = _check_text(result, case)
+    return result.weights[layer, head, pronoun_piece(axis, locate(case).pronoun)]
+
+
 def best_heads(share: Tensor, k: int = 5) -> list[tuple[int, int, float]]:
     """The k heads with the largest values of an (L, H) map, as (layer, head, value), 0-based."""
-    order = torch.argsort(share.flatten(), descending=True)[:k]
+    order = torch.argsort(share.flatten(), descending=True, stable=True)[:k]
     n_h = share.shape[1]
     return [(int(i) // n_h, int(i) % n_h, share.flatten()[i].item()) for i in order]
 
@@ -143,37 +299,17 @@ def flip_categories(a: CaseResult, b: CaseResult) -> Tensor:
     """(L, H) for a minimal pair: 2 where the head picks the right word both times (it flips with the word),
     1 where it picks the same word both times, 0 otherwise."""
     pick_a, pick_b = head_picks(a.scores), head_picks(b.scores)
-    right = (pick_a == a.case.candidates.index(a.case.answer)) & (pick_b == b.case.candidates.index(b.case.answer))
+    right = (pick_a == a.answer_index) & (pick_b == b.answer_index)
     return torch.where(right, 2, torch.where(pick_a == pick_b, 1, 0))
-
-
-def mas_vote(case_scores: Tensor) -> int:
-    """The Maximum Attention Score: every head votes for its top candidate; ties go to the larger total."""
-    votes = torch.bincount(case_scores.argmax(-1).flatten(), minlength=case_scores.shape[-1]).float()  # (C,)
-    totals = case_scores.sum((0, 1))  # (C,)
-    return int((votes + 1e-6 * totals / totals.sum().clamp_min(1e-12)).argmax())
-
-
-@dataclass(frozen=True)
-class CaseResult:
-    """One case scored: (L, H, C) scores and the candidate most heads picked."""
-
-    case: PronounCase
-    scores: Tensor  # (L, H, C)
-    predicted: str
-
-    @property
-    def correct(self) -> bool:
-        """The prediction is the right answer."""
-        return self.predicted == self.case.answer
 
 
 @dataclass(frozen=True)
 class Benchmark:
-    """Many cases scored, and the ones that could not be."""
+    """Many cases scored with one method, and the ones that could not be (with the reason)."""
 
     results: list[CaseResult]
-    skipped: list[tuple[PronounCase, str]]  # cases whose words could not be found, and why
+    skipped: list[tuple[PronounCase, str]]
+    method: Method = "mas"
 
     @property
     def n(self) -> int:
@@ -191,38 +327,69 @@ class Benchmark:
         return sum(1 / len(r.case.candidates) for r in self.results) / self.n if self.n else 0.0
 
     @property
+    def ties(self) -> int:
+        """Cases whose prediction won a tie."""
+        return sum(r.tie for r in self.results)
+
+    def _hits(self, results: Sequence[CaseResult]) -> Tensor:
+        """(N, L, H): whether each head's own pick is the right answer, case by case."""
+        return torch.stack([head_picks(r.scores) == r.answer_index for r in results])
+
+    @property
     def per_head(self) -> Tensor:
-        """(L, H): the share of cases where the head's top candidate is the answer."""
-        hits = [r.scores.argmax(-1) == r.case.candidates.index(r.case.answer) for r in self.results]
-        return torch.stack(hits).float().mean(0)
+        """(L, H): the share of cases where the head's own pick is the answer."""
+        return self._hits(self.results).float().mean(0)
 
     @property
     def best_head(self) -> tuple[int, int, float]:
-        """(layer, head, accuracy) of the head right most often (0-based)."""
-        acc = self.per_head
-        flat = int(acc.argmax())
-        return flat // acc.shape[1], flat % acc.shape[1], acc.flatten()[flat].item()
+        """(layer, head, accuracy) of the head right most often, picked on these very cases (0-based)."""
+        layer, head, value = best_heads(self.per_head, 1)[0]
+        return layer, head, value
+
+    def halves(self) -> tuple[list[CaseResult], list[CaseResult]]:
+        """Two halves of the cases; consecutive pairs (a schema and its twin) stay together."""
+        a = [r for i, r in enumerate(self.results) if (i // 2) % 2 == 0]
+        b = [r for i, r in enumerate(self.results) if (i // 2) % 2 == 1]
+        return a, b
+
+    def held_out_best_head(self) -> tuple[float, list[tuple[int, int]]]:
+        """The best head picked on one half, scored on the other (and the reverse), averaged; and the two heads."""
+        a, b = self.halves()
+        if not a or not b:
+            return float("nan"), []
+        out, picked = [], []
+        for pick_on, score_on in ((a, b), (b, a)):
+            layer, head, _ = best_heads(self._hits(pick_on).float().mean(0), 1)[0]
+            picked.append((layer, head))
+            out.append(self._hits(score_on)[:, layer, head].float().mean().item())
+        return sum(out) / 2, picked
+
+    def permutation_best_head(self, runs: int = PERMUTATIONS, seed: int = 0) -> float:
+        """The expected accuracy of the best of L x H heads when every case's answer is drawn at random
+        from its candidates: what picking the best head finds by chance alone."""
+        if not self.n:
+            return float("nan")
+        gen = torch.Generator().manual_seed(seed)
+        picks = torch.stack([head_picks(r.scores).flatten() for r in self.results])  # (N, L*H)
+        sizes = torch.tensor([len(r.case.candidates) for r in self.results])  # (N,)
+        answers = (torch.rand(runs, self.n, generator=gen) * sizes).long()  # (R, N)
+        hits = picks[None] == answers[:, :, None]  # (R, N, L*H)
+        return hits.float().mean(1).amax(-1).mean().item()
+
+    def skip_reasons(self) -> Counter:
+        """How many cases were skipped for each reason (the candidate or word named in it left out)."""
+        return Counter(re.sub(r"'[^']*'", "'…'", why) for _, why in self.skipped)
 
 
-def score_result(result: AttentionResult, case: PronounCase) -> CaseResult:
-    """Score a case on the attention of its text."""
-    case_scores = scores(result, case)
-    return CaseResult(case, case_scores, case.candidates[mas_vote(case_scores)])
-
-
-def score_case(engine: Engine, case: PronounCase) -> CaseResult:
-    """Run the engine on the case's text (once) and score it."""
-    return score_result(next(iter(engine.run(case.text).values())), case)
-
-
-def evaluate(engine: Engine, cases: Iterable[PronounCase], progress: Callable[[int], None] | None = None) -> Benchmark:
+def evaluate(engine: Engine, cases: Iterable[PronounCase], method: Method = "mas", progress=None) -> Benchmark:
     """Score every case on the engine; a case whose words cannot be found is skipped with the reason."""
-    return evaluate_with(lambda case: score_case(engine, case), cases, progress)
+    return evaluate_with(lambda case: score_case(engine, case, method), cases, method, progress)
 
 
 def evaluate_with(
     score: Callable[[PronounCase], CaseResult],
     cases: Iterable[PronounCase],
+    method: Method = "mas",
     progress: Callable[[int], None] | None = None,
 ) -> Benchmark:
     """Score every case with `score`; a case whose words cannot be found is skipped with the reason."""
@@ -231,10 +398,12 @@ def evaluate_with(
         try:
             results.append(score(case))
         except ValueError as err:
+            if "not defined for a causal model" in str(err):
+                raise
             skipped.append((case, str(err)))
         if progress:
             progress(i + 1)
-    return Benchmark(results, skipped)
+    return Benchmark(results, skipped, method)
 
 
 def _clean(s: str | None) -> str:
@@ -242,41 +411,88 @@ def _clean(s: str | None) -> str:
     return " ".join((s or "").split())
 
 
+def _tidy(text: str) -> str:
+    """No space before punctuation ("because ." -> "because.")."""
+    return re.sub(r"\s+([.,;:!?])", r"\1", text)
+
+
+MAX_CASES = 100_000  # a file with more cases than this is refused before it is read further
+
+
+def _schema_case(schema: ET.Element, n: int) -> PronounCase:
+    """One <schema> of a Winograd XML file as a case; a ValueError naming the schema if it is malformed."""
+    text = schema.find("text")
+    answers_el = schema.find("answers")
+    if text is None or answers_el is None:
+        missing = "<text>" if text is None else "<answers>"
+        raise ValueError(f"schema {n} has no {missing}")
+    before, pronoun, after = (_clean(text.findtext(tag)) for tag in ("txt1", "pron", "txt2"))
+    if not pronoun:
+        raise ValueError(f"schema {n} has no <pron>")
+    answers = [_clean(a.text).rstrip(".,;:") for a in answers_el.iter("answer")]
+    letter = _clean(schema.findtext("correctAnswer")).strip(" .").upper()
+    index = ord(letter[0]) - ord("A") if letter else -1
+    if not 0 <= index < len(answers):
+        raise ValueError(f"schema {n}: its correct answer {letter!r} is not one of its {len(answers)} answers")
+    before = _tidy(before)
+    at = len(before) + 1 if before else 0  # the annotated pronoun starts where the text before it ends
+    body = _tidy(f"{before} {pronoun} {after}".strip())
+    try:
+        return PronounCase(body, pronoun, tuple(answers), answers[index], at)
+    except ValueError as err:
+        raise ValueError(f"schema {n}: {err}") from err
+
+
 def read_winograd_xml(source: str | bytes | Path) -> list[PronounCase]:
     """Cases from the Winograd Schema Challenge XML (WSCollection.xml, PDPChallenge2016.xml)."""
     data = Path(source).read_bytes() if isinstance(source, Path) else source
-    root = ET.fromstring(data)
-    cases = []
-    for schema in root.iter("schema"):
-        text = schema.find("text")
-        parts = [_clean(text.findtext("txt1")), _clean(text.findtext("pron")), _clean(text.findtext("txt2"))]
-        pronoun = parts[1]
-        answers = [_clean(a.text).rstrip(".,;:") for a in schema.find("answers").iter("answer")]
-        letter = _clean(schema.findtext("correctAnswer")).strip(" .").upper()
-        index = ord(letter[0]) - ord("A") if letter else -1
-        if not 0 <= index < len(answers):
-            raise ValueError(f"a schema's correct answer {letter!r} is not one of its {len(answers)} answers")
-        body = " ".join(p for p in parts if p)
-        body = re.sub(r"\s+([.,;:!?])", r"\1", body)
-        cases.append(PronounCase(body, pronoun, tuple(answers), answers[index]))
-    return cases
+    raw = data.encode() if isinstance(data, str) else data
+    if b"<!DOCTYPE" in raw or b"<!ENTITY" in raw:
+        raise ValueError("the XML declares a DOCTYPE or entities; a Winograd file needs neither")
+    try:
+        root = ET.fromstring(raw)
+    except ET.ParseError as err:
+        raise ValueError(f"the XML is malformed ({err})") from err
+    schemas = list(root.iter("schema"))
+    if len(schemas) > MAX_CASES:
+        raise ValueError(f"the file has {len(schemas):,} schemas; at most {MAX_CASES:,} are read")
+    return [_schema_case(schema, n) for n, schema in enumerate(schemas, 1)]
+
+
+def _json_case(d: object, n: int) -> PronounCase:
+    """One JSON object as a case; a ValueError naming the line if it is malformed."""
+    if not isinstance(d, dict):
+        raise ValueError(f"line {n} is not a JSON object with text, pronoun, candidates and answer")
+    try:
+        return PronounCase(d["text"], d["pronoun"], d["candidates"], d["answer"], d.get("pronoun_at"))
+    except KeyError as err:
+        raise ValueError(f"line {n} has no {err.args[0]!r}") from err
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"line {n}: {err}") from err
 
 
 def read_jsonl(lines: Iterable[str]) -> list[PronounCase]:
-    """Cases from JSON lines: {"text", "pronoun", "candidates", "answer"} each."""
+    """Cases from JSON lines: {"text", "pronoun", "candidates", "answer"} each, "pronoun_at" optional."""
     cases = []
     for n, line in enumerate(lines, 1):
-        if line.strip():
+        if not line.strip():
+            continue
+        try:
             d = json.loads(line)
-            try:
-                cases.append(PronounCase(d["text"], d["pronoun"], tuple(d["candidates"]), d["answer"]))
-            except KeyError as err:
-                raise ValueError(f"line {n} has no {err.args[0]!r}") from err
+        except json.JSONDecodeError as err:
+            raise ValueError(f"line {n} is not valid JSON ({err.msg})") from err
+        except RecursionError as err:
+            raise ValueError(f"line {n} nests too deeply to be a case") from err
+        cases.append(_json_case(d, n))
+        if len(cases) > MAX_CASES:
+            raise ValueError(f"the file has more than {MAX_CASES:,} cases")
     return cases
 
 
 def read_cases(path: Path) -> list[PronounCase]:
-    """A .jsonl file or a Winograd .xml file."""
+    """A .jsonl file, a Winograd .xml file, or "lesson" for the built-in minimal pairs."""
+    if str(path) == "lesson":
+        return list(LESSON)
     if path.suffix.lower() == ".xml":
         return read_winograd_xml(path)
     if path.suffix.lower() in (".jsonl", ".json"):

@@ -17,7 +17,6 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 import torch.nn.functional as F
-from plotly.subplots import make_subplots  # only for the small cost chart
 
 from attnviz.figures.style import MASKED_COLOUR, Style, pooled_labels
 from attnviz.result import AttentionResult
@@ -232,26 +231,34 @@ def matrix(
 
 
 def cost_chart(costs, *, style: Style = Style()) -> go.Figure:
-    """Measured time and memory per length N on log-log axes, with an N² line through the last point."""
+    """Measured growth against N on log-log axes, each series relative to its value at the smallest N:
+    the attention weights' size, the time of one pass (and peak GPU memory on a GPU), with N and N² lines."""
     n = np.array([c.n for c in costs], dtype=float)
-    ms = np.array([c.ms for c in costs])
-    mb = np.array([c.peak_mb if c.peak_mb is not None else c.weights_mb for c in costs])
-    mem_label = "peak GPU memory (MB)" if costs[0].peak_mb is not None else "attention weights (MB)"
-    fig = make_subplots(rows=1, cols=2, subplot_titles=["time of one pass (ms)", mem_label])
-    fig.add_trace(go.Scatter(x=n, y=ms, mode="lines+markers", name="measured time"), row=1, col=1)
-    fig.add_trace(go.Scatter(x=n, y=mb, mode="lines+markers", name="measured memory"), row=1, col=2)
-    for col, y in ((1, ms), (2, mb)):
-        ref = y[-1] * (n / n[-1]) ** 2
+    series = {
+        "attention weights (MB)": np.array([c.weights_mb for c in costs]),
+        "time of one pass (ms)": np.array([c.ms for c in costs]),
+    }
+    if costs[0].peak_mb is not None:
+        series["peak GPU memory (MB)"] = np.array([c.peak_mb for c in costs])
+    fig = go.Figure()
+    for power, label, dash in ((1, "∝ N", "dot"), (2, "∝ N²", "dash")):  # drawn first: under the measurements
+        fig.add_trace(
+            go.Scatter(x=n, y=(n / n[0]) ** power, mode="lines", line={"dash": dash, "color": "grey"}, name=label)
+        )
+    for name, values in series.items():
         fig.add_trace(
             go.Scatter(
-                x=n, y=ref, mode="lines", line={"dash": "dot", "color": "grey"}, name="∝ N²", showlegend=col == 1
-            ),
-            row=1,
-            col=col,
+                x=n,
+                y=values / values[0],
+                customdata=values,
+                mode="lines+markers",
+                name=name,
+                hovertemplate="N = %{x}<br>%{customdata:.3g} (×%{y:.1f})<extra>" + name + "</extra>",
+            )
         )
     fig.update_xaxes(type="log", title="tokens N")
-    fig.update_yaxes(type="log")
-    return fig.update_layout(height=340, font={"size": style.font_size}, margin={"l": 10, "r": 10, "t": 40, "b": 10})
+    fig.update_yaxes(type="log", title=f"× the value at N = {int(n[0])}")
+    return fig.update_layout(height=380, font={"size": style.font_size}, margin={"l": 10, "r": 10, "t": 30, "b": 10})
 
 
 @dataclass(frozen=True)
@@ -385,10 +392,15 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     return fig
 
 
-def stat_grid(values: np.ndarray, labels: list[list[str]], stat: str, *, style: Style = Style()) -> go.Figure:
-    """A layer x head grid coloured by one statistic, each head's label written in its cell."""
+def stat_grid(
+    values: np.ndarray, labels: list[list[str]], stat: str, *, style: Style = Style(), show_values: bool = True
+) -> go.Figure:
+    """A layer x head grid coloured by one statistic, each head's label (and value) written in its cell."""
     n_l, n_h = values.shape
-    text = [[f"{labels[layer][h]}<br>{values[layer, h]:.2f}" for h in range(n_h)] for layer in range(n_l)]
+    text = [
+        [labels[layer][h] + (f"<br>{values[layer, h]:.2f}" if show_values else "") for h in range(n_h)]
+        for layer in range(n_l)
+    ]
     fig = go.Figure(
         go.Heatmap(
             z=values.astype(np.float32),

@@ -30,6 +30,16 @@ BERT_WHAT_IF = (
     "cells gained it: each row must still sum to 1. The last row sees everything either way, so in the "
     "first layer it is unchanged."
 )
+NEVER_TRAINED = (
+    "**A what-if, not a model.** BERT was never trained with a causal mask: in layer 1 the inputs are the ones "
+    "it always saw, but from layer 2 on every layer reads hidden states the mask changed, which it never saw in "
+    "training."
+)
+CROSS_NEVER_TRAINED = (
+    "**A what-if, not something BERT does.** BERT was never trained as a decoder that reads another sentence. "
+    "The hidden states here are BERT's own (each sentence run through it alone), but no layer of BERT ever "
+    "matched one sentence's queries with another sentence's keys."
+)
 
 
 def source_picker() -> str:
@@ -128,6 +138,7 @@ def draw_bert(inputs: Inputs) -> None:
         both,
         Panel("causal − bidirectional", both.matrix - b, bi.target_tokens, bi.source_tokens, signed=True),
     ]
+    st.warning(NEVER_TRAINED, icon=":material/science:")
     st.plotly_chart(interactive.side_by_side(panels, style=style), key="cmp.bert.chart")
     export_panels(inputs, panels, text, bi, layer, head, "cmp.bert.export")
     st.markdown(BERT_WHAT_IF)
@@ -143,8 +154,8 @@ def draw_bert(inputs: Inputs) -> None:
         return
     title = f"sentence B → sentence A, BERT's own W_Q, W_K, W_V<br>layer {layer + 1}, head {head + 1} (what-if)"
     fig = interactive.side_by_side([interactive.panel(cross, layer, head, title)], style=style)
+    st.warning(CROSS_NEVER_TRAINED, icon=":material/science:")
     st.plotly_chart(fig, key="cmp.bert.cross")
-    st.caption("BERT never attends across two sentences run apart: this computes what its heads would do if it did.")
 
 
 def draw_hub(inputs: Inputs) -> None:

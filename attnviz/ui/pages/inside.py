@@ -17,6 +17,11 @@ from attnviz.ui import cache, controls, state
 
 D_MODELS = (32, 64, 128, 256, 384, 512, 768)
 HEAD_COUNTS = (1, 2, 4, 6, 8, 12, 16)
+BERT_NEVER_CAUSAL = (
+    "BERT was never trained with a causal mask: its first layer sees the words it always saw, but from layer 2 "
+    "on every layer reads hidden states it never saw in training. This shows the arithmetic of the mask, not "
+    "what a causal model would learn."
+)
 INTRO = (
     "BERT's own weights, run on attnviz's from-scratch engine: **project** X into Q, K, V; **split** them "
     "into heads; **score** every query against every key (QKᵀ/√d_k); **mask**; **softmax** each row; "
@@ -129,16 +134,28 @@ def _measure(d_model: int, heads: int) -> list[cost.Cost]:
 
 
 def draw_cost(d_model: int, heads: int, style: Style) -> None:
-    """Time and memory of one pass at N = 16 … 512, measured live."""
+    """Time and memory of one pass at N = 16 … 512, measured live, with what the formula says."""
     lengths = cost.DEFAULT_LENGTHS
     with st.spinner(f"Timing the engine at N = {lengths[0]} … {lengths[-1]}…"):
         costs = _measure(d_model, heads)
+    st.markdown(
+        "One pass costs **O(N²·d + N·d²)**: the scores QKᵀ and the mixing weights·V take N²·d multiplications, "
+        "the four projections W_Q, W_K, W_V, W_O take N·d² (d = d_model). The weights themselves are H·N² numbers."
+    )
     st.plotly_chart(interactive.cost_chart(costs, style=style), key="in.cost")
+    first, last = costs[0], costs[-1]
+    weights_growth, time_growth = last.weights_mb / first.weights_mb, last.ms / first.ms
+    why = (
+        "the time grew more slowly than the weights: while N is not far above d, the N·d² projections and fixed "
+        "costs weigh as much as the N² part."
+        if time_growth < weights_growth
+        else "the time grew as fast as the weights: here the N² part dominates."
+    )
     st.caption(
-        f"Measured live on this server ({'GPU' if costs[0].peak_mb is not None else 'CPU'}), median of "
-        f"{cost.DEFAULT_REPEATS} passes. From N = {costs[0].n} to {costs[-1].n} ({costs[-1].n // costs[0].n}× the "
-        f"tokens) the weights grow {costs[-1].weights_mb / costs[0].weights_mb:.0f}× and the time "
-        f"{costs[-1].ms / costs[0].ms:.0f}×."
+        f"Measured live on this server ({'GPU' if first.peak_mb is not None else 'CPU'}), median of "
+        f"{cost.DEFAULT_REPEATS} passes, d_model = {d_model}. From N = {first.n} to {last.n} "
+        f"({last.n // first.n}× the tokens) the weights grew {weights_growth:.0f}× and the time {time_growth:.0f}×: "
+        f"{why}"
     )
 
 
@@ -151,10 +168,12 @@ def render() -> None:
     layer, head, causal = step_controls(eng)
     enc, steps = cache.steps_or_stop(eng, inputs.text, layer, causal)
     st.code(shape_trail(steps, head), language=None)
+    if causal:
+        st.caption(BERT_NEVER_CAUSAL)
     draw_steps(steps, enc.axis, head, inputs.style)
 
     st.subheader("Change the sizes: d_k = d_model / h")
     d_model, heads = size_controls()
     draw_random_engine(d_model, heads, enc.axis, causal, inputs.style)
-    st.subheader("What it costs: time and memory grow with N²")
+    st.subheader("What it costs as the text grows")
     draw_cost(d_model, heads, inputs.style)

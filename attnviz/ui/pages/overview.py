@@ -9,7 +9,7 @@ from attnviz.engines.base import Backend
 from attnviz.figures import interactive
 from attnviz.figures.interactive import Panel
 from attnviz.result import AttentionResult
-from attnviz.ui import cache, controls, state
+from attnviz.ui import cache, controls, safe, state
 from attnviz.ui.controls import Inputs
 
 STAT_NAMES = {
@@ -37,18 +37,19 @@ def self_result_or_stop(inputs: Inputs) -> AttentionResult:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def _corpus_stats(model: str, backend: Backend) -> tuple[dict, float]:
-    """Statistics averaged over the built-in corpus (and its mean length), with a progress bar the first time."""
+def _corpus_stats(model: str, backend: Backend, confidence_excludes: str) -> tuple[dict, float]:
+    """Statistics averaged over the built-in corpus, and the uniform-attention entropy averaged over its
+    sentences (each at its own length); a progress bar the first time."""
     n = len(head_stats.CORPUS)
     bar = st.progress(0.0, text="Averaging over the built-in corpus…")
-    per_text, lengths = [], []
+    per_text, uniform = [], []
     for i, text in enumerate(head_stats.CORPUS):
         r = next(iter(cache.attention(model, backend, text).values()))
-        per_text.append(head_stats.head_stats(r))
-        lengths.append(len(r.target_tokens))
+        per_text.append(head_stats.head_stats(r, confidence_excludes=confidence_excludes))
+        uniform.append(head_stats.uniform_entropy(r))
         bar.progress((i + 1) / n, text=f"Averaging over the built-in corpus… {i + 1}/{n}")
     bar.empty()
-    return head_stats.average(per_text), sum(lengths) / n
+    return head_stats.average(per_text), sum(uniform) / n
 
 
 def _shared(inputs: Inputs) -> dict:
@@ -65,20 +66,37 @@ def stats_section(inputs: Inputs, result: AttentionResult) -> None:
     """The layer x head grid coloured by a statistic, clickable, and the table of every head."""
     state.restore("ov.stat", "stat", "entropy", lambda v: v in STAT_NAMES)
     state.restore("ov.corpus", "corpus", False)
-    a, b = st.columns([3, 2])
+    state.restore("ov.conf", "confidence", "end", lambda v: v in head_stats.CONFIDENCE_EXCLUDES)
+    a, b, c = st.columns([3, 2, 2])
     stat = a.selectbox("Colour by", list(STAT_NAMES), format_func=STAT_NAMES.get, key="ov.stat")
-    corpus = b.toggle(f"Average over the built-in corpus ({len(head_stats.CORPUS)} sentences)", key="ov.corpus")
-    state.remember("stat", stat)
-    state.remember("corpus", corpus)
+    corpus = b.toggle(
+        f"Corpus average ({len(head_stats.CORPUS)} sentences)",
+        key="ov.corpus",
+        help="Average every statistic over the built-in sentences instead of the typed text.",
+    )
+    excludes = c.selectbox(
+        "Confidence leaves out",
+        list(head_stats.CONFIDENCE_EXCLUDES),
+        format_func=head_stats.CONFIDENCE_EXCLUDES.get,
+        key="ov.conf",
+        help="Which keys each row's largest weight may not be: Voita et al. (2019) leave out the end token.",
+    )
+    for k, v in (("stat", stat), ("corpus", corpus), ("confidence", excludes)):
+        state.remember(k, v)
     if corpus:
-        stats, n_tokens = _corpus_stats(inputs.model, inputs.backend)
+        stats, uniform = _corpus_stats(inputs.model, inputs.backend, excludes)
     else:
-        stats, n_tokens = head_stats.head_stats(result), len(result.target_tokens)
-    labels = head_stats.labels(stats, round(n_tokens))
+        stats = head_stats.head_stats(result, confidence_excludes=excludes)
+        uniform = head_stats.uniform_entropy(result)
+    labels = head_stats.labels(stats, uniform)
+    seen = "i + 1 keys for query i (causal)" if result.kind == "causal" else "every key"
+    punct = ", ".join(safe.quoted(t) for t in head_stats.punctuation_tokens(result.source)) or "none in this text"
     st.caption(
         f"Labels: a head is previous-token, next-token, [SEP], [CLS] or self when more than "
         f"{head_stats.SHARE_THRESHOLD:.0%} of its attention goes there; broad when its entropy is at least "
-        f"{head_stats.BROAD_THRESHOLD:.0%} of ln n (uniform attention); other otherwise."
+        f"{head_stats.BROAD_THRESHOLD:.0%} of uniform attention's over the keys each query can see ({seen}: "
+        f"{uniform:.2f} nats{', averaged over the corpus sentences' if corpus else ''}); other otherwise. "
+        f"Punctuation counts tokens whose characters are all Unicode punctuation: {punct}."
     )
     event = st.plotly_chart(
         interactive.stat_grid(stats[stat].numpy(), labels, stat, style=inputs.style),

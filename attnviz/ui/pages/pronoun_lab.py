@@ -14,13 +14,17 @@ from attnviz.ui import cache, controls, state
 from attnviz.ui.controls import Inputs
 
 OWN = "Type your own…"
+MAX_BENCHMARK_CASES = 2000  # the most cases one run of the benchmark scores (stated on the page)
+METHOD_LABELS = {"mas": "Maximum Attention Score", "vote": "Head vote"}
 PRONOUNS = ("it", "he", "she", "they", "him", "her")
 BEST_SHOWN = 5
 CAVEAT = (
-    "**A caveat worth teaching.** Attention weights are not explanations (Jain & Wallace 2019; Wiegreffe & "
-    "Pinter 2019). A head that attends from *it* to *animal* shows where that head reads from, not what the "
-    "model decided: the value vectors, the other heads, the feed-forward layers and every later layer all "
-    "take part. Read these maps as evidence about heads, never as the model's reasoning."
+    "**A caveat worth teaching.** Whether attention weights explain a model's decisions is debated: Jain & "
+    "Wallace (2019, *Attention is not Explanation*) found weights that can be changed without changing the "
+    "output; Wiegreffe & Pinter (2019, *Attention is not not Explanation*) dispute how far that holds. Either way, "
+    "a head that attends from *it* to *animal* shows where that head reads from, not what the model decided: the "
+    "value vectors, the other heads, the feed-forward layers and every later layer all take part. Read these "
+    "maps as evidence about heads, never as the model's reasoning."
 )
 
 
@@ -59,11 +63,11 @@ def pick_case() -> tuple[PronounCase | None, int | None]:
     return case, None
 
 
-def score_or_stop(inputs: Inputs, case: PronounCase) -> CaseResult:
+def score_or_stop(inputs: Inputs, case: PronounCase, method: pronouns.Method = "vote") -> CaseResult:
     """The case scored on the cached attention of its text, or a message and the page stops."""
     results = cache.attention_or_stop(inputs.model, inputs.backend, case.text)
     try:
-        return pronouns.score_result(next(iter(results.values())), case)
+        return pronouns.score_result(next(iter(results.values())), case, method)
     except ValueError as err:
         st.warning(str(err))
         st.stop()
@@ -82,9 +86,15 @@ def predict_then_reveal(case: PronounCase, res: CaseResult, key: str) -> bool:
     if revealed and guess is not None:
         votes = pronouns.vote_counts(res.scores)
         tally = ", ".join(f"{int(v)} pick **{c}**" for c, v in zip(case.candidates, votes, strict=True))
-        verdict = "You called it." if guess == res.predicted else f"Most heads looked at {res.predicted} instead."
         right = "the right answer" if res.correct else f"not the right answer ({case.answer})"
-        st.success(f"{tally}. Most heads pick **{res.predicted}**, {right}. {verdict}")
+        if res.tie:
+            st.success(
+                f"{tally}: the heads are split evenly, so neither guess wins. By their total attention the pick is "
+                f"**{res.predicted}**, {right}."
+            )
+        else:
+            verdict = "You called it." if guess == res.predicted else f"Most heads looked at {res.predicted} instead."
+            st.success(f"{tally}. Most heads pick **{res.predicted}**, {right}. {verdict}")
     return revealed
 
 
@@ -96,11 +106,12 @@ def draw_case(inputs: Inputs, case: PronounCase, res: CaseResult) -> None:
     right = int((picks == case.candidates.index(case.answer)).sum())
     st.markdown(
         f"**{right} of {share.numel()} heads** attend from *{case.pronoun}* more to **{case.answer}** than to "
-        f"any other candidate. Maximum Attention Score vote: **{res.predicted}** "
-        f"({'right' if res.correct else 'wrong'})."
+        f"any other candidate. The heads' vote: **{res.predicted}** ({'right' if res.correct else 'wrong'})."
     )
     st.caption(
-        f"Each cell: the share of the pronoun's attention on '{case.answer}', and the candidate that head picks."
+        f"Each cell: the attention from '{case.pronoun}' to '{case.answer}' (its largest on any of the word's "
+        "pieces), and the candidate that head picks. The Benchmark tab also scores the other direction, from the "
+        "candidates to the pronoun: the Maximum Attention Score of Klein & Nabi (2019)."
     )
     grid = interactive.stat_grid(share.numpy(), names, f"share on {case.answer}", style=inputs.style)
     st.plotly_chart(grid, key="pr.grid")
@@ -130,63 +141,106 @@ def draw_pair(inputs: Inputs, index: int) -> None:
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def _benchmark(model: str, backend: Backend, cases: tuple[PronounCase, ...]) -> pronouns.Benchmark:
+def _benchmark(model: str, backend: Backend, cases: tuple[PronounCase, ...], method: pronouns.Method):
+    """Every case scored (cached by the cases themselves, so a file uploaded again is not scored again)."""
     bar = st.progress(0.0, text=f"Scoring {len(cases)} cases…")
 
     def score(case: PronounCase) -> CaseResult:
-        return pronouns.score_result(next(iter(cache.attention(model, backend, case.text).values())), case)
+        return pronouns.score_result(next(iter(cache.attention(model, backend, case.text).values())), case, method)
 
-    bench = pronouns.evaluate_with(score, cases, lambda i: bar.progress(i / len(cases), text=f"{i}/{len(cases)} cases"))
+    def progress(i: int) -> None:
+        bar.progress(i / len(cases), text=f"{i}/{len(cases)} cases")
+
+    bench = pronouns.evaluate_with(score, cases, method, progress)
     bar.empty()
-    return bench
+    return bench, bench.held_out_best_head(), bench.permutation_best_head()
+
+
+def _read_upload(upload) -> list[PronounCase]:
+    """The cases of an uploaded file; a ValueError saying what is wrong with it."""
+    data = upload.getvalue()
+    if upload.name.lower().endswith(".xml"):
+        return pronouns.read_winograd_xml(data)
+    try:
+        return pronouns.read_jsonl(data.decode("utf-8").splitlines())
+    except UnicodeDecodeError as err:
+        raise ValueError("the file is not UTF-8 text") from err
 
 
 def draw_benchmark(inputs: Inputs) -> None:
-    """Score a set of cases (built-in or uploaded) with the Maximum Attention Score."""
+    """Score a set of cases (built-in or uploaded) with the method chosen, beside chance and two baselines."""
     st.markdown(
-        "Score many cases at once with the Maximum Attention Score (Klein & Nabi 2019): every head votes "
-        "for the candidate it attends to most from the pronoun; most votes wins."
+        "Score many cases at once. **Maximum Attention Score** (Klein & Nabi 2019, as in the authors' code): "
+        "the attention from each candidate to the pronoun; each head gives its largest value to its top "
+        "candidate, and the candidate with the largest sum wins. **Head vote**: the attention from the pronoun "
+        "to each candidate; each head votes for its top candidate, most votes wins."
+    )
+    a, b = st.columns(2)
+    method = a.radio(
+        "Method", pronouns.METHODS, format_func=lambda m: METHOD_LABELS[m], key="pr.method", horizontal=True
+    )
+    limit = b.number_input(
+        f"Cases to score (at most {MAX_BENCHMARK_CASES:,} a run)", 1, MAX_BENCHMARK_CASES, 273, key="pr.limit"
     )
     upload = st.file_uploader(
         "A Winograd XML (WSCollection.xml format) or a JSONL file; empty: the built-in set",
         type=["xml", "jsonl"],
         key="pr.upload",
     )
-    limit = st.number_input("At most this many cases", 1, 2000, 273, key="pr.limit")
     if st.button("Run the benchmark", key="pr.run", type="primary"):
         try:
-            if upload is None:
-                cases = pronouns.LESSON
-            elif upload.name.lower().endswith(".xml"):
-                cases = pronouns.read_winograd_xml(upload.getvalue())
-            else:
-                cases = pronouns.read_jsonl(upload.getvalue().decode("utf-8").splitlines())
-        except (ValueError, SyntaxError, UnicodeDecodeError) as err:
+            cases = pronouns.LESSON if upload is None else _read_upload(upload)
+        except ValueError as err:
             st.error(f"That file could not be read: {err}")
             return
         cache.load_engine_or_stop(inputs.model, inputs.backend)
-        st.session_state["pr.bench"] = _benchmark(inputs.model, inputs.backend, tuple(cases[: int(limit)]))
-    bench = st.session_state.get("pr.bench")
-    if bench is None:
+        try:
+            st.session_state["pr.bench"] = _benchmark(inputs.model, inputs.backend, tuple(cases[: int(limit)]), method)
+        except ValueError as err:  # the Maximum Attention Score on a causal model
+            st.warning(str(err))
+            return
+    if "pr.bench" not in st.session_state:
         return
+    bench, (held_out, picked), permuted = st.session_state["pr.bench"]
     if not bench.n:
-        st.warning("No case could be scored.")
+        st.warning(f"None of the {len(bench.skipped)} cases could be scored: {bench.skipped[0][1]}.")
         return
+    draw_scores(inputs, bench, held_out, picked, permuted)
+
+
+def draw_scores(inputs: Inputs, bench: pronouns.Benchmark, held_out: float, picked, permuted: float) -> None:
+    """The benchmark's accuracy, its baselines and each head's accuracy."""
     layer, head, best = bench.best_head
-    a, b, c = st.columns(3)
-    a.metric(
-        "Maximum Attention Score accuracy", f"{bench.accuracy:.1%}", f"{bench.accuracy - bench.chance:+.1%} vs chance"
-    )
+    a, b, c, d = st.columns(4)
+    a.metric(METHOD_LABELS[bench.method], f"{bench.accuracy:.1%}", f"{bench.accuracy - bench.chance:+.1%} vs chance")
     b.metric("Chance", f"{bench.chance:.1%}")
-    c.metric(f"Best single head (L{layer + 1} H{head + 1})", f"{best:.1%}")
+    c.metric(
+        "Best head, held out",
+        f"{held_out:.1%}",
+        help="The best head picked on one half of the cases and scored on the other, and the reverse, averaged "
+        f"(a schema and its twin stay together). The heads picked: "
+        f"{', '.join(f'L{lay + 1} H{h + 1}' for lay, h in picked)}.",
+    )
+    d.metric(
+        "Best head, random answers",
+        f"{permuted:.1%}",
+        help=f"What the best of {bench.per_head.numel()} heads reaches when every answer is drawn at random "
+        f"(the mean of {pronouns.PERMUTATIONS:,} runs): a best head below this has found nothing.",
+    )
+    skipped = "; ".join(f"{n} because the {why}" for why, n in bench.skip_reasons().items())
     st.caption(
-        f"{bench.n} cases scored, {len(bench.skipped)} skipped (a word not found in the text). Published, "
-        f"bert-base-uncased with the same method: about {pronouns.PUBLISHED['WSC273']:.0%} on WSC273 and "
-        f"{pronouns.PUBLISHED['PDP-60']:.0%} on PDP-60."
+        f"{bench.n} cases scored, {len(bench.skipped)} skipped{': ' + skipped if skipped else ''}. "
+        f"{bench.ties} predictions won a tie. The best head picked on these very cases, L{layer + 1} H{head + 1}, "
+        f"is right on {best:.1%} of them: compare it with the random-answer baseline, not with chance. "
+        f"Published, bert-base-uncased with the Maximum Attention Score: about {pronouns.PUBLISHED['WSC273']:.0%} "
+        f"on WSC273 and {pronouns.PUBLISHED['PDP-60']:.0%} on PDP-60 (the authors encode a sentence pair split at "
+        "the pronoun; attnviz one segment)."
     )
     acc = bench.per_head.numpy()
     labels = [[f"{acc[i, j]:.0%}" for j in range(acc.shape[1])] for i in range(acc.shape[0])]
-    st.plotly_chart(interactive.stat_grid(acc, labels, "accuracy", style=inputs.style), key="pr.bench.grid")
+    st.caption("Each head's own accuracy on these cases (its top candidate against the answer).")
+    grid = interactive.stat_grid(acc, labels, "accuracy", style=inputs.style, show_values=False)
+    st.plotly_chart(grid, key="pr.bench.grid")
 
 
 def render() -> None:
