@@ -9,10 +9,11 @@ strings.
 
 from __future__ import annotations
 
-import html
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from attnviz.escape import html_text
 
 MAX_CHARS = 200_000  # far beyond any model's positions; stops a paste of a whole book early
 NO_SPAN = (0, 0)  # a token that covers no character of the text (special tokens)
@@ -202,4 +203,4 @@ class Tokenizer:
 
 def display_labels(tokens: Sequence[str]) -> list[str]:
     """Escaped, unique labels for a browser axis: "it ·9" (1-based position), so equal tokens stay apart."""
-    return [f"{html.escape(tok)} ·{i + 1}" for i, tok in enumerate(tokens)]
+    return [f"{html_text(tok, limit=80)} ·{i + 1}" for i, tok in enumerate(tokens)]

@@ -145,7 +145,7 @@ def _compare(**params):
 def test_compare_page_with_the_date_model():
     at = _compare()
     _ok(at)
-    assert any("→ **2026-11-22**" in m.value for m in at.markdown)
+    assert any("→ **2026\\-11\\-22**" in m.value for m in at.markdown)  # escaped: the model's output is text
     data = _charts(at)[0]["data"]
     assert [d["type"] for d in data] == ["heatmap"] * 3
     causal = array(data[1]["z"])

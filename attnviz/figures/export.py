@@ -79,7 +79,7 @@ def head_figure(result: AttentionResult, layer: int, head: int, *, cmap: str = D
         labels,
         True,
     )
-    ax.set_title(f"{result.model} — layer {layer + 1}, head {head + 1} ({result.kind} attention)")
+    ax.set_title(_tick(f"{result.model} — layer {layer + 1}, head {head + 1} ({result.kind} attention)"))
     ax.set_xlabel("key (attended to)")
     ax.set_ylabel("query (attending)")
     return fig
@@ -114,7 +114,7 @@ def grid_figure(result: AttentionResult, layer: int, *, cmap: str = DEFAULT_CMAP
             ax.set_yticklabels([])
         if labels and h // columns < rows - 1 and h + columns < n:
             ax.set_xticklabels([])
-    fig.suptitle(f"{result.model} — layer {layer + 1}, all {n} heads ({result.kind} attention)")
+    fig.suptitle(_tick(f"{result.model} — layer {layer + 1}, all {n} heads ({result.kind} attention)"))
     return fig
 
 
@@ -185,7 +185,7 @@ def overview_figure(thumbs: np.ndarray, title: str, *, cmap: str = DEFAULT_CMAP)
             if head == 0:
                 ax.set_ylabel(f"L{layer + 1}", fontsize=8)
     fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
-    fig.suptitle(title)
+    fig.suptitle(_tick(title))
     return fig
 
 
@@ -229,9 +229,9 @@ def panels_figure(panels, title: str, *, cmap: str = DEFAULT_CMAP) -> Figure:
             xticklabels=[_tick(t) for t in p.cols] if labels else False,
             yticklabels=[_tick(t) for t in p.rows] if labels else False,
         )
-        ax.set_title(p.title.replace("<br>", "\n"), fontsize=9)
+        ax.set_title(_tick(p.title), fontsize=9)
         ax.tick_params(labelsize=7)
-    fig.suptitle(title)
+    fig.suptitle(_tick(title))
     return fig
 
 
@@ -243,7 +243,7 @@ def panels_json(panels, manifest: Manifest) -> str:
         values = np.where(p.masked, np.nan, m) if p.masked is not None else m
         out.append(
             {
-                "title": p.title.replace("<br>", " "),
+                "title": p.title.replace("\n", " "),
                 "target_tokens": list(p.rows),
                 "source_tokens": list(p.cols),
                 "weights": [[None if np.isnan(v) else v for v in row] for row in values.tolist()],

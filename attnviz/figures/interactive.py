@@ -1,7 +1,9 @@
 """Plotly figures for the browser. Builders return a figure; they never show or save it.
 
 Queries are rows (top to bottom), keys are columns. Tick labels are escaped and made unique
-("the ·1", "the ·8"): plotly reads labels as HTML and merges equal category labels.
+("the ·1", "the ·8"): plotly reads labels as HTML and merges equal category labels. Every text a
+builder is given (titles, labels) is plain text: the builder escapes it (attnviz.escape.html_text),
+and "\n" is its only line break.
 Large inputs are average-pooled to at most `max_side` cells a side before they are sent,
 so a 512-token input stays within a few MB (bertviz ships every layer and dies near 256).
 """
@@ -18,6 +20,7 @@ import plotly.graph_objects as go
 import torch
 import torch.nn.functional as F
 
+from attnviz.escape import html_text
 from attnviz.figures.style import MASKED_COLOUR, Style, pooled_labels
 from attnviz.result import AttentionResult
 from attnviz.tokens import display_labels
@@ -38,7 +41,7 @@ def pooled(weights: torch.Tensor, max_side: int) -> tuple[np.ndarray, int, int]:
 
 def _style_layout(fig: go.Figure, style: Style, zmax: float, title: str) -> go.Figure:
     fig.update_layout(
-        title={"text": title, "font": {"size": style.font_size + 4}},
+        title={"text": html_text(title), "font": {"size": style.font_size + 4}},
         font={"size": style.font_size, "color": "black" if style.projector else None},
         coloraxis={
             "colorscale": style.colorscale,
@@ -222,7 +225,7 @@ def matrix(
     fig.update_yaxes(autorange="reversed", showticklabels=rows is not None and len(rows) <= 40)
     fig.update_xaxes(showticklabels=cols is not None and len(cols) <= 40, tickangle=-60)
     return fig.update_layout(
-        title={"text": title, "font": {"size": style.font_size + 1}},
+        title={"text": html_text(title), "font": {"size": style.font_size + 1}},
         height=height,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
         font={"size": style.font_size},
@@ -295,11 +298,10 @@ def _label_fraction(labels: Sequence[str], font_size: int) -> float:
 
 
 def _wrap_title(title: str, width_fraction: float, font_size: int) -> str:
-    """A panel title broken into lines ("<br>") that fit over its panel on the narrowest figure."""
+    """A panel title, escaped and broken into lines that fit over its panel on the narrowest figure."""
     chars = max(8, int(width_fraction * NARROWEST_PX / (CHAR_EM * font_size)))
-    return "<br>".join(
-        line for part in title.split("<br>") for line in textwrap.wrap(part, chars, break_on_hyphens=False) or [""]
-    )
+    lines = [line for part in title.split("\n") for line in textwrap.wrap(part, chars, break_on_hyphens=False) or [""]]
+    return "<br>".join(html_text(line) for line in lines)
 
 
 def _panel_domains(panels: list[Panel], font_size: int) -> list[tuple[float, float, bool]]:
@@ -367,7 +369,7 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
                 hovertemplate="query %{y}<br>key %{x}<br>"
                 + ("difference" if p.signed else "weight")
                 + " %{z:.4f}<extra>"
-                + p.title
+                + html_text(p.title.replace("\n", " "))
                 + "</extra>",
             )
         )
@@ -398,9 +400,10 @@ def stat_grid(
     """A layer x head grid coloured by one statistic, each head's label (and value) written in its cell."""
     n_l, n_h = values.shape
     text = [
-        [labels[layer][h] + (f"<br>{values[layer, h]:.2f}" if show_values else "") for h in range(n_h)]
+        [html_text(labels[layer][h], 40) + (f"<br>{values[layer, h]:.2f}" if show_values else "") for h in range(n_h)]
         for layer in range(n_l)
     ]
+    stat = html_text(stat, 60)
     fig = go.Figure(
         go.Heatmap(
             z=values.astype(np.float32),
@@ -449,7 +452,9 @@ def bars(values: np.ndarray, tokens: tuple[str, ...], title: str, *, style: Styl
         )
     )
     fig.update_xaxes(tickangle=-60)
-    return fig.update_layout(title=title, height=320, font={"size": style.font_size}, margin={"t": 50, "b": 10})
+    return fig.update_layout(
+        title=html_text(title), height=320, font={"size": style.font_size}, margin={"t": 50, "b": 10}
+    )
 
 
 FLIP_COLOURS = [[0, "#d95f02"], [0.5, "#dddddd"], [1, "#1b9e77"]]  # flips the wrong way, never moves, flips right
@@ -474,4 +479,4 @@ def flip_grid(categories: np.ndarray, names: dict[int, str], title: str, *, styl
         )
     )
     fig.update_yaxes(autorange="reversed")
-    return fig.update_layout(height=360, title=title, font={"size": style.font_size})
+    return fig.update_layout(height=360, title=html_text(title), font={"size": style.font_size})

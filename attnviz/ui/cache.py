@@ -6,6 +6,7 @@ from typing import Literal
 
 import streamlit as st
 
+from attnviz import escape
 from attnviz.engines import registry
 from attnviz.engines.base import Backend, Engine, ModelLoadError, SteppingEngine, WhatIfEngine, run_with_cpu_fallback
 from attnviz.engines.scratch import AttentionSteps
@@ -60,10 +61,10 @@ def attention(
 def load_engine_or_stop(model: str, backend: Backend) -> Engine:
     """The engine, with a spinner while it loads; a clear message (and the page stops) if it cannot."""
     try:
-        with st.spinner(f"Loading model '{model}' (the first time takes a few seconds)…"):
+        with st.spinner(f"Loading model {escape.quoted(model)} (the first time takes a few seconds)…"):
             return engine(model, backend)
     except (ModelLoadError, ValueError) as err:
-        st.error(str(err))
+        st.error(escape.md(err))
         st.stop()
 
 
@@ -76,7 +77,7 @@ def attention_or_stop(
         with st.spinner("Computing attention…"):
             return attention(model, backend, text, target, what_if)
     except ValueError as err:
-        st.warning(str(err))
+        st.warning(escape.md(err))
         st.stop()
 
 
@@ -85,7 +86,7 @@ def steps_or_stop(eng: SteppingEngine, text: str, layer: int, causal: bool) -> t
     try:
         return eng.steps(text, layer, causal=causal)
     except ValueError as err:
-        st.warning(str(err))
+        st.warning(escape.md(err))
         st.stop()
 
 

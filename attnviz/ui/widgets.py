@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from attnviz import escape
 from attnviz.analysis import view_options
 from attnviz.figures.style import pooled_labels
 from attnviz.result import AttentionResult
@@ -41,7 +42,7 @@ def prepared(result: AttentionResult, opts: Options) -> AttentionResult:
     try:
         return view_options.prepare(result, hide_special=opts.hide_special, merge_words=opts.merge_words)
     except ValueError as err:
-        st.warning(str(err))
+        st.warning(escape.md(err))
         st.stop()
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from attnviz import escape
 from attnviz.engines import registry, seq2seq
 from attnviz.figures import interactive
 from attnviz.figures.interactive import Panel
@@ -68,7 +69,7 @@ def export_panels(
     """PNG, SVG and JSON of the panels shown; CSV of the last panel (the cross-attention)."""
     from attnviz.figures import export
 
-    kinds = " | ".join(p.title.split("<br>")[0] for p in panels)
+    kinds = " | ".join(p.title.split("\n")[0] for p in panels)
     meta = export.Manifest(
         result.model, inputs.backend, result.device, text, kinds, layer + 1, head + 1, {"view": "side by side"}
     )
@@ -85,10 +86,10 @@ def three_panels(results: dict[AttentionKind, AttentionResult], layer: int, head
     enc_layer, enc_head = min(layer, s.n_layers - 1), min(head, s.n_heads - 1)
     return [
         interactive.panel(
-            s, enc_layer, enc_head, f"encoder self-attention<br>layer {enc_layer + 1}, head {enc_head + 1}"
+            s, enc_layer, enc_head, f"encoder self-attention\nlayer {enc_layer + 1}, head {enc_head + 1}"
         ),
-        interactive.panel(c, layer, head, f"decoder masked self-attention<br>layer {layer + 1}, head {head + 1}"),
-        interactive.panel(x, layer, head, f"cross-attention (decoder → encoder)<br>layer {layer + 1}, head {head + 1}"),
+        interactive.panel(c, layer, head, f"decoder masked self-attention\nlayer {layer + 1}, head {head + 1}"),
+        interactive.panel(x, layer, head, f"cross-attention (decoder → encoder)\nlayer {layer + 1}, head {head + 1}"),
     ]
 
 
@@ -121,7 +122,7 @@ def draw_dates(inputs: Inputs) -> None:
     text = st.text_input("A date, written any way", key="cmp.date")
     state.remember("date", text)
     results = cache.attention_or_stop("dates", "scratch", text)
-    st.markdown(f"**{text}** → **{seq2seq.decoded(results['causal'])}**")  # the decoder's own output
+    st.markdown(f"**{escape.md(text)}** → **{escape.md(seq2seq.decoded(results['causal']))}**")  # its own output
     draw_three(inputs, results, text, "cmp.dates")
 
 
@@ -131,10 +132,10 @@ def draw_bert(inputs: Inputs) -> None:
     bi = cache.attention_or_stop(registry.DEFAULT, "scratch", text)["self"]
     ca = cache.attention_or_stop(registry.DEFAULT, "scratch", text, what_if="causal")["causal"]
     layer, head = pickers(bi.n_layers, bi.n_heads)
-    both = interactive.panel(ca, layer, head, "causal mask, same weights<br>(what-if)")
+    both = interactive.panel(ca, layer, head, "causal mask, same weights\n(what-if)")
     b = bi.head(layer, head).numpy()
     panels = [
-        interactive.panel(bi, layer, head, "bidirectional<br>(what BERT does)"),
+        interactive.panel(bi, layer, head, "bidirectional\n(what BERT does)"),
         both,
         Panel("causal − bidirectional", both.matrix - b, bi.target_tokens, bi.source_tokens, signed=True),
     ]
@@ -150,9 +151,9 @@ def draw_bert(inputs: Inputs) -> None:
     try:
         cross = cache.cross_what_if(registry.DEFAULT, text, other)
     except ValueError as err:
-        st.warning(str(err))
+        st.warning(escape.md(err))
         return
-    title = f"sentence B → sentence A, BERT's own W_Q, W_K, W_V<br>layer {layer + 1}, head {head + 1} (what-if)"
+    title = f"sentence B → sentence A, BERT's own W_Q, W_K, W_V\nlayer {layer + 1}, head {head + 1} (what-if)"
     fig = interactive.side_by_side([interactive.panel(cross, layer, head, title)], style=style)
     st.warning(CROSS_NEVER_TRAINED, icon=":material/science:")
     st.plotly_chart(fig, key="cmp.bert.cross")
@@ -169,7 +170,7 @@ def draw_hub(inputs: Inputs) -> None:
     state.remember("target", target)
     eng = cache.load_engine_or_stop(model, "hf")
     if eng.architecture != "encoder-decoder":
-        st.warning(f"'{model}' is not an encoder-decoder ({eng.architecture}); it has no cross-attention.")
+        st.warning(f"{escape.quoted(model)} is not an encoder-decoder ({eng.architecture}); it has no cross-attention.")
         st.stop()
     results = cache.attention_or_stop(model, "hf", inputs.text, target or None)
     draw_three(inputs, results, inputs.text, "cmp.hub")

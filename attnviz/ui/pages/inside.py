@@ -6,6 +6,7 @@ from functools import partial
 
 import streamlit as st
 
+from attnviz import escape
 from attnviz.analysis import cost
 from attnviz.engines import registry
 from attnviz.engines.base import Backend, SteppingEngine
@@ -36,12 +37,13 @@ def stepping_engine(model: str, backend: Backend) -> SteppingEngine:
         return eng
     if not registry.can_rebuild(eng):
         st.info(
-            f"'{model}' cannot be rebuilt on the from-scratch engine; the step-by-step view shows the bundled BERT."
+            f"{escape.quoted(model)} cannot be rebuilt on the from-scratch engine; the step-by-step view shows the "
+            "bundled BERT."
         )
         model = registry.DEFAULT
     eng = cache.load_engine_or_stop(model, "scratch")
     if not isinstance(eng, SteppingEngine):
-        st.error(f"The scratch backend of '{model}' cannot show its layers step by step.")
+        st.error(f"The scratch backend of {escape.quoted(model)} cannot show its layers step by step.")
         st.stop()
     return eng
 

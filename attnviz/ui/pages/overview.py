@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
+from attnviz import escape
 from attnviz.analysis import head_stats, rollout
 from attnviz.engines.base import Backend
 from attnviz.figures import interactive
 from attnviz.figures.interactive import Panel
 from attnviz.result import AttentionResult
-from attnviz.ui import cache, controls, safe, state
+from attnviz.ui import cache, controls, state
 from attnviz.ui.controls import Inputs
 
 STAT_NAMES = {
@@ -90,7 +91,7 @@ def stats_section(inputs: Inputs, result: AttentionResult) -> None:
         uniform = head_stats.uniform_entropy(result)
     labels = head_stats.labels(stats, uniform)
     seen = "i + 1 keys for query i (causal)" if result.kind == "causal" else "every key"
-    punct = ", ".join(safe.quoted(t) for t in head_stats.punctuation_tokens(result.source)) or "none in this text"
+    punct = ", ".join(escape.quoted(t) for t in head_stats.punctuation_tokens(result.source)) or "none in this text"
     st.caption(
         f"Labels: a head is previous-token, next-token, [SEP], [CLS] or self when more than "
         f"{head_stats.SHARE_THRESHOLD:.0%} of its attention goes there; broad when its entropy is at least "
@@ -130,7 +131,7 @@ def rollout_section(inputs: Inputs, result: AttentionResult) -> None:
     rolled = rollout.rollout(result)[layer]
     toks = result.target_tokens
     panels = [
-        Panel(f"raw attention, layer {layer + 1}<br>(heads averaged, + residual)", raw.numpy(), toks, toks),
+        Panel(f"raw attention, layer {layer + 1}\n(heads averaged, + residual)", raw.numpy(), toks, toks),
         Panel(f"rollout up to layer {layer + 1}", rolled.numpy(), toks, toks),
     ]
     state.restore("ov.flow", "flow", False)
@@ -142,14 +143,14 @@ def rollout_section(inputs: Inputs, result: AttentionResult) -> None:
                 flowed = _flow(inputs.model, inputs.backend, inputs.text, layer)
             panels.append(Panel(f"flow up to layer {layer + 1}", flowed.numpy(), toks, toks))
         except ValueError as err:
-            st.info(str(err))
+            st.info(escape.md(err))
     st.plotly_chart(interactive.side_by_side(panels, style=inputs.style), key="ov.rollout")
     state.restore("ov.token", "token", 1, lambda v: 1 <= v <= len(toks))
     pick = st.selectbox(
         "Where does this token draw from?",
         range(1, len(toks) + 1),
         key="ov.token",
-        format_func=lambda i: f"{toks[i - 1]} (position {i})",
+        format_func=lambda i: f"{toks[i - 1][:40]} (position {i})",
     )
     state.remember("token", pick)
     title = f"'{toks[pick - 1]}' after layer {layer + 1}: rollout share per input token"

@@ -6,6 +6,7 @@ import re
 
 import streamlit as st
 
+from attnviz import escape
 from attnviz.analysis import pronouns
 from attnviz.analysis.pronouns import CaseResult, PronounCase
 from attnviz.engines.base import Backend
@@ -58,7 +59,7 @@ def pick_case() -> tuple[PronounCase | None, int | None]:
         case = PronounCase(text, pron, tuple(cands), answer)
         pronouns.locate(case)
     except ValueError as err:
-        st.warning(str(err))
+        st.warning(escape.md(err))
         return None, None
     return case, None
 
@@ -69,51 +70,55 @@ def score_or_stop(inputs: Inputs, case: PronounCase, method: pronouns.Method = "
     try:
         return pronouns.score_result(next(iter(results.values())), case, method)
     except ValueError as err:
-        st.warning(str(err))
+        st.warning(escape.md(err))
         st.stop()
 
 
 def predict_then_reveal(case: PronounCase, res: CaseResult, key: str) -> bool:
     """Ask for a guess first; reveal the heads' votes once one is made. True once revealed."""
     st.markdown(
-        f"**Predict first.** {res.scores.shape[0] * res.scores.shape[1]} heads each look from *{case.pronoun}* "
-        "at the candidates. Which word do you think most of them look at most?"
+        f"**Predict first.** {res.scores.shape[0] * res.scores.shape[1]} heads each look from "
+        f"*{escape.md(case.pronoun)}* at the candidates. Which word do you think most of them look at most?"
     )
-    guess = st.radio("Your guess", case.candidates, index=None, key=f"{key}.guess", horizontal=True)
+    guess = st.radio(
+        "Your guess", case.candidates, index=None, key=f"{key}.guess", horizontal=True, format_func=escape.md
+    )
     revealed = st.session_state.get(f"{key}.revealed", False)
     if st.button("Reveal", key=f"{key}.reveal", disabled=guess is None):
         st.session_state[f"{key}.revealed"] = revealed = True
     if revealed and guess is not None:
         votes = pronouns.vote_counts(res.scores)
-        tally = ", ".join(f"{int(v)} pick **{c}**" for c, v in zip(case.candidates, votes, strict=True))
-        right = "the right answer" if res.correct else f"not the right answer ({case.answer})"
+        tally = ", ".join(f"{int(v)} pick **{escape.md(c)}**" for c, v in zip(case.candidates, votes, strict=True))
+        right = "the right answer" if res.correct else f"not the right answer ({escape.md(case.answer)})"
+        predicted = escape.md(res.predicted)
         if res.tie:
             st.success(
                 f"{tally}: the heads are split evenly, so neither guess wins. By their total attention the pick is "
-                f"**{res.predicted}**, {right}."
+                f"**{predicted}**, {right}."
             )
         else:
-            verdict = "You called it." if guess == res.predicted else f"Most heads looked at {res.predicted} instead."
-            st.success(f"{tally}. Most heads pick **{res.predicted}**, {right}. {verdict}")
+            verdict = "You called it." if guess == res.predicted else f"Most heads looked at {predicted} instead."
+            st.success(f"{tally}. Most heads pick **{predicted}**, {right}. {verdict}")
     return revealed
 
 
 def draw_case(inputs: Inputs, case: PronounCase, res: CaseResult) -> None:
-    """Each head's share on the right answer and its pick; the best heads; where the pronoun looks in the best."""
-    share = res.scores[..., case.candidates.index(case.answer)]  # (L, H)
+    """Each head's attention on the right answer and its pick; the best heads; where the pronoun looks in the best."""
+    share = res.scores[..., res.answer_index]  # (L, H)
     picks = pronouns.head_picks(res.scores)
     names = [[case.candidates[int(c)] for c in row] for row in picks]
-    right = int((picks == case.candidates.index(case.answer)).sum())
+    right = int((picks == res.answer_index).sum())
     st.markdown(
-        f"**{right} of {share.numel()} heads** attend from *{case.pronoun}* more to **{case.answer}** than to "
-        f"any other candidate. The heads' vote: **{res.predicted}** ({'right' if res.correct else 'wrong'})."
+        f"**{right} of {share.numel()} heads** attend from *{escape.md(case.pronoun)}* more to "
+        f"**{escape.md(case.answer)}** than to any other candidate. The heads' vote: "
+        f"**{escape.md(res.predicted)}** ({'right' if res.correct else 'wrong'})."
     )
     st.caption(
-        f"Each cell: the attention from '{case.pronoun}' to '{case.answer}' (its largest on any of the word's "
-        "pieces), and the candidate that head picks. The Benchmark tab also scores the other direction, from the "
-        "candidates to the pronoun: the Maximum Attention Score of Klein & Nabi (2019)."
+        f"Each cell: the attention from {escape.quoted(case.pronoun)} to {escape.quoted(case.answer)} (its largest "
+        "on any of the word's pieces), and the candidate that head picks. The Benchmark tab also scores the other "
+        "direction, from the candidates to the pronoun: the Maximum Attention Score of Klein & Nabi (2019)."
     )
-    grid = interactive.stat_grid(share.numpy(), names, f"share on {case.answer}", style=inputs.style)
+    grid = interactive.stat_grid(share.numpy(), names, f"on {case.answer}", style=inputs.style)
     st.plotly_chart(grid, key="pr.grid")
     best = pronouns.best_heads(share, BEST_SHOWN)
     st.markdown("Best heads: " + ", ".join(f"layer {lay + 1} head {h + 1} ({v:.2f})" for lay, h, v in best))
@@ -129,7 +134,9 @@ def draw_pair(inputs: Inputs, index: int) -> None:
     a, b = pronouns.LESSON[index - index % 2], pronouns.LESSON[index - index % 2 + 1]
     ra, rb = score_or_stop(inputs, a), score_or_stop(inputs, b)
     categories = pronouns.flip_categories(ra, rb)
-    st.markdown(f"*{a.text}* → **{a.answer}**  \n*{b.text}* → **{b.answer}**")
+    st.markdown(
+        f"*{escape.md(a.text)}* → **{escape.md(a.answer)}**  \n*{escape.md(b.text)}* → **{escape.md(b.answer)}**"
+    )
     title = (
         "Green: the head's choice flips with the one word, both times right. Grey: it picks the same word both times."
     )
@@ -191,19 +198,19 @@ def draw_benchmark(inputs: Inputs) -> None:
         try:
             cases = pronouns.LESSON if upload is None else _read_upload(upload)
         except ValueError as err:
-            st.error(f"That file could not be read: {err}")
+            st.error(f"That file could not be read: {escape.md(err)}")
             return
         cache.load_engine_or_stop(inputs.model, inputs.backend)
         try:
             st.session_state["pr.bench"] = _benchmark(inputs.model, inputs.backend, tuple(cases[: int(limit)]), method)
         except ValueError as err:  # the Maximum Attention Score on a causal model
-            st.warning(str(err))
+            st.warning(escape.md(err))
             return
     if "pr.bench" not in st.session_state:
         return
     bench, (held_out, picked), permuted = st.session_state["pr.bench"]
     if not bench.n:
-        st.warning(f"None of the {len(bench.skipped)} cases could be scored: {bench.skipped[0][1]}.")
+        st.warning(f"None of the {len(bench.skipped)} cases could be scored: {escape.md(bench.skipped[0][1])}.")
         return
     draw_scores(inputs, bench, held_out, picked, permuted)
 
@@ -227,7 +234,7 @@ def draw_scores(inputs: Inputs, bench: pronouns.Benchmark, held_out: float, pick
         help=f"What the best of {bench.per_head.numel()} heads reaches when every answer is drawn at random "
         f"(the mean of {pronouns.PERMUTATIONS:,} runs): a best head below this has found nothing.",
     )
-    skipped = "; ".join(f"{n} because the {why}" for why, n in bench.skip_reasons().items())
+    skipped = "; ".join(f"{n} because the {escape.md(why)}" for why, n in bench.skip_reasons().items())
     st.caption(
         f"{bench.n} cases scored, {len(bench.skipped)} skipped{': ' + skipped if skipped else ''}. "
         f"{bench.ties} predictions won a tie. The best head picked on these very cases, L{layer + 1} H{head + 1}, "

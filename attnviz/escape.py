@@ -1,0 +1,41 @@
+"""The one way text from a person (or a file, a URL, an error that quotes them) reaches a page: escaped.
+
+Two places read markup:
+- Streamlit's markdown (st.markdown, captions, alerts, radio labels): links, images, emphasis,
+  headings, Streamlit's own directives (":red[...]", ":material/icon:", emoji shortcodes) and
+  LaTeX between dollar signs. `md` makes text a literal there.
+- plotly's text (titles, tick labels, annotations, hover and cell text) reads a subset of HTML,
+  links included. `html_text` makes text a literal there ("\\n" becomes a line break).
+Both cut very long text, so one pasted chapter cannot flood a message.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+# Every ASCII character markdown, Streamlit's directives or LaTeX give a meaning to (quotes and "=" mean
+# nothing in the middle of a line, and md() joins the lines).
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|~:$<>&])")
+MAX_SHOWN = 300  # longer text is cut, with an ellipsis, before it is shown
+
+
+def _cut(text: object, limit: int) -> str:
+    s = str(text)
+    return s[:limit] + "…" if len(s) > limit else s
+
+
+def md(text: object, limit: int = MAX_SHOWN) -> str:
+    """`text` as a literal in markdown: every markup character backslash-escaped, line breaks as spaces."""
+    s = " ".join(_cut(text, limit).split())  # no line breaks: a heading, a list or a table needs one
+    return _MARKDOWN.sub(r"\\\1", s)
+
+
+def quoted(text: object, limit: int = MAX_SHOWN) -> str:
+    """The escaped text between typographic quotes: ‘like this’."""
+    return f"‘{md(text, limit)}’"
+
+
+def html_text(text: object, limit: int = MAX_SHOWN) -> str:
+    """`text` as a literal in plotly's HTML-like text: escaped, with "\\n" as a line break."""
+    return html.escape(_cut(text, limit)).replace("\n", "<br>")
