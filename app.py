@@ -5,9 +5,16 @@ old folder-based mode server-wide, and a first request for a page's URL then run
 this file (no navigation, no layout) until some session loads "/".
 """
 
+import logging
+
 import streamlit as st
 
 from attnviz.ui import controls, state
+
+FAILED = (
+    "Something went wrong on this page. Try another text or model; if it happens again, tell the person "
+    "running this server (the details are in its log)."
+)
 
 st.set_page_config(page_title="attnviz — see where attention goes", page_icon="🔍", layout="wide")
 navigation = st.navigation(
@@ -20,6 +27,10 @@ navigation = st.navigation(
     ]
 )
 controls.sidebar()
-navigation.run()
+try:
+    navigation.run()
+except Exception:  # a bug, not bad input (that has its own messages): a message here, the traceback in the log
+    logging.getLogger("attnviz").exception("page %r failed", navigation.title)
+    st.error(FAILED)
 controls.show_device()
 state.publish()

@@ -111,7 +111,15 @@ def test_empty_text_gives_a_message_not_a_traceback(text):
     assert at.warning and ("empty" in at.warning[0].value or "no characters" in at.warning[0].value)
 
 
-def test_unknown_model_gives_a_message():
+def test_a_link_to_a_model_the_server_does_not_offer_opens_the_default_with_a_notice():
+    at = _app(model="no-such-owner/no-such-model-xyz")
+    _ok(at)
+    assert at.info and "does not offer" in at.info[0].value and "no\\-such\\-owner" in at.info[0].value
+    assert len([d for d in _charts(at)[0]["data"] if d["type"] == "heatmap"]) == 12  # the default, drawn
+
+
+def test_an_unknown_model_typed_on_a_server_that_downloads_is_a_message(monkeypatch):
+    monkeypatch.setenv("ATTNVIZ_ALLOW_DOWNLOADS", "1")  # HF_HUB_OFFLINE=1 still keeps the test offline
     at = _app(model="no-such-owner/no-such-model-xyz")
     assert not at.exception
     assert at.error and '"default"' in at.error[0].value

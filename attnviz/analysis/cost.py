@@ -27,9 +27,13 @@ class Cost:
 
 
 def demo_attention(d_model: int, num_heads: int, seed: int = 0, device=None) -> MultiHeadAttention:
-    """A seeded random MultiHeadAttention: the same sizes always give the same weights."""
-    torch.manual_seed(seed)
-    return MultiHeadAttention(d_model, num_heads, device=resolve_device(device)).eval()
+    """A seeded random MultiHeadAttention: the same sizes always give the same weights.
+
+    The seed is set inside a forked random state, so other sessions' random numbers are left alone.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return MultiHeadAttention(d_model, num_heads, device=resolve_device(device), dtype=torch.float32).eval()
 
 
 def measure(
@@ -40,7 +44,7 @@ def measure(
     dev = next(mha.parameters()).device
     out = []
     for n in lengths:
-        x = torch.randn(1, n, d_model, device=dev)
+        x = torch.randn(1, n, d_model, device=dev, dtype=torch.float32)
         times, peak = [], None
         with torch.inference_mode():
             mha(x, x, x)  # warm-up
@@ -68,7 +72,8 @@ def demo_run(
     Only the shapes mean something here: the weights are random.
     """
     gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(1, len(tokens), mha.d_model, generator=gen).to(next(mha.parameters()).device)  # (1, T, D)
+    x = torch.randn(1, len(tokens), mha.d_model, generator=gen, dtype=torch.float32)  # (1, T, D)
+    x = x.to(next(mha.parameters()).device)
     mask = causal_mask(len(tokens), device=x.device) if causal else None
     s = mha.steps(x, x, x, mask)
     kind = "causal" if causal else "self"

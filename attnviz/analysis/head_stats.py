@@ -68,7 +68,7 @@ def punctuation(axis: TokenAxis) -> list[bool]:
 def _offset_share(w: Tensor, offset: int) -> Tensor:
     """(L, H, T, T) -> (L, H): the weight on key i + offset, averaged over the queries that have one."""
     diag = torch.diagonal(w, offset=offset, dim1=-2, dim2=-1)  # (L, H, T - |offset|)
-    return diag.mean(-1) if diag.shape[-1] else torch.zeros(w.shape[:2])
+    return diag.mean(-1) if diag.shape[-1] else torch.zeros(w.shape[:2], dtype=w.dtype)
 
 
 def visible_keys(result: AttentionResult) -> Tensor:
@@ -76,7 +76,7 @@ def visible_keys(result: AttentionResult) -> Tensor:
     tq, tk = result.weights.shape[-2:]
     if result.kind == "causal":
         return torch.arange(1, tq + 1, dtype=torch.float32)
-    return torch.full((tq,), float(tk))
+    return torch.full((tq,), float(tk), dtype=torch.float32)
 
 
 def uniform_entropy(result: AttentionResult) -> float:

@@ -372,7 +372,7 @@ class Benchmark:
         gen = torch.Generator().manual_seed(seed)
         picks = torch.stack([head_picks(r.scores).flatten() for r in self.results])  # (N, L*H)
         sizes = torch.tensor([len(r.case.candidates) for r in self.results])  # (N,)
-        answers = (torch.rand(runs, self.n, generator=gen) * sizes).long()  # (R, N)
+        answers = (torch.rand(runs, self.n, generator=gen, dtype=torch.float64) * sizes).long()  # (R, N)
         hits = picks[None] == answers[:, :, None]  # (R, N, L*H)
         return hits.float().mean(1).amax(-1).mean().item()
 

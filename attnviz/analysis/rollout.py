@@ -23,7 +23,7 @@ def residual_attention(result: AttentionResult) -> Tensor:
     if result.kind == "cross":
         raise ValueError("rollout and flow are defined for self-attention, not cross-attention")
     a = result.weights.mean(1)  # (L, T, T)
-    a = 0.5 * a + 0.5 * torch.eye(a.shape[-1])
+    a = 0.5 * a + 0.5 * torch.eye(a.shape[-1], dtype=a.dtype)
     return a / a.sum(-1, keepdim=True)
 
 
@@ -54,7 +54,7 @@ def flow(result: AttentionResult, upto: int | None = None) -> Tensor:
     # One residual network reused by every solve; of networkx's algorithms this one was fastest here
     # (all five gave the same values).
     residual = build_residual_network(graph, "capacity")
-    out = torch.zeros(t, t)
+    out = torch.zeros(t, t, dtype=torch.float32)
     for i in range(t):
         for j in range(t):
             solved = shortest_augmenting_path(graph, (upto + 1, i), (0, j), residual=residual, value_only=True)

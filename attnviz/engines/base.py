@@ -12,6 +12,7 @@ own engine). "kind" only ever means the kind of attention: self, causal or cross
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Literal, Protocol, TypeVar, runtime_checkable
 
@@ -28,6 +29,14 @@ Architecture = Literal["encoder", "decoder", "encoder-decoder"]
 
 class ModelLoadError(Exception):
     """A model could not be found or loaded; the message says what to do."""
+
+
+_PATH = re.compile(r"(?<![\w.:/\\~])(?:~[\w.\-]*|[A-Za-z]:)?(?:[/\\][\w.\-@+]+)+[/\\]?")
+
+
+def redact(text: str) -> str:
+    """A message with every file-system path cut to its last part ('…/model'): no server path is shown."""
+    return _PATH.sub(lambda m: "…/" + re.split(r"[/\\]", m.group(0).rstrip("/\\"))[-1], text)
 
 
 @runtime_checkable

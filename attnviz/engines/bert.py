@@ -183,7 +183,7 @@ def translate_state_dict(hf_state: dict[str, Tensor]) -> dict[str, Tensor]:
 
 def from_hf(hf_model: nn.Module) -> ScratchBert:
     """A ScratchBert holding a copy of a Hugging Face BertModel's weights, in eval mode."""
-    model = ScratchBert(BertConfig.from_hf(hf_model.config))
+    model = ScratchBert(BertConfig.from_hf(hf_model.config)).float()  # float32 before the copy, whatever the default
     state = translate_state_dict(hf_model.state_dict())
     missing, unexpected = model.load_state_dict(state, strict=False)
     if missing or unexpected:

@@ -17,7 +17,7 @@ from transformers.models.auto.modeling_auto import (
     MODEL_FOR_MASKED_LM_MAPPING_NAMES,
 )
 
-from attnviz.engines.base import Architecture, Backend, ModelLoadError, shift_right, to_weights
+from attnviz.engines.base import Architecture, Backend, ModelLoadError, redact, shift_right, to_weights
 from attnviz.engines.scratch import describe_device, resolve_device
 from attnviz.result import AttentionKind, AttentionResult
 from attnviz.tokens import Encoded, TokenAxis, Tokenizer
@@ -93,19 +93,25 @@ class HFEngine:
 
     backend: Backend = "hf"
 
-    def __init__(self, name: str, source: str, device: str | torch.device | None = None) -> None:
+    def __init__(
+        self, name: str, source: str, device: str | torch.device | None = None, *, local_files_only: bool = False
+    ) -> None:
         self.name = name
         self.device = resolve_device(device)
+        local = {"local_files_only": local_files_only}
         try:
-            self.config = AutoConfig.from_pretrained(source)
-            self.tokenizer = Tokenizer(AutoTokenizer.from_pretrained(source))
+            self.config = AutoConfig.from_pretrained(source, **local)
+            self.tokenizer = Tokenizer(AutoTokenizer.from_pretrained(source, **local))
             self.architecture = architecture_of(self.config)
             loader = AutoModelForSeq2SeqLM if self.architecture == "encoder-decoder" else AutoModel
-            self.model = loader.from_pretrained(source, attn_implementation="eager").to(self.device).eval()
+            # An explicit dtype: the weights are float32 whatever the config says, and transformers does not
+            # change torch's process-wide default dtype on the way.
+            model = loader.from_pretrained(source, attn_implementation="eager", dtype=torch.float32, **local)
+            self.model = model.to(self.device).eval()
         except Exception as err:  # the hub, the file system and the config all raise their own types
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise ModelLoadError(
-                f"Model '{name}' could not be loaded ({first[:300]}). Check the name or folder; "
+                f"Model '{name[:100]}' could not be loaded ({redact(first)[:300]}). Check the name or folder; "
                 "with no network (or HF_HUB_OFFLINE=1) only models already on disk load. "
                 'The model "default" (the bundled BERT) always works offline.'
             ) from err

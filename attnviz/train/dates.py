@@ -154,7 +154,7 @@ def evaluate(model: Seq2Seq, n: int = 1000, seed: int = 12345) -> Evaluation:
     cross = model.decode(tgt_in, memory, mask)[2][-1]  # (N, H, 11, S), last decoder layer
     alignment = {}
     for field, positions in OUTPUT_FIELDS.items():
-        on_span = torch.zeros(n, cross.size(1))  # (N, H)
+        on_span = torch.zeros(n, cross.size(1), dtype=torch.float32)  # (N, H)
         for i, e in enumerate(examples):
             a, b = e.spans[field]
             on_span[i] = cross[i, :, list(positions), a:b].sum(-1).mean(-1).cpu()

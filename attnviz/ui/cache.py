@@ -1,7 +1,12 @@
-"""Caches shared by every browser session: models (resources) and per-text results (data); errors as messages."""
+"""Caches shared by every browser session: models, and per-text results in a memo bounded in bytes and age.
+
+Settings (environment): ATTNVIZ_CACHE_MB, the results' memory budget (default 768 MB);
+ATTNVIZ_CACHE_MINUTES, how long a result is kept (default 30). Errors become messages.
+"""
 
 from __future__ import annotations
 
+import os
 from typing import Literal
 
 import streamlit as st
@@ -10,23 +15,65 @@ from attnviz import escape
 from attnviz.engines import registry
 from attnviz.engines.base import Backend, Engine, ModelLoadError, SteppingEngine, WhatIfEngine, run_with_cpu_fallback
 from attnviz.engines.scratch import AttentionSteps
+from attnviz.memo import Memo
 from attnviz.result import AttentionKind, AttentionResult
 from attnviz.tokens import Encoded
 
-RESULT_CACHE_ENTRIES = 128
 WhatIf = Literal["causal"]
+CACHE_MB_ENV, CACHE_MB = "ATTNVIZ_CACHE_MB", 768
+CACHE_MINUTES_ENV, CACHE_MINUTES = "ATTNVIZ_CACHE_MINUTES", 30
 
 
-@st.cache_resource(show_spinner=False, max_entries=6)
+def _setting(env: str, default: int) -> int:
+    raw = os.environ.get(env, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(
+            f"{env} must be a whole number, at least 1 (got {raw[:20]!r}); ask the person running this server."
+        )
+    return int(raw)
+
+
+@st.cache_resource(show_spinner=False)
+def memo() -> Memo:
+    """The one memo of results this server keeps, bounded in bytes and in age."""
+    return Memo(_setting(CACHE_MB_ENV, CACHE_MB) * 2**20, _setting(CACHE_MINUTES_ENV, CACHE_MINUTES) * 60.0)
+
+
+MAX_MODELS = 4  # engines kept loaded at once (least recently used go first); one CPU copy for GPU fallback
+
+
+def policy() -> registry.Policy:
+    """What this server offers (the operator's environment)."""
+    return registry.Policy.from_env()
+
+
 def engine(model: str, backend: Backend) -> Engine:
-    """One engine per (model, backend), shared by all sessions; never mutated."""
-    return registry.load(model, backend, allow_paths=False)  # the app never reads arbitrary folders
+    """The engine for a model this server offers, shared by all sessions; never mutated.
+
+    Keyed by the resolved model, so every spelling of one model loads it once.
+    """
+    pol = policy()
+    source = pol.resolve(model)
+    return _engine(source.name, source.kind, source.location, backend, pol.downloads)
 
 
-@st.cache_resource(show_spinner=False, max_entries=3)
+@st.cache_resource(show_spinner=False, max_entries=MAX_MODELS)
+def _engine(name: str, kind: str, location: str, backend: Backend, downloads: bool) -> Engine:
+    source = registry.Source(name, kind, location)  # type: ignore[arg-type]
+    return registry.load_source(source, backend, offline=not downloads)
+
+
+@st.cache_resource(show_spinner=False, max_entries=1)
+def _cpu_engine(name: str, kind: str, location: str, backend: Backend) -> Engine:
+    return registry.load_source(registry.Source(name, kind, location), backend, "cpu")  # type: ignore[arg-type]
+
+
 def cpu_engine(model: str, backend: Backend) -> Engine:
     """A CPU copy, loaded only when the GPU runs out of memory."""
-    return registry.load(model, backend, "cpu", allow_paths=False)
+    source = policy().resolve(model)
+    return _cpu_engine(source.name, source.kind, source.location, backend)
 
 
 def _run(eng: Engine, text: str, target: str | None, what_if: WhatIf | None) -> dict[AttentionKind, AttentionResult]:
@@ -38,13 +85,16 @@ def _run(eng: Engine, text: str, target: str | None, what_if: WhatIf | None) -> 
     return eng.run_causal(text)
 
 
-@st.cache_data(show_spinner=False, max_entries=RESULT_CACHE_ENTRIES)
 def attention_with_notice(
     model: str, backend: Backend, text: str, target: str | None, what_if: WhatIf | None
 ) -> tuple[dict[AttentionKind, AttentionResult], str | None]:
-    """The results for a text (and the GPU fallback's notice, if it was taken), cached across sessions."""
-    return run_with_cpu_fallback(
-        engine(model, backend), lambda: cpu_engine(model, backend), lambda e: _run(e, text, target, what_if)
+    """The results for a text (and the GPU fallback's notice, if it was taken), kept for every session."""
+    key = ("attention", policy().resolve(model).name, backend, text, target, what_if)
+    return memo().get(
+        key,
+        lambda: run_with_cpu_fallback(
+            engine(model, backend), lambda: cpu_engine(model, backend), lambda e: _run(e, text, target, what_if)
+        ),
     )
 
 
@@ -82,18 +132,19 @@ def attention_or_stop(
 
 
 def steps_or_stop(eng: SteppingEngine, text: str, layer: int, causal: bool) -> tuple[Encoded, AttentionSteps]:
-    """One layer's attention step by step, or a message and the page stops."""
+    """One layer's attention step by step (kept for every session), or a message and the page stops."""
     try:
-        return eng.steps(text, layer, causal=causal)
+        return memo().get(
+            ("steps", eng.name, eng.backend, text, layer, causal), lambda: eng.steps(text, layer, causal=causal)
+        )
     except ValueError as err:
         st.warning(escape.md(err))
         st.stop()
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
 def cross_what_if(model: str, text_a: str, text_b: str) -> AttentionResult:
     """Sentence B's queries on sentence A's keys and values, through the scratch backend's layers."""
     eng = engine(model, "scratch")
     if not isinstance(eng, WhatIfEngine):
         raise ValueError(f"The model '{model}' cannot run a cross-attention what-if.")
-    return eng.cross_what_if(text_a, text_b)
+    return memo().get(("cross", eng.name, text_a, text_b), lambda: eng.cross_what_if(text_a, text_b))

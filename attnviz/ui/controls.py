@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from attnviz import escape
 from attnviz.engines import registry
-from attnviz.engines.base import Backend
+from attnviz.engines.base import Backend, ModelLoadError
 from attnviz.figures.style import DEFAULT_PALETTE, PALETTES, Style
 from attnviz.ui import cache, state
 
@@ -32,21 +33,32 @@ class Inputs:
 
 
 def _from_url() -> None:
-    """Seed the model choice from ?model=...&backend=... (and the older ?model=scratch) once per session."""
+    """Seed the model choice from ?model=...&backend=... (and the older ?model=scratch) once per session.
+
+    A link naming a model this server does not offer opens the default, with a notice.
+    """
     if "sb.choice" in st.session_state:
         return
     model, backend = st.query_params.get("model"), st.query_params.get("backend")
     if model == "scratch" or (backend == "scratch" and model in (None, registry.DEFAULT)):
         st.session_state["sb.choice"] = "scratch"
     elif model and model != registry.DEFAULT and model not in CHOICES:
-        st.session_state["sb.choice"], st.session_state["sb.hub"] = "hub", model
+        try:
+            name = cache.policy().resolve(model).name
+        except ModelLoadError:
+            st.session_state["_notice"] = (
+                f"The link asked for the model {escape.quoted(model, 100)}, which this server does not offer, so "
+                "the default model is shown."
+            )
+            st.session_state["sb.choice"] = "default"
+            return
+        st.session_state["sb.choice"], st.session_state["sb.hub"] = "hub", name
 
 
 def sidebar() -> Inputs:
     """Draw the shared sidebar and return what it says; call once per run, from app.py."""
     _from_url()
     state.restore("sb.choice", "model", "default", lambda v: v in CHOICES)
-    state.restore("sb.hub", "model", "bert-base-uncased", lambda v: v not in (registry.DEFAULT, *CHOICES))
     state.restore("sb.text", "text", DEFAULT_TEXT)
     state.restore("sb.palette", "palette", DEFAULT_PALETTE, lambda v: v in PALETTES)
     state.restore("sb.projector", "projector", False)
@@ -55,13 +67,15 @@ def sidebar() -> Inputs:
         choice = st.selectbox("Model", list(CHOICES), format_func=CHOICES.get, key="sb.choice")
         model, backend = registry.DEFAULT, "scratch" if choice == "scratch" else "hf"
         if choice == "hub":
-            model = st.text_input("Hub id", key="sb.hub", help="e.g. bert-base-uncased, gpt2, t5-small").strip()
+            model = model_picker("Hub id or model folder", "sb.hub") or registry.DEFAULT
         text = st.text_input("Text", key="sb.text", help="Press Enter to see its attention.")
         palette = st.selectbox("Palette", list(PALETTES), key="sb.palette")
         projector = st.toggle("Projector mode", key="sb.projector", help="Large fonts and high contrast for classrooms")
         st.session_state["_device_slot"] = st.empty()
     if projector:
         st.markdown(PROJECTOR_CSS, unsafe_allow_html=True)  # our own constant CSS; never user text
+    if notice := st.session_state.pop("_notice", None):
+        st.info(notice)
     state.remember("model", model or registry.DEFAULT)
     state.remember("backend", backend)
     state.remember("text", text)
@@ -69,6 +83,26 @@ def sidebar() -> Inputs:
     state.remember("projector", projector)
     st.session_state["inputs"] = Inputs(model or registry.DEFAULT, backend, text, Style(palette, projector))
     return st.session_state["inputs"]
+
+
+def model_picker(label: str, key: str, help_text: str = "e.g. bert-base-uncased, gpt2, t5-small") -> str | None:
+    """A model this server offers besides the bundled ones: typed when it may download, else picked from a list.
+
+    None when it offers none (the page says so).
+    """
+    pol = cache.policy()
+    if pol.downloads and not pol.listed:
+        return st.text_input(label, key=key, help=help_text).strip() or None
+    options = [m for m in pol.offered() if m not in registry.BUNDLED]
+    if not options:
+        st.caption(
+            "This server offers no other models: the person running it can add some with "
+            f"{registry.MODELS_ENV} (see the README, Serving a classroom)."
+        )
+        return None
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = options[0]
+    return st.selectbox(label, options, key=key)
 
 
 def show_device() -> None:

@@ -6,6 +6,7 @@ import streamlit as st
 
 from attnviz import escape
 from attnviz.engines import registry, seq2seq
+from attnviz.engines.base import ModelLoadError
 from attnviz.figures import interactive
 from attnviz.figures.interactive import Panel
 from attnviz.result import AttentionKind, AttentionResult
@@ -17,6 +18,7 @@ SOURCES = {
     "bert": "BERT: bidirectional vs causal, and a cross-attention what-if",
     "hub": "A Hugging Face encoder-decoder (Marian, T5, BART)",
 }
+HUB_EXAMPLE = "Helsinki-NLP/opus-mt-en-de"
 DATE_EXAMPLES = ["saturday 22 november 2026", "Nov 22, 2026", "22/11/2026", "the 3rd of march 1999", "1st of May 1990"]
 EXPLAIN = {
     "self": "**Self-attention** (encoder): every source token looks at every source token, before and after it.",
@@ -159,13 +161,31 @@ def draw_bert(inputs: Inputs) -> None:
     st.plotly_chart(fig, key="cmp.bert.cross")
 
 
+def _hub_from_url() -> None:
+    """Seed the hub model from ?hub=... once per session, if this server offers it; else say so."""
+    url_hub = st.query_params.get("hub")
+    if "cmp.hub" in st.session_state:
+        return
+    if not url_hub:
+        st.session_state["cmp.hub"] = HUB_EXAMPLE
+        return
+    try:
+        st.session_state["cmp.hub"] = cache.policy().resolve(url_hub).name
+    except ModelLoadError:
+        st.info(f"The link asked for the model {escape.quoted(url_hub, 100)}, which this server does not offer.")
+        st.session_state["cmp.hub"] = HUB_EXAMPLE
+
+
 def draw_hub(inputs: Inputs) -> None:
-    """A Hugging Face encoder-decoder named by its hub id."""
-    state.restore("cmp.hub", "hub", "Helsinki-NLP/opus-mt-en-de")
+    """A Hugging Face encoder-decoder this server offers."""
+    _hub_from_url()
     state.restore("cmp.target", "target", "")
     a, b = st.columns(2)
-    model = a.text_input("Encoder-decoder model (hub id)", key="cmp.hub").strip()
+    with a:
+        model = controls.model_picker("Encoder-decoder model", "cmp.hub", "e.g. Helsinki-NLP/opus-mt-en-de, t5-small")
     target = b.text_input("Target text (empty: the model's own output)", key="cmp.target")
+    if model is None:
+        st.stop()
     state.remember("hub", model)
     state.remember("target", target)
     eng = cache.load_engine_or_stop(model, "hf")
