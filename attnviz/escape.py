@@ -17,6 +17,10 @@ import re
 # Every ASCII character markdown, Streamlit's directives or LaTeX give a meaning to (quotes and "=" mean
 # nothing in the middle of a line, and md() joins the lines).
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|~:$<>&])")
+# Markdown (GitHub's flavour, as Streamlit renders it) also turns bare URLs, "www." names and e-mail addresses
+# into links, escaped or not. An invisible word joiner after the scheme, "www" or "@" breaks the pattern.
+_AUTOLINK = re.compile(r"(?i)(https?|ftp|mailto|file|www|@)")
+WORD_JOINER = "\u2060"
 MAX_SHOWN = 300  # longer text is cut, with an ellipsis, before it is shown
 
 
@@ -26,8 +30,10 @@ def _cut(text: object, limit: int) -> str:
 
 
 def md(text: object, limit: int = MAX_SHOWN) -> str:
-    """`text` as a literal in markdown: every markup character backslash-escaped, line breaks as spaces."""
+    """`text` as a literal in markdown: every markup character backslash-escaped, line breaks as spaces,
+    and no bare URL, "www." name or e-mail address left for markdown to turn into a link."""
     s = " ".join(_cut(text, limit).split())  # no line breaks: a heading, a list or a table needs one
+    s = _AUTOLINK.sub(lambda m: m.group(1) + WORD_JOINER, s)
     return _MARKDOWN.sub(r"\\\1", s)
 
 

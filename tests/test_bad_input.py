@@ -1,6 +1,7 @@
 """The bad-input corpus (tests/data/bad_inputs.json) through the engines, the command line and every page."""
 
 import json
+import re
 
 import pytest
 import torch
@@ -13,7 +14,9 @@ from attnviz.engines.base import ModelLoadError
 
 CORPUS = json.loads((ROOT / "tests/data/bad_inputs.json").read_text(encoding="utf-8"))
 TEXTS = [(t["name"], t["text"] if "text" in t else t["repeat"] * t["times"], t["expect"]) for t in CORPUS["texts"]]
-MODELS = [(m["name"], m["model"]) for m in CORPUS["models"]]
+MODELS = [(m["name"], m["model"] if "model" in m else m["repeat"] * m["times"]) for m in CORPUS["models"]]
+UPLOADS = CORPUS["uploads"]
+SERVER_PATH = re.compile(r"(?<![\w.:/])/[\w.\-]+/")  # an absolute path: never in a message
 PAGES = ["app_pages/heads.py", "app_pages/inside.py", "app_pages/overview.py", "app_pages/compare.py"]
 
 
@@ -38,9 +41,64 @@ def test_command_line_exits_0_or_2_never_crashes(name, text, expect, capsys):
 
 
 @pytest.mark.parametrize(("name", "model"), MODELS, ids=[m[0] for m in MODELS])
-def test_bad_model_names_are_refused_by_the_app_loader(name, model):
-    with pytest.raises(ModelLoadError, match='"default"'):
-        registry.load(model, allow_paths=False)
+def test_bad_model_names_are_refused_by_a_server_with_a_message_and_no_path(name, model, monkeypatch):
+    monkeypatch.delenv(registry.MODEL_DIRS_ENV, raising=False)
+    with pytest.raises(ModelLoadError) as info:
+        registry.load(model, policy=registry.Policy.from_env())
+    message = str(info.value)
+    assert '"default"' in message or "offers default" in message
+    assert not SERVER_PATH.search(message) and str(ROOT) not in message
+
+
+@pytest.mark.parametrize(("name", "model"), MODELS, ids=[m[0] for m in MODELS])
+def test_bad_model_names_on_the_command_line_exit_2_with_one_line(name, model, capsys):
+    assert main(["attention", "a b", "--model", model]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("attnviz: error:") and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("upload", UPLOADS, ids=[u["name"] for u in UPLOADS])
+def test_every_bad_upload_gets_a_message_naming_what_is_wrong(upload):
+    from attnviz.ui.pages.pronoun_lab import _read_upload
+
+    class Upload:  # what st.file_uploader returns: a name and the bytes
+        name = upload["file"]
+
+        @staticmethod
+        def getvalue() -> bytes:
+            if "hex" in upload:
+                return bytes.fromhex(upload["hex"])
+            return (upload["content"] if "content" in upload else upload["repeat"] * upload["times"]).encode()
+
+    with pytest.raises(ValueError, match=re.escape(upload["message"])):
+        _read_upload(Upload)
+
+
+def test_a_relative_folder_in_the_working_directory_is_a_folder_not_a_hub_id(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    monkeypatch.delenv(registry.MODEL_DIRS_ENV, raising=False)
+    with pytest.raises(ModelLoadError, match="folders load only from inside"):
+        registry.Policy.from_env().resolve("tests/data")
+
+
+def test_six_spellings_of_one_folder_are_one_model(tiny_bert_dir, monkeypatch):
+    monkeypatch.setenv(registry.MODEL_DIRS_ENV, str(tiny_bert_dir.parent))
+    root, name = tiny_bert_dir.parent, tiny_bert_dir.name
+    spellings = [name, f"{name}/", f"./{name}", str(tiny_bert_dir), f"{tiny_bert_dir}/", str(root / "." / name)]
+    monkeypatch.chdir(root)
+    policy = registry.Policy.from_env()
+    assert {policy.resolve(s) for s in spellings} == {registry.Source(name, "folder", str(tiny_bert_dir))}
+    assert name in policy.offered()
+
+
+def test_a_server_offers_the_listed_models_and_refuses_the_rest(tiny_bert_dir, monkeypatch):
+    monkeypatch.setenv(registry.MODEL_DIRS_ENV, str(tiny_bert_dir.parent))
+    monkeypatch.setenv(registry.MODELS_ENV, f"{tiny_bert_dir.name}, some/hub-model")
+    policy = registry.Policy.from_env()
+    assert policy.offered() == [*registry.BUNDLED, tiny_bert_dir.name, "some/hub-model"]
+    assert policy.resolve("some/hub-model").kind == "hub" and not policy.downloads
+    with pytest.raises(ModelLoadError, match="not offered on this server"):
+        policy.resolve("other/model")
 
 
 def test_the_app_loader_never_opens_folders_outside_the_model_folders(tmp_path, monkeypatch):
@@ -150,3 +208,55 @@ def test_a_float16_checkpoint_loads_as_float32_and_never_changes_the_default_dty
         engines = list(pool.map(lambda _: registry.load(str(tmp_path / "half"), "hf", "cpu"), range(4)))
     assert all(next(e.model.parameters()).dtype == torch.float32 for e in engines)
     assert torch.get_default_dtype() == torch.float32 and set(seen) <= {torch.float32}
+
+
+PAYLOAD = (
+    "[Session expired: log in again](http://127.0.0.1:1/login) ![x](http://127.0.0.1:1/pixel.png) "
+    "<img src=http://127.0.0.1:1/i.png> **bold** :red[red] $x^2$ # heading"
+)
+LINKS = [  # (page, URL parameters): every parameter a page reads from the URL, set to the payload
+    ("app_pages/heads.py", {"text": PAYLOAD}),
+    ("app_pages/heads.py", {"model": PAYLOAD}),
+    ("app_pages/inside.py", {"text": PAYLOAD, "model": PAYLOAD}),
+    ("app_pages/overview.py", {"text": PAYLOAD}),
+    ("app_pages/compare.py", {"source": "dates", "date": PAYLOAD}),
+    ("app_pages/compare.py", {"source": "bert", "text": PAYLOAD, "b": PAYLOAD}),
+    ("app_pages/compare.py", {"source": "hub", "hub": PAYLOAD, "target": PAYLOAD}),
+    ("app_pages/pronouns.py", {"text": PAYLOAD, "model": PAYLOAD}),
+]
+
+
+def _shown_as_markup(at) -> list[str]:
+    """Every text the page hands to Streamlit's markdown renderer, where the payload's link would become one."""
+    texts = [e.value for kind in ("markdown", "caption", "error", "warning", "info", "success") for e in at.get(kind)]
+    texts += [str(e.proto) for kind in ("header", "subheader", "title") for e in at.get(kind)]
+    texts += [m.label for m in at.metric] + [o for r in at.radio for o in r.options]
+    live = [(t, re.sub(r"\\.", "·", t)) for t in texts]  # a backslash-escaped character is text, not markup
+    autolink = re.compile(r"(?i)(https?|www)[·:.]")  # a bare URL: markdown links it even when escaped
+    markup = ("](http", "<img", ":red[", "**bold**")
+    return [t for t, bare in live if any(m in bare for m in markup) or autolink.search(bare)]
+
+
+@pytest.mark.parametrize(("page", "params"), LINKS, ids=[f"{p.split('/')[-1]}-{'-'.join(q)}" for p, q in LINKS])
+def test_markdown_and_html_in_a_link_never_become_markup(page, params):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert _shown_as_markup(at) == []
+
+
+def test_markdown_typed_into_the_pronoun_lab_never_becomes_markup():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.switch_page("app_pages/pronouns.py").run()
+    at.selectbox(key="pr.case").set_value("Type your own…").run()
+    at.text_input(key="pr.own_text").input(
+        f"The [dog](http://127.0.0.1:1/a) chased the **cat** because it was {PAYLOAD}"
+    ).run()
+    at.multiselect(key="pr.own_cands").set_value(["dog", "cat"]).run()
+    assert not at.exception
+    at.radio(key="pr.predict.guess").set_value("dog").run()
+    at.button(key="pr.predict.reveal").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.get("plotly_chart") and _shown_as_markup(at) == []

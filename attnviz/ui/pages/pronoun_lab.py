@@ -37,7 +37,7 @@ def _label(i: int) -> str:
 def pick_case() -> tuple[PronounCase | None, int | None]:
     """A built-in case (and its index) or one the person types; (None, None) while theirs is incomplete."""
     options = [*range(len(pronouns.LESSON)), OWN]
-    state.restore("pr.case", "case", 0, lambda v: v in range(len(pronouns.LESSON)))
+    state.restore("pr.case", "case", 0, lambda v: v == OWN or v in range(len(pronouns.LESSON)))
     choice = st.selectbox("Case", options, key="pr.case", format_func=lambda o: o if o == OWN else _label(o))
     if choice != OWN:
         state.remember("case", choice)
