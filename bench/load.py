@@ -10,6 +10,10 @@ Reported: p50 and p95 of the time from sending a rerun to the run's end (script_
 errors (exceptions or error messages the app drew, failed runs, dropped connections), and the
 server's resident memory over time. Targets on a 2-core machine: 0 errors, p95 <= 5 s, memory growth
 after warm-up <= 10%. Usage: python bench/load.py [--users 30] [--browsers 3] [--seconds 120]
+
+`--memory`: instead, 30 protocol users each send a different 512-token text (then move its layer
+slider twice), all at once, for several rounds; the server's resident memory is sampled every
+second and must stay under MEMORY_BOUND_MB (the result memo's budget, ATTNVIZ_CACHE_MB, bounds it).
 """
 
 from __future__ import annotations
@@ -186,13 +190,82 @@ def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100)[q - 1] if len(values) >= 2 else float("nan")
 
 
+MEMORY_BOUND_MB = 2048  # 30 students with different 512-token texts must fit in this (issue: 2 GB)
+
+
+def long_text(user: int, n: int) -> str:
+    """A text of well over 512 tokens, different for every (user, n)."""
+    return " ".join(f"{random.Random(user * 1000 + n).choice(SUBJECTS)} wrote note {user}.{n}.{i}" for i in range(120))
+
+
+async def memory_user(url: str, user: int, rounds: int, stats: Stats) -> None:
+    """Send a new 512-token text, then twice more with a layer moved (the result must stay or be recomputed)."""
+    try:
+        async with websockets.connect(url, subprotocols=["streamlit"], max_size=64 * 2**20) as ws:
+            pages, text_id = await _run(ws, None, None, None, stats, record=False)
+            for n in range(rounds):
+                await _run(ws, text_id, long_text(user, n), pages.get("heads"), stats, record=True)
+                for _ in range(2):
+                    await _run(ws, text_id, long_text(user, n), pages.get("heads"), stats, record=True)
+    except (OSError, websockets.ConnectionClosed) as err:
+        stats.errors.append(f"user {user}: connection: {err}")
+
+
+def memory_run(users: int, rounds: int) -> None:
+    """30 users, each a different 512-token text at the same time; the server's memory sampled every second."""
+    port = _free_port()
+    server = start_server(port, Path(tempfile.mkdtemp()) / "streamlit.log")
+    stats, memory = Stats(), []
+    try:
+        asyncio.run(warm_up(f"ws://127.0.0.1:{port}/_stcore/stream"))
+        baseline = rss_mb(server.pid)
+        stop = threading.Event()
+        start = time.monotonic()
+
+        def sample() -> None:
+            while not stop.is_set():
+                memory.append((time.monotonic() - start, rss_mb(server.pid)))
+                stop.wait(1)
+
+        threading.Thread(target=sample, daemon=True).start()
+
+        async def everyone() -> None:
+            url = f"ws://127.0.0.1:{port}/_stcore/stream"
+            await asyncio.gather(*(memory_user(url, u, rounds, stats) for u in range(users)))
+
+        asyncio.run(everyone())
+        time.sleep(2)
+        stop.set()
+    finally:
+        server.terminate()
+        server.wait(10)
+    peak = max(m for _, m in memory)
+    print("| measure | value | target |\n|---|---:|---|")
+    print(f"| users / rounds (each a different 512-token text per round) | {users} / {rounds} | - |")
+    print(f"| runs completed | {len(stats.times)} | {users * rounds * 3} |")
+    print(f"| time to finished run, p50 / p95 | {pct(stats.times, 50):.2f} / {pct(stats.times, 95):.2f} s | - |")
+    print(f"| errors | {len(stats.errors)} | 0 |")
+    end, bound = memory[-1][1], MEMORY_BOUND_MB
+    print(f"| server memory: warm / peak / end | {baseline:.0f} / {peak:.0f} / {end:.0f} MB | peak <= {bound} MB |")
+    print(
+        "\nmemory over time (s, MB): " + ", ".join(f"{t:.0f}:{m:.0f}" for t, m in memory[:: max(1, len(memory) // 30)])
+    )
+    for e in stats.errors[:20]:
+        print("error:", e)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=30)
     parser.add_argument("--browsers", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=120)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--memory", action="store_true", help="the memory run: 30 users, different 512-token texts")
+    parser.add_argument("--rounds", type=int, default=3, help="with --memory: texts per user")
     args = parser.parse_args()
+    if args.memory:
+        memory_run(args.users, args.rounds)
+        return
     long_ms, short_ms, during_ms = (1e3 * x for x in stall_check())
     print(
         f"one engine, shared: a 512-token request takes {long_ms:.0f} ms alone; a short one {short_ms:.0f} ms alone "

@@ -80,3 +80,43 @@ def test_side_by_side_export_keeps_the_mask_as_masked():
     d = json.loads(export.panels_json(panels, man))
     assert d["panels"][1]["weights"][0] == [1.0, None, None] and d["manifest"]["model"] == "dates"
     assert export.figure_bytes(export.panels_figure(panels, "t"), "png")[:4] == b"\x89PNG"
+
+
+def _reachable(fn, depth=4):
+    """Objects a function's closure reaches (cells, then their functions' cells, and containers)."""
+    seen, out, todo = set(), [], [(fn, 0)]
+    while todo:
+        obj, d = todo.pop()
+        if id(obj) in seen or d > depth:
+            continue
+        seen.add(id(obj))
+        out.append(obj)
+        if callable(obj) and getattr(obj, "__closure__", None):
+            todo += [(c.cell_contents, d + 1) for c in obj.__closure__ if c.cell_contents is not None]
+        elif isinstance(obj, list | tuple | dict):
+            todo += [(v, d + 1) for v in (obj.values() if isinstance(obj, dict) else obj)]
+    return out
+
+
+def test_the_download_callables_keep_names_not_results(bundled_hf, monkeypatch):
+    """Streamlit keeps every session's download callables; holding a result there pinned 72 MiB per session."""
+    import torch
+
+    from attnviz.figures.style import Style
+    from attnviz.result import AttentionResult
+    from attnviz.ui import controls, widgets
+
+    calls = []
+    monkeypatch.setattr(widgets, "download_row", lambda *args, **kw: calls.append(args))
+    inputs = controls.Inputs("default", "hf", SENTENCE, Style())
+    fetch = lambda: bundled_hf.run(SENTENCE)["self"]  # noqa: E731  (what the Heads page passes)
+    opts = widgets.Options(False, False)
+    widgets.export_buttons(inputs, fetch, 0, None, opts, "k")
+    widgets.export_buttons(inputs, fetch, 0, 3, opts, "k2")
+    widgets.export_overview(inputs, fetch, opts, "k3")
+    for _stem, _key, *callables in calls:
+        for fn in callables:
+            held = [o for o in _reachable(fn) if isinstance(o, torch.Tensor | AttentionResult)]
+            assert held == [], fn
+    figure, csv = calls[1][2], calls[1][3]
+    assert figure("png")[:4] == b"\x89PNG" and csv().startswith("query,")  # and they still build the files

@@ -1,6 +1,6 @@
 """Caches shared by every browser session: models, and per-text results in a memo bounded in bytes and age.
 
-Settings (environment): ATTNVIZ_CACHE_MB, the results' memory budget (default 768 MB);
+Settings (environment): ATTNVIZ_CACHE_MB, the results' memory budget (default 512 MB);
 ATTNVIZ_CACHE_MINUTES, how long a result is kept (default 30). Errors become messages.
 """
 
@@ -20,7 +20,7 @@ from attnviz.result import AttentionKind, AttentionResult
 from attnviz.tokens import Encoded
 
 WhatIf = Literal["causal"]
-CACHE_MB_ENV, CACHE_MB = "ATTNVIZ_CACHE_MB", 768
+CACHE_MB_ENV, CACHE_MB = "ATTNVIZ_CACHE_MB", 512
 CACHE_MINUTES_ENV, CACHE_MINUTES = "ATTNVIZ_CACHE_MINUTES", 30
 
 

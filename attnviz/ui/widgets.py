@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import streamlit as st
 
 from attnviz import escape
@@ -87,54 +88,63 @@ def manifest(inputs: Inputs, result: AttentionResult, kind: str, layer: int, hea
     return export.Manifest(result.model, inputs.backend, result.device, inputs.text, kind, layer, head, options)
 
 
-def export_buttons(
-    inputs: Inputs, result: AttentionResult, layer: int, head: int | None, opts: Options, key: str
-) -> None:
+# Streamlit keeps each session's download callables until its next run, so a callable that held a result would
+# keep 72 MiB per session outside the memo's budget. Exports take `fetch`, which finds the result again
+# (usually in the memo) only when a button is pressed.
+Fetch = Callable[[], AttentionResult]
+
+
+def export_buttons(inputs: Inputs, fetch: Fetch, layer: int, head: int | None, opts: Options, key: str) -> None:
     """PNG, SVG, CSV and JSON of what is shown; the files are only built when a button is pressed."""
     from attnviz.figures import export  # seaborn and matplotlib load on the first export, not on page load
 
     cmap = inputs.style.cmap
     stem = f"attnviz_L{layer + 1}" + ("" if head is None else f"_H{head + 1}")
     options = {"hide_special": opts.hide_special, "merge_words": opts.merge_words}
-    meta = manifest(inputs, result, result.kind, layer + 1, None if head is None else head + 1, options)
-    shown = result.weights[layer] if head is None else result.weights[layer, head]  # (H, Tq, Tk) or (Tq, Tk)
+
+    def shown() -> tuple[AttentionResult, np.ndarray]:
+        result = fetch()
+        return result, (result.weights[layer] if head is None else result.weights[layer, head]).numpy()
 
     def figure(fmt: str) -> bytes:
+        result = fetch()
         if head is None:
             return export.figure_bytes(export.grid_figure(result, layer, cmap=cmap), fmt)
         return export.figure_bytes(export.head_figure(result, layer, head, cmap=cmap), fmt)
 
     def csv() -> str:
-        if head is None:
-            return export.layer_csv(shown.numpy(), result.target_tokens, result.source_tokens)
-        return export.matrix_csv(shown.numpy(), result.target_tokens, result.source_tokens)
+        result, m = shown()
+        table = export.layer_csv if head is None else export.matrix_csv
+        return table(m, result.target_tokens, result.source_tokens)
 
-    bundle = lambda: export.bundle_json(shown.numpy(), result.target_tokens, result.source_tokens, meta)  # noqa: E731
+    def bundle() -> str:
+        result, m = shown()
+        meta = manifest(inputs, result, result.kind, layer + 1, None if head is None else head + 1, options)
+        return export.bundle_json(m, result.target_tokens, result.source_tokens, meta)
+
     download_row(stem, key, figure, csv, bundle)
 
 
-def export_overview(inputs: Inputs, result: AttentionResult, opts: Options, key: str) -> None:
+def export_overview(inputs: Inputs, fetch: Fetch, opts: Options, key: str) -> None:
     """PNG, SVG, CSV and JSON of the overview as shown: every head's small map (pooled for long inputs)."""
     from attnviz.figures import export, interactive
 
-    thumbs, fq, fk = interactive.pooled(result.weights, interactive.OVERVIEW_THUMB)  # (L, H, s, s')
-    pooled_note = "" if fq == fk == 1 else f", pooled {fq}x{fk} tokens a cell"
-    title = f"{result.model}: {result.n_layers} layers x {result.n_heads} heads{pooled_note}"
-    options = {
-        "hide_special": opts.hide_special,
-        "merge_words": opts.merge_words,
-        "view": "overview",
-        "pooled_rows": fq,
-        "pooled_columns": fk,
-    }
-    meta = manifest(inputs, result, result.kind, 0, None, options)
+    def thumbs() -> tuple[AttentionResult, np.ndarray, int, int]:
+        result = fetch()
+        return result, *interactive.pooled(result.weights, interactive.OVERVIEW_THUMB)  # (L, H, s, s')
 
     def figure(fmt: str) -> bytes:
-        return export.figure_bytes(export.overview_figure(thumbs, title, cmap=inputs.style.cmap), fmt)
+        result, maps, fq, fk = thumbs()
+        pooled_note = "" if fq == fk == 1 else f", pooled {fq}x{fk} tokens a cell"
+        title = f"{result.model}: {result.n_layers} layers x {result.n_heads} heads{pooled_note}"
+        return export.figure_bytes(export.overview_figure(maps, title, cmap=inputs.style.cmap), fmt)
 
     def bundle() -> str:
+        result, maps, fq, fk = thumbs()
+        options = {"hide_special": opts.hide_special, "merge_words": opts.merge_words, "view": "overview",
+                   "pooled_rows": fq, "pooled_columns": fk}  # fmt: skip
         rows = list(result.target_tokens) if fq == 1 else pooled_labels(result.target_tokens, fq)
         cols = list(result.source_tokens) if fk == 1 else pooled_labels(result.source_tokens, fk)
-        return export.bundle_json(thumbs, rows, cols, meta)
+        return export.bundle_json(maps, rows, cols, manifest(inputs, result, result.kind, 0, None, options))
 
-    download_row("attnviz_overview", key, figure, lambda: export.thumbs_csv(thumbs), bundle)
+    download_row("attnviz_overview", key, figure, lambda: export.thumbs_csv(thumbs()[1]), bundle)

@@ -72,6 +72,7 @@ def export_panels(
     from attnviz.figures import export
 
     kinds = " | ".join(p.title.split("\n")[0] for p in panels)
+    # Only the panels (one head each) and strings are kept for the buttons, never the whole result.
     meta = export.Manifest(
         result.model, inputs.backend, result.device, text, kinds, layer + 1, head + 1, {"view": "side by side"}
     )
