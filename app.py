@@ -22,6 +22,7 @@ navigation = st.navigation(
         st.Page("app_pages/heads.py", title="Heads", icon=":material/grid_view:", default=True),
         st.Page("app_pages/inside.py", title="Inside multi-head attention", icon=":material/calculate:"),
         st.Page("app_pages/compare.py", title="Self vs masked vs cross", icon=":material/compare:"),
+        st.Page("app_pages/generate.py", title="Generate", icon=":material/edit_note:"),
         st.Page("app_pages/overview.py", title="Model overview", icon=":material/insights:"),
         st.Page("app_pages/pronouns.py", title="Pronoun resolution", icon=":material/quiz:"),
     ]

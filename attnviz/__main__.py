@@ -223,6 +223,14 @@ def cmd_pronouns(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_prepare(args: argparse.Namespace) -> int:
+    """Convert the bundled models that need it (SmolLM2's GGUF file) into the local cache, ahead of time."""
+    from attnviz.engines import smollm2
+
+    print(f"SmolLM2 ready at {smollm2.prepared(log=print)}")
+    return 0
+
+
 def cmd_train_dates(args: argparse.Namespace) -> int:
     """Retrain the shipped date model."""
     from attnviz.train import dates
@@ -270,6 +278,10 @@ def build_parser() -> argparse.ArgumentParser:
         json_out=False,
     )
     doc.set_defaults(func=cmd_doctor)
+    prep = sub.add_parser(
+        "prepare", help="convert the bundled SmolLM2 once into the local cache (else its first load does)"
+    )
+    prep.set_defaults(func=cmd_prepare)
     tr = sub.add_parser("train-dates", help="train the shipped date model from scratch (a few minutes on 2 cores)")
     tr.add_argument("--steps", type=int, default=None, help="training steps (default: the shipped recipe)")
     tr.add_argument("--out", default=None, help="folder to save to (default: the shipped checkpoint's folder)")

@@ -44,6 +44,8 @@ class AttentionResult:
     accepted for either and read as `TokenAxis.plain` (no special tokens, each token its own word).
     device: where the forward pass ran ("cpu", "cuda:0").
     truncated: how many tokens of the input were dropped to fit the model.
+    value_norms: (L, H, Tk) or None: ||f_h(x_j)||, each key's value carried through its head's part of W_O
+      (Kobayashi et al. 2020); engines that own their attention (the scratch backend) fill it in.
     """
 
     weights: Tensor
@@ -53,6 +55,7 @@ class AttentionResult:
     model: str
     device: str = "cpu"
     truncated: int = 0
+    value_norms: Tensor | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "target", as_axis(self.target))
@@ -82,6 +85,9 @@ class AttentionResult:
             raise ValueError(f"attention rows must sum to 1; one is off by {worst:.2e}")
         if self.kind == "causal" and torch.triu(w, diagonal=1).any():
             raise ValueError("causal attention must be 0 above the diagonal")
+        n = self.value_norms
+        if n is not None and (n.shape != (w.shape[0], w.shape[1], tk) or n.dtype != torch.float32):
+            raise ValueError(f"value_norms must be float32 of shape {(w.shape[0], w.shape[1], tk)}")
 
     @property
     def target_tokens(self) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ strings.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -169,21 +170,45 @@ class Tokenizer:
         ids = tuple(enc["input_ids"])
         return ids, axis_of(self.hf, enc, ids, [bool(s) for s in enc["special_tokens_mask"]], text)
 
-    def encode(self, text: str, max_tokens: int, *, target: bool = False) -> Encoded:
+    def encode(self, text: str, max_tokens: int, *, target: bool = False, specials_by_id: bool = False) -> Encoded:
         """Tokenize `text` with special tokens, keeping at most `max_tokens` of them.
 
-        target=True encodes a decoder's text (the labels of an encoder-decoder).
+        target=True encodes a decoder's text (the labels of an encoder-decoder). A special token's name typed in
+        the text ("[CLS]") is text, unless specials_by_id (a chat template, whose markers are written as text).
         """
         text = check_text(text)
         with self._lock:
             full = len(self._call(text, target=target)[0])
             ids, axis = self._call(text, target=target, max_tokens=max_tokens)
+            if specials_by_id:
+                special_ids = set(self.hf.all_special_ids)
+                special = tuple(i in special_ids for i in ids)
+                axis = dataclasses.replace(axis, special=special, words=number_words(list(axis.words), special))
         if not target and all(axis.special):
             raise ValueError(
                 "The text has no characters this model can read (only spaces, control or "
                 "zero-width characters?): type some words."
             )
         return Encoded(ids, axis, full - len(ids))
+
+    def extended(self, axis: TokenAxis, ids: Sequence[int]) -> TokenAxis:
+        """The axis with tokens a model wrote after it: each its own word, special by its id, no characters."""
+        with self._lock:
+            tokens = self.hf.convert_ids_to_tokens(list(ids))
+            special_ids = set(self.hf.all_special_ids)
+        n_words = len(axis.groups())
+        return TokenAxis(
+            (*axis.tokens, *tokens),
+            (*axis.special, *(i in special_ids for i in ids)),
+            (*axis.words, *range(n_words, n_words + len(ids))),
+            (*axis.spans, *[NO_SPAN] * len(ids)),
+            axis.text,
+        )
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of ids, special tokens left out."""
+        with self._lock:
+            return self.hf.decode(list(ids), skip_special_tokens=True)
 
     def axis_for_ids(self, ids: Sequence[int]) -> TokenAxis:
         """The axis of ids a model wrote itself: its words and characters when re-encoding its text gives

@@ -17,6 +17,8 @@ from transformers import (  # noqa: E402
     BertModel,
     GPT2Config,
     GPT2Model,
+    LlamaConfig,
+    LlamaForCausalLM,
     MarianConfig,
     MarianMTModel,
 )
@@ -68,6 +70,28 @@ def tiny_marian_dir(tmp_path_factory, bundled_tokenizer) -> Path:
         decoder_start_token_id=tok.pad_token_id, forced_eos_token_id=tok.sep_token_id,
     )  # fmt: skip
     return _save(MarianMTModel(cfg), tmp_path_factory.mktemp("tiny-marian"), tok)
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_dir(tmp_path_factory, bundled_tokenizer) -> Path:
+    """A random Llama: 6 query heads sharing 2 key/value heads, head size 12 (not a power of two), tied head."""
+    torch.manual_seed(0)
+    cfg = LlamaConfig(
+        vocab_size=bundled_tokenizer.vocab_size, hidden_size=72, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, head_dim=12, intermediate_size=96, max_position_embeddings=128, rope_theta=500.0,
+        tie_word_embeddings=True, rms_norm_eps=1e-5,
+    )  # fmt: skip
+    return _save(LlamaForCausalLM(cfg), tmp_path_factory.mktemp("tiny-llama"), bundled_tokenizer)
+
+
+@pytest.fixture(scope="session")
+def smollm2_hf():
+    return registry.load("smollm2", "hf", "cpu")
+
+
+@pytest.fixture(scope="session")
+def smollm2_scratch(smollm2_hf):
+    return registry.scratch_engine(smollm2_hf)
 
 
 @pytest.fixture(scope="session")

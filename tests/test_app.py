@@ -77,7 +77,7 @@ def test_url_state_round_trips():
     assert at.slider(key="heads.layer").value == 3 and at.slider(key="heads.head").value == 5
     assert at.toggle(key="heads.hide").value is True
     spec = _charts(at)[0]
-    assert spec["layout"]["title"]["text"] == "Layer 3, head 5"
+    assert spec["layout"]["title"]["text"] == "Layer 3, head 5 (special tokens hidden)"
     params = {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}
     assert params["text"] == "A shared link for class." and params["layer"] == "3" and params["head"] == "5"
     assert params["hide"] == "true" and params["palette"] == "Blues" and params["view"] == "Head"
@@ -272,3 +272,85 @@ def test_every_page_runs_with_the_date_model_typed_as_a_hub_id(page):
     at.query_params["model"], at.query_params["text"] = "dates", "22/11/2026"
     at.switch_page(f"app_pages/{page}.py").run()
     _ok(at)
+
+
+PAGES_ALL = ["heads", "inside", "compare", "generate", "overview", "pronouns"]
+
+
+@pytest.mark.parametrize("backend", ["hf", "scratch"])
+@pytest.mark.parametrize("page", PAGES_ALL)
+def test_every_page_runs_with_smollm2(page, backend):
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params["model"], at.query_params["backend"] = "smollm2", backend
+    at.switch_page(f"app_pages/{page}.py").run()
+    _ok(at)
+
+
+def test_smollm2_heads_are_its_real_causal_attention(smollm2_hf):
+    at = _app(model="smollm2", backend="hf")
+    _ok(at)
+    maps = [d for d in _charts(at)[0]["data"] if d["type"] == "heatmap"]
+    r = smollm2_hf.run(SENTENCE)["causal"]
+    assert len(maps) == 9 and np.allclose(array(maps[4]["z"]), r.weights[0, 4].numpy(), atol=1e-6)
+
+
+def test_the_compare_page_s_masked_panel_is_smollm2_s(smollm2_hf, bundled_hf):
+    at = _compare(model="smollm2", backend="hf")
+    _ok(at)
+    assert at.radio(key="cmp.source").value == "llm"  # the default when the sidebar shows SmolLM2
+    bert, llm = (array(d["z"]) for d in _charts(at)[0]["data"])
+    r = smollm2_hf.run(SENTENCE)["causal"]
+    assert np.isnan(llm[np.triu_indices(llm.shape[0], 1)]).all()  # the mask drawn as masked
+    assert np.allclose(np.nan_to_num(llm), r.weights[-1, 0].numpy(), atol=1e-6)  # last layer, head 1
+    assert np.allclose(bert, bundled_hf.run(SENTENCE)["self"].weights[-1, 0].numpy(), atol=1e-6)
+
+
+def test_the_generate_page_writes_and_shows_every_step(smollm2_hf):
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params["model"], at.query_params["backend"] = "smollm2", "hf"
+    at.switch_page("app_pages/generate.py").run()
+    at.button(key="gen.go").click().run()
+    _ok(at)
+    assert any("Paris" in m.value for m in at.markdown)
+    gen = smollm2_hf.generate("What is the capital of France?", 24)
+    steps, heads = _charts(at)
+    z = array(steps["data"][0]["z"])
+    assert z.shape == (len(gen.written), len(gen.result.source))
+    assert np.allclose(np.nan_to_num(z), gen.steps[0, 0].numpy(), atol=1e-6)  # layer 1, head 1
+    assert array(heads["data"][0]["z"]).shape == (30 * 9, gen.prompt_tokens)  # step 1 across every head
+
+
+def test_a_model_that_cannot_write_hands_the_generate_page_to_smollm2():
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    at.switch_page("app_pages/generate.py").run()
+    _ok(at)
+    assert at.info and "does not write text" in at.info[0].value
+
+
+def test_value_weighted_view_shows_the_raw_map_beside_alpha_f_x(smollm2_scratch):
+    at = _app(model="smollm2", backend="hf", view="Head", layer="2", head="3", value="true")
+    _ok(at)
+    raw, norms = (array(d["z"]) for d in _charts(at)[0]["data"])
+    r = smollm2_scratch.run(SENTENCE)["causal"]
+    expected = (r.weights[1, 2] * r.value_norms[1, 2][None, :]).numpy()
+    assert np.allclose(np.nan_to_num(raw), r.weights[1, 2].numpy(), atol=1e-5)
+    assert np.allclose(np.nan_to_num(norms), expected, rtol=1e-4, atol=1e-6)
+
+
+def test_setting_the_first_token_aside_renormalises_the_rest(smollm2_hf):
+    at = _app(model="smollm2", backend="hf", sink="true")
+    _ok(at)
+    d = [d for d in _charts(at)[0]["data"] if d["type"] == "heatmap"][0]
+    assert len(d["x"]) == 12 and _tokens(d["x"])[0] == "Ġanimal"
+    r = smollm2_hf.run(SENTENCE)["causal"].weights[0, 0, 1:, 1:]
+    assert np.allclose(array(d["z"]), (r / r.sum(-1, keepdim=True)).numpy(), atol=1e-6)
+    assert "first token set aside" in _charts(at)[0]["layout"]["title"]["text"]
+
+
+def test_the_pronoun_benchmark_on_a_causal_model_offers_the_head_vote_only():
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params["model"], at.query_params["backend"] = "smollm2", "hf"
+    at.switch_page("app_pages/pronouns.py").run()
+    _ok(at)
+    assert at.radio(key="pr.method").options == ["Head vote"]
+    assert any("not defined here" in i.value for i in at.info)

@@ -203,16 +203,18 @@ PAGES = {  # url path -> a selector that shows the page drew its content
     "": ".js-plotly-plot",
     "inside": ".js-plotly-plot",
     "compare": ".js-plotly-plot",
+    "generate": "[data-testid=stTextArea]",
     "overview": ".js-plotly-plot",
     "pronouns": "[data-testid=stRadio]",
 }
 
 
+@pytest.mark.parametrize("model", ["model=default", "model=smollm2&backend=hf", "model=smollm2&backend=scratch"])
 @pytest.mark.parametrize("path", list(PAGES))
-def test_every_page_opens_in_chromium_without_an_exception(browser, server, path):
+def test_every_page_opens_in_chromium_without_an_exception(browser, server, path, model):
     pg = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
-        pg.goto(f"{server}/{path}")
+        pg.goto(f"{server}/{path}?{model}")
         pg.wait_for_selector(PAGES[path], timeout=90_000)
         pg.wait_for_timeout(500)
         assert pg.locator("[data-testid=stException]").count() == 0

@@ -84,7 +84,9 @@ def test_stats_json_layout(tmp_path):
     assert main(["stats", SENTENCE, "--json", str(out)]) == 0
     d = json.loads(out.read_text())
     assert list(d) == ["model", "tokens", "stats", "labels"] and len(d["tokens"]) == 16
-    assert set(d["stats"]) == {"entropy", "distance", "cls", "sep", "punct", "prev", "next", "self", "confidence"}
+    assert set(d["stats"]) == {
+        "entropy", "distance", "cls", "sep", "punct", "prev", "next", "self", "confidence", "first"
+    }  # fmt: skip
     assert all(torch.tensor(v).shape == (6, 12) for v in d["stats"].values())
     assert len(d["labels"]) == 6 and all(len(r) == 12 for r in d["labels"])
 
@@ -183,3 +185,23 @@ def test_pronouns_with_no_scorable_case_exits_2_with_the_reason(tmp_path, capsys
     )
     assert main(["pronouns", "--cases", str(cases)]) == 2
     assert "none of the 1 cases could be scored" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("backend", ["hf", "scratch"])
+def test_smollm2_from_the_command_line_is_causal_and_equals_raw_eager(tmp_path, smollm2_hf, backend):
+    out = tmp_path / "s.json"
+    assert main(["attention", SENTENCE, "--model", "smollm2", "--backend", backend, "--json", str(out)]) == 0
+    d = json.loads(out.read_text())
+    r = d["results"]["causal"]
+    w = torch.tensor(r["weights"])
+    assert list(d["results"]) == ["causal"] and w.shape == (30, 9, len(r["target_tokens"]), len(r["target_tokens"]))
+    with torch.no_grad():
+        ids = torch.tensor([smollm2_hf.tokenizer.hf(SENTENCE)["input_ids"]])
+        raw = torch.stack(smollm2_hf.model(input_ids=ids, output_attentions=True).attentions)[:, 0]
+    assert (w - raw).abs().max() < 1e-4
+
+
+def test_the_maximum_attention_score_on_smollm2_says_it_is_not_defined(tmp_path, capsys):
+    assert main(["pronouns", "--cases", "lesson", "--limit", "2", "--model", "smollm2", "--method", "mas"]) == 2
+    assert "not defined for a causal model" in capsys.readouterr().err
+    assert main(["pronouns", "--cases", "lesson", "--limit", "2", "--model", "smollm2", "--method", "vote"]) == 0

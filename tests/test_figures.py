@@ -130,3 +130,10 @@ def test_the_cost_chart_shows_weights_and_time_as_two_measured_series_beside_n_a
     assert names == ["∝ N", "∝ N²", "attention weights (MB)", "time of one pass (ms)"]
     assert list(fig.data[2].y) == [1.0, 4.0, 16.0] and list(fig.data[3].y) == [1.0, 1.5, 3.0]
     assert list(fig.data[3].customdata) == [1.0, 1.5, 3.0]  # the measured values, on hover
+
+
+def test_panel_titles_stay_over_their_panels_and_out_of_the_figure_title():
+    toks = ("a", "b")
+    fig = interactive.side_by_side([interactive.Panel("first\nline two", np.eye(2), toks, toks)], title="<b>whole</b>")
+    assert fig.layout.title.text == "&lt;b&gt;whole&lt;/b&gt;"  # the figure's own title, escaped
+    assert [a.text for a in fig.layout.annotations] == ["first<br>line two"]

@@ -64,7 +64,7 @@ def test_unknown_or_malformed_model_names_say_default_works(name):
 
 
 def test_scratch_engine_refuses_a_model_that_is_not_bert(tiny_gpt2_dir):
-    with pytest.raises(ValueError, match="not a BERT"):
+    with pytest.raises(ValueError, match="rebuilds BERT encoders and Llama decoders"):
         registry.load(str(tiny_gpt2_dir), "scratch", "cpu")
 
 

@@ -138,3 +138,67 @@ def test_gradients_flow_through_the_attention():
     out, w = ours(x, x, x, causal_mask(5))
     (out.sum() + w[:, :, -1].sum()).backward()
     assert x.grad is not None and torch.isfinite(x.grad).all() and ours.w_q.weight.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize(("heads", "kv_heads"), [(9, 3), (8, 1), (4, 4)])
+def test_grouped_query_attention_matches_torch_sdpa(heads, kv_heads):
+    torch.manual_seed(0)
+    q = torch.randn(2, heads, 7, 16)
+    k, v = torch.randn(2, kv_heads, 7, 16), torch.randn(2, kv_heads, 7, 16)
+    allowed = causal_mask(7)
+    out, w = scaled_dot_product_attention(q, k, v, allowed)
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=allowed, enable_gqa=True)
+    assert (out - ref).abs().max() < TOL
+    # the weights: query head h reads key/value head h // (heads / kv_heads), as transformers' repeat_kv does
+    g = heads // kv_heads
+    k_rep, v_rep = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+    expected = ((q @ k_rep.transpose(-1, -2)) / 4.0).masked_fill(~allowed, float("-inf")).softmax(-1)
+    assert (w - expected).abs().max() < TOL and (w @ v_rep - out).abs().max() < TOL
+
+
+def test_rotary_embedding_matches_transformers():
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
+
+    cfg = LlamaConfig(hidden_size=64, num_attention_heads=2, rope_theta=100000.0, max_position_embeddings=4096)
+    ref = LlamaRotaryEmbedding(cfg)
+    ours = scratch.RotaryEmbedding(32, theta=100000.0)
+    torch.manual_seed(0)
+    q, k = torch.randn(1, 2, 50, 32), torch.randn(1, 2, 50, 32)
+    positions = torch.arange(3000, 3050)  # far positions: the float32 angles must round the same way
+    cos, sin = ref(q, positions[None])
+    q_ref, k_ref = apply_rotary_pos_emb(q, k, cos, sin)
+    assert (ours.rotate(q, positions) - q_ref).abs().max() < TOL
+    assert (ours.rotate(k, positions) - k_ref).abs().max() < TOL
+
+
+def test_rotary_scores_depend_only_on_relative_position():
+    rope = scratch.RotaryEmbedding(16)
+    torch.manual_seed(1)
+    q, k = torch.randn(16), torch.randn(16)
+    score = lambda pq, pk: rope.rotate(q[None], torch.tensor([pq])) @ rope.rotate(k[None], torch.tensor([pk])).T  # noqa: E731
+    assert torch.allclose(score(10, 7), score(110, 107), atol=1e-4)
+    assert not torch.allclose(score(10, 7), score(10, 2), atol=1e-4)
+
+
+def test_grouped_attention_module_shares_each_kv_head_with_its_group():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(48, 6, num_kv_heads=2, bias=False, rope=scratch.RotaryEmbedding(8)).eval()
+    assert mha.w_k.weight.shape == (16, 48) and mha.w_q.weight.shape == (48, 48)
+    x = torch.randn(1, 5, 48)
+    out, w = mha(x, x, x, causal_mask(5))
+    s = mha.steps(x, x, x, causal_mask(5))
+    assert s.k_heads.shape == (1, 2, 5, 8) and s.group == 3 and s.kv_head(4) == 1
+    assert torch.allclose(s.weights, w, atol=1e-6) and torch.allclose(s.output, out, atol=1e-6)
+    assert s.angles.shape == (5, 4) and torch.allclose(s.angles[2, 0], torch.tensor(2.0))  # pair 0 turns 1 rad a step
+    assert "Q turned by position (RoPE)" in dict(s.trace())
+
+
+def test_value_norms_are_the_norm_of_each_value_through_its_head_s_part_of_w_o():
+    _, ours = _pair(d=48, h=6)
+    x = torch.randn(1, 5, 48)
+    norms = ours.value_norms(x)  # (1, H, T)
+    v = ours.w_v(x).view(1, 5, 6, 8)  # (B, T, H, Dh)
+    for h in (0, 5):
+        f = v[0, :, h] @ ours.w_o.weight[:, h * 8 : (h + 1) * 8].T  # (T, D): head h's share of the output
+        assert torch.allclose(norms[0, h], f.norm(dim=-1), atol=1e-5)

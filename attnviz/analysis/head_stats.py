@@ -7,6 +7,8 @@ Every statistic is a (L, H) tensor, averaged over the queries of the text:
   special), on the other special tokens, on punctuation (tokens whose characters in the text are
   all Unicode punctuation), on the previous, next and same position (prev and next averaged over
   the queries that have a previous or next token);
+- first: the share of attention on the first token, special or not (where decoders park attention:
+  an "attention sink"; for BERT the first token is [CLS], so it equals cls);
 - confidence: the mean of each row's largest weight; as in Voita et al. (2019), the end token
   ([SEP], </s>: the last token when it is special) is left out of each row's maximum, or, as
   stated options, every special token or none.
@@ -25,16 +27,23 @@ from torch import Tensor
 from attnviz.result import AttentionResult
 from attnviz.tokens import TokenAxis
 
-STATS = ("entropy", "distance", "cls", "sep", "punct", "prev", "next", "self", "confidence")
+STATS = ("entropy", "distance", "cls", "sep", "punct", "prev", "next", "self", "confidence", "first")
 CONFIDENCE_EXCLUDES = {  # what a row's maximum leaves out, for "confidence"
     "end": "the end token (Voita et al. 2019)",
     "specials": "every special token",
     "none": "nothing",
 }
-LABELS = ("previous-token", "next-token", "[SEP]", "[CLS]", "self", "broad", "other")
+LABELS = ("previous-token", "next-token", "[SEP]", "[CLS]", "self", "first-token", "broad", "other")
 SHARE_THRESHOLD = 0.5  # a head is "previous-token" when more than half its attention goes to the previous token
 BROAD_THRESHOLD = 0.9  # a head is "broad" when its entropy is at least 90% of uniform attention's
-SHARE_LABELS = {"prev": "previous-token", "next": "next-token", "sep": "[SEP]", "cls": "[CLS]", "self": "self"}
+SHARE_LABELS = {  # in order: on a tie the earlier wins ([CLS] before first-token when the first token is [CLS])
+    "prev": "previous-token",
+    "next": "next-token",
+    "sep": "[SEP]",
+    "cls": "[CLS]",
+    "self": "self",
+    "first": "first-token",
+}
 
 CORPUS = (
     "The animal didn't cross the street because it was too tired.",
@@ -121,6 +130,7 @@ def head_stats(result: AttentionResult, *, confidence_excludes: str = "end") -> 
         "next": _offset_share(w, 1),
         "self": _offset_share(w, 0),
         "confidence": confident.max(-1).values.mean(-1),
+        "first": w[..., 0].mean(-1),
     }
 
 

@@ -1,9 +1,15 @@
-"""What a person chooses to look at: special tokens hidden, word pieces merged into words.
+"""What a person chooses to look at: special tokens hidden, the first token set aside, word pieces merged,
+attention weighted by the size of what it moves.
 
-Both return a new, validated AttentionResult, so every row still sums to 1:
-- hiding drops rows and columns and renormalises each row over the keys that are left;
+Each returns a new, validated AttentionResult, so every row still sums to 1:
+- hiding drops rows and columns and renormalises each row over the keys that are left; setting
+  the first token aside does that to the first token (an attention sink: many heads park most of
+  their attention there, and the rest of the map turns dark);
 - merging sums over a word's key pieces (the attention that word receives) and averages
-  over its query pieces (how the word, as one reader, spreads its attention).
+  over its query pieces (how the word, as one reader, spreads its attention);
+- value-weighting replaces each weight alpha_ij by alpha_ij ||f(x_j)||, the size of what key j
+  sends to query i through the head (Kobayashi et al. 2020), renormalised per row so that it
+  reads on the same scale; `value_weighted_norms` gives the raw ||alpha f(x)||.
 Which tokens are special and which word each belongs to come from the result's own token
 axes (attnviz.tokens.TokenAxis), never from the token strings.
 """
@@ -23,13 +29,18 @@ def hide(result: AttentionResult, rows_keep: Sequence[bool], cols_keep: Sequence
     r = torch.tensor(rows_keep, dtype=torch.bool)
     c = torch.tensor(cols_keep, dtype=torch.bool)
     if not r.any() or not c.any():
-        raise ValueError("Nothing is left to show once the special tokens are hidden.")
+        raise ValueError("Nothing is left to show once those tokens are set aside.")
     w = result.weights[:, :, r][:, :, :, c]  # (L, H, Tq', Tk')
     totals = w.sum(-1, keepdim=True)  # (L, H, Tq', 1)
     if (totals <= 0).any():
-        raise ValueError("A token attends only to special tokens, so hiding them leaves it nothing to show.")
+        raise ValueError("A token attends only to the tokens set aside, so hiding them leaves it nothing to show.")
+    norms = None if result.value_norms is None else result.value_norms[:, :, c]  # (L, H, Tk')
     return replace(
-        result, weights=w / totals, target=result.target.subset(rows_keep), source=result.source.subset(cols_keep)
+        result,
+        weights=w / totals,
+        target=result.target.subset(rows_keep),
+        source=result.source.subset(cols_keep),
+        value_norms=norms,
     )
 
 
@@ -38,19 +49,53 @@ def without_specials(result: AttentionResult) -> AttentionResult:
     return hide(result, [not s for s in result.target.special], [not s for s in result.source.special])
 
 
+def without_first(result: AttentionResult) -> AttentionResult:
+    """Set the first token aside (its row and its column) and renormalise every row over the keys left."""
+    return hide(result, [i > 0 for i in range(len(result.target))], [j > 0 for j in range(len(result.source))])
+
+
+def value_weighted_norms(result: AttentionResult) -> torch.Tensor:
+    """(L, H, Tq, Tk): ||alpha_ij f(x_j)|| = alpha_ij ||f(x_j)|| (Kobayashi et al. 2020)."""
+    if result.value_norms is None:
+        raise ValueError(
+            "The value-weighted view needs each head's value vectors: it is available for the models attnviz "
+            "rebuilds on its own attention (BERT, SmolLM2), on either backend."
+        )
+    return result.weights * result.value_norms[:, :, None, :]  # (L, H, Tq, Tk) * (L, H, 1, Tk)
+
+
+def value_weighted(result: AttentionResult) -> AttentionResult:
+    """The result with each row of alpha_ij ||f(x_j)|| renormalised to sum to 1."""
+    w = value_weighted_norms(result)
+    totals = w.sum(-1, keepdim=True).clamp_min(torch.finfo(w.dtype).tiny)
+    return replace(result, weights=w / totals, value_norms=None)
+
+
 def merge(result: AttentionResult) -> AttentionResult:
     """Word pieces -> words: sum over a word's key pieces, mean over its query pieces."""
     rows, cols = result.target.groups(), result.source.groups()
     w = result.weights
     w = torch.stack([w[:, :, :, g].sum(-1) for g in cols], dim=-1)  # (L, H, Tq, W_k)
     w = torch.stack([w[:, :, g].mean(-2) for g in rows], dim=-2)  # (L, H, W_q, W_k)
-    return replace(result, weights=w, target=result.target.merged(), source=result.source.merged())
+    merged = replace(result, weights=w, target=result.target.merged(), source=result.source.merged(), value_norms=None)
+    return merged
 
 
-def prepare(result: AttentionResult, *, hide_special: bool = False, merge_words: bool = False) -> AttentionResult:
-    """Apply the person's view options to a result (merging first, then hiding)."""
+def prepare(
+    result: AttentionResult,
+    *,
+    hide_special: bool = False,
+    merge_words: bool = False,
+    first_aside: bool = False,
+    value_weight: bool = False,
+) -> AttentionResult:
+    """Apply the person's view options to a result: value-weighting, merging, then setting tokens aside."""
+    if value_weight:
+        result = value_weighted(result)
     if merge_words:
         result = merge(result)
-    if hide_special:
+    if first_aside:
+        result = without_first(result)
+    if hide_special and (any(result.target.special) or any(result.source.special)):
         result = without_specials(result)
     return result

@@ -4,7 +4,9 @@ Every engine satisfies `Engine`. Some can do more, and say so by satisfying a ca
 Protocol, checked with isinstance (never hasattr):
 - `SteppingEngine`: shows one layer's attention step by step (the Inside page);
 - `WhatIfEngine`: runs its weights in ways the model was never trained (a causal mask on an
-  encoder, one sentence's queries on another's keys).
+  encoder, one sentence's queries on another's keys);
+- `GeneratingEngine`: a decoder that writes after a prompt, greedily, and shows where each
+  written token looked.
 
 "backend" names how attention is computed: "hf" (Hugging Face, eager) or "scratch" (attnviz's
 own engine). "kind" only ever means the kind of attention: self, causal or cross.
@@ -13,14 +15,15 @@ own engine). "kind" only ever means the kind of attention: self, causal or cross
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 import torch
 
 from attnviz.engines.scratch import AttentionSteps
 from attnviz.result import AttentionKind, AttentionResult
-from attnviz.tokens import Encoded
+from attnviz.tokens import Encoded, Tokenizer
 
 Backend = Literal["hf", "scratch"]
 BACKENDS: tuple[Backend, ...] = ("hf", "scratch")
@@ -67,6 +70,7 @@ class SteppingEngine(Protocol):
 
     n_layers: int
     n_heads: int
+    n_kv_heads: int  # key/value heads: fewer than n_heads with grouped-query attention
 
     def steps(self, text: str, layer: int, *, causal: bool = False) -> tuple[Encoded, AttentionSteps]:
         """The tokens of `text` and every intermediate of layer `layer`'s attention (0-based)."""
@@ -84,6 +88,60 @@ class WhatIfEngine(Protocol):
     def cross_what_if(self, text_a: str, text_b: str) -> AttentionResult:
         """Sentence B's queries on sentence A's keys and values, in every layer."""
         ...
+
+
+@dataclass(frozen=True)
+class Generation:
+    """A prompt, what a model wrote after it (greedily), and the attention of every step of the writing."""
+
+    result: AttentionResult  # causal, over the prompt and every written token but the last
+    prompt_tokens: int  # P: the prompt's tokens (a chat template's included)
+    written: tuple[str, ...]  # the written tokens, in order (the last may be the end token)
+    text: str  # the written text, special tokens left out
+    stopped: Literal["end token", "limit"]
+
+    @property
+    def steps(self):
+        """(L, H, n, Tk): row s is where the query that wrote token s looked (position P - 1 + s)."""
+        start = self.prompt_tokens - 1
+        return self.result.weights[:, :, start : start + len(self.written)]
+
+    def across_heads(self, step: int):
+        """(L * H, P + step): the row of step `step` (0-based) in every head, layer by layer, over the keys it saw."""
+        seen = self.prompt_tokens + step
+        w = self.steps[:, :, step, :seen]  # (L, H, seen)
+        return w.reshape(-1, seen)
+
+
+@runtime_checkable
+class GeneratingEngine(Protocol):
+    """A decoder that can write after a prompt."""
+
+    def generate(
+        self, prompt: str, max_new_tokens: int, *, chat: bool = True, progress: Callable[[int, int], None] | None = None
+    ) -> Generation:
+        """Greedy decoding: up to max_new_tokens after the prompt (in the model's chat template when chat)."""
+        ...
+
+
+def make_generation(
+    engine: Engine,
+    tokenizer: Tokenizer,
+    prompt: Encoded,
+    ids: Sequence[int],
+    weights_of: Callable[[Sequence[int]], torch.Tensor],
+    stop_ids: set[int],
+) -> Generation:
+    """A Generation from the ids after greedy decoding; `weights_of` runs the model on ids, (L, H, T, T) back."""
+    written = list(ids[len(prompt.ids) :])
+    if not written:
+        raise ValueError("There is no room to write: the prompt already fills the model's limit.")
+    reading = list(ids[:-1])  # the last token written was never read
+    axis = tokenizer.extended(prompt.axis, written[:-1])
+    result = AttentionResult(weights_of(reading), axis, axis, "causal", engine.name, engine.device_name)
+    tokens = tuple(tokenizer.hf.convert_ids_to_tokens(written))
+    stopped = "end token" if written[-1] in stop_ids else "limit"
+    return Generation(result, len(prompt.ids), tokens, tokenizer.decode(written), stopped)
 
 
 def to_weights(per_layer: tuple[torch.Tensor, ...] | list[torch.Tensor]) -> torch.Tensor:

@@ -112,8 +112,12 @@ class ScratchBert(nn.Module):
         token_type_ids: Tensor | None = None,
         *,
         causal: bool = False,
+        norms: list | None = None,
     ) -> tuple[Tensor, tuple[Tensor, ...]]:
-        """input_ids (B, T) -> (hidden (B, T, D), one (B, H, T, T) weight tensor per layer)."""
+        """input_ids (B, T) -> (hidden (B, T, D), one (B, H, T, T) weight tensor per layer).
+
+        Given a list, `norms` receives each layer's value norms (B, H, T) on the way (Kobayashi et al. 2020).
+        """
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         mask = None if attention_mask is None else key_padding_mask(attention_mask)  # (B, 1, 1, T)
@@ -123,6 +127,8 @@ class ScratchBert(nn.Module):
         x = self.embeddings(input_ids, token_type_ids)  # (B, T, D)
         all_weights = []
         for layer in self.layers:
+            if norms is not None:
+                norms.append(layer.attention.value_norms(x))
             x, w = layer(x, mask)
             all_weights.append(w)
         return x, tuple(all_weights)
@@ -182,10 +188,11 @@ def translate_state_dict(hf_state: dict[str, Tensor]) -> dict[str, Tensor]:
 
 
 def from_hf(hf_model: nn.Module) -> ScratchBert:
-    """A ScratchBert holding a copy of a Hugging Face BertModel's weights, in eval mode."""
-    model = ScratchBert(BertConfig.from_hf(hf_model.config)).float()  # float32 before the copy, whatever the default
+    """A ScratchBert sharing a Hugging Face BertModel's tensors (no copy), in eval mode."""
+    with torch.device("meta"):  # no memory for weights that are about to be replaced by the model's own
+        model = ScratchBert(BertConfig.from_hf(hf_model.config))
     state = translate_state_dict(hf_model.state_dict())
-    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing, unexpected = model.load_state_dict(state, strict=False, assign=True)  # shares the tensors, no copy
     if missing or unexpected:
         raise ModelLoadError(
             f"The BERT weights do not fit the scratch engine: missing {missing}, unexpected {unexpected}. "
@@ -213,6 +220,7 @@ class ScratchBertEngine:
         self.tokenizer, self.max_tokens = hf_engine.tokenizer, hf_engine.max_tokens  # one tokenizer, one lock
         self.model = from_hf(hf_engine.model)
         self.n_layers, self.n_heads = self.model.config.num_hidden_layers, self.model.config.num_attention_heads
+        self.n_kv_heads = self.n_heads
         self._lock = threading.Lock()
 
     def encode(self, text: str) -> Encoded:
@@ -232,11 +240,16 @@ class ScratchBertEngine:
 
     def _run(self, text: str, *, causal: bool) -> dict[AttentionKind, AttentionResult]:
         enc = self.encode(text)
+        norms: list[Tensor] = []
         with self._lock, torch.inference_mode():
-            _, per_layer = self.model(self._ids(enc), causal=causal)
+            _, per_layer = self.model(self._ids(enc), causal=causal, norms=norms)
         kind: AttentionKind = "causal" if causal else "self"
-        return {kind: AttentionResult(to_weights(per_layer), enc.axis, enc.axis, kind, self.name, self.device_name,
-                                      enc.truncated)}  # fmt: skip
+        axis, weights, value_norms = enc.axis, to_weights(per_layer), to_weights(norms)  # (L, H, T, T), (L, H, T)
+        return {
+            kind: AttentionResult(
+                weights, axis, axis, kind, self.name, self.device_name, enc.truncated, value_norms=value_norms
+            )
+        }
 
     def steps(self, text: str, layer: int, *, causal: bool = False) -> tuple[Encoded, AttentionSteps]:
         """The tokens of `text` and every intermediate of one layer's attention, for teaching."""

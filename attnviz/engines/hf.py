@@ -11,13 +11,22 @@ import os
 import threading
 
 import torch
-from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM, AutoTokenizer
+from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 from transformers.models.auto.modeling_auto import (
     MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
     MODEL_FOR_MASKED_LM_MAPPING_NAMES,
 )
 
-from attnviz.engines.base import Architecture, Backend, ModelLoadError, redact, shift_right, to_weights
+from attnviz.engines.base import (
+    Architecture,
+    Backend,
+    Generation,
+    ModelLoadError,
+    make_generation,
+    redact,
+    shift_right,
+    to_weights,
+)
 from attnviz.engines.scratch import describe_device, resolve_device
 from attnviz.result import AttentionKind, AttentionResult
 from attnviz.tokens import Encoded, TokenAxis, Tokenizer
@@ -63,6 +72,21 @@ def limit_tokens(model_limit: int) -> int:
     return min(model_limit, int(raw))
 
 
+EAGER_MB_ENV, EAGER_MB = "ATTNVIZ_EAGER_MB", 512
+
+
+def eager_tokens(n_layers: int, n_heads: int) -> int:
+    """The longest input whose every weight (L x H x N x N float32) fits $ATTNVIZ_EAGER_MB (default 512 MB).
+
+    SmolLM2's 8k context would be 72 GB of weights: one pasted chapter must not take the server down.
+    """
+    raw = os.environ.get(EAGER_MB_ENV, "").strip()
+    if raw and (not raw.isdigit() or int(raw) < 1):
+        raise ValueError(f"{EAGER_MB_ENV} must be a whole number of megabytes (got {raw[:20]!r})")
+    budget = (int(raw) if raw else EAGER_MB) * 2**20
+    return int((budget / (4 * n_layers * n_heads)) ** 0.5)
+
+
 def check_layers(name: str, part: str, weights, expected: int | None) -> None:
     """One weight tensor per layer must come back; say how to fix it if not."""
     got = 0 if weights is None else sum(w is not None for w in weights)
@@ -103,7 +127,9 @@ class HFEngine:
             self.config = AutoConfig.from_pretrained(source, **local)
             self.tokenizer = Tokenizer(AutoTokenizer.from_pretrained(source, **local))
             self.architecture = architecture_of(self.config)
-            loader = AutoModelForSeq2SeqLM if self.architecture == "encoder-decoder" else AutoModel
+            loader = {"encoder-decoder": AutoModelForSeq2SeqLM, "decoder": self._decoder_loader()}.get(
+                self.architecture, AutoModel
+            )
             # An explicit dtype: the weights are float32 whatever the config says, and transformers does not
             # change torch's process-wide default dtype on the way.
             model = loader.from_pretrained(source, attn_implementation="eager", dtype=torch.float32, **local)
@@ -117,9 +143,17 @@ class HFEngine:
             ) from err
         self.family = self.config.model_type
         self.max_tokens = limit_tokens(max_tokens_of(self.config, self.tokenizer.hf))
+        layers = _layers(self.config, "num_hidden_layers", "n_layer", "decoder_layers", "num_layers")
+        heads = _layers(self.config, "num_attention_heads", "n_head", "decoder_attention_heads", "num_heads")
+        if layers and heads:
+            self.max_tokens = min(self.max_tokens, eager_tokens(layers, heads))
         self.kinds = KINDS[self.architecture]
         self.device_name = describe_device(self.device)
         self._lock = threading.Lock()
+
+    def _decoder_loader(self):
+        """How a decoder loads: with its language-model head when it has one (so it can write)."""
+        return AutoModel
 
     def encode(self, text: str) -> Encoded:
         """The text as the model's tokenizer cuts it, special tokens included."""
@@ -174,3 +208,67 @@ class HFEngine:
     def _result(self, per_layer, target: TokenAxis, source: TokenAxis, kind: AttentionKind, truncated: int):
         weights = to_weights(per_layer)  # (L, H, Tq, Tk); AttentionResult checks the causal triangle
         return AttentionResult(weights, target, source, kind, self.name, self.device_name, truncated)
+
+
+class HFDecoderEngine(HFEngine):
+    """A Hugging Face decoder with its language-model head: an Engine and a GeneratingEngine."""
+
+    def _decoder_loader(self):
+        return AutoModelForCausalLM
+
+    @property
+    def stop_ids(self) -> set[int]:
+        """Token ids that end a reply: the end-of-text tokens the config and the tokenizer name."""
+        eos = self.config.eos_token_id
+        ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        hf = self.tokenizer.hf
+        for token in ("<|im_end|>", "<|endoftext|>", hf.eos_token):
+            if token and token in hf.get_vocab():
+                ids.add(hf.convert_tokens_to_ids(token))
+        return ids
+
+    def chat_prompt(self, prompt: str) -> str:
+        """The prompt as a user message in the model's own chat template (the prompt as is without one)."""
+        hf = self.tokenizer.hf
+        if not getattr(hf, "chat_template", None):
+            return prompt
+        messages = [{"role": "user", "content": prompt}]
+        return hf.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    def weights_of(self, ids) -> torch.Tensor:
+        """(L, H, T, T): the attention of one pass over `ids` (hold the lock)."""
+        out = self.model(input_ids=torch.tensor([list(ids)], device=self.device), output_attentions=True)
+        check_layers(self.name, "self", out.attentions, _layers(self.config, "num_hidden_layers", "n_layer"))
+        return to_weights(out.attentions)
+
+    def generate(self, prompt: str, max_new_tokens: int, *, chat: bool = True, progress=None) -> Generation:
+        """Greedy decoding with a key/value cache, one token at a time; then the attention of every step."""
+        enc = self.tokenizer.encode(self.chat_prompt(prompt) if chat else prompt, self.max_tokens, specials_by_id=chat)
+        ids, stop = list(enc.ids), self.stop_ids
+        with self._lock, torch.inference_mode():
+            past, feed = None, list(ids)
+            for step in range(max_new_tokens):
+                if len(ids) >= self.max_tokens:
+                    break
+                out = self.model(
+                    input_ids=torch.tensor([feed], device=self.device), past_key_values=past, use_cache=True
+                )
+                past, nxt = out.past_key_values, int(out.logits[0, -1].argmax())
+                ids.append(nxt)
+                feed = [nxt]
+                if progress:
+                    progress(step + 1, max_new_tokens)
+                if nxt in stop:
+                    break
+            return make_generation(self, self.tokenizer, enc, ids, self.weights_of, stop)
+
+
+def open_engine(name: str, source: str, device=None, *, local_files_only: bool = False) -> HFEngine:
+    """The right engine class for a model: a decoder with a head can write, the others cannot."""
+    try:
+        config = AutoConfig.from_pretrained(source, local_files_only=local_files_only)
+        decoder = architecture_of(config) == "decoder" and config.model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    except Exception:  # HFEngine reports the failure in full
+        decoder = False
+    cls = HFDecoderEngine if decoder else HFEngine
+    return cls(name, source, device, local_files_only=local_files_only)

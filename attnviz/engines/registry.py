@@ -32,6 +32,7 @@ DEFAULT_DESCRIPTION = "all-MiniLM-L6-v2 (BERT, 6 layers x 12 heads, bundled, off
 BUNDLED = {
     DEFAULT: DEFAULT_DESCRIPTION,
     "dates": "our encoder-decoder trained from scratch: free-form dates -> ISO dates",
+    "smollm2": "SmolLM2-135M-Instruct (Llama decoder, 30 layers x 9 heads, 3 key/value heads, bundled, offline)",
 }
 MODEL_DIRS_ENV = "ATTNVIZ_MODEL_DIRS"  # folders (':'-separated) whose model sub-folders a server may load
 MODELS_ENV = "ATTNVIZ_MODELS"  # the models a server offers besides the bundled ones (comma or space separated)
@@ -40,7 +41,7 @@ DOWNLOADS_ENV = "ATTNVIZ_ALLOW_DOWNLOADS"  # "1": a server may download hub mode
 HUB_ID = re.compile(r"^(?!.*\.\.)[A-Za-z0-9][\w.-]{0,95}(/[A-Za-z0-9][\w.-]{0,95})?$")
 MAX_NAME = 200  # a longer name is refused before it touches the file system
 CACHE_SCAN_SECONDS = 60  # how long the list of models in the local Hugging Face cache is reused
-SCRATCH_FAMILIES = {"bert": "encoder"}  # model families the scratch backend rebuilds, and their architecture
+SCRATCH_FAMILIES = {"bert": "encoder", "llama": "decoder"}  # families the scratch backend rebuilds
 NOT_A_NAME = (
     "{name} is not a model name: give a Hugging Face hub id such as 'bert-base-uncased' or "
     "'google/bert_uncased_L-2_H-128_A-2'{where}. The model \"default\" (the bundled BERT) always works offline."
@@ -234,12 +235,34 @@ def load_source(source: Source, backend: Backend, device=None, *, offline: bool 
 
 
 def _build(source: Source, backend: Backend, device, offline: bool) -> Engine:
-    from attnviz.engines.bert import ScratchBertEngine
-    from attnviz.engines.hf import HFEngine
+    from attnviz.engines import hf as hf_engines
 
     if source.name == "dates":
         from attnviz.engines.seq2seq import DateEngine
 
         return DateEngine(source.name, device=device)  # built on the scratch engine, whichever backend was asked for
-    hf = HFEngine(source.name, source.location, device, local_files_only=offline or source.kind != "hub")
-    return hf if backend == "hf" else ScratchBertEngine(hf)
+    location = source.location
+    if source.name == "smollm2":
+        from attnviz.engines import smollm2
+
+        location = str(smollm2.prepared())
+    local = offline or source.kind != "hub"
+    hf = hf_engines.open_engine(source.name, location, device, local_files_only=local)
+    if backend == "hf":
+        return hf
+    return scratch_engine(hf)
+
+
+def scratch_engine(hf: Engine) -> Engine:
+    """The same model rebuilt on attnviz's own attention (sharing its weights), or a ValueError saying it cannot be."""
+    if hf.family == "bert" and hf.architecture == "encoder":
+        from attnviz.engines.bert import ScratchBertEngine
+
+        return ScratchBertEngine(hf)
+    if hf.family == "llama" and hf.architecture == "decoder":
+        from attnviz.engines.llama import ScratchLlamaEngine
+
+        return ScratchLlamaEngine(hf)
+    raise ValueError(
+        f"the scratch backend rebuilds BERT encoders and Llama decoders; '{hf.name}' is a {hf.family} {hf.architecture}"
+    )

@@ -5,6 +5,10 @@
 attend, concat, project). Weights are returned, never stored on the module, so one
 module can serve many sessions at once.
 
+Two things newer models add, each optional: grouped-query attention (`num_kv_heads` < `num_heads`:
+each key/value head serves a group of query heads; 1 is multi-query attention) and rotary position
+embeddings (`RotaryEmbedding`: Q and K turned by an angle that grows with the position).
+
 Masks are boolean and broadcast to (B, H, Tq, Tk); True means "may attend".
 """
 
@@ -56,10 +60,37 @@ def key_padding_mask(attention_mask: Tensor) -> Tensor:
     return attention_mask.bool()[:, None, None, :]
 
 
+def _groups(q: Tensor, k: Tensor) -> int:
+    """Query heads per key/value head: H / H_kv (1 for plain multi-head attention, or no head dimension)."""
+    if q.dim() < 3 or k.dim() < 3:
+        return 1
+    h, h_kv = q.shape[-3], k.shape[-3]
+    if h % h_kv:
+        raise ValueError(f"{h} query heads cannot share {h_kv} key/value heads evenly")
+    return h // h_kv
+
+
 def attention_scores(q: Tensor, k: Tensor) -> Tensor:
-    """Q K^T / sqrt(d_k): (.., Tq, Dh), (.., Tk, Dh) -> (.., Tq, Tk)."""
+    """Q K^T / sqrt(d_k): (.., H, Tq, Dh), (.., H_kv, Tk, Dh) -> (.., H, Tq, Tk).
+
+    With fewer key/value heads (grouped-query attention), query head h reads key head h // (H / H_kv);
+    the keys are broadcast to their group, never copied.
+    """
+    g = _groups(q, k)
     # Scaling q rather than the scores touches Tq x Dh numbers instead of Tq x Tk.
-    return (q / math.sqrt(q.size(-1))) @ k.transpose(-2, -1)  # (.., Tq, Dh) @ (.., Dh, Tk) -> (.., Tq, Tk)
+    q = q / math.sqrt(q.size(-1))
+    if g == 1:
+        return q @ k.transpose(-2, -1)  # (.., H, Tq, Dh) @ (.., H, Dh, Tk) -> (.., H, Tq, Tk)
+    grouped = q.unflatten(-3, (k.shape[-3], g)) @ k.unsqueeze(-3).transpose(-2, -1)  # (.., Hkv, G, Tq, Tk)
+    return grouped.flatten(-4, -3)  # (.., H, Tq, Tk)
+
+
+def mix_values(weights: Tensor, v: Tensor) -> Tensor:
+    """weights @ V: (.., H, Tq, Tk), (.., H_kv, Tk, Dv) -> (.., H, Tq, Dv), values shared within a group."""
+    g = _groups(weights, v)
+    if g == 1:
+        return weights @ v  # (.., H, Tq, Tk) @ (.., H, Tk, Dv) -> (.., H, Tq, Dv)
+    return (weights.unflatten(-3, (v.shape[-3], g)) @ v.unsqueeze(-3)).flatten(-4, -3)  # (.., H, Tq, Dv)
 
 
 def apply_mask(scores: Tensor, mask: Tensor | None) -> Tensor:
@@ -72,15 +103,50 @@ def apply_mask(scores: Tensor, mask: Tensor | None) -> Tensor:
 
 
 def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
-    """softmax(Q K^T / sqrt(d_k)) V, returning (output (..., Tq, Dv), weights (..., Tq, Tk))."""
-    scores = apply_mask(attention_scores(q, k), mask)  # (.., Tq, Tk)
+    """softmax(Q K^T / sqrt(d_k)) V, returning (output (..., H, Tq, Dv), weights (..., H, Tq, Tk)).
+
+    k and v may have fewer heads than q (grouped-query attention).
+    """
+    scores = apply_mask(attention_scores(q, k), mask)  # (.., H, Tq, Tk)
     if scores.requires_grad:
-        weights = F.softmax(scores, dim=-1)  # (.., Tq, Tk), rows sum to 1
+        weights = F.softmax(scores, dim=-1)  # (.., H, Tq, Tk), rows sum to 1
     else:
         # Inference: the raw scores are dead after this line, so the softmax overwrites them.
         # A fresh Tq x Tk buffer per call costs more than the softmax itself at N = 512 (page faults).
         weights = torch.softmax(scores, dim=-1, out=scores)
-    return weights @ v, weights  # (.., Tq, Tk) @ (.., Tk, Dv) -> (.., Tq, Dv)
+    return mix_values(weights, v), weights
+
+
+def rotate_half(x: Tensor) -> Tensor:
+    """(x1, x2) -> (-x2, x1) on the two halves of the last dimension: a quarter turn of each pair (x_i, x_i+Dh/2)."""
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class RotaryEmbedding(nn.Module):
+    """Rotary position embeddings (Su et al. 2021), as Llama uses them.
+
+    Dimension i of a head is paired with dimension i + Dh/2; at position p the pair turns by the angle
+    p * theta^(-2i/Dh): fast for the first pairs, slower and slower for the last. Q and K are turned,
+    V is not, so the score Q_p . K_q depends on p - q, the relative position.
+    """
+
+    def __init__(self, head_dim: int, theta: float = 10000.0, device: torch.device | str | None = None) -> None:
+        super().__init__()
+        if head_dim % 2:
+            raise ValueError(f"rotary embeddings need an even head size, not {head_dim}")
+        self.head_dim, self.theta = head_dim, theta
+        exponent = torch.arange(0, head_dim, 2, dtype=torch.float32, device=device) / head_dim  # (Dh/2,)
+        self.register_buffer("inv_freq", 1.0 / (theta**exponent), persistent=False)  # radians per position
+
+    def angles(self, positions: Tensor) -> Tensor:
+        """(T,) positions -> (T, Dh/2): the angle each pair of dimensions has turned at each position."""
+        return positions.to(torch.float32)[:, None] * self.inv_freq[None, :]  # (T, 1) * (1, Dh/2)
+
+    def rotate(self, x: Tensor, positions: Tensor) -> Tensor:
+        """x (.., T, Dh) turned to its positions (T,)."""
+        angle = self.angles(positions).repeat(1, 2)  # (T, Dh): each pair's angle, on both of its dimensions
+        return x * angle.cos().to(x.dtype) + rotate_half(x) * angle.sin().to(x.dtype)
 
 
 @dataclass(frozen=True)
@@ -89,19 +155,32 @@ class AttentionSteps:
 
     x_query: Tensor  # (B, Tq, D)
     x_key: Tensor  # (B, Tk, D)
-    q: Tensor  # (B, Tq, D)   after W_Q
-    k: Tensor  # (B, Tk, D)   after W_K
-    v: Tensor  # (B, Tk, D)   after W_V
+    q: Tensor  # (B, Tq, H*Dh)    after W_Q
+    k: Tensor  # (B, Tk, Hkv*Dh)  after W_K
+    v: Tensor  # (B, Tk, Hkv*Dh)  after W_V
     q_heads: Tensor  # (B, H, Tq, Dh)
-    k_heads: Tensor  # (B, H, Tk, Dh)
-    v_heads: Tensor  # (B, H, Tk, Dh)
+    k_heads: Tensor  # (B, Hkv, Tk, Dh)
+    v_heads: Tensor  # (B, Hkv, Tk, Dh)
     scores: Tensor  # (B, H, Tq, Tk)  Q K^T / sqrt(Dh), before the mask
     masked_scores: Tensor  # (B, H, Tq, Tk)  the most negative float where the mask forbids
     weights: Tensor  # (B, H, Tq, Tk)  softmax
     head_outputs: Tensor  # (B, H, Tq, Dh)  weights @ V
-    concat: Tensor  # (B, Tq, D)
+    concat: Tensor  # (B, Tq, H*Dh)
     output: Tensor  # (B, Tq, D)    after W_O
     mask: Tensor | None
+    q_rotated: Tensor | None = None  # (B, H, Tq, Dh)   Q after the rotary embedding
+    k_rotated: Tensor | None = None  # (B, Hkv, Tk, Dh) K after the rotary embedding
+    angles: Tensor | None = None  # (Tk, Dh/2) the angle each pair of dimensions has turned at each position
+    x_normed: Tensor | None = None  # (B, Tq, D) the input after the layer's norm (what W_Q, W_K, W_V read)
+
+    @property
+    def group(self) -> int:
+        """Query heads per key/value head."""
+        return self.q_heads.shape[1] // self.k_heads.shape[1]
+
+    def kv_head(self, head: int) -> int:
+        """The key/value head a query head reads."""
+        return head // self.group
 
     def allowed(self) -> Tensor:
         """(Tq, Tk) bool: where a query may look (everywhere when there is no mask)."""
@@ -112,15 +191,17 @@ class AttentionSteps:
     def trace(self) -> list[tuple[str, tuple[int, ...]]]:
         """Each step and the shape it leaves, as print(x.shape) in forward() would show them."""
         dh = self.q_heads.shape[-1]
-        steps = [
-            ("X (the layer's input)", self.x_query),
-            ("Q = X·W_Q", self.q),
-            ("K = X·W_K", self.k),
-            ("V = X·W_V", self.v),
-            ("Q split into heads", self.q_heads),
-            ("K split into heads", self.k_heads),
-            ("V split into heads", self.v_heads),
-            (f"scores = Q·Kᵀ/√{dh}", self.scores),
+        steps = [("X (the layer's input)", self.x_query)]
+        if self.x_normed is not None:
+            steps.append(("RMSNorm(X)", self.x_normed))
+        steps += [("Q = X·W_Q", self.q), ("K = X·W_K", self.k), ("V = X·W_V", self.v)]
+        steps += [("Q split into heads", self.q_heads), ("K split into heads", self.k_heads)]
+        steps.append(("V split into heads", self.v_heads))
+        if self.q_rotated is not None:
+            steps += [("Q turned by position (RoPE)", self.q_rotated), ("K turned by position (RoPE)", self.k_rotated)]
+        share = f", each K head read by {self.group} Q heads" if self.group > 1 else ""
+        steps += [
+            (f"scores = Q·Kᵀ/√{dh}{share}", self.scores),
             ("mask" if self.mask is not None else "mask (none)", self.masked_scores),
             ("softmax over each row", self.weights),
             ("weights·V", self.head_outputs),
@@ -131,56 +212,108 @@ class AttentionSteps:
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head attention from scratch: W_Q, W_K, W_V, split into heads, attend, concat, W_O."""
+    """Multi-head attention from scratch: W_Q, W_K, W_V, split into heads, attend, concat, W_O.
+
+    num_kv_heads < num_heads: grouped-query attention (1: multi-query); `rope`: rotary positions on Q and K.
+    """
 
     def __init__(
         self,
         d_model: int,
         num_heads: int,
         *,
+        num_kv_heads: int | None = None,
+        head_dim: int | None = None,
         bias: bool = True,
+        rope: RotaryEmbedding | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
-        if d_model % num_heads:
+        if head_dim is None and d_model % num_heads:
             raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads})")
-        self.d_model, self.num_heads, self.d_head = d_model, num_heads, d_model // num_heads
+        num_kv_heads = num_kv_heads or num_heads
+        if num_heads % num_kv_heads:
+            raise ValueError(f"num_heads ({num_heads}) must be a multiple of num_kv_heads ({num_kv_heads})")
+        self.d_model, self.num_heads, self.num_kv_heads = d_model, num_heads, num_kv_heads
+        self.d_head = head_dim or d_model // num_heads
         kw = {"bias": bias, "device": device, "dtype": dtype}
-        self.w_q = nn.Linear(d_model, d_model, **kw)
-        self.w_k = nn.Linear(d_model, d_model, **kw)
-        self.w_v = nn.Linear(d_model, d_model, **kw)
-        self.w_o = nn.Linear(d_model, d_model, **kw)
+        self.w_q = nn.Linear(d_model, num_heads * self.d_head, **kw)
+        self.w_k = nn.Linear(d_model, num_kv_heads * self.d_head, **kw)
+        self.w_v = nn.Linear(d_model, num_kv_heads * self.d_head, **kw)
+        self.w_o = nn.Linear(num_heads * self.d_head, d_model, **kw)
+        self.rope = rope
 
-    def _split(self, x: Tensor) -> Tensor:
+    def _split(self, x: Tensor, heads: int) -> Tensor:
         b, t, _ = x.shape
-        return x.view(b, t, self.num_heads, self.d_head).transpose(1, 2)  # (B, T, D) -> (B, H, T, Dh)
+        return x.view(b, t, heads, self.d_head).transpose(1, 2)  # (B, T, heads*Dh) -> (B, heads, T, Dh)
 
-    def forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """query (B, Tq, D), key and value (B, Tk, D) -> (output (B, Tq, D), weights (B, H, Tq, Tk))."""
+    def _project(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Steps 1 and 2: Q (B, H, Tq, Dh), K and V (B, Hkv, Tk, Dh)."""
+        q = self._split(self.w_q(query), self.num_heads)
+        return q, self._split(self.w_k(key), self.num_kv_heads), self._split(self.w_v(value), self.num_kv_heads)
+
+    def _positions(self, t: int, positions: Tensor | None, device) -> Tensor:
+        return torch.arange(t, device=device) if positions is None else positions
+
+    def forward(
+        self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None, positions: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """query (B, Tq, D), key and value (B, Tk, D) -> (output (B, Tq, D), weights (B, H, Tq, Tk)).
+
+        `positions` (Tk,) place the keys (and the last Tq of them, the queries) for rotary embeddings.
+        """
         b, tq, _ = query.shape
-        # 1. project   2. split into heads
-        q, k, v = self._split(self.w_q(query)), self._split(self.w_k(key)), self._split(self.w_v(value))
+        # 1. project   2. split into heads (and turn Q and K by position)
+        q, k, v = self._project(query, key, value)
+        if self.rope is not None:
+            pos = self._positions(key.shape[1], positions, key.device)  # (Tk,)
+            q, k = self.rope.rotate(q, pos[-tq:]), self.rope.rotate(k, pos)
         # 3. attend, every head at once
         heads, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, H, Tq, Dh), (B, H, Tq, Tk)
         # 4. concat the heads   5. output projection
-        concat = heads.transpose(1, 2).reshape(b, tq, self.d_model)  # (B, H, Tq, Dh) -> (B, Tq, D)
+        concat = heads.transpose(1, 2).reshape(b, tq, self.num_heads * self.d_head)  # (B, Tq, H*Dh)
         return self.w_o(concat), weights
 
     @torch.no_grad()
-    def steps(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None) -> AttentionSteps:
+    def steps(
+        self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None, positions: Tensor | None = None
+    ) -> AttentionSteps:
         """The same computation as forward, keeping every intermediate for display."""
         b, tq, _ = query.shape
-        q, k, v = self.w_q(query), self.w_k(key), self.w_v(value)  # (B, T, D)
-        qh, kh, vh = self._split(q), self._split(k), self._split(v)  # (B, H, T, Dh)
-        scores = attention_scores(qh, kh)  # (B, H, Tq, Tk)
+        q, k, v = self.w_q(query), self.w_k(key), self.w_v(value)  # (B, T, heads*Dh)
+        qh, kh, vh = (
+            self._split(q, self.num_heads),
+            self._split(k, self.num_kv_heads),
+            self._split(v, self.num_kv_heads),
+        )
+        q_rot = k_rot = angles = None
+        if self.rope is not None:
+            pos = self._positions(key.shape[1], positions, key.device)
+            q_rot, k_rot = self.rope.rotate(qh, pos[-tq:]), self.rope.rotate(kh, pos)
+            angles = self.rope.angles(pos)
+        scores = attention_scores(qh if q_rot is None else q_rot, kh if k_rot is None else k_rot)  # (B, H, Tq, Tk)
         masked = apply_mask(scores, mask)
         weights = F.softmax(masked, dim=-1)  # (B, H, Tq, Tk), the same maths as forward, out of place
-        heads = weights @ vh  # (B, H, Tq, Dh)
-        concat = heads.transpose(1, 2).reshape(b, tq, self.d_model)  # (B, Tq, D)
+        heads = mix_values(weights, vh)  # (B, H, Tq, Dh)
+        concat = heads.transpose(1, 2).reshape(b, tq, self.num_heads * self.d_head)  # (B, Tq, H*Dh)
         return AttentionSteps(
-            query, key, q, k, v, qh, kh, vh, scores, masked, weights, heads, concat, self.w_o(concat), mask
-        )
+            query, key, q, k, v, qh, kh, vh, scores, masked, weights, heads, concat, self.w_o(concat), mask,
+            q_rot, k_rot, angles,
+        )  # fmt: skip
+
+    @torch.no_grad()
+    def value_norms(self, value: Tensor) -> Tensor:
+        """(B, Tk, D) -> (B, H, Tk): ||f_h(x_j)||, the norm of key j's value vector carried through head h's
+        part of W_O (Kobayashi et al. 2020, as their code computes it: the value bias in, W_O's bias out).
+
+        ||alpha_ij f_h(x_j)|| = alpha_ij ||f_h(x_j)||: how much of key j reaches query i's output through head h.
+        """
+        v = self._split(self.w_v(value), self.num_kv_heads)  # (B, Hkv, Tk, Dh)
+        v = v.repeat_interleave(self.num_heads // self.num_kv_heads, dim=1)  # (B, H, Tk, Dh): each query head's V
+        w_o = self.w_o.weight.view(self.d_model, self.num_heads, self.d_head).permute(1, 2, 0)  # (H, Dh, D)
+        gram = w_o @ w_o.transpose(1, 2)  # (H, Dh, Dh): ||v W||^2 = v (W W^T) v^T, without a (B, H, Tk, D) tensor
+        return torch.einsum("bhtd,hde,bhte->bht", v, gram, v).clamp_min(0).sqrt()  # (B, H, Tk)
 
     @classmethod
     def from_torch(cls, m: nn.MultiheadAttention) -> MultiHeadAttention:

@@ -101,14 +101,25 @@ def _grid_layout(n: int, columns: int, gap_x: float, gap_y: float, outer_ticks: 
     return layout
 
 
+def grid_columns(n_heads: int) -> int:
+    """Maps per row for a layer's heads: 3 for 3, 6 or 9 heads (square-ish), else 4."""
+    return 3 if n_heads in (3, 6, 9) else min(4, n_heads)
+
+
 def head_grid(
-    result: AttentionResult, layer: int, *, style: Style = Style(), columns: int = 4, max_side: int = 96
+    result: AttentionResult,
+    layer: int,
+    *,
+    style: Style = Style(),
+    columns: int | None = None,
+    max_side: int = 96,
+    note: str = "",
 ) -> go.Figure:
-    """One heatmap per head of a layer, on one shared colour scale."""
+    """One heatmap per head of a layer, on one shared colour scale; `note` says what else the title should."""
     maps, fq, fk = pooled(result.weights[layer], max_side)  # (H, Tq', Tk')
     xs, ys = pooled_labels(result.source_tokens, fk), pooled_labels(result.target_tokens, fq)
     n = result.n_heads
-    columns = min(columns, n)
+    columns = min(columns or grid_columns(n), n)
     rows = math.ceil(n / columns)
     traces = [
         go.Heatmap(
@@ -125,14 +136,18 @@ def head_grid(
     ]
     layout = _grid_layout(n, columns, 0.02 if len(xs) > 20 else 0.06, 0.08 if rows > 1 else 0.0, len(xs) <= 48)
     fig = go.Figure(data=traces, layout=layout)
-    note = "" if fq == fk == 1 else f" — pooled {fq}×{fk} tokens a cell; pick a head for full detail"
-    fig = _style_layout(fig, style, float(maps.max()), f"Layer {layer + 1}: every head{note}")
+    pooling = "" if fq == fk == 1 else f" — pooled {fq}×{fk} tokens a cell; pick a head for full detail"
+    fig = _style_layout(fig, style, float(maps.max()), f"Layer {layer + 1}: every head{pooling}{_note(note)}")
     cell = 260 if style.projector else 220
     return fig.update_layout(height=rows * cell + 80)
 
 
+def _note(note: str) -> str:
+    return f" ({note})" if note else ""
+
+
 def head_map(
-    result: AttentionResult, layer: int, head: int, *, style: Style = Style(), max_side: int = 512
+    result: AttentionResult, layer: int, head: int, *, style: Style = Style(), max_side: int = 512, note: str = ""
 ) -> go.Figure:
     """One head, large, with token labels on both axes."""
     m, fq, fk = pooled(result.weights[layer, head], max_side)  # (Tq', Tk')
@@ -140,7 +155,7 @@ def head_map(
     fig = go.Figure(go.Heatmap(z=m, x=xs, y=ys, coloraxis="coloraxis", name=f"head {head + 1}", hovertemplate=HOVER))
     fig.update_xaxes(title="key (attended to)", tickangle=-60, showticklabels=len(xs) <= 80)
     fig.update_yaxes(title="query (attending)", showticklabels=len(ys) <= 80)
-    fig = _style_layout(fig, style, float(m.max()), f"Layer {layer + 1}, head {head + 1}")
+    fig = _style_layout(fig, style, float(m.max()), f"Layer {layer + 1}, head {head + 1}{_note(note)}")
     side = min(900, max(420, 24 * len(ys) + 160))
     return fig.update_layout(height=side)
 
@@ -158,7 +173,9 @@ def _tile_ticks(n: int, size: int, prefix: str) -> dict:
 OVERVIEW_THUMB = 32  # the largest side of each head's small map in the overview
 
 
-def overview(result: AttentionResult, *, style: Style = Style(), thumb: int = OVERVIEW_THUMB) -> go.Figure:
+def overview(
+    result: AttentionResult, *, style: Style = Style(), thumb: int = OVERVIEW_THUMB, note: str = ""
+) -> go.Figure:
     """All layers x heads as small maps, tiled into ONE heatmap (L x H subplots are what make plotly slow)."""
     maps, _, _ = pooled(result.weights, thumb)  # (L, H, s, s')
     n_l, n_h, s, s2 = maps.shape
@@ -182,7 +199,7 @@ def overview(result: AttentionResult, *, style: Style = Style(), thumb: int = OV
     )
     fig.update_xaxes(**_tile_ticks(n_h, s2, "H"))
     fig.update_yaxes(**_tile_ticks(n_l, s, "L"), scaleanchor="x")
-    fig = _style_layout(fig, style, float(np.nanmax(tile)), f"All {n_l} layers × {n_h} heads")
+    fig = _style_layout(fig, style, float(np.nanmax(tile)), f"All {n_l} layers × {n_h} heads{_note(note)}")
     return fig.update_layout(height=max(300, 70 * n_l + 120))
 
 
@@ -274,6 +291,7 @@ class Panel:
     cols: tuple[str, ...]
     masked: np.ndarray | None = None  # (Tq, Tk) bool: True where the model may not look (drawn grey)
     signed: bool = False  # a difference: its own diverging scale around 0
+    own_scale: str = ""  # a quantity other than attention: its own scale, with this title (e.g. "||αf(x)||")
 
 
 def panel(result: AttentionResult, layer: int, head: int, title: str) -> Panel:
@@ -281,6 +299,13 @@ def panel(result: AttentionResult, layer: int, head: int, title: str) -> Panel:
     t = len(result.target_tokens)
     masked = np.triu(np.ones((t, t), dtype=bool), k=1) if result.kind == "causal" else None
     return Panel(title, result.head(layer, head).numpy(), result.target_tokens, result.source_tokens, masked)
+
+
+def steps_panel(steps: np.ndarray, rows: tuple[str, ...], cols: tuple[str, ...], prompt: int, title: str) -> Panel:
+    """The steps of a writing (n, Tk): row s saw the prompt and s written tokens; the rest is masked (grey)."""
+    n, tk = steps.shape
+    future = np.arange(tk)[None, :] > (prompt - 1 + np.arange(n))[:, None]  # (n, Tk)
+    return Panel(title, steps, rows, cols, masked=future)
 
 
 # Gutters between panels are fractions of the figure's width, which plotly knows and we do not: they are
@@ -331,7 +356,11 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     """
     layout: dict = {"annotations": []}
     traces = []
-    plain = [p.matrix[~p.masked] if p.masked is not None else p.matrix.ravel() for p in panels if not p.signed]
+    plain = [
+        p.matrix[~p.masked] if p.masked is not None else p.matrix.ravel()
+        for p in panels
+        if not p.signed and not p.own_scale
+    ]
     zmax = float(max((m.max() for m in plain if m.size), default=1.0))
     signed = [np.abs(p.matrix).max() for p in panels if p.signed]
     for i, (p, (x0, x1, show_rows)) in enumerate(zip(panels, _panel_domains(panels, style.font_size), strict=True)):
@@ -351,8 +380,8 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
             "showgrid": False,
             "title": {"text": "query" if i == 0 else ""},
         }
-        title = _wrap_title(p.title, x1 - x0, style.font_size + 1)
-        layout["annotations"].append(_title_over(title, (x0 + x1) / 2, 1.0, font={"size": style.font_size + 1}))
+        heading = _wrap_title(p.title, x1 - x0, style.font_size + 1)
+        layout["annotations"].append(_title_over(heading, (x0 + x1) / 2, 1.0, font={"size": style.font_size + 1}))
         z = p.matrix.astype(np.float32)
         if p.masked is not None:
             z = np.where(p.masked, np.nan, z)
@@ -363,11 +392,11 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
                 y=display_labels(p.rows),
                 name=p.title,
                 hoverongaps=False,
-                coloraxis="coloraxis2" if p.signed else "coloraxis",
+                coloraxis="coloraxis2" if p.signed or p.own_scale else "coloraxis",
                 xaxis=f"x{sx}",
                 yaxis=f"y{sx}",
                 hovertemplate="query %{y}<br>key %{x}<br>"
-                + ("difference" if p.signed else "weight")
+                + ("difference" if p.signed else html_text(p.own_scale) or "weight")
                 + " %{z:.4f}<extra>"
                 + html_text(p.title.replace("\n", " "))
                 + "</extra>",
@@ -375,6 +404,11 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
         )
     fig = go.Figure(data=traces, layout=layout)
     fig = _style_layout(fig, style, zmax, title)
+    own = [p for p in panels if p.own_scale]
+    if own:
+        top = float(max(np.nanmax(p.matrix) for p in own)) or 1.0
+        colorbar = {"title": {"text": html_text(own[0].own_scale)}, "x": 1.12}
+        fig.update_layout(coloraxis2={"colorscale": style.colorscale, "cmin": 0.0, "cmax": top, "colorbar": colorbar})
     if signed:
         bound = float(max(signed)) or 1.0
         fig.update_layout(
@@ -434,7 +468,7 @@ def stat_grid(
     )
     fig.update_yaxes(autorange="reversed")
     return fig.update_layout(
-        height=90 * n_l + 120,
+        height=(90 if n_l <= 12 else 44) * n_l + 120,
         font={"size": style.font_size},
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
         plot_bgcolor="white",

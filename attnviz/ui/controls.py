@@ -13,10 +13,12 @@ from attnviz.figures.style import DEFAULT_PALETTE, PALETTES, Style
 from attnviz.ui import cache, state
 
 DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
-CHOICES = {
-    "default": "BERT · all-MiniLM-L6-v2 (bundled, Hugging Face)",
-    "scratch": "BERT · rebuilt on attnviz's from-scratch attention",
-    "hub": "Another model (Hugging Face hub id)…",
+CHOICES = {  # choice -> (what the menu says, model, backend); "hub" takes its model from a second box
+    "default": ("BERT · all-MiniLM-L6-v2 (bundled, Hugging Face)", registry.DEFAULT, "hf"),
+    "scratch": ("BERT · rebuilt on attnviz's from-scratch attention", registry.DEFAULT, "scratch"),
+    "smollm2": ("SmolLM2-135M · a decoder LLM (bundled, Hugging Face)", "smollm2", "hf"),
+    "smollm2-scratch": ("SmolLM2 · rebuilt on attnviz's from-scratch attention", "smollm2", "scratch"),
+    "hub": ("Another model (Hugging Face hub id)…", None, "hf"),
 }
 # Streamlit sizes text in rem, so raising the root font size scales every label and heading together.
 PROJECTOR_CSS = "<style>html { font-size: 22px; }</style>"
@@ -40,9 +42,12 @@ def _from_url() -> None:
     if "sb.choice" in st.session_state:
         return
     model, backend = st.query_params.get("model"), st.query_params.get("backend")
-    if model == "scratch" or (backend == "scratch" and model in (None, registry.DEFAULT)):
-        st.session_state["sb.choice"] = "scratch"
-    elif model and model != registry.DEFAULT and model not in CHOICES:
+    if model == "scratch":  # links from before backends had a name
+        model, backend = registry.DEFAULT, "scratch"
+    named = [c for c, (_, m, b) in CHOICES.items() if m == (model or registry.DEFAULT) and b == (backend or "hf")]
+    if named:
+        st.session_state["sb.choice"] = named[0]
+    elif model and model not in registry.BUNDLED:
         try:
             name = cache.policy().resolve(model).name
         except ModelLoadError:
@@ -58,14 +63,14 @@ def _from_url() -> None:
 def sidebar() -> Inputs:
     """Draw the shared sidebar and return what it says; call once per run, from app.py."""
     _from_url()
-    state.restore("sb.choice", "model", "default", lambda v: v in CHOICES)
+    state.restore("sb.choice", "choice", "default", lambda v: v in CHOICES)
     state.restore("sb.text", "text", DEFAULT_TEXT)
     state.restore("sb.palette", "palette", DEFAULT_PALETTE, lambda v: v in PALETTES)
     state.restore("sb.projector", "projector", False)
     with st.sidebar:
         st.title("attnviz")
-        choice = st.selectbox("Model", list(CHOICES), format_func=CHOICES.get, key="sb.choice")
-        model, backend = registry.DEFAULT, "scratch" if choice == "scratch" else "hf"
+        choice = st.selectbox("Model", list(CHOICES), format_func=lambda c: CHOICES[c][0], key="sb.choice")
+        _, model, backend = CHOICES[choice]
         if choice == "hub":
             model = model_picker("Hub id or model folder", "sb.hub") or registry.DEFAULT
         text = st.text_input("Text", key="sb.text", help="Press Enter to see its attention.")

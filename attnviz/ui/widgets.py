@@ -22,26 +22,54 @@ class Options:
 
     hide_special: bool
     merge_words: bool
+    first_aside: bool = False
+    value_weight: bool = False
+
+    def note(self) -> str:
+        """What the picture shows besides raw attention, in words for its title ("" for raw attention)."""
+        parts = ["value-weighted ||αf(x)||, rows renormalised"] if self.value_weight else []
+        parts += ["first token set aside, rows renormalised"] if self.first_aside else []
+        parts += ["special tokens hidden"] if self.hide_special else []
+        parts += ["word pieces merged"] if self.merge_words else []
+        return "; ".join(parts)
+
+    def as_dict(self) -> dict:
+        """The options, for an export's manifest."""
+        return dict(self.__dict__)
+
+
+TOGGLES = (  # field, URL key, label, help
+    ("hide_special", "hide", "Hide [CLS] / [SEP]", "Rows are renormalised over the tokens left."),
+    ("merge_words", "merge", "Merge word pieces", "Sum over a word's key pieces, mean over its query pieces."),
+    ("first_aside", "sink", "Set the first token aside",
+     "Many heads park most of their attention on the first token (an attention sink), which darkens the rest of "
+     "the map. This drops its row and column and renormalises every row over the tokens left."),
+    ("value_weight", "value", "Value-weighted ‖αf(x)‖",
+     "Weight each attention weight by the size of what that key sends through the head, ||f(x_j)|| (Kobayashi et "
+     "al. 2020), rows renormalised. For the models attnviz rebuilds: BERT and SmolLM2."),
+)  # fmt: skip
 
 
 def options(prefix: str) -> Options:
-    """The two view-option toggles; their values live in the URL."""
-    state.restore(f"{prefix}.hide", "hide", False)
-    state.restore(f"{prefix}.merge", "merge", False)
-    a, b = st.columns(2)
-    hide = a.toggle("Hide [CLS] / [SEP]", key=f"{prefix}.hide", help="Rows are renormalised over the tokens left")
-    merge = b.toggle(
-        "Merge word pieces into words", key=f"{prefix}.merge", help="Sum over key pieces, mean over query pieces"
-    )
-    state.remember("hide", hide)
-    state.remember("merge", merge)
-    return Options(hide, merge)
+    """The view-option toggles; their values live in the URL."""
+    values = {}
+    for col, (field, url_key, label, help_text) in zip(st.columns(len(TOGGLES)), TOGGLES, strict=True):
+        state.restore(f"{prefix}.{url_key}", url_key, False)
+        values[field] = col.toggle(label, key=f"{prefix}.{url_key}", help=help_text)
+        state.remember(url_key, values[field])
+    return Options(**values)
 
 
 def prepared(result: AttentionResult, opts: Options) -> AttentionResult:
     """The result with the view options applied, or a message and the page stops."""
     try:
-        return view_options.prepare(result, hide_special=opts.hide_special, merge_words=opts.merge_words)
+        return view_options.prepare(
+            result,
+            hide_special=opts.hide_special,
+            merge_words=opts.merge_words,
+            first_aside=opts.first_aside,
+            value_weight=opts.value_weight,
+        )
     except ValueError as err:
         st.warning(escape.md(err))
         st.stop()
@@ -100,7 +128,7 @@ def export_buttons(inputs: Inputs, fetch: Fetch, layer: int, head: int | None, o
 
     cmap = inputs.style.cmap
     stem = f"attnviz_L{layer + 1}" + ("" if head is None else f"_H{head + 1}")
-    options = {"hide_special": opts.hide_special, "merge_words": opts.merge_words}
+    options = opts.as_dict()
 
     def shown() -> tuple[AttentionResult, np.ndarray]:
         result = fetch()
@@ -141,8 +169,7 @@ def export_overview(inputs: Inputs, fetch: Fetch, opts: Options, key: str) -> No
 
     def bundle() -> str:
         result, maps, fq, fk = thumbs()
-        options = {"hide_special": opts.hide_special, "merge_words": opts.merge_words, "view": "overview",
-                   "pooled_rows": fq, "pooled_columns": fk}  # fmt: skip
+        options = {**opts.as_dict(), "view": "overview", "pooled_rows": fq, "pooled_columns": fk}
         rows = list(result.target_tokens) if fq == 1 else pooled_labels(result.target_tokens, fq)
         cols = list(result.source_tokens) if fk == 1 else pooled_labels(result.source_tokens, fk)
         return export.bundle_json(maps, rows, cols, manifest(inputs, result, result.kind, 0, None, options))

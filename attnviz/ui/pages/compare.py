@@ -15,9 +15,16 @@ from attnviz.ui.controls import Inputs
 
 SOURCES = {
     "dates": "Our encoder-decoder, trained from scratch (dates)",
+    "llm": "Two real models: BERT's self-attention and SmolLM2's masked self-attention",
     "bert": "BERT: bidirectional vs causal, and a cross-attention what-if",
     "hub": "A Hugging Face encoder-decoder (Marian, T5, BART)",
 }
+LLM = (
+    "Both maps are real attention of trained models on the same sentence: BERT was trained to see every token "
+    "(self-attention), SmolLM2 to see only what came before (masked self-attention: the grey triangle is its "
+    "mask). Each model cuts the text into its own tokens. Cross-attention needs an encoder-decoder: pick the "
+    "dates model above."
+)
 HUB_EXAMPLE = "Helsinki-NLP/opus-mt-en-de"
 DATE_EXAMPLES = ["saturday 22 november 2026", "Nov 22, 2026", "22/11/2026", "the 3rd of march 1999", "1st of May 1990"]
 EXPLAIN = {
@@ -45,23 +52,25 @@ CROSS_NEVER_TRAINED = (
 )
 
 
-def source_picker() -> str:
-    """Which model to compare with; its value lives in the URL."""
-    state.restore("cmp.source", "source", "dates", lambda v: v in SOURCES)
+def source_picker(inputs: Inputs) -> str:
+    """Which model to compare with (SmolLM2's masked attention when the sidebar shows SmolLM2); in the URL."""
+    default = "llm" if inputs.model == "smollm2" else "dates"
+    state.restore("cmp.source", "source", default, lambda v: v in SOURCES)
     source = st.radio("Model", list(SOURCES), format_func=SOURCES.get, key="cmp.source", horizontal=True)
     state.remember("source", source)
     return source
 
 
-def pickers(n_layers: int, n_heads: int) -> tuple[int, int]:
-    """Layer (the last by default) and head, 0-based; their values live in the URL."""
-    state.restore("cmp.layer", "layer", n_layers, lambda v: 1 <= v <= n_layers)
-    state.restore("cmp.head", "head", 1, lambda v: 1 <= v <= n_heads)
+def pickers(n_layers: int, n_heads: int, prefix: str = "", label: str = "") -> tuple[int, int]:
+    """Layer (the last by default) and head, 0-based; their values live in the URL (keys prefixed by `prefix`)."""
+    layer_key, head_key = f"{prefix}layer", f"{prefix}head"
+    state.restore(f"cmp.{layer_key}", layer_key, n_layers, lambda v: 1 <= v <= n_layers)
+    state.restore(f"cmp.{head_key}", head_key, 1, lambda v: 1 <= v <= n_heads)
     a, b = st.columns(2)
-    layer = a.slider("Layer", 1, n_layers, key="cmp.layer") if n_layers > 1 else 1
-    head = b.slider("Head", 1, n_heads, key="cmp.head") if n_heads > 1 else 1
-    state.remember("layer", layer)
-    state.remember("head", head)
+    layer = a.slider(f"{label}Layer", 1, n_layers, key=f"cmp.{layer_key}") if n_layers > 1 else 1
+    head = b.slider(f"{label}Head", 1, n_heads, key=f"cmp.{head_key}") if n_heads > 1 else 1
+    state.remember(layer_key, layer)
+    state.remember(head_key, head)
     return layer - 1, head - 1
 
 
@@ -127,6 +136,24 @@ def draw_dates(inputs: Inputs) -> None:
     results = cache.attention_or_stop("dates", "scratch", text)
     st.markdown(f"**{escape.md(text)}** → **{escape.md(seq2seq.decoded(results['causal']))}**")  # its own output
     draw_three(inputs, results, text, "cmp.dates")
+
+
+def draw_llm(inputs: Inputs) -> None:
+    """BERT's real self-attention beside SmolLM2's real masked self-attention, on the same sentence."""
+    bert = cache.attention_or_stop(registry.DEFAULT, "hf", inputs.text)["self"]
+    llm = cache.attention_or_stop("smollm2", "hf", inputs.text)["causal"]
+    a, b = st.columns(2)
+    with a:
+        bl, bh = pickers(bert.n_layers, bert.n_heads, "bert_", "BERT: ")
+    with b:
+        ll, lh = pickers(llm.n_layers, llm.n_heads, "", "SmolLM2: ")
+    panels = [
+        interactive.panel(bert, bl, bh, f"BERT self-attention\nlayer {bl + 1}, head {bh + 1}"),
+        interactive.panel(llm, ll, lh, f"SmolLM2 masked self-attention\nlayer {ll + 1}, head {lh + 1}"),
+    ]
+    st.plotly_chart(interactive.side_by_side(panels, style=inputs.style), key="cmp.llm.chart")
+    export_panels(inputs, panels, inputs.text, llm, ll, lh, "cmp.llm.export")
+    st.markdown(LLM)
 
 
 def draw_bert(inputs: Inputs) -> None:
@@ -201,9 +228,11 @@ def render() -> None:
     """Draw the page."""
     inputs = controls.current()
     st.header("Self, masked and cross attention, side by side")
-    source = source_picker()
+    source = source_picker(inputs)
     if source == "dates":
         draw_dates(inputs)
+    elif source == "llm":
+        draw_llm(inputs)
     elif source == "bert":
         draw_bert(inputs)
     else:

@@ -5,46 +5,77 @@ from __future__ import annotations
 import streamlit as st
 
 from attnviz.analysis import view_options
+from attnviz.engines import registry
+from attnviz.engines.base import Backend
 from attnviz.figures import interactive
+from attnviz.figures.interactive import Panel
 from attnviz.result import AttentionResult
 from attnviz.ui import cache, controls, state, widgets
 
 VIEWS = ("Layer", "Head", "Overview")
+NORM_TITLE = "||αf(x)||"
+
+
+def backend_for(model: str, backend: Backend, opts: widgets.Options) -> Backend:
+    """The backend to read: the scratch one when value-weighting (its results carry the value norms)."""
+    if opts.value_weight and backend == "hf" and registry.can_rebuild(cache.load_engine_or_stop(model, backend)):
+        return "scratch"
+    return backend
+
+
+def value_panels(raw: AttentionResult, layer: int, head: int, opts: widgets.Options) -> list[Panel]:
+    """One head's raw attention beside its ||αf(x)|| (Kobayashi et al. 2020), each on its own scale."""
+    plain = widgets.prepared(raw, widgets.Options(opts.hide_special, opts.merge_words, opts.first_aside))
+    shown = widgets.prepared(raw, widgets.Options(False, False, opts.first_aside))  # norms, as positions
+    norms = view_options.value_weighted_norms(shown)[layer, head].numpy()
+    return [
+        interactive.panel(plain, layer, head, f"attention weights α\nlayer {layer + 1}, head {head + 1}"),
+        Panel(f"{NORM_TITLE}: α times the size of what the key sends\n(Kobayashi et al. 2020)", norms,
+              shown.target_tokens, shown.source_tokens, own_scale=NORM_TITLE),
+    ]  # fmt: skip
 
 
 def render() -> None:
     """Draw the page."""
     inputs = controls.current()
     st.header("Where does each token look?")
-    results = cache.attention_or_stop(inputs.model, inputs.backend, inputs.text)
+    opts = widgets.options("heads")
+    model, text = inputs.model, inputs.text
+    backend = backend_for(model, inputs.backend, opts)
+    results = cache.attention_or_stop(model, backend, text)
     kind = next(iter(results))
     if len(results) > 1:
         kind = st.radio("Attention", list(results), horizontal=True, key="heads.kind")
-    opts = widgets.options("heads")
     result = widgets.prepared(results[kind], opts)
-    model, backend, text = inputs.model, inputs.backend, inputs.text
-
-    def fetch() -> AttentionResult:  # names, not tensors: see widgets.Fetch
-        fresh = cache.attention_with_notice(model, backend, text, None, None)[0][kind]
-        return view_options.prepare(fresh, hide_special=opts.hide_special, merge_words=opts.merge_words)
-
     if result.truncated:
         st.info(f"The text was cut to fit the model: {result.truncated} tokens at the end were dropped.")
+    if backend != inputs.backend:
+        st.caption("Value-weighting reads the same weights on attnviz's own engine, which keeps the value vectors.")
+
+    def fetch() -> AttentionResult:  # names, not tensors: see widgets.Fetch
+        return widgets.prepared(cache.attention_with_notice(model, backend, text, None, None)[0][kind], opts)
 
     state.restore("heads.view", "view", VIEWS[0], lambda v: v in VIEWS)
     view = st.segmented_control("View", VIEWS, key="heads.view", required=True) or VIEWS[0]
     state.remember("view", view)
     layer = widgets.pick("Layer", "heads", "layer", result.n_layers) if view != "Overview" else None
+    note = opts.note()
 
     if view == "Layer":
         st.caption("Rows are queries (the token looking), columns are keys (the token looked at). One colour scale.")
-        st.plotly_chart(interactive.head_grid(result, layer, style=inputs.style), key="heads.chart.grid")
+        fig = interactive.head_grid(result, layer, style=inputs.style, note=note)
+        st.plotly_chart(fig, key="heads.chart.grid")
         widgets.export_buttons(inputs, fetch, layer, None, opts, "heads.export.layer")
     elif view == "Head":
         head = widgets.pick("Head", "heads", "head", result.n_heads)
-        st.plotly_chart(interactive.head_map(result, layer, head, style=inputs.style), key="heads.chart.head")
+        if opts.value_weight:
+            panels = value_panels(results[kind], layer, head, opts)
+            st.plotly_chart(interactive.side_by_side(panels, style=inputs.style), key="heads.chart.head")
+        else:
+            fig = interactive.head_map(result, layer, head, style=inputs.style, note=note)
+            st.plotly_chart(fig, key="heads.chart.head")
         widgets.export_buttons(inputs, fetch, layer, head, opts, "heads.export.head")
     else:
         st.caption("Every layer (rows) and head (columns) as a small map. Hover to see which is which.")
-        st.plotly_chart(interactive.overview(result, style=inputs.style), key="heads.chart.overview")
+        st.plotly_chart(interactive.overview(result, style=inputs.style, note=note), key="heads.chart.overview")
         widgets.export_overview(inputs, fetch, opts, "heads.export.overview")

@@ -24,9 +24,15 @@ BERT_NEVER_CAUSAL = (
     "what a causal model would learn."
 )
 INTRO = (
-    "BERT's own weights, run on attnviz's from-scratch engine: **project** X into Q, K, V; **split** them "
+    "{model}'s own weights, run on attnviz's from-scratch engine: **project** X into Q, K, V; **split** them "
     "into heads; **score** every query against every key (QKᵀ/√d_k); **mask**; **softmax** each row; "
     "**mix** the values; **concatenate** the heads; **project** with W_O."
+)
+LLAMA = (
+    "A Llama layer adds three things, drawn below: **RMSNorm** scales each token's vector to a steady size "
+    "first; **rotary positions** turn each pair of Q and K dimensions by an angle that grows with the position "
+    "(so a score depends on how far apart two tokens are); and **grouped-query attention**: {heads} query heads "
+    "share {kv} key/value heads, {group} to each. The causal mask is the model's own: it was trained with it."
 )
 
 
@@ -48,15 +54,18 @@ def stepping_engine(model: str, backend: Backend) -> SteppingEngine:
     return eng
 
 
-def step_controls(eng: SteppingEngine) -> tuple[int, int, bool]:
-    """Layer, head (0-based) and the causal toggle; their values live in the URL."""
+def step_controls(eng: SteppingEngine, decoder: bool) -> tuple[int, int, bool]:
+    """Layer, head (0-based) and the causal toggle (always on for a decoder); their values live in the URL."""
     state.restore("inside.layer", "layer", 1, lambda v: 1 <= v <= eng.n_layers)
     state.restore("inside.head", "head", 1, lambda v: 1 <= v <= eng.n_heads)
     state.restore("inside.causal", "causal", False)
     a, b, c = st.columns([2, 2, 1])
     layer = a.slider("Layer", 1, eng.n_layers, key="inside.layer")
     head = b.slider("Head", 1, eng.n_heads, key="inside.head")
-    causal = c.toggle("Causal mask", key="inside.causal", help="Hide every later token from each query")
+    help_text = "A decoder is trained with the mask: it is always on." if decoder else "Hide every later token"
+    if decoder:
+        st.session_state["inside.causal"] = True
+    causal = c.toggle("Causal mask", key="inside.causal", help=help_text, disabled=decoder)
     for k, v in (("layer", layer), ("head", head), ("causal", causal)):
         state.remember(k, v)
     return layer - 1, head - 1, causal
@@ -68,8 +77,36 @@ def shape_trail(s: AttentionSteps, head: int) -> str:
     return "\n".join(lines) + f"\n(the maps below show head {head + 1})"
 
 
+def draw_llama_parts(s: AttentionSteps, labels: list[str], head: int, style: Style) -> None:
+    """RMSNorm, the rotation of Q and K by position, and the key/value head this query head shares."""
+    m = lambda t: t[0].float().cpu().numpy()  # noqa: E731  (drop the batch of 1)
+    kv = s.kv_head(head)
+    sharing = [h + 1 for h in range(s.q_heads.shape[1]) if s.kv_head(h) == kv]
+    dims = [f"d{i + 1}" for i in range(s.q_heads.shape[-1])]
+    by_dim = partial(interactive.matrix, rows=labels, cols=dims, style=style)
+    figs = [
+        interactive.matrix(m(s.x_normed), "RMSNorm(X)", rows=labels, style=style),
+        by_dim(m(s.q_heads)[head], f"Q, head {head + 1}, before RoPE"),
+        by_dim(m(s.q_rotated)[head], f"Q, head {head + 1}, after RoPE"),
+        by_dim(m(s.k_rotated)[kv], f"K, K/V head {kv + 1}, after RoPE"),
+    ]
+    for i, (col, fig) in enumerate(zip(st.columns(4), figs, strict=True)):
+        col.plotly_chart(fig, key=f"in.llama{i}")
+    pairs = [f"pair {i + 1}" for i in range(s.angles.shape[-1])]
+    angle_fig = interactive.matrix(
+        s.angles.cos().cpu().numpy(), "cos(angle) each pair of dimensions has turned, per position",
+        rows=labels, cols=pairs, style=style,
+    )  # fmt: skip
+    st.plotly_chart(angle_fig, key="in.angles")
+    st.caption(
+        "Pair 1 turns by one radian per position; each later pair turns more slowly (θ^(−2i/d)): fast pairs tell "
+        f"neighbours apart, slow ones far-apart tokens. Query head {head + 1} reads key/value head {kv + 1}, which "
+        f"query heads {', '.join(map(str, sharing))} share: {s.group} query heads to each key/value head."
+    )
+
+
 def draw_steps(s: AttentionSteps, tokens: TokenAxis, head: int, style: Style) -> None:
-    """X, Q, K, V, scores, mask, softmax, weights·V, concat and output, as heatmaps."""
+    """X, Q, K, V, scores, mask, softmax, weights·V, concat and output, as heatmaps (and a Llama layer's parts)."""
     labels = display_labels(tokens.tokens)
     dims = [f"d{i + 1}" for i in range(s.q_heads.shape[-1])]
     by_dim = partial(interactive.matrix, rows=labels, cols=dims, style=style)  # (T, Dh) maps
@@ -77,10 +114,14 @@ def draw_steps(s: AttentionSteps, tokens: TokenAxis, head: int, style: Style) ->
     m = lambda t: t[0].float().cpu().numpy()  # noqa: E731  (drop the batch of 1)
     dh = len(dims)
     allowed = s.allowed().cpu().numpy()  # (Tq, Tk)
+    if s.q_rotated is not None:
+        draw_llama_parts(s, labels, head, style)
+    kv = s.kv_head(head)
     figs = [interactive.matrix(m(s.x_query), "X: token vectors", rows=labels, style=style)]
+    figs += [by_dim(m(s.q_heads)[head], f"Q of head {head + 1} (T × {dh})")]
     figs += [
-        by_dim(m(t)[head], f"{n} of head {head + 1} (T × {dh})")
-        for n, t in zip("QKV", (s.q_heads, s.k_heads, s.v_heads), strict=True)
+        by_dim(m(t)[kv], f"{n} of {'K/V head ' + str(kv + 1) if s.group > 1 else 'head ' + str(head + 1)} (T × {dh})")
+        for n, t in zip("KV", (s.k_heads, s.v_heads), strict=True)
     ]
     for i, (col, fig) in enumerate(zip(st.columns(4), figs, strict=True)):
         col.plotly_chart(fig, key=f"in.{'XQKV'[i]}")
@@ -165,12 +206,16 @@ def render() -> None:
     """Draw the page."""
     inputs = controls.current()
     st.header("Inside multi-head attention")
-    st.markdown(INTRO)
+    st.markdown(INTRO.format(model="SmolLM2" if inputs.model == "smollm2" else "BERT"))
     eng = stepping_engine(inputs.model, inputs.backend)
-    layer, head, causal = step_controls(eng)
+    decoder = eng.architecture == "decoder"
+    if decoder:
+        group = eng.n_heads // eng.n_kv_heads
+        st.markdown(LLAMA.format(heads=eng.n_heads, kv=eng.n_kv_heads, group=group))
+    layer, head, causal = step_controls(eng, decoder)
     enc, steps = cache.steps_or_stop(eng, inputs.text, layer, causal)
     st.code(shape_trail(steps, head), language=None)
-    if causal:
+    if causal and not decoder:
         st.caption(BERT_NEVER_CAUSAL)
     draw_steps(steps, enc.axis, head, inputs.style)
 

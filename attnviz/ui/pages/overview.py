@@ -23,6 +23,7 @@ STAT_NAMES = {
     "next": "share on the next token",
     "self": "share on itself",
     "confidence": "confidence (mean of each row's largest weight)",
+    "first": "share on the first token (an attention sink)",
 }
 SHARED_PARAMS = ("model", "backend", "text", "palette", "projector")
 
@@ -93,7 +94,7 @@ def stats_section(inputs: Inputs, result: AttentionResult) -> None:
     seen = "i + 1 keys for query i (causal)" if result.kind == "causal" else "every key"
     punct = ", ".join(escape.quoted(t) for t in head_stats.punctuation_tokens(result.source)) or "none in this text"
     st.caption(
-        f"Labels: a head is previous-token, next-token, [SEP], [CLS] or self when more than "
+        f"Labels: a head is previous-token, next-token, [SEP], [CLS], self or first-token when more than "
         f"{head_stats.SHARE_THRESHOLD:.0%} of its attention goes there; broad when its entropy is at least "
         f"{head_stats.BROAD_THRESHOLD:.0%} of uniform attention's over the keys each query can see ({seen}: "
         f"{uniform:.2f} nats{', averaged over the corpus sentences' if corpus else ''}); other otherwise. "

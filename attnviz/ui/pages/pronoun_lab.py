@@ -17,6 +17,11 @@ from attnviz.ui.controls import Inputs
 OWN = "Type your own…"
 MAX_BENCHMARK_CASES = 2000  # the most cases one run of the benchmark scores (stated on the page)
 METHOD_LABELS = {"mas": "Maximum Attention Score", "vote": "Head vote"}
+CAUSAL_METRIC = (
+    "This model is causal: a candidate written before the pronoun cannot attend to it, so the Maximum Attention "
+    "Score (attention from each candidate to the pronoun) is not defined here. The head vote reads the other "
+    "direction, from the pronoun back to the candidates it has already seen, and applies."
+)
 PRONOUNS = ("it", "he", "she", "they", "him", "her")
 BEST_SHOWN = 5
 CAVEAT = (
@@ -182,10 +187,14 @@ def draw_benchmark(inputs: Inputs) -> None:
         "candidate, and the candidate with the largest sum wins. **Head vote**: the attention from the pronoun "
         "to each candidate; each head votes for its top candidate, most votes wins."
     )
+    causal = cache.load_engine_or_stop(inputs.model, inputs.backend).kinds == ("causal",)
+    methods = ("vote",) if causal else pronouns.METHODS
+    if causal:
+        st.info(CAUSAL_METRIC)
+    if st.session_state.get("pr.method") not in methods:
+        st.session_state["pr.method"] = methods[0]
     a, b = st.columns(2)
-    method = a.radio(
-        "Method", pronouns.METHODS, format_func=lambda m: METHOD_LABELS[m], key="pr.method", horizontal=True
-    )
+    method = a.radio("Method", methods, format_func=lambda m: METHOD_LABELS[m], key="pr.method", horizontal=True)
     limit = b.number_input(
         f"Cases to score (at most {MAX_BENCHMARK_CASES:,} a run)", 1, MAX_BENCHMARK_CASES, 273, key="pr.limit"
     )

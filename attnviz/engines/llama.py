@@ -1,0 +1,293 @@
+"""A Llama-style decoder rebuilt on scratch.MultiHeadAttention, loading a Hugging Face LlamaModel's weights.
+
+Per layer: RMSNorm, attention with rotary positions, a causal mask and grouped-query heads (a
+few key/value heads, each shared by a group of query heads), add; RMSNorm, a SwiGLU feed-forward,
+add. Then a last RMSNorm and the language-model head (tied to the embeddings in SmolLM2). The
+model shares the Hugging Face model's tensors instead of copying them: one set of weights in memory.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attnviz.engines.base import Backend, Generation, ModelLoadError, make_generation, to_weights
+from attnviz.engines.hf import HFDecoderEngine
+from attnviz.engines.scratch import AttentionSteps, MultiHeadAttention, RotaryEmbedding, causal_mask
+from attnviz.result import AttentionKind, AttentionResult
+from attnviz.tokens import Encoded
+
+
+@dataclass(frozen=True)
+class LlamaConfig:
+    """The sizes of a Llama decoder, read from a Hugging Face config."""
+
+    vocab_size: int
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    intermediate_size: int
+    rms_norm_eps: float
+    rope_theta: float
+    max_position_embeddings: int
+    tie_word_embeddings: bool
+
+    @classmethod
+    def from_hf(cls, cfg) -> LlamaConfig:
+        """Our config from a transformers LlamaConfig; a ValueError for anything we do not rebuild."""
+        if getattr(cfg, "model_type", None) != "llama":
+            raise ValueError(f"the scratch Llama engine needs a Llama model, not {getattr(cfg, 'model_type', None)!r}")
+        rope = getattr(cfg, "rope_parameters", None) or getattr(cfg, "rope_scaling", None) or {}
+        if rope.get("rope_type", "default") != "default":
+            raise ValueError(f"the scratch Llama engine supports plain rotary positions, not {rope.get('rope_type')!r}")
+        if cfg.hidden_act != "silu" or getattr(cfg, "attention_bias", False) or getattr(cfg, "mlp_bias", False):
+            raise ValueError("the scratch Llama engine needs a SiLU feed-forward and no biases")
+        theta = rope.get("rope_theta", getattr(cfg, "rope_theta", 10000.0))
+        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        kv = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+        return cls(
+            cfg.vocab_size, cfg.hidden_size, cfg.num_hidden_layers, cfg.num_attention_heads, kv, head_dim,
+            cfg.intermediate_size, cfg.rms_norm_eps, float(theta), cfg.max_position_embeddings,
+            bool(getattr(cfg, "tie_word_embeddings", False)),
+        )  # fmt: skip
+
+
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + eps) * weight, computed in float32 (no mean is subtracted, no bias)."""
+
+    def __init__(self, size: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size, dtype=torch.float32))
+        self.eps = eps
+
+    def forward(self, x: Tensor) -> Tensor:
+        """(.., D) -> (.., D)."""
+        x32 = x.to(torch.float32)
+        normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * normed.to(x.dtype)
+
+
+class SwiGLU(nn.Module):
+    """The feed-forward: down(silu(gate(x)) * up(x))."""
+
+    def __init__(self, d: int, d_ff: int) -> None:
+        super().__init__()
+        self.gate = nn.Linear(d, d_ff, bias=False)
+        self.up = nn.Linear(d, d_ff, bias=False)
+        self.down = nn.Linear(d_ff, d, bias=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """(B, T, D) -> (B, T, D)."""
+        return self.down(F.silu(self.gate(x)) * self.up(x))
+
+
+class LlamaBlock(nn.Module):
+    """RMSNorm, rotary grouped-query attention, add; RMSNorm, SwiGLU, add (pre-norm)."""
+
+    def __init__(self, c: LlamaConfig, rope: RotaryEmbedding) -> None:
+        super().__init__()
+        self.input_norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
+        self.attention = MultiHeadAttention(
+            c.hidden_size, c.num_attention_heads, num_kv_heads=c.num_key_value_heads, head_dim=c.head_dim,
+            bias=False, rope=rope,
+        )  # fmt: skip
+        self.post_norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
+        self.mlp = SwiGLU(c.hidden_size, c.intermediate_size)
+
+    def forward(self, x: Tensor, mask: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
+        """(B, T, D) -> (B, T, D) and the attention weights (B, H, T, T)."""
+        h = self.input_norm(x)
+        attended, weights = self.attention(h, h, h, mask, positions)
+        x = x + attended
+        return x + self.mlp(self.post_norm(x)), weights
+
+
+class ScratchLlama(nn.Module):
+    """A Llama decoder on our own attention. forward returns (hidden, per-layer weights)."""
+
+    def __init__(self, config: LlamaConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.embed = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.rope = RotaryEmbedding(config.head_dim, config.rope_theta)
+        self.layers = nn.ModuleList(LlamaBlock(config, self.rope) for _ in range(config.num_hidden_layers))
+        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.lm_head = None if config.tie_word_embeddings else nn.Linear(config.hidden_size, config.vocab_size, False)
+
+    def _mask(self, ids: Tensor) -> tuple[Tensor, Tensor]:
+        t = ids.size(1)
+        return causal_mask(t, device=ids.device), torch.arange(t, device=ids.device)  # (T, T), (T,)
+
+    def forward(self, ids: Tensor, norms: list | None = None) -> tuple[Tensor, tuple[Tensor, ...]]:
+        """ids (B, T) -> (final hidden (B, T, D), one (B, H, T, T) weight tensor per layer).
+
+        Given a list, `norms` receives each layer's value norms (B, H, T) on the way (Kobayashi et al. 2020).
+        """
+        mask, positions = self._mask(ids)
+        x, weights = self.embed(ids), []  # (B, T, D)
+        for layer in self.layers:
+            if norms is not None:
+                norms.append(layer.attention.value_norms(layer.input_norm(x)))
+            x, w = layer(x, mask, positions)
+            weights.append(w)
+        return self.norm(x), tuple(weights)
+
+    def logits(self, hidden: Tensor) -> Tensor:
+        """(B, T, D) -> (B, T, V): next-token scores (the head tied to the embeddings when the model ties them)."""
+        return hidden @ self.embed.weight.T if self.lm_head is None else self.lm_head(hidden)
+
+    @torch.no_grad()
+    def layer_inputs(self, ids: Tensor, upto: int | None = None) -> list[Tensor]:
+        """The hidden states entering layers 0..upto (all by default), (B, T, D) each."""
+        mask, positions = self._mask(ids)
+        x, inputs = self.embed(ids), []
+        inputs.append(x)
+        for layer in self.layers[: len(self.layers) - 1 if upto is None else upto]:
+            x, _ = layer(x, mask, positions)
+            inputs.append(x)
+        return inputs
+
+    @torch.no_grad()
+    def attention_steps(self, ids: Tensor, layer: int) -> AttentionSteps:
+        """Every intermediate of layer `layer`'s attention (0-based), the RMSNorm before it included."""
+        x = self.layer_inputs(ids, upto=layer)[-1]  # (B, T, D) entering that layer
+        block = self.layers[layer]
+        mask, positions = self._mask(ids)
+        h = block.input_norm(x)
+        s = block.attention.steps(h, h, h, mask, positions)
+        return AttentionSteps(**{**s.__dict__, "x_query": x, "x_normed": h})
+
+
+# Hugging Face Llama names -> ours ("model." prefixed in LlamaForCausalLM). Every parameter filled exactly once.
+NAME_TABLE: tuple[tuple[str, str], ...] = (
+    (r"embed_tokens\.", "embed."),
+    (r"layers\.(\d+)\.self_attn\.q_proj\.", r"layers.\1.attention.w_q."),
+    (r"layers\.(\d+)\.self_attn\.k_proj\.", r"layers.\1.attention.w_k."),
+    (r"layers\.(\d+)\.self_attn\.v_proj\.", r"layers.\1.attention.w_v."),
+    (r"layers\.(\d+)\.self_attn\.o_proj\.", r"layers.\1.attention.w_o."),
+    (r"layers\.(\d+)\.mlp\.gate_proj\.", r"layers.\1.mlp.gate."),
+    (r"layers\.(\d+)\.mlp\.up_proj\.", r"layers.\1.mlp.up."),
+    (r"layers\.(\d+)\.mlp\.down_proj\.", r"layers.\1.mlp.down."),
+    (r"layers\.(\d+)\.input_layernorm\.", r"layers.\1.input_norm."),
+    (r"layers\.(\d+)\.post_attention_layernorm\.", r"layers.\1.post_norm."),
+    (r"norm\.", "norm."),
+    (r"lm_head\.", "lm_head."),
+)
+IGNORED = re.compile(r".*rotary_emb\.")
+
+
+def translate_state_dict(hf_state: dict[str, Tensor], tied: bool) -> dict[str, Tensor]:
+    """Rename a Hugging Face Llama state dict to ScratchLlama's names (a tied lm_head is left out)."""
+    ours: dict[str, Tensor] = {}
+    for name, tensor in hf_state.items():
+        name = name.removeprefix("model.")
+        if IGNORED.match(name) or (tied and name.startswith("lm_head.")):
+            continue
+        for pattern, repl in NAME_TABLE:
+            new, n = re.subn("^" + pattern, repl, name)
+            if n:
+                ours[new] = tensor
+                break
+        else:
+            raise KeyError(f"no rule in llama.NAME_TABLE for the weight {name!r}")
+    return ours
+
+
+def from_hf(hf_model: nn.Module) -> ScratchLlama:
+    """A ScratchLlama sharing a Hugging Face Llama model's tensors (no copy), in eval mode."""
+    config = LlamaConfig.from_hf(hf_model.config)
+    with torch.device("meta"):  # no memory for weights that are about to be replaced by the model's own
+        model = ScratchLlama(config)
+    state = translate_state_dict(hf_model.state_dict(), config.tie_word_embeddings)
+    missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
+    if missing or unexpected:
+        raise ModelLoadError(
+            f"The Llama weights do not fit the scratch engine: missing {missing}, unexpected {unexpected}. "
+            "Extend llama.NAME_TABLE for this checkpoint's names."
+        )
+    device = next(hf_model.parameters()).device
+    model.rope = RotaryEmbedding(config.head_dim, config.rope_theta, device=device)  # its buffer was on "meta"
+    for block in model.layers:
+        block.attention.rope = model.rope
+    return model.eval()
+
+
+class ScratchLlamaEngine:
+    """A Llama decoder on our own attention: the Hugging Face tokenizer and weights, our forward pass.
+
+    An Engine, a SteppingEngine and a GeneratingEngine (engines/base.py).
+    """
+
+    backend: Backend = "scratch"
+    family = "llama"
+    architecture = "decoder"
+    kinds: tuple[AttentionKind, ...] = ("causal",)
+
+    def __init__(self, hf_engine: HFDecoderEngine) -> None:
+        if hf_engine.family != "llama":
+            raise ValueError(f"the scratch Llama engine rebuilds Llama models; '{hf_engine.name}' is not one")
+        self.name, self.device, self.device_name = hf_engine.name, hf_engine.device, hf_engine.device_name
+        self.tokenizer, self.max_tokens = hf_engine.tokenizer, hf_engine.max_tokens  # one tokenizer, one lock
+        self.model = from_hf(hf_engine.model)
+        c = self.model.config
+        self.n_layers, self.n_heads, self.n_kv_heads = c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads
+        self.stop_ids = hf_engine.stop_ids
+        self._chat = hf_engine.chat_prompt
+        self._lock = threading.Lock()
+
+    def encode(self, text: str) -> Encoded:
+        """The text as the model's tokenizer cuts it."""
+        return self.tokenizer.encode(text, self.max_tokens)
+
+    def _ids(self, enc: Encoded) -> Tensor:
+        return torch.tensor([enc.ids], device=self.device)  # (1, T)
+
+    def run(self, text: str, target: str | None = None) -> dict[AttentionKind, AttentionResult]:
+        """{"causal": ...}: every layer's weights, and each head's value norms."""
+        enc = self.encode(text)
+        norms: list[Tensor] = []
+        with self._lock, torch.inference_mode():
+            _, per_layer = self.model(self._ids(enc), norms)
+        weights, value_norms = to_weights(per_layer), to_weights(norms)  # (L, H, T, T), (L, H, T)
+        axis = enc.axis
+        return {
+            "causal": AttentionResult(
+                weights, axis, axis, "causal", self.name, self.device_name, enc.truncated, value_norms=value_norms
+            )
+        }
+
+    def _weights_of(self, ids) -> Tensor:
+        """(L, H, T, T): one pass over `ids` (hold the lock)."""
+        return to_weights(self.model(torch.tensor([list(ids)], device=self.device))[1])
+
+    def steps(self, text: str, layer: int, *, causal: bool = True) -> tuple[Encoded, AttentionSteps]:
+        """Every intermediate of one layer's attention; a decoder is always causal."""
+        enc = self.encode(text)
+        with self._lock:
+            return enc, self.model.attention_steps(self._ids(enc), layer)
+
+    def generate(
+        self, prompt: str, max_new_tokens: int, *, chat: bool = True, progress: Callable[[int, int], None] | None = None
+    ) -> Generation:
+        """Greedy decoding on our own forward pass, one token at a time; then the attention of every step."""
+        enc = self.tokenizer.encode(self._chat(prompt) if chat else prompt, self.max_tokens, specials_by_id=chat)
+        ids = list(enc.ids)
+        with self._lock, torch.inference_mode():
+            for step in range(max_new_tokens):
+                if len(ids) >= self.max_tokens:
+                    break
+                hidden, _ = self.model(torch.tensor([ids], device=self.device))
+                ids.append(int(self.model.logits(hidden[:, -1]).argmax(-1)))
+                if progress:
+                    progress(step + 1, max_new_tokens)
+                if ids[-1] in self.stop_ids:
+                    break
+            return make_generation(self, self.tokenizer, enc, ids, self._weights_of, self.stop_ids)

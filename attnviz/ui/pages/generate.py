@@ -1,0 +1,115 @@
+"""The Generate page: a decoder writes after a prompt, greedily; see where each written token looked."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from attnviz import escape
+from attnviz.engines.base import GeneratingEngine, Generation
+from attnviz.figures import interactive
+from attnviz.tokens import display_labels
+from attnviz.ui import cache, controls, state, widgets
+
+DEFAULT_PROMPT = "What is the capital of France?"
+MAX_NEW_TOKENS = 64  # the most one click writes (greedy, one forward pass per token)
+WRITER = "smollm2"  # the model that writes when the sidebar's cannot
+INTRO = (
+    "A decoder writes one token at a time: each new token is the most likely next one (greedy decoding), given "
+    "the prompt and everything written so far. Below, each row is one step of the writing: where the query that "
+    "wrote that token looked. The map is exact: it is the model's own causal attention over the whole text, "
+    "read at the rows that did the writing."
+)
+
+
+def writer(model: str, backend: str) -> GeneratingEngine:
+    """The sidebar's model when it can write, else SmolLM2 (with a notice)."""
+    eng = cache.load_engine_or_stop(model, backend)
+    if isinstance(eng, GeneratingEngine):
+        return eng
+    st.info(f"{escape.quoted(eng.name)} does not write text (it is an {eng.architecture}); SmolLM2 writes here.")
+    eng = cache.load_engine_or_stop(WRITER, backend)
+    if not isinstance(eng, GeneratingEngine):
+        st.error("SmolLM2 cannot write on this backend.")
+        st.stop()
+    return eng
+
+
+def written_labels(gen: Generation) -> list[str]:
+    """Each written token as a person reads it: 'step 3: Paris' (plain text: the figure escapes it)."""
+    return [f"step {i + 1}: {t.lstrip('Ġ▁')[:30]}" for i, t in enumerate(gen.written)]
+
+
+def render() -> None:
+    """Draw the page."""
+    inputs = controls.current()
+    st.header("Write, and see where each new token looked")
+    st.markdown(INTRO)
+    eng = writer(inputs.model, inputs.backend)
+    state.restore("gen.prompt", "prompt", DEFAULT_PROMPT)
+    prompt = st.text_area("Prompt", key="gen.prompt", height=80)
+    state.remember("prompt", prompt)
+    a, b = st.columns([3, 2])
+    n = a.slider("Tokens to write, at most", 1, MAX_NEW_TOKENS, 24, key="gen.n")
+    chat = b.toggle("As a chat message", True, key="gen.chat", help="Wrap the prompt in the model's chat template")
+    key = ("generate", eng.name, eng.backend, prompt, n, chat)
+    if st.button("Write", type="primary", key="gen.go"):
+        bar = st.progress(0.0, text="Writing…")
+
+        def step(i: int, total: int) -> None:
+            bar.progress(i / total, text=f"Writing… {i} of at most {total} tokens")
+
+        try:
+            cache.memo().get(key, lambda: eng.generate(prompt, n, chat=chat, progress=step))
+        except ValueError as err:
+            st.warning(escape.md(err))
+            return
+        bar.empty()
+        st.session_state["gen.key"] = key
+    if st.session_state.get("gen.key") != key:
+        return
+    try:
+        gen = cache.memo().get(key, lambda: eng.generate(prompt, n, chat=chat))  # kept, or written again
+    except ValueError as err:
+        st.warning(escape.md(err))
+        return
+    draw(inputs, gen)
+
+
+def draw(inputs: controls.Inputs, gen: Generation) -> None:
+    """The text written, the steps of one head, and one step across every layer and head."""
+    stop = "it wrote its end token" if gen.stopped == "end token" else "it reached the limit"
+    st.markdown(f"**Written** ({len(gen.written)} tokens; {stop}): {escape.md(gen.text)}")
+    st.caption("Token by token: " + " · ".join(escape.md(t.lstrip("Ġ▁") or t, 30) for t in gen.written))
+    r = gen.result
+    p = gen.prompt_tokens
+    rows, cols = written_labels(gen), display_labels(r.source_tokens)
+    layer = widgets.pick("Layer", "gen", "layer", r.n_layers)
+    head = widgets.pick("Head", "gen", "head", r.n_heads)
+    title = f"where each written token looked\nlayer {layer + 1}, head {head + 1}"
+    panel = interactive.steps_panel(gen.steps[layer, head].numpy(), tuple(rows), r.source_tokens, p, title)
+    st.plotly_chart(interactive.side_by_side([panel], style=inputs.style), key="gen.steps")
+    st.caption(
+        f"Rows: the {len(rows)} steps of the writing; columns: the prompt ({p} tokens, the chat template's included) "
+        "and what was written before. Grey: not written yet at that step."
+    )
+    state.restore("gen.step", "step", 1, lambda v: 1 <= v <= len(rows))
+    step = st.select_slider(
+        "One step, across every layer and head",
+        range(1, len(rows) + 1),
+        key="gen.step",
+        format_func=lambda i: f"{i}: {gen.written[i - 1].lstrip('Ġ▁')[:20]}",
+    )
+    state.remember("step", step)
+    s = step - 1
+    row = gen.across_heads(s).numpy()  # (L*H, keys seen)
+    heads = [f"L{lay + 1} H{h + 1}" for lay in range(r.n_layers) for h in range(r.n_heads)]
+    fig = interactive.matrix(
+        row,
+        f"step {step} ({gen.written[s].lstrip('Ġ▁')}): every head's attention",
+        rows=heads,
+        cols=cols[: p + s],
+        style=inputs.style,
+        signed=False,
+        height=max(300, 6 * len(heads) + 120),
+    )
+    st.plotly_chart(fig, key="gen.step.heads")

@@ -1,0 +1,126 @@
+"""The Llama decoder rebuilt on the scratch engine: tiny random models, then the real SmolLM2."""
+
+import pytest
+import torch
+from conftest import SENTENCE
+from transformers.models.llama.modeling_llama import LlamaRMSNorm
+
+from attnviz.engines import llama, registry
+from attnviz.engines.base import Engine, GeneratingEngine, SteppingEngine
+
+TEXTS = [
+    SENTENCE,
+    "The trophy doesn't fit into the brown suitcase because it is too large.",
+    "In 1969, two astronauts walked on the Moon while a third orbited above them.",
+    "Attention is all you need, they said; nobody agreed on what attention was.",
+]
+
+
+def _raw(hf_engine, ids):
+    """The Hugging Face model's own eager weights and logits, nothing of ours on the way."""
+    with torch.no_grad():
+        out = hf_engine.model(input_ids=torch.tensor([ids]), output_attentions=True)
+    return torch.stack([w[0] for w in out.attentions]), out.logits[0]
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_llama_dir):
+    hf = registry.load(str(tiny_llama_dir), "hf", "cpu")
+    return hf, registry.scratch_engine(hf)
+
+
+def test_the_rms_norm_matches_transformers():
+    torch.manual_seed(0)
+    ref = LlamaRMSNorm(16, eps=1e-5)
+    ref.weight.data.normal_()
+    ours = llama.RMSNorm(16, 1e-5)
+    ours.weight.data.copy_(ref.weight.data)
+    x = torch.randn(3, 5, 16) * 7
+    assert (ours(x) - ref(x)).abs().max() < 1e-6
+
+
+def test_tiny_random_llama_matches_hugging_face_weights_and_logits(tiny):
+    hf, ours = tiny
+    for text in TEXTS[:2]:
+        ids = list(hf.encode(text).ids)
+        weights, logits = _raw(hf, ids)
+        r = ours.run(text)["causal"]
+        assert (r.weights - weights).abs().max() < 1e-5
+        hidden, _ = ours.model(torch.tensor([ids]))
+        assert (ours.model.logits(hidden)[0] - logits).abs().max() < 1e-4
+
+
+def test_the_decoder_hides_the_future_in_its_raw_weights(tiny):
+    _, ours = tiny
+    with torch.no_grad():
+        _, raw = ours.model(torch.tensor([list(ours.encode(SENTENCE).ids)]))  # before AttentionResult checks them
+    assert all(torch.count_nonzero(torch.triu(w, 1)) == 0 for w in raw)
+
+
+def test_engines_say_what_they_can_do(tiny):
+    hf, ours = tiny
+    assert isinstance(hf, Engine) and isinstance(hf, GeneratingEngine) and not isinstance(hf, SteppingEngine)
+    assert isinstance(ours, SteppingEngine) and isinstance(ours, GeneratingEngine)
+    assert ours.model.embed.weight.data_ptr() == hf.model.model.embed_tokens.weight.data_ptr()  # shared, not copied
+    assert registry.can_rebuild(hf) and (ours.n_layers, ours.n_heads, ours.n_kv_heads) == (2, 6, 2)
+
+
+def test_the_step_by_step_view_reproduces_every_layer(tiny):
+    _, ours = tiny
+    ids = torch.tensor([list(ours.encode(SENTENCE).ids)])
+    _, weights = ours.model(ids)
+    for layer in range(2):
+        s = ours.model.attention_steps(ids, layer)
+        assert torch.allclose(s.weights, weights[layer], atol=1e-6)
+        assert s.group == 3 and s.k_heads.shape[1] == 2 and s.x_normed is not None
+        names = [n for n, _ in s.trace()]
+        assert names[:2] == ["X (the layer's input)", "RMSNorm(X)"] and "K turned by position (RoPE)" in names
+
+
+def test_value_norms_come_with_the_scratch_result(tiny):
+    _, ours = tiny
+    r = ours.run(SENTENCE)["causal"]
+    assert r.value_norms.shape == (2, 6, len(r.target)) and (r.value_norms > 0).all()
+
+
+def test_the_name_table_rejects_unknown_weights():
+    with pytest.raises(KeyError, match="NAME_TABLE"):
+        llama.translate_state_dict({"model.layers.0.mystery.weight": torch.zeros(1)}, tied=True)
+
+
+def test_a_model_the_scratch_backend_cannot_rebuild_says_so(tiny_gpt2_dir):
+    with pytest.raises(ValueError, match="rebuilds BERT encoders and Llama decoders"):
+        registry.load(str(tiny_gpt2_dir), "scratch", "cpu")
+
+
+# --- the real SmolLM2 (converted once into the local cache on first use) ---
+
+
+def test_smollm2_is_a_grouped_query_causal_llama(smollm2_hf):
+    r = smollm2_hf.run(SENTENCE)["causal"]
+    assert r.shape == (30, 9, 13, 13) and r.kind == "causal"
+    assert smollm2_hf.config.num_key_value_heads == 3 and smollm2_hf.family == "llama"
+    assert r.weights[..., 0].mean() > 0.25  # an attention sink: much of every head's attention on the first token
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_smollm2_scratch_equals_hugging_face_eager(smollm2_hf, smollm2_scratch, text):
+    ids = list(smollm2_hf.encode(text).ids)
+    weights, logits = _raw(smollm2_hf, ids)
+    ours = smollm2_scratch.run(text)["causal"]
+    assert (ours.weights - weights).abs().max() < 1e-4
+    with torch.no_grad():
+        hidden, _ = smollm2_scratch.model(torch.tensor([ids]))
+    assert (smollm2_scratch.model.logits(hidden)[0] - logits).abs().max() < 1e-3
+
+
+def test_smollm2_writes_the_same_answer_on_both_backends_and_shows_every_step(smollm2_hf, smollm2_scratch):
+    a = smollm2_hf.generate("What is the capital of France?", 12)
+    b = smollm2_scratch.generate("What is the capital of France?", 12)
+    assert "Paris" in a.text and a.written == b.written and a.stopped == "end token"
+    assert a.steps.shape == (30, 9, len(a.written), len(a.result.target))
+    assert (a.steps - b.steps).abs().max() < 1e-4
+    # step s is the row of the query that wrote token s: row P - 1 + s of the whole causal map
+    p = a.prompt_tokens
+    assert torch.equal(a.steps[:, :, 0], a.result.weights[:, :, p - 1])
+    assert a.result.target.tokens[0] == "<|im_start|>" and a.result.target.special[0]  # the chat template's marker
