@@ -4,6 +4,7 @@
    average_attn_weights=False) with the same weights: d_model 768, 12 heads, batch 1 and 16,
    N = 32, 128, 512.
 2. scratch BERT vs Hugging Face eager on the bundled all-MiniLM-L6-v2: N = 16, 128, 512.
+3. scratch Llama vs Hugging Face eager on the bundled SmolLM2-135M (grouped-query, rotary): N = 16, 128, 512.
 
 The two sides are timed alternately (A B A B ...) so that the machine's noise falls on both;
 the table gives medians and the ratio scratch / reference (target: <= 1.2). On CUDA as well
@@ -27,7 +28,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 from transformers.utils import logging as hf_logging  # noqa: E402
 
-from attnviz.engines import bert, registry  # noqa: E402
+from attnviz.engines import bert, llama, registry  # noqa: E402
 from attnviz.engines.scratch import MultiHeadAttention  # noqa: E402
 
 
@@ -88,6 +89,26 @@ def bench_bert(device: torch.device, repeats: int) -> list[tuple]:
     return rows
 
 
+def bench_llama(device: torch.device, repeats: int) -> list[tuple]:
+    hf = registry.load("smollm2", "hf", device).model
+    ours = llama.from_hf(hf)
+    rows = []
+    for n in (16, 128, 512):
+        ids = torch.randint(1000, 20000, (1, n), device=device)
+        with torch.inference_mode():
+            a, b = time_pair(
+                lambda ids=ids: ours(ids),
+                lambda ids=ids: hf(input_ids=ids, output_attentions=True),
+                device,
+                repeats if n <= 128 else max(5, repeats // 3),
+            )
+            w_ours = ours(ids)[1]
+            w_ref = hf(input_ids=ids, output_attentions=True).attentions
+            diff = max((p - q).abs().max().item() for p, q in zip(w_ours, w_ref, strict=True))
+        rows.append(("Llama (SmolLM2-135M)", f"N={n}", a, b, diff))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=30)
@@ -103,7 +124,8 @@ def main() -> None:
     print("|---|---|---|---:|---:|---:|---:|")
     worst = 0.0
     for device in devices:
-        for name, shape, a, b, diff in bench_mha(device, args.repeats) + bench_bert(device, args.repeats):
+        rows = bench_mha(device, args.repeats) + bench_bert(device, args.repeats) + bench_llama(device, args.repeats)
+        for name, shape, a, b, diff in rows:
             worst = max(worst, a / b)
             print(f"| {device.type} | {name} | {shape} | {a * 1e3:.3f} | {b * 1e3:.3f} | {a / b:.2f} | {diff:.1e} |")
     print(f"\nworst ratio scratch/reference: {worst:.2f} (target <= 1.2)")
