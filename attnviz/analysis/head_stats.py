@@ -93,7 +93,7 @@ def uniform_entropy(result: AttentionResult) -> float:
     return visible_keys(result).log().mean().item()
 
 
-def _confidence_mask(axis: TokenAxis, excludes: str) -> Tensor:
+def confidence_keys(axis: TokenAxis, excludes: str) -> Tensor:
     """(T,) bool: the keys a row's maximum may take, for "confidence"."""
     if excludes not in CONFIDENCE_EXCLUDES:
         raise ValueError(f"confidence can leave out {', '.join(CONFIDENCE_EXCLUDES)}, not {excludes!r}")
@@ -119,7 +119,7 @@ def head_stats(result: AttentionResult, *, confidence_excludes: str = "end") -> 
     punct_mask = torch.tensor(punctuation(result.source), dtype=torch.bool)
     entropy = -(w * torch.log(w.clamp_min(1e-12))).sum(-1)  # (L, H, T)
     distance = (w * (pos[None, :] - pos[:, None]).abs()).sum(-1)  # (L, H, T)
-    confident = w[..., _confidence_mask(result.source, confidence_excludes)]  # (L, H, T, T')
+    confident = w[..., confidence_keys(result.source, confidence_excludes)]  # (L, H, T, T')
     return {
         "entropy": entropy.mean(-1),
         "distance": distance.mean(-1),

@@ -14,6 +14,7 @@ own engine). "kind" only ever means the kind of attention: self, causal or cross
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,10 +23,12 @@ from typing import Literal, Protocol, TypeVar, runtime_checkable
 import torch
 
 from attnviz.engines.scratch import AttentionSteps
+from attnviz.lazy import LazyAttention
 from attnviz.result import AttentionKind, AttentionResult
 from attnviz.tokens import Encoded, Tokenizer
 
 Backend = Literal["hf", "scratch"]
+Progress = Callable[[int, int], None]  # (done, total): a forward pass reports layer by layer
 BACKENDS: tuple[Backend, ...] = ("hf", "scratch")
 Architecture = Literal["encoder", "decoder", "encoder-decoder"]
 
@@ -59,8 +62,14 @@ class Engine(Protocol):
         """The text as the model sees it (ids, tokens, words, characters), cut to max_tokens."""
         ...
 
-    def run(self, text: str, target: str | None = None) -> dict[AttentionKind, AttentionResult]:
-        """Attention of every kind the model has; `target` is an encoder-decoder's decoder text."""
+    def run(
+        self, text: str, target: str | None = None, progress: Progress | None = None
+    ) -> dict[AttentionKind, AttentionResult | LazyAttention]:
+        """Attention of every kind the model has; `target` is an encoder-decoder's decoder text.
+
+        Past the eager budget (eager_tokens) an engine that can returns a LazyAttention, reporting each layer of
+        its forward pass to `progress`; the others cut the input to max_tokens.
+        """
         ...
 
 
@@ -142,6 +151,22 @@ def make_generation(
     tokens = tuple(tokenizer.hf.convert_ids_to_tokens(written))
     stopped = "end token" if written[-1] in stop_ids else "limit"
     return Generation(result, len(prompt.ids), tokens, tokenizer.decode(written), stopped)
+
+
+EAGER_MB_ENV, EAGER_MB = "ATTNVIZ_EAGER_MB", 512
+
+
+def eager_tokens(n_layers: int, n_heads: int) -> int:
+    """The longest input whose every weight (L x H x N x N float32) fits $ATTNVIZ_EAGER_MB (default 512 MB).
+
+    The one rule that decides eager or lazy: an input up to this length gets every weight (an AttentionResult);
+    a longer one gets queries and keys and weights on demand (a LazyAttention), where the model supports it.
+    """
+    raw = os.environ.get(EAGER_MB_ENV, "").strip()
+    if raw and (not raw.isdigit() or int(raw) < 1):
+        raise ValueError(f"{EAGER_MB_ENV} must be a whole number of megabytes (got {raw[:20]!r})")
+    budget = (int(raw) if raw else EAGER_MB) * 2**20
+    return int((budget / (4 * n_layers * n_heads)) ** 0.5)
 
 
 def to_weights(per_layer: tuple[torch.Tensor, ...] | list[torch.Tensor]) -> torch.Tensor:

@@ -230,8 +230,8 @@ class ScratchBertEngine:
     def _ids(self, enc: Encoded) -> Tensor:
         return torch.tensor([enc.ids], device=self.device)  # (1, T)
 
-    def run(self, text: str, target: str | None = None) -> dict[AttentionKind, AttentionResult]:
-        """{"self": ...}: every layer's weights."""
+    def run(self, text: str, target: str | None = None, progress=None) -> dict[AttentionKind, AttentionResult]:
+        """{"self": ...}: every layer's weights (BERT's 512 positions always fit the eager budget)."""
         return self._run(text, causal=False)
 
     def run_causal(self, text: str) -> dict[AttentionKind, AttentionResult]:

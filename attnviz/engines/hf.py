@@ -7,11 +7,23 @@ the model's own output when no target is given).
 
 from __future__ import annotations
 
+import contextvars
+import importlib
 import os
 import threading
 
 import torch
-from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+from transformers import (
+    AttentionInterface,
+    AttentionMaskInterface,
+    AutoConfig,
+    AutoModel,
+    AutoModelForCausalLM,
+    AutoModelForSeq2SeqLM,
+    AutoTokenizer,
+)
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import eager_mask, sdpa_mask
 from transformers.models.auto.modeling_auto import (
     MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
     MODEL_FOR_MASKED_LM_MAPPING_NAMES,
@@ -22,12 +34,14 @@ from attnviz.engines.base import (
     Backend,
     Generation,
     ModelLoadError,
+    eager_tokens,
     make_generation,
     redact,
     shift_right,
     to_weights,
 )
 from attnviz.engines.scratch import describe_device, resolve_device
+from attnviz.lazy import LazyAttention
 from attnviz.result import AttentionKind, AttentionResult
 from attnviz.tokens import Encoded, TokenAxis, Tokenizer
 
@@ -72,19 +86,43 @@ def limit_tokens(model_limit: int) -> int:
     return min(model_limit, int(raw))
 
 
-EAGER_MB_ENV, EAGER_MB = "ATTNVIZ_EAGER_MB", 512
+# A decoder loads with attention "attnviz": transformers' own eager attention, exactly, unless a capture is on for
+# this thread (a long input), when it runs SDPA for the output and keeps each layer's queries and keys after the
+# rotary embedding. The model object is shared and never changes: what a call gets depends on the call.
+_CAPTURE: contextvars.ContextVar[list | None] = contextvars.ContextVar("attnviz_capture", default=None)
+ATTENTION = "attnviz"
 
 
-def eager_tokens(n_layers: int, n_heads: int) -> int:
-    """The longest input whose every weight (L x H x N x N float32) fits $ATTNVIZ_EAGER_MB (default 512 MB).
+def _attention(module, query, key, value, attention_mask, **kwargs):
+    """The attention function transformers calls in every layer (see ATTENTION)."""
+    sink = _CAPTURE.get()
+    if sink is None:
+        eager = importlib.import_module(type(module).__module__).eager_attention_forward
+        return eager(module, query, key, value, attention_mask, **kwargs)
+    sink.append((query.detach()[0].float().cpu(), key.detach()[0].float().cpu(), kwargs.get("scaling")))
+    rest = {k: v for k, v in kwargs.items() if k not in ("is_causal", "dropout")}
+    return sdpa_attention_forward(module, query, key, value, None, is_causal=True, **rest)  # one unpadded text
 
-    SmolLM2's 8k context would be 72 GB of weights: one pasted chapter must not take the server down.
+
+def _mask(*args, **kwargs):
+    """The mask to match: eager's dense mask, or none at all for SDPA's causal path (no N x N tensor)."""
+    return (sdpa_mask if _CAPTURE.get() is not None else eager_mask)(*args, **kwargs)
+
+
+AttentionInterface.register(ATTENTION, _attention)
+AttentionMaskInterface.register(ATTENTION, _mask)
+
+
+CAPTURE_FAMILIES = ("llama",)  # checked against eager weights (tests/test_lazy.py); others keep eager attention
+
+
+def supports_capture(config) -> bool:
+    """True for the model families whose captured queries and keys are known to give eager's exact weights.
+
+    A family qualifies when its attention is plain scaled softmax over causal keys: no sliding window, no
+    soft-capping, no ALiBi bias, no learned sink logits (each would need its own term in LazyAttention).
     """
-    raw = os.environ.get(EAGER_MB_ENV, "").strip()
-    if raw and (not raw.isdigit() or int(raw) < 1):
-        raise ValueError(f"{EAGER_MB_ENV} must be a whole number of megabytes (got {raw[:20]!r})")
-    budget = (int(raw) if raw else EAGER_MB) * 2**20
-    return int((budget / (4 * n_layers * n_heads)) ** 0.5)
+    return config.model_type in CAPTURE_FAMILIES and not getattr(config, "sliding_window", None)
 
 
 def check_layers(name: str, part: str, weights, expected: int | None) -> None:
@@ -132,7 +170,7 @@ class HFEngine:
             )
             # An explicit dtype: the weights are float32 whatever the config says, and transformers does not
             # change torch's process-wide default dtype on the way.
-            model = loader.from_pretrained(source, attn_implementation="eager", dtype=torch.float32, **local)
+            model = loader.from_pretrained(source, attn_implementation=self._attention(), dtype=torch.float32, **local)
             self.model = model.to(self.device).eval()
         except Exception as err:  # the hub, the file system and the config all raise their own types
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
@@ -143,13 +181,21 @@ class HFEngine:
             ) from err
         self.family = self.config.model_type
         self.max_tokens = limit_tokens(max_tokens_of(self.config, self.tokenizer.hf))
-        layers = _layers(self.config, "num_hidden_layers", "n_layer", "decoder_layers", "num_layers")
-        heads = _layers(self.config, "num_attention_heads", "n_head", "decoder_attention_heads", "num_heads")
-        if layers and heads:
-            self.max_tokens = min(self.max_tokens, eager_tokens(layers, heads))
+        self.n_layers = _layers(self.config, "num_hidden_layers", "n_layer", "decoder_layers", "num_layers") or 1
+        self.n_heads = (
+            _layers(self.config, "num_attention_heads", "n_head", "decoder_attention_heads", "num_heads") or 1
+        )
+        if not self.lazy:  # every weight of the longest input must fit the eager budget
+            self.max_tokens = min(self.max_tokens, eager_tokens(self.n_layers, self.n_heads))
         self.kinds = KINDS[self.architecture]
         self.device_name = describe_device(self.device)
         self._lock = threading.Lock()
+
+    lazy = False  # whether inputs past the eager budget get a LazyAttention (else the budget limits the input)
+
+    def _attention(self) -> str:
+        """The attention implementation to load with: eager, so that output_attentions returns every weight."""
+        return "eager"
 
     def _decoder_loader(self):
         """How a decoder loads: with its language-model head when it has one (so it can write)."""
@@ -159,7 +205,7 @@ class HFEngine:
         """The text as the model's tokenizer cuts it, special tokens included."""
         return self.tokenizer.encode(text, self.max_tokens)
 
-    def run(self, text: str, target: str | None = None) -> dict[AttentionKind, AttentionResult]:
+    def run(self, text: str, target: str | None = None, progress=None) -> dict[AttentionKind, AttentionResult]:
         """Self or causal attention; all three kinds for an encoder-decoder (teacher-forced over `target`)."""
         src = self.encode(text)
         with self._lock, torch.inference_mode():
@@ -211,10 +257,48 @@ class HFEngine:
 
 
 class HFDecoderEngine(HFEngine):
-    """A Hugging Face decoder with its language-model head: an Engine and a GeneratingEngine."""
+    """A Hugging Face decoder with its language-model head: an Engine and a GeneratingEngine.
+
+    Inputs past the eager budget (engines.base.eager_tokens) get a LazyAttention: SDPA computes the output while
+    each layer's rotated queries and keys are kept (see ATTENTION), for models whose attention allows it.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        try:
+            config = AutoConfig.from_pretrained(args[1], local_files_only=kwargs.get("local_files_only", False))
+            self.lazy = supports_capture(config)
+        except Exception:  # HFEngine's own load reports the failure in full
+            self.lazy = False
+        super().__init__(*args, **kwargs)
+
+    def _attention(self) -> str:
+        return ATTENTION if self.lazy else "eager"
 
     def _decoder_loader(self):
         return AutoModelForCausalLM
+
+    def run(self, text: str, target: str | None = None, progress=None) -> dict[AttentionKind, AttentionResult]:
+        """Causal attention: every weight for a short input, a LazyAttention past the eager budget."""
+        src = self.encode(text)
+        if not self.lazy or len(src.ids) <= eager_tokens(self.n_layers, self.n_heads):
+            with self._lock, torch.inference_mode():
+                weights = self.weights_of(src.ids)
+            return {"causal": AttentionResult(weights, src.axis, src.axis, "causal", self.name, self.device_name,
+                                              src.truncated)}  # fmt: skip
+        return {"causal": self.lazy_run(src, progress)}
+
+    def lazy_run(self, src: Encoded, progress=None) -> LazyAttention:
+        """One SDPA pass that keeps each layer's queries and keys: linear in N, the weights computed on demand."""
+        sink = _Sink(self.n_layers, progress)
+        token = _CAPTURE.set(sink)
+        try:
+            with self._lock, torch.inference_mode():
+                self.model.base_model(input_ids=torch.tensor([src.ids], device=self.device))  # no logits: N x vocab
+        finally:
+            _CAPTURE.reset(token)
+        q, k = torch.stack([c[0] for c in sink]), torch.stack([c[1] for c in sink])  # (L, H, N, Dh), (L, Hkv, N, Dh)
+        return LazyAttention(q, k, src.axis, src.axis, "causal", self.name, self.device_name, src.truncated,
+                             scale=sink[0][2])  # fmt: skip
 
     @property
     def stop_ids(self) -> set[int]:
@@ -237,7 +321,7 @@ class HFDecoderEngine(HFEngine):
 
     def weights_of(self, ids) -> torch.Tensor:
         """(L, H, T, T): the attention of one pass over `ids` (hold the lock)."""
-        out = self.model(input_ids=torch.tensor([list(ids)], device=self.device), output_attentions=True)
+        out = self.model.base_model(input_ids=torch.tensor([list(ids)], device=self.device), output_attentions=True)
         check_layers(self.name, "self", out.attentions, _layers(self.config, "num_hidden_layers", "n_layer"))
         return to_weights(out.attentions)
 
@@ -261,6 +345,20 @@ class HFDecoderEngine(HFEngine):
                 if nxt in stop:
                     break
             return make_generation(self, self.tokenizer, enc, ids, self.weights_of, stop)
+
+
+class _Sink(list):
+    """The captured layers of one pass; reports progress as each layer is added."""
+
+    def __init__(self, total: int, progress) -> None:
+        super().__init__()
+        self.total, self.progress = total, progress
+
+    def append(self, item) -> None:
+        """Keep one layer's (queries, keys, scale)."""
+        super().append(item)
+        if self.progress:
+            self.progress(len(self), self.total)
 
 
 def open_engine(name: str, source: str, device=None, *, local_files_only: bool = False) -> HFEngine:

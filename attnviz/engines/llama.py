@@ -17,9 +17,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnviz.engines.base import Backend, Generation, ModelLoadError, make_generation, to_weights
+from attnviz.engines.base import Backend, Generation, ModelLoadError, eager_tokens, make_generation, to_weights
 from attnviz.engines.hf import HFDecoderEngine
 from attnviz.engines.scratch import AttentionSteps, MultiHeadAttention, RotaryEmbedding, causal_mask
+from attnviz.lazy import LazyAttention
 from attnviz.result import AttentionKind, AttentionResult
 from attnviz.tokens import Encoded
 
@@ -102,10 +103,12 @@ class LlamaBlock(nn.Module):
         self.post_norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
         self.mlp = SwiGLU(c.hidden_size, c.intermediate_size)
 
-    def forward(self, x: Tensor, mask: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
-        """(B, T, D) -> (B, T, D) and the attention weights (B, H, T, T)."""
+    def forward(
+        self, x: Tensor, mask: Tensor | None, positions: Tensor, capture: list | None = None
+    ) -> tuple[Tensor, Tensor | None]:
+        """(B, T, D) -> (B, T, D) and the attention weights (B, H, T, T); None when capturing Q and K instead."""
         h = self.input_norm(x)
-        attended, weights = self.attention(h, h, h, mask, positions)
+        attended, weights = self.attention(h, h, h, mask, positions, capture)
         x = x + attended
         return x + self.mlp(self.post_norm(x)), weights
 
@@ -126,18 +129,25 @@ class ScratchLlama(nn.Module):
         t = ids.size(1)
         return causal_mask(t, device=ids.device), torch.arange(t, device=ids.device)  # (T, T), (T,)
 
-    def forward(self, ids: Tensor, norms: list | None = None) -> tuple[Tensor, tuple[Tensor, ...]]:
+    def forward(
+        self, ids: Tensor, norms: list | None = None, capture: list | None = None, progress=None
+    ) -> tuple[Tensor, tuple[Tensor, ...]]:
         """ids (B, T) -> (final hidden (B, T, D), one (B, H, T, T) weight tensor per layer).
 
-        Given a list, `norms` receives each layer's value norms (B, H, T) on the way (Kobayashi et al. 2020).
+        Given a list, `norms` receives each layer's value norms (B, H, T) on the way (Kobayashi et al. 2020);
+        given `capture`, each layer's rotated Q and K go there instead of forming the weights (a long input).
         """
-        mask, positions = self._mask(ids)
+        t = ids.size(1)
+        positions = torch.arange(t, device=ids.device)
+        mask = None if capture is not None else causal_mask(t, device=ids.device)  # no T x T mask when capturing
         x, weights = self.embed(ids), []  # (B, T, D)
-        for layer in self.layers:
+        for i, layer in enumerate(self.layers):
             if norms is not None:
                 norms.append(layer.attention.value_norms(layer.input_norm(x)))
-            x, w = layer(x, mask, positions)
+            x, w = layer(x, mask, positions, capture)
             weights.append(w)
+            if progress:
+                progress(i + 1, len(self.layers))
         return self.norm(x), tuple(weights)
 
     def logits(self, hidden: Tensor) -> Tensor:
@@ -250,12 +260,14 @@ class ScratchLlamaEngine:
     def _ids(self, enc: Encoded) -> Tensor:
         return torch.tensor([enc.ids], device=self.device)  # (1, T)
 
-    def run(self, text: str, target: str | None = None) -> dict[AttentionKind, AttentionResult]:
-        """{"causal": ...}: every layer's weights, and each head's value norms."""
+    def run(self, text: str, target: str | None = None, progress=None) -> dict[AttentionKind, AttentionResult]:
+        """{"causal": ...}: every layer's weights and each head's value norms; a LazyAttention past the eager budget."""
         enc = self.encode(text)
+        if len(enc.ids) > eager_tokens(self.n_layers, self.n_heads):
+            return {"causal": self.lazy_run(enc, progress)}
         norms: list[Tensor] = []
         with self._lock, torch.inference_mode():
-            _, per_layer = self.model(self._ids(enc), norms)
+            _, per_layer = self.model(self._ids(enc), norms, progress=progress)
         weights, value_norms = to_weights(per_layer), to_weights(norms)  # (L, H, T, T), (L, H, T)
         axis = enc.axis
         return {
@@ -264,7 +276,18 @@ class ScratchLlamaEngine:
             )
         }
 
-    def _weights_of(self, ids) -> Tensor:
+    def lazy_run(self, enc: Encoded, progress=None) -> LazyAttention:
+        """One pass with a fused kernel that keeps each layer's rotated Q and K: linear in N, weights on demand."""
+        norms: list[Tensor] = []
+        capture: list[tuple[Tensor, Tensor]] = []
+        with self._lock, torch.inference_mode():
+            self.model(self._ids(enc), norms, capture, progress)
+        q = torch.stack([c[0][0] for c in capture]).float().cpu()  # (L, H, N, Dh)
+        k = torch.stack([c[1][0] for c in capture]).float().cpu()  # (L, Hkv, N, Dh)
+        return LazyAttention(q, k, enc.axis, enc.axis, "causal", self.name, self.device_name, enc.truncated,
+                             value_norms=to_weights(norms))  # fmt: skip
+
+    def weights_of(self, ids) -> Tensor:
         """(L, H, T, T): one pass over `ids` (hold the lock)."""
         return to_weights(self.model(torch.tensor([list(ids)], device=self.device))[1])
 
@@ -290,4 +313,4 @@ class ScratchLlamaEngine:
                     progress(step + 1, max_new_tokens)
                 if ids[-1] in self.stop_ids:
                     break
-            return make_generation(self, self.tokenizer, enc, ids, self._weights_of, self.stop_ids)
+            return make_generation(self, self.tokenizer, enc, ids, self.weights_of, self.stop_ids)

@@ -257,11 +257,19 @@ class MultiHeadAttention(nn.Module):
         return torch.arange(t, device=device) if positions is None else positions
 
     def forward(
-        self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None, positions: Tensor | None = None
-    ) -> tuple[Tensor, Tensor]:
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        mask: Tensor | None = None,
+        positions: Tensor | None = None,
+        capture: list | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
         """query (B, Tq, D), key and value (B, Tk, D) -> (output (B, Tq, D), weights (B, H, Tq, Tk)).
 
-        `positions` (Tk,) place the keys (and the last Tq of them, the queries) for rotary embeddings.
+        `positions` (Tk,) place the keys (and the last Tq of them, the queries) for rotary embeddings. Given a
+        `capture` list (a long input, causal self-attention), the weights are not formed: a fused kernel (torch
+        SDPA) computes the output, the rotated Q and K go into the list, and None comes back for the weights.
         """
         b, tq, _ = query.shape
         # 1. project   2. split into heads (and turn Q and K by position)
@@ -270,7 +278,11 @@ class MultiHeadAttention(nn.Module):
             pos = self._positions(key.shape[1], positions, key.device)  # (Tk,)
             q, k = self.rope.rotate(q, pos[-tq:]), self.rope.rotate(k, pos)
         # 3. attend, every head at once
-        heads, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, H, Tq, Dh), (B, H, Tq, Tk)
+        if capture is not None:
+            capture.append((q, k))
+            heads, weights = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True), None
+        else:
+            heads, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, H, Tq, Dh), (B, H, Tq, Tk)
         # 4. concat the heads   5. output projection
         concat = heads.transpose(1, 2).reshape(b, tq, self.num_heads * self.d_head)  # (B, Tq, H*Dh)
         return self.w_o(concat), weights

@@ -263,7 +263,7 @@ class DateEngine:
         special = tuple(i <= self.vocab.unk for i in ids)
         return TokenAxis(tuple(self.vocab.label(i) for i in ids), special, tuple(range(n)), (NO_SPAN,) * n)
 
-    def run(self, text: str, target: str | None = None) -> dict[AttentionKind, AttentionResult]:
+    def run(self, text: str, target: str | None = None, progress=None) -> dict[AttentionKind, AttentionResult]:
         """Teacher-forced over `target`, or over the model's own prediction when no target is given."""
         enc = self.encode(text)
         with self._lock, torch.inference_mode():

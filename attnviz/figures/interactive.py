@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 import torch
-import torch.nn.functional as F
 
+from attnviz.analysis.pooling import block_mean, pool_factor
 from attnviz.escape import html_text
 from attnviz.figures.style import MASKED_COLOUR, Style, pooled_labels
 from attnviz.result import AttentionResult
@@ -29,14 +29,12 @@ HOVER = "query %{y}<br>key %{x}<br>weight %{z:.4f}<extra>%{fullData.name}</extra
 
 
 def pooled(weights: torch.Tensor, max_side: int) -> tuple[np.ndarray, int, int]:
-    """(..., Tq, Tk) -> float32 array at most max_side a side (block means), and the block sizes."""
+    """(..., Tq, Tk) -> float32 array at most max_side a side (means of fixed f x f blocks), and the block sizes."""
     tq, tk = weights.shape[-2:]
-    fq, fk = math.ceil(tq / max_side), math.ceil(tk / max_side)
+    fq, fk = pool_factor(tq, max_side), pool_factor(tk, max_side)
     if fq == 1 and fk == 1:
         return weights.numpy().astype(np.float32), 1, 1
-    flat = weights.reshape(-1, 1, tq, tk)  # (N, 1, Tq, Tk)
-    out = F.adaptive_avg_pool2d(flat, (math.ceil(tq / fq), math.ceil(tk / fk)))  # (N, 1, Tq', Tk')
-    return out.reshape(*weights.shape[:-2], *out.shape[-2:]).numpy().astype(np.float32), fq, fk
+    return block_mean(weights, fq, fk).numpy().astype(np.float32), fq, fk
 
 
 def _style_layout(fig: go.Figure, style: Style, zmax: float, title: str) -> go.Figure:

@@ -1,0 +1,291 @@
+"""Attention too large to hold, computed on demand: `LazyAttention`.
+
+Every tool that draws attention holds layers x heads x N x N weights and so stops early: SmolLM2 at
+4,096 tokens would be 18 GB. What the forward pass leaves that is linear in N is each layer's
+queries and keys after the position encoding, (L, H, N, Dh). From them any weight is exact:
+
+    w_ij = exp(q_i . k_j / sqrt(Dh) - lse_i),   lse_i = log sum_j' exp(q_i . k_j' / sqrt(Dh))
+
+(j, j' over the keys query i may see). The row constants lse (L, H, N) are computed once, in row
+blocks whose size bounds memory; after that a tile, a row or a window costs only its own cells,
+and pooled maps and per-head statistics stream through the rows block by block, never holding
+more than `block_bytes` of weights. A causal block only touches the keys its rows can see.
+
+A LazyAttention offers what views need from an AttentionResult (tokens, shape, kind, model) and
+computes instead of storing: `tile`, `rows`, `window`, `pooled`, `stats`, `received`.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from attnviz.analysis.pooling import block_counts, block_sums, pool_factor
+from attnviz.result import AttentionKind, AttentionResult, as_axis
+from attnviz.tokens import TokenAxis
+
+BLOCK_BYTES = 64 * 2**20  # the most weights one block of rows holds at once (all heads of one layer)
+GRID_SIDE, THUMB_SIDE = 96, 32  # the pooled sizes the first pass makes: a layer's grid, the whole-model overview
+MASKED = torch.finfo(torch.float32).min  # a masked score: its weight is exactly 0, and 0 * MASKED is 0, not NaN
+Progress = Callable[[int, int], None]  # (done, total)
+
+
+@dataclass(eq=False)
+class LazyAttention:
+    """Per-layer queries and keys, and exact attention weights computed from them on demand, in blocks."""
+
+    q: Tensor  # (L, H, N, Dh) float32, after the position encoding
+    k: Tensor  # (L, H_kv, N, Dh) float32; H_kv divides H (grouped-query attention)
+    target: TokenAxis
+    source: TokenAxis
+    kind: AttentionKind
+    model: str
+    device: str = "cpu"
+    truncated: int = 0
+    scale: float | None = None  # the score scale; default 1 / sqrt(Dh)
+    block_bytes: int = BLOCK_BYTES
+    value_norms: Tensor | None = None  # (L, H, N) like AttentionResult's
+    _cache: dict = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        self.target, self.source = as_axis(self.target), as_axis(self.source)
+        n_l, n_h, n, dh = self.q.shape
+        if self.k.shape[0] != n_l or self.k.shape[2] != n or self.k.shape[3] != dh or n_h % self.k.shape[1]:
+            raise ValueError(f"queries {tuple(self.q.shape)} and keys {tuple(self.k.shape)} do not match")
+        if len(self.target) != n or len(self.source) != n:
+            raise ValueError(f"{n} queries and keys, but {len(self.target)} and {len(self.source)} tokens")
+        if self.kind not in ("self", "causal"):
+            raise ValueError("lazy attention is self or causal attention")
+        self.scale = self.scale if self.scale is not None else 1.0 / math.sqrt(dh)
+
+    # --- what views read, as from an AttentionResult ---
+
+    @property
+    def target_tokens(self) -> tuple[str, ...]:
+        """The query tokens."""
+        return self.target.tokens
+
+    @property
+    def source_tokens(self) -> tuple[str, ...]:
+        """The key tokens."""
+        return self.source.tokens
+
+    @property
+    def n_layers(self) -> int:
+        """L."""
+        return self.q.shape[0]
+
+    @property
+    def n_heads(self) -> int:
+        """H."""
+        return self.q.shape[1]
+
+    @property
+    def n_tokens(self) -> int:
+        """N."""
+        return self.q.shape[2]
+
+    @property
+    def shape(self) -> tuple[int, int, int, int]:
+        """(L, H, N, N): the shape the weights would have."""
+        n_l, n_h, n, _ = self.q.shape
+        return n_l, n_h, n, n
+
+    @property
+    def eager_bytes(self) -> int:
+        """What holding every weight would take."""
+        n_l, n_h, n, _ = self.shape
+        return 4 * n_l * n_h * n * n
+
+    # --- the kernel: scores of a block of rows, one layer ---
+
+    def _scores(self, layer: int, rows: slice, cols: slice | None = None) -> Tensor:
+        """(H, r, c): scaled scores of the rows over the columns (all keys by default), MASKED where masked."""
+        n = self.n_tokens
+        rows, cols = slice(*rows.indices(n)), slice(*(cols or slice(None)).indices(n))
+        q = self.q[layer, :, rows] * self.scale  # (H, r, Dh)
+        k = self.k[layer, :, cols]  # (Hkv, c, Dh)
+        g = q.shape[0] // k.shape[0]
+        s = (q.unflatten(0, (k.shape[0], g)) @ k.unsqueeze(1).transpose(-1, -2)).flatten(0, 1)  # (H, r, c)
+        if self.kind == "causal" and cols.stop > rows.start + 1:
+            # only columns past each row's own are masked: the triangle of the block's own columns
+            r = torch.arange(rows.start, rows.stop)[:, None]  # (r, 1)
+            c = torch.arange(max(cols.start, rows.start), cols.stop)[None, :]  # (1, c')
+            s[..., c[0, 0] - cols.start :].masked_fill_(c > r, MASKED)
+        return s
+
+    def _row_blocks(self, align: int = 1, heads: int | None = None):
+        """Row slices whose weights (all heads, every key) fit block_bytes; their starts are multiples of `align`
+        (so that a pooled row of f tokens never straddles two blocks)."""
+        per_row = 4 * (heads or self.n_heads) * self.n_tokens
+        size = max(align, (self.block_bytes // per_row) // align * align)
+        for r0 in range(0, self.n_tokens, size):
+            yield slice(r0, min(self.n_tokens, r0 + size))
+
+    def _seen(self, rows: slice) -> slice:
+        """The keys a block of rows can see: all of them, or those up to its last row (causal)."""
+        return slice(0, rows.stop) if self.kind == "causal" else slice(0, self.n_tokens)
+
+    def lse(self) -> Tensor:
+        """(L, H, N): log sum exp of each row's scores (the normaliser of every weight), from the first pass."""
+        if "lse" not in self._cache:
+            self.analyse()
+        return self._cache["lse"]
+
+    def _weights(self, layer: int, rows: slice, cols: slice) -> Tensor:
+        """(H, r, c): exact weights of a tile of one layer."""
+        return torch.exp(self._scores(layer, rows, cols) - self.lse()[layer, :, rows, None])
+
+    # --- what views ask for ---
+
+    def tile(self, layers: Sequence[int], heads: Sequence[int], rows: slice, cols: slice) -> Tensor:
+        """(l, h, r, c): exact weights of the given layers, heads, rows and columns."""
+        n = self.n_tokens
+        rows, cols = slice(*rows.indices(n)), slice(*cols.indices(n))
+        heads = list(heads)
+        return torch.stack([self._weights(layer, rows, cols)[heads] for layer in layers])
+
+    def rows(self, indices: Sequence[int]) -> Tensor:
+        """(L, H, len(indices), N): the exact rows of these queries, every layer and head."""
+        out = [torch.cat([self._weights(layer, slice(i, i + 1), slice(None)) for i in indices], 1) for layer in
+               range(self.n_layers)]  # fmt: skip
+        return torch.stack(out)
+
+    def window(self, start: int, stop: int) -> tuple[Tensor, Tensor]:
+        """The exact weights of queries and keys start..stop-1, (L, H, w, w), and each row's share outside it (L, H, w).
+
+        Rows do not sum to 1 inside a window: the rest of the attention falls outside it (often on the first token).
+        """
+        w = self.tile(range(self.n_layers), range(self.n_heads), slice(start, stop), slice(start, stop))
+        return w, (1 - w.sum(-1)).clamp_min(0)
+
+    def window_result(self, start: int, stop: int) -> AttentionResult:
+        """The window as an AttentionResult, each row renormalised over the window (say so where it is shown)."""
+        w, _ = self.window(start, stop)
+        w = w / w.sum(-1, keepdim=True).clamp_min(torch.finfo(w.dtype).tiny)
+        return AttentionResult(
+            w.contiguous(), self.target.window(start, stop), self.source.window(start, stop), self.kind, self.model,
+            self.device,
+        )  # fmt: skip
+
+    def pooled(self, max_side: int = GRID_SIDE, progress: Progress | None = None) -> tuple[np.ndarray, int, int]:
+        """(L, H, P, P): every head's map pooled to at most max_side cells a side (means of f x f blocks, exact
+        weights), and the block sizes. GRID_SIDE and THUMB_SIDE come from the first pass; others cost a pass."""
+        if ("pooled", max_side) not in self._cache:
+            self.analyse((max_side,), progress=progress)
+        return self._cache[("pooled", max_side)]
+
+    def pooled_head(self, layer: int, head: int, max_side: int) -> tuple[np.ndarray, int]:
+        """(P, P): one head's map pooled to at most max_side cells a side, and the block size (a pass over one head)."""
+        key = ("pooled_head", layer, head, max_side)
+        if key not in self._cache:
+            n = self.n_tokens
+            f = pool_factor(n, max_side)
+            lse = self.lse()[layer, head]
+            out = torch.zeros(math.ceil(n / f), math.ceil(n / f), dtype=torch.float64)
+            for rows in self._row_blocks(align=f, heads=1):
+                seen = self._seen(rows)
+                s = self._scores(layer, rows, seen)[head]  # (r, c): all heads' scores would be 9x the work
+                w = torch.exp(s - lse[rows, None])
+                sums = block_sums(block_sums(w, f, -1), f, -2)
+                out[rows.start // f : rows.start // f + sums.shape[0], : sums.shape[1]] += sums
+            counts = block_counts(n, f).double()
+            self._cache[key] = ((out / (counts[:, None] * counts[None, :])).float().numpy(), f)
+        return self._cache[key]
+
+    def stats(self, progress: Progress | None = None, *, confidence_excludes: str = "end") -> dict[str, Tensor]:
+        """The statistics of attnviz.analysis.head_stats (every key the same), exact, streamed through the rows."""
+        if ("stats", confidence_excludes) not in self._cache:
+            self.analyse(confidence_excludes=confidence_excludes, progress=progress)
+        return self._cache[("stats", confidence_excludes)]
+
+    def received(self, progress: Progress | None = None) -> Tensor:
+        """(L, H, N): the attention each token receives, averaged over the queries."""
+        if "received" not in self._cache:
+            self.analyse(progress=progress)
+        return self._cache["received"]
+
+    def analyse(
+        self,
+        max_sides: tuple[int, ...] = (GRID_SIDE, THUMB_SIDE),
+        *,
+        confidence_excludes: str = "end",
+        progress: Progress | None = None,
+    ) -> None:
+        """One pass through every layer, row block by row block: the row normalisers, the pooled map, the head
+        statistics and the attention each token receives. Holds at most one block of weights at a time."""
+        from attnviz.analysis.head_stats import STATS, confidence_keys, punctuation
+
+        with self._lock:  # one pass at a time; a second caller finds the results cached
+            if ("stats", confidence_excludes) in self._cache and all(("pooled", m) in self._cache for m in max_sides):
+                return
+            n, n_l, n_h = self.n_tokens, self.n_layers, self.n_heads
+            factors = [pool_factor(n, m) for m in max_sides]
+            align = math.lcm(*factors)
+            special = torch.tensor(self.source.special, dtype=torch.bool)
+            cls = torch.zeros(n, dtype=torch.bool)
+            cls[0] = special[0]
+            first = torch.zeros(n, dtype=torch.bool)
+            first[0] = True
+            punct = torch.tensor(punctuation(self.source), dtype=torch.bool)
+            # one matrix product per block gives every share at once: columns cls, sep, punct, first, position
+            keys = torch.stack([cls, special & ~cls, punct, first]).float()  # (4, N)
+            keys = torch.cat([keys, torch.arange(n, dtype=torch.float32)[None]]).T.contiguous()  # (N, 5)
+            excluded = ~confidence_keys(self.source, confidence_excludes)
+            lse = torch.empty(n_l, n_h, n, dtype=torch.float32)
+            acc = {name: torch.zeros(n_l, n_h, dtype=torch.float64) for name in STATS}
+            received = torch.zeros(n_l, n_h, n, dtype=torch.float64)
+            pooled = [torch.zeros(n_l, n_h, math.ceil(n / f), math.ceil(n / f), dtype=torch.float64) for f in factors]
+            for layer in range(n_l):
+                for rows in self._row_blocks(align=align):
+                    seen = self._seen(rows)
+                    lw = self._scores(layer, rows, seen)  # (H, r, c): scores, masked
+                    lse[layer, :, rows] = row_lse = torch.logsumexp(lw, -1)  # (H, r)
+                    lw.sub_(row_lse[..., None])  # log w, in place
+                    w = lw.exp()  # (H, r, c): exact weights
+                    received[layer, :, : seen.stop] += w.sum(1)
+                    for f, acc_pooled in zip(factors, pooled, strict=True):
+                        r0 = rows.start // f
+                        sums = block_sums(block_sums(w, f, -1), f, -2)  # (H, r/f, c/f)
+                        acc_pooled[layer, :, r0 : r0 + sums.shape[1], : sums.shape[2]] += sums
+                    self._accumulate(acc, layer, w, lw, rows, keys[: seen.stop], excluded[: seen.stop])  # w's last use
+                if progress:
+                    progress(layer + 1, n_l)
+            for m, f, acc_pooled in zip(max_sides, factors, pooled, strict=True):
+                counts = block_counts(n, f).double()
+                self._cache[("pooled", m)] = ((acc_pooled / (counts[:, None] * counts[None, :])).float().numpy(), f, f)
+            self._cache["lse"] = lse
+            self._cache[("stats", confidence_excludes)] = {
+                k: (v / max(1, n - 1 if k in ("prev", "next") else n)).float() for k, v in acc.items()
+            }
+            self._cache["received"] = (received / n).float()
+
+    def _accumulate(self, acc: dict, layer: int, w: Tensor, lw: Tensor, rows: slice, keys: Tensor,
+                    excluded: Tensor) -> None:  # fmt: skip
+        """Add one block of rows to every statistic's running sum (w: weights, lw: their logs; keys: (c, 5))."""
+        h, r, c = w.shape
+        flat_w, flat_lw = w.reshape(h * r, 1, c), lw.reshape(h * r, c, 1)
+        acc["entropy"][layer] -= torch.bmm(flat_w, flat_lw).view(h, r).sum(-1)  # -sum w log w, no temporary
+        shares = w @ keys  # (H, r, 5): on cls, sep, punct, first; and sum_j w_ij j
+        for i, name in enumerate(("cls", "sep", "punct", "first")):
+            acc[name][layer] += shares[..., i].sum(-1)
+        pos = torch.arange(rows.start, rows.stop, dtype=torch.float32)  # (r,)
+        if self.kind == "causal":  # every key j <= i: |i - j| = i - j, so the distance is i - sum_j w_ij j
+            acc["distance"][layer] += (pos - shares[..., 4]).sum(-1)
+        else:
+            acc["distance"][layer] += (w * (torch.arange(c)[None, :] - pos[:, None]).abs()).sum((-1, -2))
+        i = torch.arange(rows.start, rows.stop)
+        for name, offset in (("prev", -1), ("next", 1), ("self", 0)):
+            j = i + offset
+            ok = (j >= 0) & (j < c)
+            acc[name][layer] += w[:, (i - rows.start)[ok], j[ok]].sum(-1)
+        if excluded.any():  # the last use of w: the keys confidence leaves out are zeroed in place
+            w[..., excluded] = 0.0
+        acc["confidence"][layer] += w.amax(-1).sum(-1)

@@ -1,0 +1,138 @@
+"""Lazy attention equals eager attention: tiles, rows, pooled maps and every statistic, at N up to 1,024.
+
+Eager weights are the reference: the model's own output_attentions (Hugging Face) or our scratch forward pass.
+Tolerances are absolute 1e-5 on weights and shares; statistics measured in tokens or nats (distance, entropy)
+are compared relative to their size, since float32 eager sums carry their own rounding of that order.
+"""
+
+import math
+
+import pytest
+import torch
+
+from attnviz.analysis.head_stats import head_stats
+from attnviz.analysis.pooling import block_mean
+from attnviz.engines import registry
+from attnviz.engines.base import eager_tokens
+from attnviz.lazy import LazyAttention
+from attnviz.result import AttentionResult
+from attnviz.tokens import TokenAxis
+
+TOL = 1e-5
+PARAGRAPH = (
+    "The animal didn't cross the street because it was too tired. In 1969, two astronauts walked on the Moon "
+    "while a third orbited above them; nobody agreed on what attention was, but everyone used it. "
+)
+
+
+def _text_of(engine, n: int) -> str:
+    """A text of more than n tokens for this engine's tokenizer (one encoding: a paragraph is under 60 tokens)."""
+    text = PARAGRAPH * (n // 30 + 1)
+    assert len(engine.tokenizer.encode(text, n + 1).ids) > n
+    return text
+
+
+def _assert_matches(lazy: LazyAttention, eager: AttentionResult) -> None:
+    w = eager.weights
+    n_l, n_h, n, _ = w.shape
+    assert lazy.shape == w.shape
+    assert (lazy.tile(range(n_l), range(n_h), slice(None), slice(None)) - w).abs().max() < TOL
+    picked = [0, 1, n // 2, n - 1]
+    assert (lazy.rows(picked) - w[:, :, picked]).abs().max() < TOL
+    assert (lazy.lse().exp() > 0).all()
+    for side in (96, 32):
+        pooled, f, _ = lazy.pooled(side)
+        assert pooled.shape[-1] == math.ceil(n / f) <= side
+        assert (torch.from_numpy(pooled) - block_mean(w, f, f)).abs().max() < TOL
+    one, f = lazy.pooled_head(n_l - 1, n_h - 1, 40)
+    assert (torch.from_numpy(one) - block_mean(w[-1, -1], f, f)).abs().max() < TOL
+    assert (lazy.received() - w.mean(-2)).abs().max() < TOL
+    ours, ref = lazy.stats(), head_stats(eager)
+    assert set(ours) == set(ref)
+    for key in ref:
+        scale = ref[key].abs().clamp_min(1) if key in ("distance", "entropy") else 1
+        assert ((ours[key] - ref[key]).abs() / scale).max() < TOL, key
+    inside, outside = lazy.window(n - 40, n)
+    assert (inside - w[..., n - 40 :, n - 40 :]).abs().max() < TOL
+    assert (inside.sum(-1) + outside - 1).abs().max() < TOL  # what the window misses, each row's rest
+
+
+@pytest.fixture(scope="module")
+def long_tiny(tiny_long_llama_dir):
+    hf = registry.load(str(tiny_long_llama_dir), "hf", "cpu")
+    return hf, registry.scratch_engine(hf)
+
+
+@pytest.mark.parametrize("n", [256, 512, 1024])
+@pytest.mark.parametrize("backend", ["hf", "scratch"])
+def test_lazy_equals_eager_on_a_tiny_llama(long_tiny, backend, n):
+    engine = long_tiny[0] if backend == "hf" else long_tiny[1]
+    enc = engine.tokenizer.encode(_text_of(engine, n), n)
+    assert len(enc.ids) == n
+    with torch.inference_mode():
+        w = engine.weights_of(enc.ids)  # every weight, the eager way: the reference
+    lazy = engine.lazy_run(enc)
+    lazy.block_bytes = 4 * 6 * n * 37  # 37 rows a block: many blocks, none aligned to anything
+    _assert_matches(lazy, AttentionResult(w, enc.axis, enc.axis, "causal", engine.name))
+
+
+def test_smollm2_lazy_equals_its_eager_weights_at_1024_tokens(smollm2_hf):
+    enc = smollm2_hf.tokenizer.encode(_text_of(smollm2_hf, 1024), 1024)
+    with torch.inference_mode():
+        w = smollm2_hf.weights_of(enc.ids)  # transformers' eager attention: the reference
+    eager = AttentionResult(w, enc.axis, enc.axis, "causal", "smollm2")
+    lazy = smollm2_hf.lazy_run(enc)
+    _assert_matches(lazy, eager)
+    del w, eager
+
+
+def test_the_scratch_smollm2_lazy_queries_and_keys_equal_hugging_faces(smollm2_hf, smollm2_scratch):
+    enc = smollm2_hf.tokenizer.encode(_text_of(smollm2_hf, 512), 512)
+    a, b = smollm2_hf.lazy_run(enc), smollm2_scratch.lazy_run(enc)
+    assert (a.q - b.q).abs().max() < 1e-3 and (a.k - b.k).abs().max() < 1e-3  # pre-softmax, |q| ~ 10..100
+    assert (a.rows([0, 300, 511]) - b.rows([0, 300, 511])).abs().max() < TOL
+
+
+def test_one_rule_decides_eager_or_lazy(long_tiny, monkeypatch):
+    hf, ours = long_tiny
+    monkeypatch.setenv("ATTNVIZ_EAGER_MB", "1")
+    limit = eager_tokens(2, 6)  # 147 tokens of 2 layers x 6 heads in 1 MB
+    assert limit == int((2**20 / (4 * 2 * 6)) ** 0.5)
+    short, long = _text_of(hf, 20).split(".")[0], _text_of(hf, limit + 50)
+    for engine in (hf, ours):
+        assert isinstance(engine.run(short)["causal"], AttentionResult)
+        seen: list[tuple[int, int]] = []
+        result = engine.run(long, progress=lambda done, total, seen=seen: seen.append((done, total)))["causal"]
+        assert isinstance(result, LazyAttention) and result.n_tokens > limit
+        assert seen[-1] == (2, 2)  # the forward pass reported each layer
+
+
+def test_bert_keeps_its_512_positions_and_stays_eager(bundled_hf):
+    result = bundled_hf.run(PARAGRAPH * 60)["self"]
+    assert isinstance(result, AttentionResult) and len(result.target) == 512 and result.truncated > 0
+
+
+def test_bidirectional_lazy_attention_is_a_plain_softmax():
+    torch.manual_seed(0)
+    q, k = torch.randn(2, 4, 50, 8), torch.randn(2, 2, 50, 8)
+    axis = TokenAxis.plain([f"t{i}" for i in range(50)])
+    lazy = LazyAttention(q, k, axis, axis, "self", "random", block_bytes=4 * 4 * 50 * 7)
+    ref = torch.softmax(q @ k.repeat_interleave(2, 1).transpose(-1, -2) / math.sqrt(8), -1)
+    _assert_matches(lazy, AttentionResult(ref, axis, axis, "self", "random"))
+
+
+def test_causal_lazy_weights_hide_the_future():
+    torch.manual_seed(0)
+    axis = TokenAxis.plain([f"t{i}" for i in range(30)])
+    lazy = LazyAttention(torch.randn(1, 2, 30, 4), torch.randn(1, 1, 30, 4), axis, axis, "causal", "random")
+    w = lazy.tile([0], [0, 1], slice(None), slice(None))
+    assert torch.count_nonzero(torch.triu(w, 1)) == 0
+    assert (w.sum(-1) - 1).abs().max() < 1e-6
+
+
+def test_mismatched_queries_and_keys_are_refused():
+    axis = TokenAxis.plain(["a", "b"])
+    with pytest.raises(ValueError, match="do not match"):
+        LazyAttention(torch.zeros(1, 4, 2, 8), torch.zeros(1, 3, 2, 8), axis, axis, "causal", "m")
+    with pytest.raises(ValueError, match="self or causal"):
+        LazyAttention(torch.zeros(1, 4, 2, 8), torch.zeros(1, 4, 2, 8), axis, axis, "cross", "m")
