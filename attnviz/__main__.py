@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from attnviz.engines.base import BACKENDS, Engine, ModelLoadError
+from attnviz.lazy import LazyAttention
 
 BAD_INPUT = 2
 
@@ -19,43 +20,111 @@ def write_json(path: str | None, payload: dict) -> None:
         print(f"wrote {path}")
 
 
-def result_json(engine: Engine, results: dict) -> dict:
-    """The --json layout: model, backend, device, truncated, and per kind its tokens and weights."""
+def result_json(engine: Engine, results: dict, rows: list[int] | None = None) -> dict:
+    """The --json layout: model, backend, device, truncated, and per kind its tokens and weights.
+
+    With `rows` (0-based query indices), each kind's weights are only those rows, (L, H, len(rows), Tk), exact,
+    and "rows" says which; a long text's LazyAttention computes just them.
+    """
     first = next(iter(results.values()))
+    out = {}
+    for kind, r in results.items():
+        if rows is None:
+            weights = r.weights
+        elif isinstance(r, LazyAttention):
+            weights = r.rows(rows)
+        else:
+            weights = r.weights[:, :, rows]
+        out[kind] = {
+            "kind": kind,
+            "target_tokens": list(r.target_tokens),
+            "source_tokens": list(r.source_tokens),
+            "weights": weights.tolist(),
+        }
+        if rows is not None:
+            out[kind]["rows"] = list(rows)
     return {
         "model": engine.name,
         "backend": engine.backend,
         "device": first.device,
         "truncated": first.truncated,
-        "results": {
-            kind: {
-                "kind": kind,
-                "target_tokens": list(r.target_tokens),
-                "source_tokens": list(r.source_tokens),
-                "weights": r.weights.tolist(),
-            }
-            for kind, r in results.items()
-        },
+        "results": out,
     }
 
 
-def cmd_attention(args: argparse.Namespace) -> int:
-    """Per-head attention of one text, printed and optionally written as JSON."""
-    from attnviz.engines import registry
+def read_text(args: argparse.Namespace) -> str:
+    """The text to read: the argument, or the file given with --file (UTF-8); exactly one of them."""
     from attnviz.tokens import check_text
 
-    check_text(args.text)  # fail in milliseconds, before a model loads
+    if (args.text is None) == (args.file is None):
+        raise ValueError("give the text either as an argument or with --file PATH (one of them)")
+    if args.file is None:
+        return check_text(args.text)
+    path = Path(args.file)
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise ValueError(f"cannot read {args.file}: {err.strerror or err}") from err
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{args.file} is not UTF-8 text") from err
+    return check_text(text)
+
+
+def parse_rows(raw: str | None) -> list[int] | None:
+    """--rows "0,5,17" -> [0, 5, 17] (0-based query indices)."""
+    if raw is None:
+        return None
+    try:
+        rows = [int(part) for part in raw.split(",") if part.strip()]
+    except ValueError as err:
+        raise ValueError(f"--rows takes 0-based token indices separated by commas, like 0,5,17 (got {raw!r})") from err
+    if not rows or min(rows) < 0:
+        raise ValueError(f"--rows takes 0-based token indices separated by commas, like 0,5,17 (got {raw!r})")
+    return rows
+
+
+def progress_printer(what: str):
+    """A (done, total) callback that shows progress on a terminal's stderr (and stays quiet in a pipe)."""
+    if not sys.stderr.isatty():
+        return None
+
+    def report(done: int, total: int) -> None:
+        print(f"\r{what}: layer {done}/{total}", end="\n" if done == total else "", file=sys.stderr, flush=True)
+
+    return report
+
+
+def cmd_attention(args: argparse.Namespace) -> int:
+    """Per-head attention of one text, printed and optionally written as JSON (all of it, or chosen rows)."""
+    from attnviz.engines import registry
+    from attnviz.engines.base import goes_lazy
+
+    text = read_text(args)  # fail in milliseconds, before a model loads
+    rows = parse_rows(args.rows)
     engine = registry.load(args.model, args.backend, args.device)
-    results = engine.run(args.text, args.target)
+    n = len(engine.encode(text).ids)
+    if rows is not None and max(rows) >= n:
+        raise ValueError(f"--rows goes up to {max(rows)}, but the text is {n} tokens (indices 0 to {n - 1})")
+    if args.json and rows is None and goes_lazy(engine, n):
+        gb = 4 * engine.n_layers * engine.n_heads * n * n / 2**30  # type: ignore[attr-defined]
+        raise ValueError(
+            f"the text is {n:,} tokens: every weight would be {gb:.1f} GB of JSON numbers. Write chosen query rows "
+            "with --rows I,J,... (exact), or per-head statistics with the stats command"
+        )
+    results = engine.run(text, args.target, progress=progress_printer("reading"))
     for kind, r in results.items():
+        how = " (kept as queries and keys: weights computed on demand)" if isinstance(r, LazyAttention) else ""
         print(
-            f"{kind}: {r.n_layers} layers x {r.n_heads} heads, {len(r.target_tokens)} x {len(r.source_tokens)} tokens"
+            f"{kind}: {r.n_layers} layers x {r.n_heads} heads, "
+            f"{len(r.target_tokens)} x {len(r.source_tokens)} tokens{how}"
         )
     first = next(iter(results.values()))
     print(f"model {engine.name} ({engine.backend}) on {first.device}")
     if first.truncated:
         print(f"note: the text was cut to {engine.max_tokens} tokens; {first.truncated} tokens were dropped")
-    write_json(args.json, result_json(engine, results))
+    write_json(args.json, result_json(engine, results, rows))
     return 0
 
 
@@ -110,23 +179,33 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0 if diff <= DOCTOR_TOLERANCE else 1
 
 
-def _self_result(args: argparse.Namespace):
-    """The engine and the self (or causal) attention of args.text, for stats and rollout."""
-    from attnviz.engines import registry
-    from attnviz.tokens import check_text
+def _self_result(args: argparse.Namespace, *, eager_only: str = ""):
+    """The engine and the self (or causal) attention of the text, for stats and rollout.
 
-    check_text(args.text)
+    eager_only names what needs every weight: a text past the eager budget is refused before it is read.
+    """
+    from attnviz.engines import registry
+    from attnviz.engines.base import eager_tokens, goes_lazy
+
+    text = read_text(args)
     engine = registry.load(args.model, "hf", args.device)
-    results = engine.run(args.text)
+    n = len(engine.encode(text).ids)
+    if eager_only and goes_lazy(engine, n):
+        limit = eager_tokens(engine.n_layers, engine.n_heads)  # type: ignore[attr-defined]
+        raise ValueError(f"{eager_only}: it takes texts up to {limit:,} tokens on this model, and this one is {n:,}")
+    results = engine.run(text, progress=progress_printer("reading"))
     return engine, results.get("self") or results["causal"]
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    """Per-head statistics and labels of one text."""
+    """Per-head statistics and labels of one text, at any length the model takes."""
     from attnviz.analysis import head_stats
 
     engine, result = _self_result(args)
-    stats = head_stats.head_stats(result)
+    if isinstance(result, LazyAttention):
+        stats = result.stats(progress_printer("statistics"))  # streamed through the rows: exact, O(N) memory
+    else:
+        stats = head_stats.head_stats(result)
     labels = head_stats.labels(stats, head_stats.uniform_entropy(result))
     for layer, row in enumerate(labels):
         print(f"layer {layer + 1}: " + " ".join(f"{h + 1}:{lab}" for h, lab in enumerate(row)))
@@ -144,7 +223,9 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     """Attention rollout (every layer) and flow (the last) of one text."""
     from attnviz.analysis import rollout
 
-    engine, result = _self_result(args)
+    engine, result = _self_result(
+        args, eager_only="rollout multiplies every layer's whole map (the stats command takes any length)"
+    )
     rolled = rollout.rollout(result)
     try:
         flowed = rollout.flow(result).tolist()
@@ -248,12 +329,21 @@ def _common(p: argparse.ArgumentParser, *, model: bool = True, json_out: bool = 
     return p
 
 
+def _text_args(p: argparse.ArgumentParser) -> None:
+    """The text, as an argument or from a file."""
+    p.add_argument("text", nargs="?", default=None, help="the text (or give --file)")
+    p.add_argument("--file", metavar="PATH", default=None, help="read the text from a UTF-8 file (a long text)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Every command and its flags."""
     parser = argparse.ArgumentParser(prog="python -m attnviz", description="See where a transformer's attention goes.")
     sub = parser.add_subparsers(dest="command", required=True)
     att = _common(sub.add_parser("attention", help="per-head attention weights of a text"))
-    att.add_argument("text")
+    _text_args(att)
+    att.add_argument(
+        "--rows", default=None, metavar="I,J,...", help="write only these query rows (0-based), exact, at any length"
+    )
     att.add_argument("--backend", choices=BACKENDS, default="hf", help="how attention is computed")
     att.add_argument("--engine", choices=BACKENDS, dest="backend", help=argparse.SUPPRESS)  # the old name
     att.add_argument("--target", default=None, help="decoder text for encoder-decoder models")
@@ -263,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("rollout", cmd_rollout, "attention rollout and flow"),
     ):
         p = _common(sub.add_parser(name, help=text))
-        p.add_argument("text")
+        _text_args(p)
         p.set_defaults(func=func)
     pr = _common(sub.add_parser("pronouns", help="does attention resolve pronouns? (Maximum Attention Score)"))
     pr.add_argument(

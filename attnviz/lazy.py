@@ -106,14 +106,20 @@ class LazyAttention:
 
     # --- the kernel: scores of a block of rows, one layer ---
 
-    def _scores(self, layer: int, rows: slice, cols: slice | None = None) -> Tensor:
-        """(H, r, c): scaled scores of the rows over the columns (all keys by default), MASKED where masked."""
+    def _scores(self, layer: int, rows: slice, cols: slice | None = None, head: int | None = None) -> Tensor:
+        """(H, r, c): scaled scores of the rows over the columns (all keys by default), MASKED where masked.
+
+        Given `head`, only that head's, (1, r, c).
+        """
         n = self.n_tokens
         rows, cols = slice(*rows.indices(n)), slice(*(cols or slice(None)).indices(n))
-        q = self.q[layer, :, rows] * self.scale  # (H, r, Dh)
-        k = self.k[layer, :, cols]  # (Hkv, c, Dh)
+        if head is None:
+            q, k = self.q[layer, :, rows], self.k[layer, :, cols]  # (H, r, Dh), (Hkv, c, Dh)
+        else:
+            kv = head // (self.n_heads // self.k.shape[1])  # the key head this query head shares
+            q, k = self.q[layer, head : head + 1, rows], self.k[layer, kv : kv + 1, cols]
         g = q.shape[0] // k.shape[0]
-        s = (q.unflatten(0, (k.shape[0], g)) @ k.unsqueeze(1).transpose(-1, -2)).flatten(0, 1)  # (H, r, c)
+        s = ((q * self.scale).unflatten(0, (k.shape[0], g)) @ k.unsqueeze(1).transpose(-1, -2)).flatten(0, 1)
         if self.kind == "causal" and cols.stop > rows.start + 1:
             # only columns past each row's own are masked: the triangle of the block's own columns
             r = torch.arange(rows.start, rows.stop)[:, None]  # (r, 1)
@@ -121,11 +127,10 @@ class LazyAttention:
             s[..., c[0, 0] - cols.start :].masked_fill_(c > r, MASKED)
         return s
 
-    def _row_blocks(self, align: int = 1, heads: int | None = None):
-        """Row slices whose weights (all heads, every key) fit block_bytes; their starts are multiples of `align`
-        (so that a pooled row of f tokens never straddles two blocks)."""
+    def _row_blocks(self, heads: int | None = None):
+        """Row slices whose weights (all heads, or `heads` of them, every key) fit block_bytes."""
         per_row = 4 * (heads or self.n_heads) * self.n_tokens
-        size = max(align, (self.block_bytes // per_row) // align * align)
+        size = max(1, self.block_bytes // per_row)
         for r0 in range(0, self.n_tokens, size):
             yield slice(r0, min(self.n_tokens, r0 + size))
 
@@ -139,9 +144,18 @@ class LazyAttention:
             self.analyse()
         return self._cache["lse"]
 
-    def _weights(self, layer: int, rows: slice, cols: slice) -> Tensor:
-        """(H, r, c): exact weights of a tile of one layer."""
-        return torch.exp(self._scores(layer, rows, cols) - self.lse()[layer, :, rows, None])
+    def _row_lse(self, layer: int, rows: slice, head: int | None = None) -> Tensor:
+        """(H, r) (or (1, r) for one head): the normalisers of some rows: from the first pass when it has run, else
+        from these rows alone."""
+        if "lse" in self._cache:
+            lse = self._cache["lse"][layer, :, rows]
+            return lse if head is None else lse[head : head + 1]
+        return torch.logsumexp(self._scores(layer, rows, self._seen(rows), head), -1)
+
+    def _weights(self, layer: int, rows: slice, cols: slice, head: int | None = None) -> Tensor:
+        """(H, r, c) (or (1, r, c) for one head): exact weights of a tile of one layer."""
+        rows = slice(*rows.indices(self.n_tokens))
+        return torch.exp(self._scores(layer, rows, cols, head) - self._row_lse(layer, rows, head)[..., None])
 
     # --- what views ask for ---
 
@@ -150,6 +164,8 @@ class LazyAttention:
         n = self.n_tokens
         rows, cols = slice(*rows.indices(n)), slice(*cols.indices(n))
         heads = list(heads)
+        if len(heads) == 1:  # one head: only its scores are computed
+            return torch.stack([self._weights(layer, rows, cols, heads[0]) for layer in layers])
         return torch.stack([self._weights(layer, rows, cols)[heads] for layer in layers])
 
     def rows(self, indices: Sequence[int]) -> Tensor:
@@ -188,14 +204,10 @@ class LazyAttention:
         if key not in self._cache:
             n = self.n_tokens
             f = pool_factor(n, max_side)
-            lse = self.lse()[layer, head]
             out = torch.zeros(math.ceil(n / f), math.ceil(n / f), dtype=torch.float64)
-            for rows in self._row_blocks(align=f, heads=1):
-                seen = self._seen(rows)
-                s = self._scores(layer, rows, seen)[head]  # (r, c): all heads' scores would be 9x the work
-                w = torch.exp(s - lse[rows, None])
-                sums = block_sums(block_sums(w, f, -1), f, -2)
-                out[rows.start // f : rows.start // f + sums.shape[0], : sums.shape[1]] += sums
+            for rows in self._row_blocks(heads=1):
+                s = self._scores(layer, rows, self._seen(rows), head)[0]  # (r, c): this head's scores only
+                _pool_rows(out, torch.exp(s - s.logsumexp(-1, keepdim=True)), rows, f)
             counts = block_counts(n, f).double()
             self._cache[key] = ((out / (counts[:, None] * counts[None, :])).float().numpy(), f)
         return self._cache[key]
@@ -205,6 +217,10 @@ class LazyAttention:
         if ("stats", confidence_excludes) not in self._cache:
             self.analyse(confidence_excludes=confidence_excludes, progress=progress)
         return self._cache[("stats", confidence_excludes)]
+
+    def has_stats(self, confidence_excludes: str = "end") -> bool:
+        """Whether the statistics for this choice are computed already (else stats() costs a pass)."""
+        return ("stats", confidence_excludes) in self._cache
 
     def received(self, progress: Progress | None = None) -> Tensor:
         """(L, H, N): the attention each token receives, averaged over the queries."""
@@ -228,7 +244,6 @@ class LazyAttention:
                 return
             n, n_l, n_h = self.n_tokens, self.n_layers, self.n_heads
             factors = [pool_factor(n, m) for m in max_sides]
-            align = math.lcm(*factors)
             special = torch.tensor(self.source.special, dtype=torch.bool)
             cls = torch.zeros(n, dtype=torch.bool)
             cls[0] = special[0]
@@ -244,18 +259,20 @@ class LazyAttention:
             received = torch.zeros(n_l, n_h, n, dtype=torch.float64)
             pooled = [torch.zeros(n_l, n_h, math.ceil(n / f), math.ceil(n / f), dtype=torch.float64) for f in factors]
             for layer in range(n_l):
-                for rows in self._row_blocks(align=align):
+                for rows in self._row_blocks():
                     seen = self._seen(rows)
-                    lw = self._scores(layer, rows, seen)  # (H, r, c): scores, masked
-                    lse[layer, :, rows] = row_lse = torch.logsumexp(lw, -1)  # (H, r)
-                    lw.sub_(row_lse[..., None])  # log w, in place
-                    w = lw.exp()  # (H, r, c): exact weights
+                    s = self._scores(layer, rows, seen)  # (H, r, c): scores, masked
+                    top = s.amax(-1)  # (H, r)
+                    s.sub_(top[..., None])  # shifted scores: each row's largest is 0 (in place)
+                    w = s.exp()
+                    z = w.sum(-1)  # (H, r)
+                    w.div_(z[..., None])  # (H, r, c): exact weights
+                    log_z = z.log()
+                    lse[layer, :, rows] = top + log_z
                     received[layer, :, : seen.stop] += w.sum(1)
                     for f, acc_pooled in zip(factors, pooled, strict=True):
-                        r0 = rows.start // f
-                        sums = block_sums(block_sums(w, f, -1), f, -2)  # (H, r/f, c/f)
-                        acc_pooled[layer, :, r0 : r0 + sums.shape[1], : sums.shape[2]] += sums
-                    self._accumulate(acc, layer, w, lw, rows, keys[: seen.stop], excluded[: seen.stop])  # w's last use
+                        _pool_rows(acc_pooled[layer], w, rows, f)
+                    self._accumulate(acc, layer, w, s, log_z, rows, keys[: seen.stop], excluded[: seen.stop])
                 if progress:
                     progress(layer + 1, n_l)
             for m, f, acc_pooled in zip(max_sides, factors, pooled, strict=True):
@@ -267,12 +284,15 @@ class LazyAttention:
             }
             self._cache["received"] = (received / n).float()
 
-    def _accumulate(self, acc: dict, layer: int, w: Tensor, lw: Tensor, rows: slice, keys: Tensor,
+    def _accumulate(self, acc: dict, layer: int, w: Tensor, s: Tensor, log_z: Tensor, rows: slice, keys: Tensor,
                     excluded: Tensor) -> None:  # fmt: skip
-        """Add one block of rows to every statistic's running sum (w: weights, lw: their logs; keys: (c, 5))."""
+        """Add one block of rows to every statistic's running sum.
+
+        w (H, r, c): the weights; s: the shifted scores, w = exp(s) / z; log_z (H, r); keys (c, 5).
+        """
         h, r, c = w.shape
-        flat_w, flat_lw = w.reshape(h * r, 1, c), lw.reshape(h * r, c, 1)
-        acc["entropy"][layer] -= torch.bmm(flat_w, flat_lw).view(h, r).sum(-1)  # -sum w log w, no temporary
+        # entropy: -sum_j w log w = -sum_j w (s - log z) = log z - sum_j w s (the weights sum to 1), no temporary
+        acc["entropy"][layer] += (log_z - torch.bmm(w.reshape(h * r, 1, c), s.reshape(h * r, c, 1)).view(h, r)).sum(-1)
         shares = w @ keys  # (H, r, 5): on cls, sep, punct, first; and sum_j w_ij j
         for i, name in enumerate(("cls", "sep", "punct", "first")):
             acc[name][layer] += shares[..., i].sum(-1)
@@ -289,3 +309,13 @@ class LazyAttention:
         if excluded.any():  # the last use of w: the keys confidence leaves out are zeroed in place
             w[..., excluded] = 0.0
         acc["confidence"][layer] += w.amax(-1).sum(-1)
+
+
+def _pool_rows(acc: Tensor, w: Tensor, rows: slice, f: int) -> None:
+    """Add a block of rows' weights, (..., r, c), to pooled sums (..., P, P) in blocks of f x f tokens.
+
+    The rows may start and end anywhere: each is added to the pooled row it belongs to (index r // f).
+    """
+    sums = block_sums(w, f, -1).double()  # (..., r, c/f)
+    index = torch.arange(rows.start, rows.stop) // f
+    acc[..., : sums.shape[-1]].index_add_(-2, index, sums)

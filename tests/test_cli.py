@@ -205,3 +205,79 @@ def test_the_maximum_attention_score_on_smollm2_says_it_is_not_defined(tmp_path,
     assert main(["pronouns", "--cases", "lesson", "--limit", "2", "--model", "smollm2", "--method", "mas"]) == 2
     assert "not defined for a causal model" in capsys.readouterr().err
     assert main(["pronouns", "--cases", "lesson", "--limit", "2", "--model", "smollm2", "--method", "vote"]) == 0
+
+
+LONG = "The animal didn't cross the street because it was too tired. " * 40  # about 560 tokens
+
+
+def test_a_text_from_a_file_equals_the_same_text_as_an_argument(tmp_path):
+    path, a, b = tmp_path / "t.txt", tmp_path / "a.json", tmp_path / "b.json"
+    path.write_text(SENTENCE, encoding="utf-8")
+    assert main(["attention", "--file", str(path), "--json", str(a)]) == 0
+    assert main(["attention", SENTENCE, "--json", str(b)]) == 0
+    assert json.loads(a.read_text()) == json.loads(b.read_text())
+
+
+def test_file_and_text_together_or_a_file_that_is_not_text_exit_2(tmp_path):
+    binary = tmp_path / "b.txt"
+    binary.write_bytes(b"\xff\xfe\x00\x81 not utf-8")
+    bad = (
+        ["attention", "hi", "--file", str(binary)],
+        ["stats", "--file", str(binary)],
+        ["attention", "--file", str(tmp_path / "missing.txt")],
+        ["attention", "hi", "--rows", "1,x"],
+    )
+    for args in bad:
+        p = _run(*args)
+        assert p.returncode == 2 and "Traceback" not in p.stderr and p.stderr.strip().count("\n") == 0, p
+
+
+def test_rows_are_the_exact_rows_of_every_weight(tmp_path, bundled_hf):
+    out = tmp_path / "r.json"
+    assert main(["attention", SENTENCE, "--rows", "0,5,15", "--json", str(out)]) == 0
+    r = json.loads(out.read_text())["results"]["self"]
+    assert r["rows"] == [0, 5, 15]
+    assert torch.allclose(torch.tensor(r["weights"]), bundled_hf.run(SENTENCE)["self"].weights[:, :, [0, 5, 15]])
+    assert main(["attention", SENTENCE, "--rows", "16", "--json", str(out)]) == 2  # 16 tokens: 0 to 15
+
+
+def test_a_long_text_writes_exact_rows_and_refuses_every_weight(tmp_path, tiny_long_llama_dir, monkeypatch):
+    monkeypatch.setenv("ATTNVIZ_EAGER_MB", "1")  # the tiny Llama goes lazy past 147 tokens
+    from attnviz.engines import registry
+
+    engine = registry.load(str(tiny_long_llama_dir), "hf", "cpu")
+    path, out = tmp_path / "long.txt", tmp_path / "r.json"
+    path.write_text(LONG, encoding="utf-8")
+    n = len(engine.encode(LONG).ids)
+    assert n > 400
+    assert main(["attention", "--file", str(path), "--model", str(tiny_long_llama_dir), "--json", str(out)]) == 2
+    rows = [0, 1, n // 2, n - 1]
+    args = ["attention", "--file", str(path), "--model", str(tiny_long_llama_dir), "--json", str(out)]
+    assert main([*args, "--rows", ",".join(map(str, rows))]) == 0
+    r = json.loads(out.read_text())["results"]["causal"]
+    with torch.inference_mode():
+        w = engine.weights_of(engine.encode(LONG).ids)  # every weight, the eager way
+    assert r["rows"] == rows and len(r["target_tokens"]) == n
+    assert (torch.tensor(r["weights"]) - w[:, :, rows]).abs().max() < 1e-5
+
+
+def test_stats_of_a_long_text_are_exact_and_carry_the_first_token_share(tmp_path, tiny_long_llama_dir, monkeypatch):
+    from attnviz.analysis.head_stats import STATS, head_stats
+    from attnviz.engines import registry
+    from attnviz.result import AttentionResult
+
+    monkeypatch.setenv("ATTNVIZ_EAGER_MB", "1")
+    engine = registry.load(str(tiny_long_llama_dir), "hf", "cpu")
+    path, out = tmp_path / "long.txt", tmp_path / "s.json"
+    path.write_text(LONG, encoding="utf-8")
+    assert main(["stats", "--file", str(path), "--model", str(tiny_long_llama_dir), "--json", str(out)]) == 0
+    d = json.loads(out.read_text())
+    enc = engine.encode(LONG)
+    with torch.inference_mode():
+        ref = head_stats(AttentionResult(engine.weights_of(enc.ids), enc.axis, enc.axis, "causal", "tiny"))
+    assert set(d["stats"]) == set(STATS) and "first" in d["stats"]
+    for key in STATS:
+        got, want = torch.tensor(d["stats"][key]), ref[key]
+        assert ((got - want).abs() / want.abs().clamp_min(1)).max() < 1e-5, key
+    p = _run("rollout", "--file", str(path), "--model", str(tiny_long_llama_dir))
+    assert p.returncode == 2 and "stats command takes any length" in p.stderr

@@ -20,12 +20,16 @@ query can see: n keys for self-attention, i + 1 for query i of a causal model.
 from __future__ import annotations
 
 import unicodedata
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
 from attnviz.result import AttentionResult
 from attnviz.tokens import TokenAxis
+
+if TYPE_CHECKING:
+    from attnviz.lazy import LazyAttention
 
 STATS = ("entropy", "distance", "cls", "sep", "punct", "prev", "next", "self", "confidence", "first")
 CONFIDENCE_EXCLUDES = {  # what a row's maximum leaves out, for "confidence"
@@ -80,15 +84,15 @@ def _offset_share(w: Tensor, offset: int) -> Tensor:
     return diag.mean(-1) if diag.shape[-1] else torch.zeros(w.shape[:2], dtype=w.dtype)
 
 
-def visible_keys(result: AttentionResult) -> Tensor:
+def visible_keys(result: AttentionResult | LazyAttention) -> Tensor:
     """(Tq,): how many keys each query can see: all of them, or i + 1 for query i of a causal result."""
-    tq, tk = result.weights.shape[-2:]
+    tq, tk = len(result.target), len(result.source)
     if result.kind == "causal":
         return torch.arange(1, tq + 1, dtype=torch.float32)
     return torch.full((tq,), float(tk), dtype=torch.float32)
 
 
-def uniform_entropy(result: AttentionResult) -> float:
+def uniform_entropy(result: AttentionResult | LazyAttention) -> float:
     """The entropy of uniform attention over the keys each query can see, averaged over the queries (nats)."""
     return visible_keys(result).log().mean().item()
 

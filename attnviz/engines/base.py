@@ -99,6 +99,19 @@ class WhatIfEngine(Protocol):
         ...
 
 
+@runtime_checkable
+class LazyEngine(Protocol):
+    """An engine that can keep queries and keys instead of weights: inputs past the eager budget cost O(N)."""
+
+    n_layers: int
+    n_heads: int
+    lazy: bool  # False where this model's attention cannot be captured exactly: its inputs stop at eager_tokens
+
+    def lazy_run(self, enc: Encoded, progress: Progress | None = None) -> LazyAttention:
+        """One pass with a fused kernel for the output, each layer's queries and keys kept (after positions)."""
+        ...
+
+
 @dataclass(frozen=True)
 class Generation:
     """A prompt, what a model wrote after it (greedily), and the attention of every step of the writing."""
@@ -167,6 +180,11 @@ def eager_tokens(n_layers: int, n_heads: int) -> int:
         raise ValueError(f"{EAGER_MB_ENV} must be a whole number of megabytes (got {raw[:20]!r})")
     budget = (int(raw) if raw else EAGER_MB) * 2**20
     return int((budget / (4 * n_layers * n_heads)) ** 0.5)
+
+
+def goes_lazy(engine: Engine, n_tokens: int) -> bool:
+    """Whether `engine` answers an input of n_tokens with a LazyAttention: when it can, past eager_tokens."""
+    return isinstance(engine, LazyEngine) and engine.lazy and n_tokens > eager_tokens(engine.n_layers, engine.n_heads)
 
 
 def to_weights(per_layer: tuple[torch.Tensor, ...] | list[torch.Tensor]) -> torch.Tensor:

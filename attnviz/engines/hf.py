@@ -35,6 +35,7 @@ from attnviz.engines.base import (
     Generation,
     ModelLoadError,
     eager_tokens,
+    goes_lazy,
     make_generation,
     redact,
     shift_right,
@@ -280,7 +281,7 @@ class HFDecoderEngine(HFEngine):
     def run(self, text: str, target: str | None = None, progress=None) -> dict[AttentionKind, AttentionResult]:
         """Causal attention: every weight for a short input, a LazyAttention past the eager budget."""
         src = self.encode(text)
-        if not self.lazy or len(src.ids) <= eager_tokens(self.n_layers, self.n_heads):
+        if not goes_lazy(self, len(src.ids)):
             with self._lock, torch.inference_mode():
                 weights = self.weights_of(src.ids)
             return {"causal": AttentionResult(weights, src.axis, src.axis, "causal", self.name, self.device_name,
@@ -327,12 +328,13 @@ class HFDecoderEngine(HFEngine):
 
     def generate(self, prompt: str, max_new_tokens: int, *, chat: bool = True, progress=None) -> Generation:
         """Greedy decoding with a key/value cache, one token at a time; then the attention of every step."""
-        enc = self.tokenizer.encode(self.chat_prompt(prompt) if chat else prompt, self.max_tokens, specials_by_id=chat)
+        limit = min(self.max_tokens, eager_tokens(self.n_layers, self.n_heads))  # the steps keep every weight
+        enc = self.tokenizer.encode(self.chat_prompt(prompt) if chat else prompt, limit, specials_by_id=chat)
         ids, stop = list(enc.ids), self.stop_ids
         with self._lock, torch.inference_mode():
             past, feed = None, list(ids)
             for step in range(max_new_tokens):
-                if len(ids) >= self.max_tokens:
+                if len(ids) >= limit:
                     break
                 out = self.model(
                     input_ids=torch.tensor([feed], device=self.device), past_key_values=past, use_cache=True

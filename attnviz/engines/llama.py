@@ -17,7 +17,15 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnviz.engines.base import Backend, Generation, ModelLoadError, eager_tokens, make_generation, to_weights
+from attnviz.engines.base import (
+    Backend,
+    Generation,
+    ModelLoadError,
+    eager_tokens,
+    goes_lazy,
+    make_generation,
+    to_weights,
+)
 from attnviz.engines.hf import HFDecoderEngine
 from attnviz.engines.scratch import AttentionSteps, MultiHeadAttention, RotaryEmbedding, causal_mask
 from attnviz.lazy import LazyAttention
@@ -240,6 +248,7 @@ class ScratchLlamaEngine:
     family = "llama"
     architecture = "decoder"
     kinds: tuple[AttentionKind, ...] = ("causal",)
+    lazy = True  # inputs past the eager budget keep Q and K (engines.base.goes_lazy)
 
     def __init__(self, hf_engine: HFDecoderEngine) -> None:
         if hf_engine.family != "llama":
@@ -263,7 +272,7 @@ class ScratchLlamaEngine:
     def run(self, text: str, target: str | None = None, progress=None) -> dict[AttentionKind, AttentionResult]:
         """{"causal": ...}: every layer's weights and each head's value norms; a LazyAttention past the eager budget."""
         enc = self.encode(text)
-        if len(enc.ids) > eager_tokens(self.n_layers, self.n_heads):
+        if goes_lazy(self, len(enc.ids)):
             return {"causal": self.lazy_run(enc, progress)}
         norms: list[Tensor] = []
         with self._lock, torch.inference_mode():
@@ -301,11 +310,12 @@ class ScratchLlamaEngine:
         self, prompt: str, max_new_tokens: int, *, chat: bool = True, progress: Callable[[int, int], None] | None = None
     ) -> Generation:
         """Greedy decoding on our own forward pass, one token at a time; then the attention of every step."""
-        enc = self.tokenizer.encode(self._chat(prompt) if chat else prompt, self.max_tokens, specials_by_id=chat)
+        limit = min(self.max_tokens, eager_tokens(self.n_layers, self.n_heads))  # the steps keep every weight
+        enc = self.tokenizer.encode(self._chat(prompt) if chat else prompt, limit, specials_by_id=chat)
         ids = list(enc.ids)
         with self._lock, torch.inference_mode():
             for step in range(max_new_tokens):
-                if len(ids) >= self.max_tokens:
+                if len(ids) >= limit:
                     break
                 hidden, _ = self.model(torch.tensor([ids], device=self.device))
                 ids.append(int(self.model.logits(hidden[:, -1]).argmax(-1)))

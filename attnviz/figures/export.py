@@ -127,10 +127,13 @@ def figure_bytes(fig: Figure, fmt: str) -> bytes:
     return buf.getvalue()
 
 
-def matrix_csv(matrix: np.ndarray, rows, cols) -> str:
-    """One map as CSV: a header of key tokens, one line per query token (positions keep equal tokens apart)."""
-    index = [f"{i + 1}:{t}" for i, t in enumerate(rows)]
-    columns = [f"{j + 1}:{t}" for j, t in enumerate(cols)]
+def matrix_csv(matrix: np.ndarray, rows, cols, row_start: int = 0, col_start: int = 0) -> str:
+    """One map as CSV: a header of key tokens, one line per query token (positions keep equal tokens apart).
+
+    row_start and col_start (0-based) place a window of a longer text: its labels carry the text's positions.
+    """
+    index = [f"{row_start + i + 1}:{t}" for i, t in enumerate(rows)]
+    columns = [f"{col_start + j + 1}:{t}" for j, t in enumerate(cols)]
     return pd.DataFrame(np.asarray(matrix), index=pd.Index(index, name="query"), columns=columns).to_csv(
         float_format="%.8g"
     )

@@ -115,10 +115,27 @@ def head_grid(
 ) -> go.Figure:
     """One heatmap per head of a layer, on one shared colour scale; `note` says what else the title should."""
     maps, fq, fk = pooled(result.weights[layer], max_side)  # (H, Tq', Tk')
-    xs, ys = pooled_labels(result.source_tokens, fk), pooled_labels(result.target_tokens, fq)
-    n = result.n_heads
+    return maps_grid(maps, result.target_tokens, result.source_tokens, fq, fk, layer, style=style, columns=columns,
+                     note=note)  # fmt: skip
+
+
+def maps_grid(
+    maps: np.ndarray,
+    rows: tuple[str, ...],
+    cols: tuple[str, ...],
+    fq: int,
+    fk: int,
+    layer: int,
+    *,
+    style: Style = Style(),
+    columns: int | None = None,
+    note: str = "",
+) -> go.Figure:
+    """A layer's heads from maps already pooled (H, Tq', Tk') with blocks of fq x fk tokens, one colour scale."""
+    xs, ys = pooled_labels(cols, fk), pooled_labels(rows, fq)
+    n = maps.shape[0]
     columns = min(columns or grid_columns(n), n)
-    rows = math.ceil(n / columns)
+    n_rows = math.ceil(n / columns)
     traces = [
         go.Heatmap(
             z=maps[h],
@@ -132,12 +149,12 @@ def head_grid(
         )
         for h in range(n)
     ]
-    layout = _grid_layout(n, columns, 0.02 if len(xs) > 20 else 0.06, 0.08 if rows > 1 else 0.0, len(xs) <= 48)
+    layout = _grid_layout(n, columns, 0.02 if len(xs) > 20 else 0.06, 0.08 if n_rows > 1 else 0.0, len(xs) <= 48)
     fig = go.Figure(data=traces, layout=layout)
     pooling = "" if fq == fk == 1 else f" — pooled {fq}×{fk} tokens a cell; pick a head for full detail"
     fig = _style_layout(fig, style, float(maps.max()), f"Layer {layer + 1}: every head{pooling}{_note(note)}")
     cell = 260 if style.projector else 220
-    return fig.update_layout(height=rows * cell + 80)
+    return fig.update_layout(height=n_rows * cell + 80)
 
 
 def _note(note: str) -> str:
@@ -175,7 +192,11 @@ def overview(
     result: AttentionResult, *, style: Style = Style(), thumb: int = OVERVIEW_THUMB, note: str = ""
 ) -> go.Figure:
     """All layers x heads as small maps, tiled into ONE heatmap (L x H subplots are what make plotly slow)."""
-    maps, _, _ = pooled(result.weights, thumb)  # (L, H, s, s')
+    return overview_maps(pooled(result.weights, thumb)[0], style=style, note=note)
+
+
+def overview_maps(maps: np.ndarray, *, style: Style = Style(), note: str = "") -> go.Figure:
+    """The overview from small maps already made, (L, H, s, s')."""
     n_l, n_h, s, s2 = maps.shape
     tile = np.full((n_l * (s + 1) - 1, n_h * (s2 + 1) - 1), np.nan, dtype=np.float32)
     who = np.full(tile.shape + (2,), -1, dtype=np.int16)  # 1-based layer and head under the cursor

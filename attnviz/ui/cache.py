@@ -1,7 +1,11 @@
-"""Caches shared by every browser session: models, and per-text results in a memo bounded in bytes and age.
+"""Caches shared by every browser session: models, and per-text results in memos bounded in bytes and age.
 
-Settings (environment): ATTNVIZ_CACHE_MB, the results' memory budget (default 512 MB);
+Settings (environment): ATTNVIZ_CACHE_MB, the memory budget of short texts' results (default 512 MB);
+ATTNVIZ_LONG_MB, that of long texts' queries and keys (default 1024 MB: two 4,096-token texts of SmolLM2);
 ATTNVIZ_CACHE_MINUTES, how long a result is kept (default 30). Errors become messages.
+
+A long text (past engines.base.eager_tokens) has its own memo, so that one pasted chapter never pushes a
+classroom's sentences out. Only the Heads and Model overview pages read long texts; the others say so.
 """
 
 from __future__ import annotations
@@ -13,15 +17,28 @@ import streamlit as st
 
 from attnviz import escape
 from attnviz.engines import registry
-from attnviz.engines.base import Backend, Engine, ModelLoadError, SteppingEngine, WhatIfEngine, run_with_cpu_fallback
+from attnviz.engines.base import (
+    Backend,
+    Engine,
+    ModelLoadError,
+    SteppingEngine,
+    WhatIfEngine,
+    eager_tokens,
+    goes_lazy,
+    run_with_cpu_fallback,
+)
 from attnviz.engines.scratch import AttentionSteps
+from attnviz.lazy import LazyAttention
 from attnviz.memo import Memo
 from attnviz.result import AttentionKind, AttentionResult
 from attnviz.tokens import Encoded
+from attnviz.ui.progress import TimedProgress
 
 WhatIf = Literal["causal"]
 CACHE_MB_ENV, CACHE_MB = "ATTNVIZ_CACHE_MB", 512
 CACHE_MINUTES_ENV, CACHE_MINUTES = "ATTNVIZ_CACHE_MINUTES", 30
+LONG_MB_ENV, LONG_MB = "ATTNVIZ_LONG_MB", 1024
+LONG_PAGES = "The Heads and Model overview pages"
 
 
 def _setting(env: str, default: int) -> int:
@@ -39,6 +56,12 @@ def _setting(env: str, default: int) -> int:
 def memo() -> Memo:
     """The one memo of results this server keeps, bounded in bytes and in age."""
     return Memo(_setting(CACHE_MB_ENV, CACHE_MB) * 2**20, _setting(CACHE_MINUTES_ENV, CACHE_MINUTES) * 60.0)
+
+
+@st.cache_resource(show_spinner=False)
+def long_memo() -> Memo:
+    """The memo of long texts' LazyAttention (queries, keys and what was computed from them), bounded apart."""
+    return Memo(_setting(LONG_MB_ENV, LONG_MB) * 2**20, _setting(CACHE_MINUTES_ENV, CACHE_MINUTES) * 60.0)
 
 
 MAX_MODELS = 4  # engines kept loaded at once (least recently used go first); one CPU copy for GPU fallback
@@ -76,31 +99,55 @@ def cpu_engine(model: str, backend: Backend) -> Engine:
     return _cpu_engine(source.name, source.kind, source.location, backend)
 
 
-def _run(eng: Engine, text: str, target: str | None, what_if: WhatIf | None) -> dict[AttentionKind, AttentionResult]:
-    """engine.run, or the engine's causal what-if."""
+def _run(
+    eng: Engine, text: str, target: str | None, what_if: WhatIf | None, bar: TimedProgress | None = None
+) -> dict[AttentionKind, AttentionResult | LazyAttention]:
+    """engine.run, or the engine's causal what-if; a long text's statistics and pooled maps computed too."""
     if what_if is None:
-        return eng.run(text, target)
+        results = eng.run(text, target, progress=bar.phase(READING) if bar else None)
+        for value in results.values():
+            if isinstance(value, LazyAttention):  # the first pass, now: the memo then counts what it made
+                value.analyse(progress=bar.phase(ANALYSING) if bar else None)
+        return results
     if not isinstance(eng, WhatIfEngine):
         raise ValueError(f"The model '{eng.name}' cannot run a causal what-if.")
     return eng.run_causal(text)
 
 
+READING, ANALYSING = "Reading the text through the model", "Computing every head's map and statistics"
+
+
+def is_long(model: str, backend: Backend, text: str) -> bool:
+    """Whether this text gets a LazyAttention on this model (the one rule: engines.base.goes_lazy)."""
+    eng = engine(model, backend)
+    try:
+        return goes_lazy(eng, len(eng.encode(text).ids))
+    except ValueError:  # bad text: the page's own call says what is wrong with it
+        return False
+
+
 def attention_with_notice(
-    model: str, backend: Backend, text: str, target: str | None, what_if: WhatIf | None
-) -> tuple[dict[AttentionKind, AttentionResult], str | None]:
+    model: str,
+    backend: Backend,
+    text: str,
+    target: str | None,
+    what_if: WhatIf | None,
+    bar: TimedProgress | None = None,
+) -> tuple[dict[AttentionKind, AttentionResult | LazyAttention], str | None]:
     """The results for a text (and the GPU fallback's notice, if it was taken), kept for every session."""
     key = ("attention", policy().resolve(model).name, backend, text, target, what_if)
-    return memo().get(
+    store = long_memo() if what_if is None and is_long(model, backend, text) else memo()
+    return store.get(
         key,
         lambda: run_with_cpu_fallback(
-            engine(model, backend), lambda: cpu_engine(model, backend), lambda e: _run(e, text, target, what_if)
+            engine(model, backend), lambda: cpu_engine(model, backend), lambda e: _run(e, text, target, what_if, bar)
         ),
     )
 
 
 def attention(
     model: str, backend: Backend, text: str, target: str | None = None, what_if: WhatIf | None = None
-) -> dict[AttentionKind, AttentionResult]:
+) -> dict[AttentionKind, AttentionResult | LazyAttention]:
     """The results for a text; shows the GPU fallback's notice when it was taken."""
     results, notice = attention_with_notice(model, backend, text, target, what_if)
     if notice:
@@ -119,21 +166,52 @@ def load_engine_or_stop(model: str, backend: Backend) -> Engine:
 
 
 def attention_or_stop(
-    model: str, backend: Backend, text: str, target: str | None = None, what_if: WhatIf | None = None
-) -> dict[AttentionKind, AttentionResult]:
-    """Results for the text, or a message for people (never a traceback) and the page stops."""
-    load_engine_or_stop(model, backend)
+    model: str,
+    backend: Backend,
+    text: str,
+    target: str | None = None,
+    what_if: WhatIf | None = None,
+    *,
+    long_ok: bool = False,
+) -> dict[AttentionKind, AttentionResult | LazyAttention]:
+    """Results for the text, or a message for people (never a traceback) and the page stops.
+
+    A long text (a LazyAttention) only where the page says it can draw one (long_ok); elsewhere a message.
+    """
+    eng = load_engine_or_stop(model, backend)
     try:
-        with st.spinner("Computing attention…"):
-            return attention(model, backend, text, target, what_if)
+        long = what_if is None and is_long(model, backend, text)
+        if long and not long_ok:
+            stop_long(eng, "This page draws every weight")
+        if not long:
+            with st.spinner("Computing attention…"):
+                return attention(model, backend, text, target, what_if)
+        bar = TimedProgress({READING: 2.0, ANALYSING: 3.0})  # a pass, then the statistics (about 2 : 3 on a CPU)
+        results, notice = attention_with_notice(model, backend, text, target, what_if, bar)
+        bar.done()
+        if notice:
+            st.info(notice)
+        return results
     except ValueError as err:
         st.warning(escape.md(err))
         st.stop()
 
 
+def stop_long(eng: Engine, what: str) -> None:
+    """Say that this page takes short texts only, and where long ones go; the page stops."""
+    limit = eager_tokens(eng.n_layers, eng.n_heads)  # type: ignore[attr-defined]  (a LazyEngine: see goes_lazy)
+    st.info(
+        f"{what}, so it takes texts up to {limit:,} tokens on this model; this one is longer. "
+        f"{LONG_PAGES} show long texts (up to {eng.max_tokens:,} tokens): go there, or shorten the text."
+    )
+    st.stop()
+
+
 def steps_or_stop(eng: SteppingEngine, text: str, layer: int, causal: bool) -> tuple[Encoded, AttentionSteps]:
     """One layer's attention step by step (kept for every session), or a message and the page stops."""
     try:
+        if goes_lazy(eng, len(eng.encode(text).ids)):  # type: ignore[arg-type]
+            stop_long(eng, "This page shows every intermediate of a layer")  # type: ignore[arg-type]
         return memo().get(
             ("steps", eng.name, eng.backend, text, layer, causal), lambda: eng.steps(text, layer, causal=causal)
         )

@@ -10,6 +10,7 @@ from attnviz import escape
 from attnviz.engines import registry
 from attnviz.engines.base import Backend, ModelLoadError
 from attnviz.figures.style import DEFAULT_PALETTE, PALETTES, Style
+from attnviz.tokens import MAX_CHARS, check_text
 from attnviz.ui import cache, state
 
 DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
@@ -74,6 +75,7 @@ def sidebar() -> Inputs:
         if choice == "hub":
             model = model_picker("Hub id or model folder", "sb.hub") or registry.DEFAULT
         text = st.text_input("Text", key="sb.text", help="Press Enter to see its attention.")
+        long_text = long_text_input()
         palette = st.selectbox("Palette", list(PALETTES), key="sb.palette")
         projector = st.toggle("Projector mode", key="sb.projector", help="Large fonts and high contrast for classrooms")
         st.session_state["_device_slot"] = st.empty()
@@ -83,11 +85,50 @@ def sidebar() -> Inputs:
         st.info(notice)
     state.remember("model", model or registry.DEFAULT)
     state.remember("backend", backend)
-    state.remember("text", text)
+    if long_text:  # a chapter is no URL: a link to this view opens the short text
+        text = long_text
+    else:
+        state.remember("text", text)
     state.remember("palette", palette)
     state.remember("projector", projector)
     st.session_state["inputs"] = Inputs(model or registry.DEFAULT, backend, text, Style(palette, projector))
     return st.session_state["inputs"]
+
+
+LONG_HELP = (
+    "For texts of thousands of tokens: SmolLM2 reads up to 8,192. Past a few hundred tokens attnviz keeps each "
+    "layer's queries and keys and computes exact weights only where a view asks (the Heads and Model overview "
+    "pages). Clear this box to go back to the short text."
+)
+
+
+def _read_upload() -> None:
+    """Put an uploaded .txt into the long-text box (a callback: before the box is drawn), or note why not."""
+    upload = st.session_state.get("sb.upload")
+    if upload is None:
+        return
+    try:
+        raw = upload.getvalue()
+        text = raw.decode("utf-8-sig")
+        check_text(text)
+    except UnicodeDecodeError:
+        st.session_state["_notice"] = "That file is not UTF-8 text: save it as plain text (UTF-8) and upload it again."
+        return
+    except ValueError as err:
+        st.session_state["_notice"] = f"That file could not be used: {escape.md(err)}"
+        return
+    st.session_state["sb.long"] = text
+
+
+def long_text_input() -> str:
+    """A box for a long passage (typed, pasted or uploaded as .txt); "" when empty."""
+    open_now = bool(st.session_state.get("sb.long"))
+    with st.expander("Long text: paste a passage or upload a .txt", expanded=open_now):
+        st.file_uploader("Upload a .txt", type=["txt"], key="sb.upload", on_change=_read_upload)
+        long_text = st.text_area("Long text", key="sb.long", height=160, help=LONG_HELP, max_chars=MAX_CHARS)
+        if long_text.strip():
+            st.caption(f"In use instead of the text above: {len(long_text):,} characters (not kept in links).")
+    return long_text if long_text.strip() else ""
 
 
 def model_picker(label: str, key: str, help_text: str = "e.g. bert-base-uncased, gpt2, t5-small") -> str | None:

@@ -10,7 +10,7 @@ from attnviz.engines.base import Backend
 from attnviz.figures import interactive
 from attnviz.figures.interactive import Panel
 from attnviz.result import AttentionResult
-from attnviz.ui import cache, controls, state, widgets
+from attnviz.ui import cache, controls, long_views, state, widgets
 
 VIEWS = ("Layer", "Head", "Overview")
 NORM_TITLE = "||αf(x)||"
@@ -35,12 +35,27 @@ def value_panels(raw: AttentionResult, layer: int, head: int, opts: widgets.Opti
     ]  # fmt: skip
 
 
+def view_picker() -> str:
+    """Layer, Head or Overview; kept in the URL."""
+    state.restore("heads.view", "view", VIEWS[0], lambda v: v in VIEWS)
+    view = st.segmented_control("View", VIEWS, key="heads.view", required=True) or VIEWS[0]
+    state.remember("view", view)
+    return view
+
+
 def render() -> None:
     """Draw the page."""
     inputs = controls.current()
     st.header("Where does each token look?")
-    opts = widgets.options("heads")
     model, text = inputs.model, inputs.text
+    eng = cache.load_engine_or_stop(model, inputs.backend)
+    if cache.is_long(model, inputs.backend, text):
+        long_views.options_note(eng.n_layers, eng.n_heads)  # type: ignore[attr-defined]  (a LazyEngine)
+        lazy = next(iter(cache.attention_or_stop(model, inputs.backend, text, long_ok=True).values()))
+        long_views.intro(lazy)
+        long_views.heads(inputs, lazy, view_picker())
+        return
+    opts = widgets.options("heads")
     backend = backend_for(model, inputs.backend, opts)
     results = cache.attention_or_stop(model, backend, text)
     kind = next(iter(results))
@@ -55,9 +70,7 @@ def render() -> None:
     def fetch() -> AttentionResult:  # names, not tensors: see widgets.Fetch
         return widgets.prepared(cache.attention_with_notice(model, backend, text, None, None)[0][kind], opts)
 
-    state.restore("heads.view", "view", VIEWS[0], lambda v: v in VIEWS)
-    view = st.segmented_control("View", VIEWS, key="heads.view", required=True) or VIEWS[0]
-    state.remember("view", view)
+    view = view_picker()
     layer = widgets.pick("Layer", "heads", "layer", result.n_layers) if view != "Overview" else None
     note = opts.note()
 

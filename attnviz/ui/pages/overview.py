@@ -6,12 +6,14 @@ import streamlit as st
 
 from attnviz import escape
 from attnviz.analysis import head_stats, rollout
-from attnviz.engines.base import Backend
+from attnviz.engines.base import Backend, eager_tokens
 from attnviz.figures import interactive
 from attnviz.figures.interactive import Panel
+from attnviz.lazy import LazyAttention
 from attnviz.result import AttentionResult
 from attnviz.ui import cache, controls, state
 from attnviz.ui.controls import Inputs
+from attnviz.ui.progress import TimedProgress
 
 STAT_NAMES = {
     "entropy": "entropy (nats)",
@@ -28,9 +30,9 @@ STAT_NAMES = {
 SHARED_PARAMS = ("model", "backend", "text", "palette", "projector")
 
 
-def self_result_or_stop(inputs: Inputs) -> AttentionResult:
+def self_result_or_stop(inputs: Inputs) -> AttentionResult | LazyAttention:
     """The self (or causal) attention of the sidebar's text; a message if the model has neither."""
-    results = cache.attention_or_stop(inputs.model, inputs.backend, inputs.text)
+    results = cache.attention_or_stop(inputs.model, inputs.backend, inputs.text, long_ok=True)
     result = results.get("self") or results.get("causal")
     if result is None:
         st.warning("This page needs self-attention.")
@@ -64,7 +66,16 @@ def _open_head(inputs: Inputs, layer: int, head: int) -> None:
     st.switch_page("app_pages/heads.py", query_params={**_shared(inputs), "view": "Head", "layer": layer, "head": head})
 
 
-def stats_section(inputs: Inputs, result: AttentionResult) -> None:
+def long_stats(lazy: LazyAttention, excludes: str) -> dict:
+    """A long text's statistics: from the first pass, or (another choice of what confidence leaves out) a new one."""
+    if not lazy.has_stats(excludes):
+        bar = TimedProgress({cache.ANALYSING: 1.0})
+        lazy.stats(bar.phase(cache.ANALYSING), confidence_excludes=excludes)
+        bar.done()
+    return lazy.stats(confidence_excludes=excludes)
+
+
+def stats_section(inputs: Inputs, result: AttentionResult | LazyAttention) -> None:
     """The layer x head grid coloured by a statistic, clickable, and the table of every head."""
     state.restore("ov.stat", "stat", "entropy", lambda v: v in STAT_NAMES)
     state.restore("ov.corpus", "corpus", False)
@@ -87,6 +98,8 @@ def stats_section(inputs: Inputs, result: AttentionResult) -> None:
         state.remember(k, v)
     if corpus:
         stats, uniform = _corpus_stats(inputs.model, inputs.backend, excludes)
+    elif isinstance(result, LazyAttention):
+        stats, uniform = long_stats(result, excludes), head_stats.uniform_entropy(result)
     else:
         stats = head_stats.head_stats(result, confidence_excludes=excludes)
         uniform = head_stats.uniform_entropy(result)
@@ -166,6 +179,14 @@ def render() -> None:
     st.subheader("Every head at a glance")
     stats_section(inputs, result)
     st.subheader("Raw attention, rollout and flow")
+    if isinstance(result, LazyAttention):
+        eng = cache.engine(inputs.model, inputs.backend)
+        st.info(
+            "Rollout and flow multiply every layer's whole map, token by token: they are computed for texts up to "
+            f"{eager_tokens(eng.n_layers, eng.n_heads):,} tokens on this model (this one has {result.n_tokens:,}). "  # type: ignore[attr-defined]
+            "The statistics above are exact for the whole text."
+        )
+        return
     st.caption(
         "Rollout and flow follow attention through the layers, counting the residual connection "
         f"(Abnar & Zuidema 2020). Flow is slower: it is computed for up to {rollout.MAX_FLOW_TOKENS} tokens."

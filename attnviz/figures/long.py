@@ -1,0 +1,177 @@
+"""Figures of long texts (a LazyAttention): pooled maps one can click to zoom, the attention each token
+receives, one query's exact row, and an exact window with each row's share outside it.
+
+Axes are token positions (1-based), so a click on a pooled cell says which tokens it covers; labels and
+hover text are escaped (plotly renders HTML in them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from attnviz.escape import html_text
+from attnviz.figures.style import Style
+
+ROW_HOVER = "key %{x}: %{customdata}<br>weight %{y:.5f}<extra></extra>"
+
+
+def positioned_labels(tokens: Sequence[str], start: int) -> list[str]:
+    """Escaped, unique labels for tokens that start at position `start` (0-based): "it ·1031"."""
+    return [f"{html_text(tok, limit=40)} ·{start + i + 1}" for i, tok in enumerate(tokens)]
+
+
+def block_centres(n: int, f: int) -> np.ndarray:
+    """The 1-based position in the middle of each block of f tokens (the last block may be shorter)."""
+    starts = np.arange(0, n, f)
+    ends = np.minimum(starts + f, n)
+    return (starts + ends + 1) / 2
+
+
+def _style(fig: go.Figure, style: Style, title: str, height: int) -> go.Figure:
+    return fig.update_layout(
+        title={"text": html_text(title), "font": {"size": style.font_size + 2}},
+        font={"size": style.font_size, "color": "black" if style.projector else None},
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        height=height,
+    )
+
+
+def zoomable_map(m: np.ndarray, f: int, n: int, title: str, *, style: Style = Style()) -> go.Figure:
+    """One head's map pooled in blocks of f tokens, (P, P); a click on a cell selects it (see `clicked_cell`)."""
+    centres = block_centres(n, f)
+    p = len(centres)
+    spans = [f"{s + 1}–{min(s + f, n)}" for s in range(0, n, f)] if f > 1 else None
+    text = [[f"queries {spans[i]}<br>keys {spans[j]}" for j in range(p)] for i in range(p)] if spans else None
+    fig = go.Figure(
+        go.Heatmap(
+            z=m,
+            x=centres,
+            y=centres,
+            text=text,
+            colorscale=style.colorscale,
+            zmin=0.0,
+            zmax=float(m.max()),
+            colorbar={"title": {"text": "mean weight" if f > 1 else "weight"}},
+            hovertemplate=("%{text}" if spans else "query %{y}<br>key %{x}") + "<br>%{z:.5f}<extra></extra>",
+        )
+    )
+    # Clicks on a heatmap send no selection; a nearly invisible marker on each cell makes cells clickable.
+    xs, ys = np.meshgrid(centres, centres)
+    fig.add_trace(
+        go.Scattergl(
+            x=xs.ravel(),
+            y=ys.ravel(),
+            mode="markers",
+            name="zoom",
+            showlegend=False,
+            hoverinfo="none",
+            marker={"symbol": "square", "size": max(4, 640 // p), "opacity": 0.01, "color": "white"},
+        )
+    )
+    fig.update_xaxes(title="key position (attended to)", range=[0.5, n + 0.5], constrain="domain")
+    fig.update_yaxes(title="query position (attending)", range=[n + 0.5, 0.5], scaleanchor="x")
+    return _style(fig, style, title, 720 if style.projector else 640)
+
+
+def clicked_cell(event, p: int) -> tuple[int, int] | None:
+    """The (row, column) block of the zoomable map's cell a person clicked, from st.plotly_chart's event."""
+    points = (event or {}).get("selection", {}).get("points", [])
+    for point in points:
+        index = point.get("point_index", point.get("point_number"))
+        if point.get("curve_number") == 1 and index is not None and 0 <= int(index) < p * p:
+            return divmod(int(index), p)
+    return None
+
+
+def received_band(received: np.ndarray, f: int, n: int, title: str, *, style: Style = Style()) -> go.Figure:
+    """(H, N') per-head attention received, pooled in blocks of f tokens: one row per head."""
+    h = received.shape[0]
+    fig = go.Figure(
+        go.Heatmap(
+            z=received,
+            x=block_centres(n, f),
+            y=[f"H{i + 1}" for i in range(h)],
+            colorscale=style.colorscale,
+            zmin=0.0,
+            colorbar={"title": {"text": "received"}},
+            hovertemplate="head %{y}, around token %{x:.0f}<br>mean attention received %{z:.5f}<extra></extra>",
+        )
+    )
+    fig.update_xaxes(title="token position", range=[0.5, n + 0.5])
+    fig.update_yaxes(autorange="reversed")
+    return _style(fig, style, title, 140 + 22 * h)
+
+
+def row_profile(values: np.ndarray, tokens: Sequence[str], query: int, title: str, *, style: Style = Style()):
+    """One query's exact weights over every key it sees, (N,), key positions along x; the query marked."""
+    n = len(values)
+    fig = go.Figure(
+        go.Scattergl(
+            x=np.arange(1, n + 1),
+            y=values,
+            customdata=[html_text(t, limit=40) for t in tokens],
+            mode="lines+markers" if n <= 400 else "lines",
+            line={"width": 1.5},
+            hovertemplate=ROW_HOVER,
+            name="weight",
+        )
+    )
+    fig.add_vline(x=query + 1, line_dash="dot", line_color="grey")
+    fig.update_xaxes(title="key position", range=[0.5, n + 0.5])
+    fig.update_yaxes(title="weight", rangemode="tozero")
+    return _style(fig, style, title, 360)
+
+
+def window_map(
+    w: np.ndarray,
+    rows: Sequence[str],
+    cols: Sequence[str],
+    q0: int,
+    k0: int,
+    outside: np.ndarray,
+    title: str,
+    *,
+    style: Style = Style(),
+    masked: np.ndarray | None = None,
+) -> go.Figure:
+    """An exact tile (r, c) of queries q0.. and keys k0.., and beside it each row's share outside the tile."""
+    ys, xs = positioned_labels(rows, q0), positioned_labels(cols, k0)
+    z = np.where(masked, np.nan, w) if masked is not None else w
+    fig = go.Figure(
+        [
+            go.Heatmap(
+                z=z,
+                x=xs,
+                y=ys,
+                coloraxis="coloraxis",
+                hoverongaps=False,
+                hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.5f}<extra></extra>",
+            ),
+            go.Heatmap(
+                z=outside[:, None],
+                x=["outside"],
+                y=ys,
+                xaxis="x2",
+                colorscale="Greys",
+                zmin=0.0,
+                zmax=1.0,
+                showscale=False,
+                hovertemplate="query %{y}<br>weight on keys outside this window %{z:.4f}<extra></extra>",
+            ),
+        ]
+    )
+    labels = len(xs) <= 80
+    fig.update_layout(
+        xaxis={"domain": [0.0, 0.9], "tickangle": -60, "showticklabels": labels, "title": "key"},
+        xaxis2={"domain": [0.92, 1.0], "anchor": "y", "tickangle": -60},
+        yaxis={"autorange": "reversed", "showticklabels": labels, "title": "query"},
+        coloraxis={"colorscale": style.colorscale, "cmin": 0.0, "cmax": float(np.nanmax(z)),
+                   "colorbar": {"title": {"text": "weight"}, "x": 1.02}},
+    )  # fmt: skip
+    side = min(900, max(420, 14 * len(ys) + 200))
+    return _style(fig, style, title, side)

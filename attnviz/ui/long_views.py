@@ -1,0 +1,212 @@
+"""The Heads page for a long text (a LazyAttention): pooled maps, attention received, an exact window, an exact row.
+
+Nothing here holds every weight: the maps come pooled from the first pass, and the window and the row are
+computed from the queries and keys when they are drawn (milliseconds: they are small).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import streamlit as st
+
+from attnviz.analysis.pooling import block_mean, pool_factor
+from attnviz.engines.base import eager_tokens
+from attnviz.figures import interactive, long
+from attnviz.figures.interactive import Panel
+from attnviz.figures.style import pooled_labels
+from attnviz.lazy import GRID_SIDE, THUMB_SIDE, LazyAttention
+from attnviz.ui import state, widgets
+from attnviz.ui.controls import Inputs
+
+HEAD_SIDE = 128  # cells a side of one head's clickable map
+BAND_SIDE = 512  # columns of the attention-received band
+WIDTHS = (16, 32, 64, 128, 256)  # the exact window's sides, in tokens
+TOP_KEYS = 10
+
+
+def intro(lazy: LazyAttention) -> None:
+    """What a long text's pictures are, in one paragraph."""
+    n = lazy.n_tokens
+    qk_mb = (lazy.q.nelement() + lazy.k.nelement()) * 4 / 2**20
+    st.info(
+        f"A long text: **{n:,} tokens**. Every weight of this model would take {lazy.eager_bytes / 2**30:.1f} GB; "
+        f"attnviz kept each layer's queries and keys instead ({qk_mb:,.0f} MB) and computes weights from them where "
+        "a view asks. Every number shown is exact; maps of the whole text are pooled (each cell is the mean of the "
+        "weights of a block of queries on a block of keys), and the window and the row below are not pooled at all."
+    )
+
+
+def options_note(engine_layers: int, engine_heads: int) -> None:
+    """Say why the view options are not offered."""
+    st.caption(
+        "View options (hide special tokens, merge word pieces, set the first token aside, value-weighting) "
+        f"apply to texts up to {eager_tokens(engine_layers, engine_heads):,} tokens on this model."
+    )
+
+
+def heads(inputs: Inputs, lazy: LazyAttention, view: str) -> None:
+    """The Heads page's three views of a long text."""
+    layer = widgets.pick("Layer", "heads", "layer", lazy.n_layers) if view != "Overview" else None
+    if view == "Layer":
+        layer_view(inputs, lazy, layer)
+    elif view == "Head":
+        head = widgets.pick("Head", "heads", "head", lazy.n_heads)
+        head_view(inputs, lazy, layer, head)
+    else:
+        maps, f, _ = lazy.pooled(THUMB_SIDE)
+        note = f"exact weights, pooled {f}×{f} tokens a cell" if f > 1 else ""
+        st.caption("Every layer (rows) and head (columns) as a small map. Hover to see which is which.")
+        st.plotly_chart(interactive.overview_maps(maps, style=inputs.style, note=note), key="heads.chart.overview")
+        export_maps(inputs, lazy, maps, f, None, "heads.export.overview")
+
+
+def layer_view(inputs: Inputs, lazy: LazyAttention, layer: int) -> None:
+    """Every head of a layer, pooled; and the attention each token receives in each head."""
+    maps, f, _ = lazy.pooled(GRID_SIDE)
+    tokens = lazy.target_tokens
+    st.caption("Rows are queries (the token looking), columns are keys (the token looked at). One colour scale.")
+    fig = interactive.maps_grid(maps[layer], tokens, tokens, f, f, layer, style=inputs.style, note="exact weights")
+    st.plotly_chart(fig, key="heads.chart.grid")
+    export_maps(inputs, lazy, maps[layer][None], f, layer, "heads.export.layer")
+    received = lazy.received()[layer]  # (H, N)
+    fb = pool_factor(lazy.n_tokens, BAND_SIDE)
+    band = block_mean(received[None], 1, fb)[0].numpy() if fb > 1 else received.numpy()
+    pooled = f", means of {fb} tokens a column" if fb > 1 else ""
+    title = f"Attention received, layer {layer + 1}: the mean weight on each token over all queries{pooled}"
+    st.plotly_chart(long.received_band(band, fb, lazy.n_tokens, title, style=inputs.style), key="heads.band")
+    st.caption(
+        "A bright column is a token many queries look at. In a causal model the first token often draws most of "
+        "it (an attention sink), and a token early in the text is seen by more queries than a late one."
+    )
+
+
+def _zoom_state(lazy: LazyAttention) -> tuple[int, int, int]:
+    """The window's side, first query and first key (0-based), from the widgets (seeded from the URL)."""
+    n = lazy.n_tokens
+    state.restore("heads.zw", "zoom", 64, lambda v: v in WIDTHS)
+    state.restore("heads.zq", "zq", max(1, n - 63), lambda v: 1 <= v <= n)
+    state.restore("heads.zk", "zk", max(1, n - 63), lambda v: 1 <= v <= n)
+    a, b, c = st.columns(3)
+    width = a.select_slider("Window (tokens a side)", WIDTHS, key="heads.zw")
+    q0 = b.number_input("Queries from position", 1, n, key="heads.zq")
+    k0 = c.number_input("Keys from position", 1, n, key="heads.zk")
+    for k, v in (("zoom", width), ("zq", q0), ("zk", k0)):
+        state.remember(k, v)
+    return int(width), int(q0) - 1, int(k0) - 1
+
+
+def head_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int) -> None:
+    """One head pooled (click a cell to zoom), the exact window, and one query's exact row."""
+    n = lazy.n_tokens
+    m, f = lazy.pooled_head(layer, head, HEAD_SIDE)
+    pooled = f" — pooled {f}×{f} tokens a cell; click a cell to zoom" if f > 1 else ""
+    title = f"Layer {layer + 1}, head {head + 1}{pooled}"
+    event = st.plotly_chart(
+        long.zoomable_map(m, f, n, title, style=inputs.style),
+        key="heads.long.map",
+        on_select="rerun",
+        selection_mode="points",
+    )
+    cell = long.clicked_cell(event, m.shape[0])
+    width = st.session_state.get("heads.zw", 64)
+    if cell is not None and st.session_state.get("heads.long.cell") != cell:
+        st.session_state["heads.long.cell"] = cell  # a click moves the window once, then the inputs are free
+        i, j = cell
+        start = lambda block: min(max(0, block * f + f // 2 - width // 2), max(0, n - width))  # noqa: E731
+        st.session_state["heads.zq"], st.session_state["heads.zk"] = start(i) + 1, start(j) + 1
+    st.subheader("An exact window")
+    width, q0, k0 = _zoom_state(lazy)
+    q1, k1 = min(n, q0 + width), min(n, k0 + width)
+    tile = lazy.tile([layer], [head], slice(q0, q1), slice(k0, k1))[0, 0]  # (r, c), exact
+    outside = (1 - tile.sum(-1)).clamp_min(0).numpy()  # each query's weight on keys outside the window
+    masked = None
+    if lazy.kind == "causal":
+        masked = np.arange(k0, k1)[None, :] > np.arange(q0, q1)[:, None]
+    tokens = lazy.target_tokens
+    wtitle = f"Layer {layer + 1}, head {head + 1}: queries {q0 + 1}–{q1}, keys {k0 + 1}–{k1} (exact)"
+    st.plotly_chart(
+        long.window_map(tile.numpy(), tokens[q0:q1], tokens[k0:k1], q0, k0, outside, wtitle, style=inputs.style,
+                        masked=masked),
+        key="heads.chart.window",
+    )  # fmt: skip
+    st.caption(
+        "Not pooled and not renormalised: each cell is the model's own weight. A row here need not sum to 1; the "
+        "grey column on the right is what each query gives to keys outside the window"
+        + (", and blank cells are keys a causal model cannot see yet." if masked is not None else ".")
+    )
+    export_window(inputs, lazy, layer, head, tile.numpy(), q0, k0, "heads.export.window")
+    row_view(inputs, lazy, layer, head, q0)
+
+
+def row_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int, q0: int) -> None:
+    """One query's exact row over every key it sees, and the keys it weighs most."""
+    n = lazy.n_tokens
+    st.subheader("One token's exact row")
+    state.restore("heads.row", "row", q0 + 1, lambda v: 1 <= v <= n)
+    i = int(st.number_input("Query position", 1, n, key="heads.row", help="Where this token looks, every key")) - 1
+    state.remember("row", i + 1)
+    tokens = lazy.target_tokens
+    seen = i + 1 if lazy.kind == "causal" else n
+    values = lazy.rows([i])[layer, head, 0, :seen].numpy()
+    title = f"Where query {i + 1} ({tokens[i][:30]}) looks: layer {layer + 1}, head {head + 1}, every key it sees"
+    st.plotly_chart(long.row_profile(values, tokens[:seen], i, title, style=inputs.style), key="heads.chart.row")
+    top = np.argsort(-values)[:TOP_KEYS]
+    st.dataframe(
+        [{"key position": int(j) + 1, "token": tokens[j], "weight": float(values[j])} for j in top],
+        hide_index=True,
+        key="heads.row.top",
+    )
+    csv = "key_position,token,weight\n" + "".join(
+        f"{j + 1},{json.dumps(tokens[j], ensure_ascii=False)},{values[j]:.8g}\n" for j in range(seen)
+    )
+    st.download_button("Row as CSV", csv, f"attnviz_L{layer + 1}_H{head + 1}_row{i + 1}.csv", "text/csv",
+                       key="heads.export.row", on_click="ignore")  # fmt: skip
+
+
+def export_maps(inputs: Inputs, lazy: LazyAttention, maps: np.ndarray, f: int, layer: int | None, key: str) -> None:
+    """PNG, SVG, CSV and JSON of pooled maps as shown: (L', H, P, P), one layer's or every layer's."""
+    from attnviz.figures import export
+
+    what = "overview" if layer is None else f"L{layer + 1}"
+    pooled_note = f", exact weights pooled {f}x{f} tokens a cell" if f > 1 else ""
+    title = f"{lazy.model}: {what}, {lazy.n_tokens} tokens{pooled_note}"
+    labels = pooled_labels(lazy.target_tokens, f)
+
+    def bundle() -> str:
+        options = {"view": what, "pooled_rows": f, "pooled_columns": f, "long_text": True}
+        meta = widgets.manifest(inputs, lazy, lazy.kind, 0 if layer is None else layer + 1, None, options)
+        return export.bundle_json(maps, labels, labels, meta)
+
+    widgets.download_row(
+        f"attnviz_{what}",
+        key,
+        lambda fmt: export.figure_bytes(export.overview_figure(maps, title, cmap=inputs.style.cmap), fmt),
+        lambda: export.thumbs_csv(maps),
+        bundle,
+    )
+
+
+def export_window(inputs: Inputs, lazy: LazyAttention, layer: int, head: int, w: np.ndarray, q0: int, k0: int,
+                  key: str) -> None:  # fmt: skip
+    """PNG, SVG, CSV and JSON of the exact window shown."""
+    from attnviz.figures import export
+
+    r, c = w.shape
+    rows, cols = lazy.target_tokens[q0 : q0 + r], lazy.source_tokens[k0 : k0 + c]
+    title = f"{lazy.model} — layer {layer + 1}, head {head + 1}, queries {q0 + 1}–{q0 + r}, keys {k0 + 1}–{k0 + c}"
+    panel = Panel(title, w, rows, cols)
+    options = {"window_queries": [q0 + 1, q0 + r], "window_keys": [k0 + 1, k0 + c], "long_text": True}
+
+    def bundle() -> str:
+        meta = widgets.manifest(inputs, lazy, lazy.kind, layer + 1, head + 1, options)
+        return export.bundle_json(w, rows, cols, meta)
+
+    widgets.download_row(
+        f"attnviz_L{layer + 1}_H{head + 1}_q{q0 + 1}_k{k0 + 1}",
+        key,
+        lambda fmt: export.figure_bytes(export.panels_figure([panel], title, cmap=inputs.style.cmap), fmt),
+        lambda: export.matrix_csv(w, rows, cols, q0, k0),
+        bundle,
+    )
