@@ -38,4 +38,5 @@ ENV HF_HUB_OFFLINE=1
 EXPOSE 8501
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
   CMD ["python", "-c", "import urllib.request as u, sys; sys.exit(u.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4).read() != b'ok')"]
-CMD ["python", "-m", "streamlit", "run", "app.py", "--server.address=0.0.0.0", "--server.port=8501", "--server.headless=true"]
+# The default model is loaded before the server opens, so the first visitor meets a warm page (HEALTHCHECK waits).
+CMD ["python", "-m", "attnviz", "serve", "--address", "0.0.0.0", "--port", "8501"]

@@ -29,7 +29,7 @@ browser:
 	else echo "warning: no apt-get; install Chromium yourself or the browser tests will be skipped"; fi
 
 run: $(VENV)/.runtime
-	$(BIN)/python -m streamlit run app.py --server.port $(PORT) --server.headless true
+	$(BIN)/python -m attnviz serve --port $(PORT)
 
 lint: $(VENV)/.dev hadolint
 	$(BIN)/ruff check .

@@ -319,6 +319,24 @@ def cmd_train_dates(args: argparse.Namespace) -> int:
     return dates.main(steps=args.steps, out=Path(args.out) if args.out else dates.CHECKPOINT_DIR / "dates")
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    """The app, with the default model loaded (and the default text computed) before the server opens."""
+    import os
+
+    from streamlit.web import cli as streamlit_cli
+
+    app = Path(__file__).resolve().parent.parent / "app.py"
+    if not args.no_preload:
+        from attnviz.ui import cache, controls
+
+        seconds = cache.preload(controls.DEFAULT_TEXT)
+        print(f"attnviz: default model loaded and its first page computed in {seconds:.1f} s", flush=True)
+    os.chdir(app.parent)  # Streamlit reads .streamlit/config.toml from the working folder
+    flags = ["--server.port", str(args.port), "--server.address", args.address, "--server.headless", "true"]
+    sys.argv = ["streamlit", "run", str(app), *flags, *args.streamlit]
+    return streamlit_cli.main()
+
+
 def _common(p: argparse.ArgumentParser, *, model: bool = True, json_out: bool = True) -> argparse.ArgumentParser:
     """The flags most commands share: --model, --device, --json."""
     if model:
@@ -372,6 +390,15 @@ def build_parser() -> argparse.ArgumentParser:
         "prepare", help="convert the bundled SmolLM2 once into the local cache (else its first load does)"
     )
     prep.set_defaults(func=cmd_prepare)
+    srv = sub.add_parser(
+        "serve",
+        help="run the app, the default model loaded before the first visitor",
+        description="Further --server.* and other streamlit flags are passed on to streamlit.",
+    )
+    srv.add_argument("--port", type=int, default=8501)
+    srv.add_argument("--address", default="127.0.0.1", help="0.0.0.0 to serve a room (see README: Serving a classroom)")
+    srv.add_argument("--no-preload", action="store_true", help="open at once; the first visitor waits for the model")
+    srv.set_defaults(func=cmd_serve)
     tr = sub.add_parser("train-dates", help="train the shipped date model from scratch (a few minutes on 2 cores)")
     tr.add_argument("--steps", type=int, default=None, help="training steps (default: the shipped recipe)")
     tr.add_argument("--out", default=None, help="folder to save to (default: the shipped checkpoint's folder)")
@@ -381,7 +408,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; bad input exits 2 with one line, never a traceback."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "serve":  # only serve passes flags on (to streamlit)
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.streamlit = extra
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()

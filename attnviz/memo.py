@@ -41,8 +41,15 @@ def nbytes(value: Any) -> int:
 class Memo:
     """A least-recently-used memo bounded in bytes and in age; thread-safe."""
 
-    def __init__(self, max_bytes: int, ttl_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self.max_bytes, self.ttl = max_bytes, ttl_seconds
+    def __init__(
+        self,
+        max_bytes: int,
+        ttl_seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        max_entries: int | None = None,
+    ) -> None:
+        self.max_bytes, self.ttl, self.max_entries = max_bytes, ttl_seconds, max_entries
         self._clock = clock
         self._entries: OrderedDict[Hashable, tuple[Any, int, float]] = OrderedDict()  # key -> (value, bytes, born)
         self._bytes = 0
@@ -98,7 +105,10 @@ class Memo:
             now = self._clock()
             for old in [k for k, (_, _, born) in self._entries.items() if now - born > self.ttl]:
                 self._drop(old)
-            while self._entries and self._bytes + size > self.max_bytes:
+            while self._entries and (
+                self._bytes + size > self.max_bytes
+                or (self.max_entries is not None and len(self._entries) >= self.max_entries)
+            ):
                 self._drop(next(iter(self._entries)))  # the least recently used
             self._entries[key] = (value, size, now)
             self._bytes += size

@@ -1,4 +1,4 @@
-"""A real browser: Playwright drives Debian's Chromium against a live `streamlit run app.py`."""
+"""A real browser: Playwright drives Debian's Chromium against a live `python -m attnviz serve`."""
 
 from __future__ import annotations
 
@@ -40,22 +40,9 @@ def _free_port() -> int:
 
 
 def start_server(port: int, log_path, env: dict | None = None) -> subprocess.Popen:
-    """`streamlit run app.py` on a port, offline unless `env` says otherwise; returns once it is healthy."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "app.py",
-        "--server.headless",
-        "true",
-        "--server.port",
-        str(port),
-        "--server.address",
-        "127.0.0.1",
-        "--server.fileWatcherType",
-        "none",
-    ]
+    """`python -m attnviz serve` (the default model loaded first, as `make run` and the image do) on a port, offline
+    unless `env` says otherwise; returns once it is healthy."""
+    cmd = [sys.executable, "-m", "attnviz", "serve", "--port", str(port), "--server.fileWatcherType", "none"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
     env = {k: v for k, v in env.items() if v is not None}  # None: unset it
     with open(log_path, "w") as log:  # the child keeps its own copy of the descriptor

@@ -74,3 +74,12 @@ def test_many_threads_asking_for_one_key_share_one_computation():
     for t in threads:
         t.join()
     assert calls == [1] and memo.hits == 7
+
+
+def test_a_memo_can_bound_its_entries_too():
+    memo = Memo(2**40, 60.0, max_entries=2)
+    for key in ("a", "b", "c"):
+        memo.get(key, lambda key=key: key.upper())
+    assert memo.size[0] == 2
+    assert memo.get("a", lambda: "again") == "again"  # the least recently used went first
+    assert memo.get("c", lambda: "never") == "C"

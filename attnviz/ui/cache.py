@@ -10,7 +10,10 @@ classroom's sentences out. Only the Heads and Model overview pages read long tex
 
 from __future__ import annotations
 
+import math
 import os
+import threading
+import time
 from typing import Literal
 
 import streamlit as st
@@ -52,19 +55,34 @@ def _setting(env: str, default: int) -> int:
     return int(raw)
 
 
-@st.cache_resource(show_spinner=False)
+# Plain module-level objects, not st.cache_resource: `python -m attnviz serve` fills them before the server opens
+# (the default model loaded, the default text computed), and every session of the server then shares them.
+_SHARED_LOCK = threading.Lock()
+_MEMOS: dict[str, Memo] = {}
+
+
+def _memo(name: str, env: str, default_mb: int) -> Memo:
+    with _SHARED_LOCK:
+        if name not in _MEMOS:
+            minutes = _setting(CACHE_MINUTES_ENV, CACHE_MINUTES)
+            _MEMOS[name] = Memo(_setting(env, default_mb) * 2**20, minutes * 60.0)
+        return _MEMOS[name]
+
+
 def memo() -> Memo:
     """The one memo of results this server keeps, bounded in bytes and in age."""
-    return Memo(_setting(CACHE_MB_ENV, CACHE_MB) * 2**20, _setting(CACHE_MINUTES_ENV, CACHE_MINUTES) * 60.0)
+    return _memo("short", CACHE_MB_ENV, CACHE_MB)
 
 
-@st.cache_resource(show_spinner=False)
 def long_memo() -> Memo:
     """The memo of long texts' LazyAttention (queries, keys and what was computed from them), bounded apart."""
-    return Memo(_setting(LONG_MB_ENV, LONG_MB) * 2**20, _setting(CACHE_MINUTES_ENV, CACHE_MINUTES) * 60.0)
+    return _memo("long", LONG_MB_ENV, LONG_MB)
 
 
 MAX_MODELS = 4  # engines kept loaded at once (least recently used go first); one CPU copy for GPU fallback
+# Engines: no byte budget (a model's memory is the operator's choice of models), no age, at most MAX_MODELS.
+ENGINES = Memo(2**62, math.inf, max_entries=MAX_MODELS)
+CPU_ENGINES = Memo(2**62, math.inf, max_entries=1)
 
 
 def policy() -> registry.Policy:
@@ -79,24 +97,28 @@ def engine(model: str, backend: Backend) -> Engine:
     """
     pol = policy()
     source = pol.resolve(model)
-    return _engine(source.name, source.kind, source.location, backend, pol.downloads)
-
-
-@st.cache_resource(show_spinner=False, max_entries=MAX_MODELS)
-def _engine(name: str, kind: str, location: str, backend: Backend, downloads: bool) -> Engine:
-    source = registry.Source(name, kind, location)  # type: ignore[arg-type]
-    return registry.load_source(source, backend, offline=not downloads)
-
-
-@st.cache_resource(show_spinner=False, max_entries=1)
-def _cpu_engine(name: str, kind: str, location: str, backend: Backend) -> Engine:
-    return registry.load_source(registry.Source(name, kind, location), backend, "cpu")  # type: ignore[arg-type]
+    return ENGINES.get(
+        (source, backend, pol.downloads), lambda: registry.load_source(source, backend, offline=not pol.downloads)
+    )
 
 
 def cpu_engine(model: str, backend: Backend) -> Engine:
     """A CPU copy, loaded only when the GPU runs out of memory."""
     source = policy().resolve(model)
-    return _cpu_engine(source.name, source.kind, source.location, backend)
+    return CPU_ENGINES.get((source, backend), lambda: registry.load_source(source, backend, "cpu"))
+
+
+def preload(text: str) -> float:
+    """Load the default model and compute `text` on it, before the first visitor (python -m attnviz serve).
+
+    Returns the seconds it took. The first figure is built too, so that plotly's lazy imports are done.
+    """
+    from attnviz.figures import interactive
+
+    start = time.perf_counter()
+    results, _ = attention_with_notice(registry.DEFAULT, "hf", text, None, None)
+    interactive.head_grid(next(iter(results.values())), 0).to_json()
+    return time.perf_counter() - start
 
 
 def _run(
