@@ -61,6 +61,8 @@ echo "== doctor inside the running container"
 echo "== no network at all: a fresh container with --network none computes attention"
 "${ENGINE[@]}" run --rm --network none "$TAG" \
   python -m attnviz attention "No network is needed to see attention." --engine scratch
+"${ENGINE[@]}" run --rm --network none "$TAG" \
+  python -m attnviz attention "A decoder reads left to right." --model smollm2 --backend scratch
 
 echo "== summary"
 echo "image size: $(echo "scale=1; $size / 1048576" | bc) MiB"

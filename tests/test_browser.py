@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 from conftest import ROOT
@@ -190,7 +192,7 @@ PAGES = {  # url path -> a selector that shows the page drew its content
     "": ".js-plotly-plot",
     "inside": ".js-plotly-plot",
     "compare": ".js-plotly-plot",
-    "generate": "[data-testid=stTextArea]",
+    "generate": "[data-testid=stMain] [data-testid=stTextArea]",  # the sidebar holds the long-text box
     "overview": ".js-plotly-plot",
     "pronouns": "[data-testid=stRadio]",
 }
@@ -335,7 +337,7 @@ def test_markdown_and_html_from_links_boxes_and_files_make_no_link_no_request_an
         pg.goto(f"{server}/pronouns")
         settle("[data-testid=stRadio]")
         pg.get_by_role("tab", name="Benchmark").click()
-        pg.locator("[data-testid=stFileUploaderDropzoneInput]").set_input_files(str(cases))
+        pg.locator("[data-testid=stMain] [data-testid=stFileUploaderDropzoneInput]").set_input_files(str(cases))
         pg.get_by_role("button", name="Run the benchmark").click()
         pg.wait_for_selector("[data-testid=stAlertContentError]", timeout=60_000)
         assert "line 2: the answer" in pg.locator("[data-testid=stAlertContentError]").first.text_content()
@@ -344,3 +346,66 @@ def test_markdown_and_html_from_links_boxes_and_files_make_no_link_no_request_an
         pg.close()
     outside = [u for u in requests if not u.startswith(server)]
     assert outside == [], outside
+
+
+def _memory(pid: int) -> dict[str, int]:
+    """A process's resident set now (VmRSS) and at its peak since the last reset (VmHWM), in bytes."""
+    text = Path(f"/proc/{pid}/status").read_text()
+    return {k: int(re.search(rf"{k}:\s+(\d+)", text).group(1)) * 1024 for k in ("VmRSS", "VmHWM")}
+
+
+def test_a_long_text_pasted_in_chromium_draws_pooled_maps_an_exact_window_and_the_overview(
+    browser, tmp_path, monkeypatch
+):
+    """The long path end to end, with a smaller N for CI time: an eager budget of 64 MB makes SmolLM2 go lazy past
+    249 tokens, and ~1,200 tokens are pasted. The server's peak memory added by the request stays within the bound
+    the README states (its queries and keys, two analysis blocks and the forward pass's own activations)."""
+    from attnviz.engines.base import eager_tokens
+    from attnviz.lazy import BLOCK_BYTES
+
+    monkeypatch.setenv("ATTNVIZ_EAGER_MB", "64")  # here too, for eager_tokens below
+    port = _free_port()
+    proc = start_server(port, tmp_path / "streamlit.log", env={"ATTNVIZ_EAGER_MB": "64"})
+    url = f"http://127.0.0.1:{port}"
+    text = (ROOT / "README.md").read_text(encoding="utf-8")[:4000]  # ~1,200 SmolLM2 tokens of prose and markup
+    pg = browser.new_page(viewport={"width": 1400, "height": 2600})
+    try:
+        pg.goto(f"{url}/?model=smollm2&view=Head")
+        pg.wait_for_selector(".js-plotly-plot", timeout=90_000)
+        pg.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=90_000)
+        Path(f"/proc/{proc.pid}/clear_refs").write_text("5")  # the server's peak starts again: SmolLM2 is loaded
+        before = _memory(proc.pid)["VmRSS"]
+        pg.get_by_text("Long text: paste a passage").click()
+        box = pg.get_by_role("textbox", name="Long text")
+        box.fill(text)
+        box.press("Control+Enter")
+        pg.wait_for_selector("text=A long text", timeout=180_000)
+        pg.wait_for_selector("text=An exact window", timeout=180_000)
+        n = int(re.search(r"A long text: ([\d,]+) tokens", pg.locator("[data-testid=stAlertContentInfo]").first
+                          .text_content()).group(1).replace(",", ""))  # fmt: skip
+        assert n > eager_tokens(30, 9) * 3
+        title = "() => [...document.querySelectorAll('.gtitle')].map(t => t.textContent).find(t => t.includes('exact'))"
+        assert f"queries {n - 63}–{n}" in pg.evaluate(title)  # the window starts at the text's end
+        box_ = pg.locator(".js-plotly-plot").first.bounding_box()  # the pooled head map: click near its top-left
+        pg.mouse.click(box_["x"] + box_["width"] * 0.2, box_["y"] + box_["height"] * 0.3)
+        pg.wait_for_function(f"() => !({title})().includes('queries {n - 63}–')", timeout=60_000)
+        assert re.search(r"queries (\d+)–", pg.evaluate(title)).group(1) != str(n - 63)
+        pg.locator("[data-testid=stMain] button").filter(has_text="Overview").first.click()
+        pg.wait_for_selector("text=Every layer (rows) and head (columns)", timeout=120_000)
+        pg.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=120_000)
+        assert pg.locator(".js-plotly-plot").count() >= 1
+        assert pg.locator("[data-testid=stException]").count() == 0
+        pg.get_by_role("link", name="Model overview").first.click()  # statistics for every head of the long text
+        pg.wait_for_selector("text=Rollout and flow multiply every layer", timeout=120_000)
+        assert pg.locator(".js-plotly-plot").count() >= 1  # the layer x head grid of a statistic
+        assert pg.locator("[data-testid=stException]").count() == 0
+        pg.get_by_role("link", name="Inside").first.click()  # a page that draws every weight says where to go
+        pg.wait_for_selector("text=show long texts", timeout=60_000)
+        added = _memory(proc.pid)["VmHWM"] - before
+        kept = 30 * (9 + 3) * n * 64 * 4  # queries (L, H, N, Dh) and keys (L, Hkv, N, Dh), float32
+        bound = kept + 2 * BLOCK_BYTES + 600 * 2**20  # + the forward pass (SmolLM2's activations at this N)
+        assert added < bound, (added / 2**20, bound / 2**20)
+    finally:
+        pg.close()
+        proc.terminate()
+        proc.wait(10)

@@ -28,6 +28,7 @@ STAT_NAMES = {
     "first": "share on the first token (an attention sink)",
 }
 SHARED_PARAMS = ("model", "backend", "text", "palette", "projector")
+MAX_LISTED = 24  # punctuation tokens named in the caption; a long text has hundreds
 
 
 def self_result_or_stop(inputs: Inputs) -> AttentionResult | LazyAttention:
@@ -105,7 +106,10 @@ def stats_section(inputs: Inputs, result: AttentionResult | LazyAttention) -> No
         uniform = head_stats.uniform_entropy(result)
     labels = head_stats.labels(stats, uniform)
     seen = "i + 1 keys for query i (causal)" if result.kind == "causal" else "every key"
-    punct = ", ".join(escape.quoted(t) for t in head_stats.punctuation_tokens(result.source)) or "none in this text"
+    marks = head_stats.punctuation_tokens(result.source)
+    punct = ", ".join(escape.quoted(t) for t in marks[:MAX_LISTED]) or "none in this text"
+    if len(marks) > MAX_LISTED:
+        punct += f" and {len(marks) - MAX_LISTED:,} more"
     st.caption(
         f"Labels: a head is previous-token, next-token, [SEP], [CLS], self or first-token when more than "
         f"{head_stats.SHARE_THRESHOLD:.0%} of its attention goes there; broad when its entropy is at least "

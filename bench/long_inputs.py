@@ -1,0 +1,249 @@
+"""Benchmark: long texts on the bundled SmolLM2, lazy attention against eager attention.
+
+What a request for a long text costs, from its token ids to every head's pooled map and statistics:
+
+- eager: transformers' eager attention with output_attentions (every weight, L x H x N x N float32), then
+  head_stats() and the pooled maps from those weights (what attnviz did before lazy attention);
+- lazy: one forward pass with SDPA keeping each layer's queries and keys, then LazyAttention.analyse()
+  (row normalisers, pooled maps, statistics, attention received, in row blocks).
+
+Each (mode, N) runs in a fresh process, so that its peak memory is its own: the process's peak resident set is
+reset after the model is loaded and the text encoded (/proc/self/clear_refs), and "added" is the peak during the
+request minus the resident set before it. Exactness (lazy vs eager within 1e-5: every weight, rows, pooled maps,
+statistics) is checked at N = 256, 512, 1,024 first. Eager stops where its weights alone would pass
+--eager-gb (default 8: half this machine's memory): that is reported, not run. The growth rate between two sizes
+is log(t2 / t1) / log(N2 / N1): 1 is linear, 2 quadratic.
+
+Usage: python bench/long_inputs.py [--sizes 256,512,...] [--backend hf|scratch] [--plot PNG] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SIZES = (256, 512, 1024, 2048, 4096, 8192)
+EXACT_SIZES = (256, 512, 1024)
+TOL = 1e-5
+
+
+def _status() -> dict[str, int]:
+    text = Path("/proc/self/status").read_text()
+    return {k: int(re.search(rf"{k}:\s+(\d+)", text).group(1)) * 1024 for k in ("VmRSS", "VmHWM")}
+
+
+def _engine(backend: str):
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    from attnviz.engines import registry
+
+    hf_logging.set_verbosity_error()
+    torch.set_grad_enabled(False)
+    hf = registry.load("smollm2", "hf", "cpu")
+    return hf if backend == "hf" else registry.scratch_engine(hf)
+
+
+def _encode(engine, n: int):
+    """The first n tokens of this repository's own prose (README, DESIGN, results), repeated if need be."""
+    prose = "\n\n".join((ROOT / f).read_text(encoding="utf-8") for f in ("README.md", "DESIGN.md", "bench/RESULTS.md"))
+    text = prose
+    while len(engine.tokenizer.encode(text, n + 1).ids) <= n:
+        text += "\n\n" + prose
+    enc = engine.tokenizer.encode(text, n)
+    assert len(enc.ids) == n, (len(enc.ids), n)
+    return enc
+
+
+def child(mode: str, n: int, backend: str) -> dict:
+    """One request in this process: its seconds (forward, analysis) and the peak memory it added."""
+    import torch
+
+    from attnviz.analysis.head_stats import head_stats
+    from attnviz.analysis.pooling import block_mean, pool_factor
+    from attnviz.lazy import GRID_SIDE, THUMB_SIDE
+    from attnviz.result import AttentionResult
+
+    engine = _engine(backend)
+    enc = _encode(engine, n)
+    Path("/proc/self/clear_refs").write_text("5")  # the peak resident set starts again from here
+    before = _status()["VmRSS"]
+    start = time.perf_counter()
+    if mode == "eager":
+        with torch.inference_mode():
+            w = engine.weights_of(enc.ids)  # (L, H, N, N)
+        forward = time.perf_counter() - start
+        eager = AttentionResult(w, enc.axis, enc.axis, "causal", engine.name)
+        head_stats(eager)
+        for side in (GRID_SIDE, THUMB_SIDE):
+            f = pool_factor(n, side)
+            block_mean(w, f, f)
+    else:
+        lazy = engine.lazy_run(enc)
+        forward = time.perf_counter() - start
+        lazy.analyse()
+    total = time.perf_counter() - start
+    return {"mode": mode, "n": n, "forward_s": forward, "total_s": total, "added_bytes": _status()["VmHWM"] - before}
+
+
+def exactness(n: int, backend: str) -> dict:
+    """Largest differences of lazy from eager: weights, picked rows, pooled maps, attention received, statistics."""
+    import torch
+
+    from attnviz.analysis.head_stats import head_stats
+    from attnviz.analysis.pooling import block_mean
+    from attnviz.result import AttentionResult
+
+    engine = _engine(backend)
+    enc = _encode(engine, n)
+    with torch.inference_mode():
+        w = engine.weights_of(enc.ids)
+    lazy = engine.lazy_run(enc)
+    n_l, n_h = w.shape[:2]
+    out = {"n": n}
+    out["weights"] = (lazy.tile(range(n_l), range(n_h), slice(None), slice(None)) - w).abs().max().item()
+    picked = [0, n // 3, n // 2, n - 1]
+    out["rows"] = (lazy.rows(picked) - w[:, :, picked]).abs().max().item()
+    pooled, f, _ = lazy.pooled()
+    out["pooled"] = (torch.from_numpy(pooled) - block_mean(w, f, f)).abs().max().item()
+    out["received"] = (lazy.received() - w.mean(-2)).abs().max().item()
+    ours, ref = lazy.stats(), head_stats(AttentionResult(w, enc.axis, enc.axis, "causal", engine.name))
+    out["stats"] = max(  # relative to size for statistics in tokens or nats, as tests/test_lazy.py does
+        (((ours[k] - ref[k]).abs() / (ref[k].abs().clamp_min(1) if k in ("distance", "entropy") else 1)).max().item())
+        for k in ref
+    )
+    return out
+
+
+def _run_child(*args: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", *args], capture_output=True, text=True, check=False, cwd=ROOT
+    )
+    if done.returncode != 0:
+        return {"error": (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _growth(rows: list[dict], key: str) -> list[str]:
+    out = ["–"]
+    for a, b in zip(rows, rows[1:], strict=False):
+        if key in a and key in b and a[key] > 0 and b[key] > 0:
+            out.append(f"{math.log(b[key] / a[key]) / math.log(b['n'] / a['n']):.2f}")
+        else:
+            out.append("–")
+    return out
+
+
+def _plot(table: dict[str, list[dict]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for mode, style in (("eager", "o-"), ("lazy", "s-")):
+        rows = [r for r in table[mode] if "total_s" in r]
+        if rows:
+            a.plot([r["n"] for r in rows], [r["total_s"] for r in rows], style, label=mode)
+            b.plot([r["n"] for r in rows], [r["added_bytes"] / 2**30 for r in rows], style, label=mode)
+    for ax, title, unit in ((a, "time to every head's pooled map and statistics", "seconds"),
+                            (b, "peak memory added by the request", "GiB")):  # fmt: skip
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("tokens N")
+        ax.set_ylabel(unit)
+        ax.set_title(title, fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    fig.suptitle("SmolLM2-135M (30 layers x 9 heads) on the CPU: eager vs lazy attention", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    parser.add_argument("--backend", choices=("hf", "scratch"), default="hf")
+    parser.add_argument("--eager-gb", type=float, default=8.0, help="eager is not run where its weights pass this")
+    parser.add_argument("--no-exact", action="store_true")
+    parser.add_argument("--plot", type=Path, default=None, help="write the time and memory plot (PNG) here")
+    parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--child", nargs=3, metavar=("MODE", "N", "BACKEND"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        mode, n, backend = args.child
+        result = exactness(int(n), backend) if mode == "exact" else child(mode, int(n), backend)
+        print(json.dumps(result))
+        return
+
+    import torch
+
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(f"# long inputs: SmolLM2 ({args.backend}), {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} cores, torch {torch.__version__}, cpu")  # fmt: skip
+    failed = False
+    if not args.no_exact:
+        print("\n| N | weights | rows | pooled | received | statistics | within 1e-5 |\n|---|---|---|---|---|---|---|")
+        for n in EXACT_SIZES:
+            e = _run_child("exact", str(n), args.backend)
+            if "error" in e:
+                print(f"| {n} | error: {e['error']} |")
+                failed = True
+                continue
+            ok = all(e[k] < TOL for k in ("weights", "rows", "pooled", "received", "stats"))
+            failed |= not ok
+            print(f"| {n} | {e['weights']:.1e} | {e['rows']:.1e} | {e['pooled']:.1e} | {e['received']:.1e} | "
+                  f"{e['stats']:.1e} | {'yes' if ok else 'NO'} |")  # fmt: skip
+    table: dict[str, list[dict]] = {"eager": [], "lazy": []}
+    for n in sizes:
+        for mode in ("eager", "lazy"):
+            weights_gb = 30 * 9 * n * n * 4 / 1e9
+            if mode == "eager" and weights_gb > args.eager_gb:
+                table[mode].append({"n": n, "skipped": f"not run: its weights alone are {weights_gb:.0f} GB"})
+                continue
+            r = _run_child(mode, str(n), args.backend)
+            r["n"] = n
+            table[mode].append(r)
+            shown = f"{r['total_s']:.1f} s, +{r['added_bytes'] / 2**30:.2f} GiB" if "total_s" in r else r["error"]
+            print(f"  {mode} N={n}: {shown}", file=sys.stderr, flush=True)
+    print("\n| N | eager: seconds | eager: peak added | lazy: forward | lazy: total seconds | lazy: peak added | "
+          "eager / lazy time |\n|---|---|---|---|---|---|---|")  # fmt: skip
+    for e, z in zip(table["eager"], table["lazy"], strict=True):
+        eager_t = f"{e['total_s']:.1f}" if "total_s" in e else e.get("skipped", e.get("error", "–"))
+        eager_m = f"{e['added_bytes'] / 2**30:.2f} GiB" if "total_s" in e else "–"
+        lazy_t = f"{z['total_s']:.1f}" if "total_s" in z else z.get("error", "–")
+        lazy_f = f"{z['forward_s']:.1f}" if "total_s" in z else "–"
+        lazy_m = f"{z['added_bytes'] / 2**30:.2f} GiB" if "total_s" in z else "–"
+        ratio = f"{e['total_s'] / z['total_s']:.1f}x" if "total_s" in e and "total_s" in z else "–"
+        print(f"| {e['n']:,} | {eager_t} | {eager_m} | {lazy_f} | {lazy_t} | {lazy_m} | {ratio} |")
+    for mode in ("eager", "lazy"):
+        rows = [r for r in table[mode] if "total_s" in r]
+        if len(rows) > 1:
+            t, m = _growth(rows, "total_s"), _growth(rows, "added_bytes")
+            pairs = zip(rows, rows[1:], t[1:], m[1:], strict=False)
+            steps = ", ".join(f"{a['n']}→{b['n']}: time {x}, memory {y}" for a, b, x, y in pairs)
+            print(f"\ngrowth rate, {mode} (1 linear, 2 quadratic): {steps}")
+    if args.plot:
+        _plot(table, args.plot)
+        print(f"\nplot: {args.plot}")
+    if torch.cuda.is_available():
+        print("\nCUDA is available, but this benchmark runs on the CPU; N = 32,768 on CUDA is not measured here.")
+    else:
+        print("\nNo GPU on this machine: N = 32,768 on CUDA was not run.")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
