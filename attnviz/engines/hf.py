@@ -294,7 +294,9 @@ class HFDecoderEngine(HFEngine):
         token = _CAPTURE.set(sink)
         try:
             with self._lock, torch.inference_mode():
-                self.model.base_model(input_ids=torch.tensor([src.ids], device=self.device), use_cache=False)  # no logits
+                self.model.base_model(
+                    input_ids=torch.tensor([src.ids], device=self.device), use_cache=False
+                )  # no logits, no cache
         finally:
             _CAPTURE.reset(token)
         q, k = torch.stack([c[0] for c in sink]), torch.stack([c[1] for c in sink])  # (L, H, N, Dh), (L, Hkv, N, Dh)
