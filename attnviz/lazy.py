@@ -32,7 +32,9 @@ from attnviz.tokens import TokenAxis
 
 BLOCK_BYTES = 64 * 2**20  # the most weights one block of rows holds at once (all heads of one layer)
 GRID_SIDE, THUMB_SIDE = 96, 32  # the pooled sizes the first pass makes: a layer's grid, the whole-model overview
-MASKED = torch.finfo(torch.float32).min  # a masked score: its weight is exactly 0, and 0 * MASKED is 0, not NaN
+MASKED = float("-inf")  # a masked score: its weight is exactly 0 (exp of the float minimum, or of anything below
+# -104, takes torch's slow path: 3x to 7x the time of exp(-inf); the analysis zeroes these before it multiplies)
+MAX_ROWS = 256  # at most this many rows a block: a causal block computes (and discards) its own triangle, r / N of all
 Progress = Callable[[int, int], None]  # (done, total)
 
 
@@ -50,6 +52,7 @@ class LazyAttention:
     truncated: int = 0
     scale: float | None = None  # the score scale; default 1 / sqrt(Dh)
     block_bytes: int = BLOCK_BYTES
+    max_rows: int = MAX_ROWS
     value_norms: Tensor | None = None  # (L, H, N) like AttentionResult's
     _cache: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -120,17 +123,24 @@ class LazyAttention:
             q, k = self.q[layer, head : head + 1, rows], self.k[layer, kv : kv + 1, cols]
         g = q.shape[0] // k.shape[0]
         s = ((q * self.scale).unflatten(0, (k.shape[0], g)) @ k.unsqueeze(1).transpose(-1, -2)).flatten(0, 1)
-        if self.kind == "causal" and cols.stop > rows.start + 1:
-            # only columns past each row's own are masked: the triangle of the block's own columns
-            r = torch.arange(rows.start, rows.stop)[:, None]  # (r, 1)
-            c = torch.arange(max(cols.start, rows.start), cols.stop)[None, :]  # (1, c')
-            s[..., c[0, 0] - cols.start :].masked_fill_(c > r, MASKED)
+        tail = self._masked_tail(rows, cols)
+        if tail is not None:
+            s[..., tail[0] :].masked_fill_(tail[1], MASKED)
         return s
+
+    def _masked_tail(self, rows: slice, cols: slice) -> tuple[int, Tensor] | None:
+        """Where a causal block's mask falls: (the first column, relative to cols, that any row cannot see; the
+        (r, c') mask from there on), or None where every row sees every column. Only the block's own triangle."""
+        if self.kind != "causal" or cols.stop <= rows.start + 1:
+            return None
+        r = torch.arange(rows.start, rows.stop)[:, None]  # (r, 1)
+        c = torch.arange(max(cols.start, rows.start), cols.stop)[None, :]  # (1, c')
+        return int(c[0, 0]) - cols.start, c > r
 
     def _row_blocks(self, heads: int | None = None):
         """Row slices whose weights (all heads, or `heads` of them, every key) fit block_bytes."""
         per_row = 4 * (heads or self.n_heads) * self.n_tokens
-        size = max(1, self.block_bytes // per_row)
+        size = max(1, min(self.max_rows, self.block_bytes // per_row))
         for r0 in range(0, self.n_tokens, size):
             yield slice(r0, min(self.n_tokens, r0 + size))
 
@@ -265,6 +275,9 @@ class LazyAttention:
                     top = s.amax(-1)  # (H, r)
                     s.sub_(top[..., None])  # shifted scores: each row's largest is 0 (in place)
                     w = s.exp()
+                    tail = self._masked_tail(rows, seen)
+                    if tail is not None:  # masked scores are -inf: 0 from here on, so that w * s is 0 there
+                        s[..., tail[0] :].masked_fill_(tail[1], 0.0)
                     z = w.sum(-1)  # (H, r)
                     w.div_(z[..., None])  # (H, r, c): exact weights
                     log_z = z.log()
@@ -290,9 +303,9 @@ class LazyAttention:
 
         w (H, r, c): the weights; s: the shifted scores, w = exp(s) / z; log_z (H, r); keys (c, 5).
         """
-        h, r, c = w.shape
-        # entropy: -sum_j w log w = -sum_j w (s - log z) = log z - sum_j w s (the weights sum to 1), no temporary
-        acc["entropy"][layer] += (log_z - torch.bmm(w.reshape(h * r, 1, c), s.reshape(h * r, c, 1)).view(h, r)).sum(-1)
+        c = w.shape[-1]
+        # entropy: -sum_j w log w = -sum_j w (s - log z) = log z - sum_j w s (the weights sum to 1)
+        acc["entropy"][layer] += (log_z - torch.linalg.vecdot(w, s)).sum(-1)
         shares = w @ keys  # (H, r, 5): on cls, sep, punct, first; and sum_j w_ij j
         for i, name in enumerate(("cls", "sep", "punct", "first")):
             acc[name][layer] += shares[..., i].sum(-1)

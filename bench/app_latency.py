@@ -1,4 +1,4 @@
-"""Benchmark: the app as a person meets it. Playwright drives Debian's Chromium against `streamlit run app.py`.
+"""Benchmark: the app as a person meets it. Playwright drives Debian's Chromium against `python -m attnviz serve`.
 
 1. cold: time from opening the page (server up, model not yet loaded) until all heads are drawn;
 2. warm: a new sentence of up to 40 tokens typed and Enter pressed -> every heatmap of the layer

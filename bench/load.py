@@ -1,4 +1,4 @@
-"""Benchmark: a classroom at once. N users on one `streamlit run app.py` server, typing and moving between pages.
+"""Benchmark: a classroom at once. N users on one `python -m attnviz serve` server, typing and moving between pages.
 
 - N protocol users (default 30) speak Streamlit's own websocket protocol: each sends a rerun
   message (a BackMsg built with streamlit's protobuf classes) carrying its widget values: a new
@@ -11,6 +11,11 @@ errors (exceptions or error messages the app drew, failed runs, dropped connecti
 server's resident memory over time. Targets on a 2-core machine: 0 errors, p95 <= 5 s, memory growth
 after warm-up <= 10%. Usage: python bench/load.py [--users 30] [--browsers 3] [--seconds 120]
 
+`--profile`: py-spy (requirements-dev.txt) samples the server during the load, every thread that is not idle, 50
+times a second; each sample is put in the first of these its stack reaches, from the innermost frame out: the
+forward pass (torch, attnviz.engines), serialisation (JSON, protobuf, plotly's to_json), figure building
+(attnviz.figures, plotly), Streamlit's own work (the rest of streamlit and tornado), other. The shares are printed.
+
 `--memory`: instead, 30 protocol users each send a different 512-token text (then move its layer
 slider twice), all at once, for several rounds; the server's resident memory is sampled every
 second and must stay under MEMORY_BOUND_MB (the result memo's budget, ATTNVIZ_CACHE_MB, bounds it).
@@ -20,8 +25,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import random
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -254,12 +262,51 @@ def memory_run(users: int, rounds: int) -> None:
         print("error:", e)
 
 
+PROFILE_PARTS = (  # (part, substrings of a frame "function (file:line)" that put a sample there), innermost first
+    ("serialisation", ("/json/", "json.py", "_json", "protobuf", "SerializeToString", "marshall", "to_plotly_json")),
+    ("forward pass", ("/torch/", "attnviz/engines/", "/transformers/", "attnviz/lazy.py")),
+    ("figure building", ("attnviz/figures/", "/plotly/", "/numpy/")),
+    ("attnviz pages and analysis", ("attnviz/",)),
+    ("Streamlit's own work", ("/streamlit/", "/tornado/", "/asyncio/")),
+)
+
+
+def start_profile(pid: int, seconds: float, out: Path) -> subprocess.Popen | None:
+    """py-spy recording the server for `seconds` (raw collapsed stacks), or None where py-spy is missing."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    if not Path(spy).exists():
+        print("--profile: py-spy is not installed (pip install -r requirements-dev.txt)", file=sys.stderr)
+        return None
+    cmd = [spy, "record", "--pid", str(pid), "--duration", str(int(seconds)), "--rate", "50", "--format", "raw",
+           "--output", str(out), "--nonblocking"]  # fmt: skip
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def profile_shares(raw: Path) -> tuple[int, dict[str, float]]:
+    """Samples in a py-spy raw file, and each part's share of them (see PROFILE_PARTS)."""
+    counts: collections.Counter[str] = collections.Counter()
+    for line in raw.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not stack or not n.isdigit():
+            continue
+        frames = stack.split(";")[1:]  # the first is the thread
+        part = "other"
+        for frame in reversed(frames):  # innermost first
+            part = next((name for name, keys in PROFILE_PARTS if any(k in frame for k in keys)), "")
+            if part:
+                break
+        counts[part or "other"] += int(n)
+    total = sum(counts.values())
+    return total, {k: v / total for k, v in counts.most_common()} if total else {}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=30)
     parser.add_argument("--browsers", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=120)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--profile", action="store_true", help="sample the server with py-spy during the load")
     parser.add_argument("--memory", action="store_true", help="the memory run: 30 users, different 512-token texts")
     parser.add_argument("--rounds", type=int, default=3, help="with --memory: texts per user")
     args = parser.parse_args()
@@ -287,6 +334,8 @@ def main() -> None:
                 sampler_stop.wait(5)
 
         threading.Thread(target=sample, daemon=True).start()
+        raw = Path(tempfile.mkdtemp()) / "profile.txt"
+        spy = start_profile(server.pid, args.seconds - 5, raw) if args.profile else None
         browsers = threading.Thread(
             target=browser_users, args=(f"http://127.0.0.1:{port}/", args.browsers, deadline, stats)
         )
@@ -301,6 +350,8 @@ def main() -> None:
         if args.browsers:
             browsers.join()
         sampler_stop.set()
+        if spy:
+            spy.wait(60)
     finally:
         server.terminate()
         server.wait(10)
@@ -319,6 +370,11 @@ def main() -> None:
     print(f"| server memory after 10 s of load / peak / at the end | {first:.0f} / {peak:.0f} / {last:.0f} MB | - |")
     print(f"| memory growth after warm-up (end vs 10 s) | {100 * (last - first) / first:+.1f}% | <= 10% |")
     print("\nmemory over time (s, MB): " + ", ".join(f"{t:.0f}:{m:.0f}" for t, m in memory))
+    if spy and raw.exists():
+        total, shares = profile_shares(raw)
+        print(f"\nprofile of the server under load (py-spy, {total:,} samples of busy threads; raw stacks: {raw}):")
+        for part, share in shares.items():
+            print(f"- {part}: {share:.0%}")
     for e in stats.errors[:20]:
         print("error:", e)
 
