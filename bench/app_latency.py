@@ -1,12 +1,14 @@
 """Benchmark: the app as a person meets it. Playwright drives Debian's Chromium against `python -m attnviz serve`.
 
-1. cold: time from opening the page (server up, model not yet loaded) until all heads are drawn;
+1. first page: time from opening the page on a server just started (serve has loaded the default model and
+   computed its first page before the port opened) until all heads are drawn;
 2. warm: a new sentence of up to 40 tokens typed and Enter pressed -> every heatmap of the layer
    redrawn with the new tokens (median over distinct sentences, so no result cache helps);
 3. a 512-token input: each view (layer grid, one head, overview) timed from the action to the
    drawn figure, and the bytes the server sent over its websocket for it.
 
-Targets (issue 3): warm median <= 1.0 s; cold <= 10 s; overview of 512 tokens <= 3 s; <= 10 MB sent.
+Targets: warm median <= 0.5 s and first page <= 5 s (issue 15; they were 1.0 s and 10 s in issue 3); overview of
+512 tokens <= 3 s; <= 10 MB sent.
 `--model smollm2`: the same on SmolLM2 (9 heads a layer; issue 14: warm median <= 1.5 s), and how long a
 fresh process takes to load it once it has been converted (<= 5 s).
 Usage: python bench/app_latency.py [--sentences N] [--model default|smollm2] [--backend hf|scratch]
@@ -110,7 +112,7 @@ def main() -> None:
             page.wait_for_function(DRAWN_JS, arg=[heads, ""], timeout=120_000)
             cold = time.perf_counter() - start
             rows.append(("server start to healthy", f"{healthy:.2f} s", "-"))
-            rows.append(("first page load, cold model", f"{cold:.2f} s", "<= 10 s"))
+            rows.append(("first page load, server just started", f"{cold:.2f} s", "<= 5 s"))
 
             warm = []
             for sentence in SENTENCES[: args.sentences]:
@@ -119,7 +121,7 @@ def main() -> None:
                 _type(page, sentence)
                 page.wait_for_function(DRAWN_JS, arg=[heads, old], timeout=60_000, polling=10)
                 warm.append(time.perf_counter() - start)
-            target = "<= 1.0 s" if heads == 12 else "<= 1.5 s"
+            target = "<= 0.5 s" if heads == 12 else "<= 1.5 s"
             rows.append(
                 (
                     f"sentence -> all {heads} heads drawn (median of {len(warm)}, max {max(warm):.2f} s)",

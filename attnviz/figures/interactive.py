@@ -154,7 +154,13 @@ def maps_grid(
     pooling = "" if fq == fk == 1 else f" — pooled {fq}×{fk} tokens a cell; pick a head for full detail"
     fig = _style_layout(fig, style, float(maps.max()), f"Layer {layer + 1}: every head{pooling}{_note(note)}")
     cell = 260 if style.projector else 220
-    return fig.update_layout(height=n_rows * cell + 80)
+    # Room for the token labels, measured here: plotly's automargin would lay the figure out twice in the browser
+    # (0.54 s against 0.35 s from Enter to 12 maps drawn), and the grid is drawn without Streamlit's theme.
+    char = 0.62 * style.font_size  # a label character's width, about
+    labels = len(xs) <= 48
+    left = 10 + (char * max((len(y) for y in ys), default=0) if labels else 0)
+    bottom = 10 + (0.87 * char * max((len(x) for x in xs), default=0) if labels else 0)  # tick labels turned 60°
+    return fig.update_layout(height=n_rows * cell + 80 + bottom, margin={"l": round(left), "b": round(bottom)})
 
 
 def _note(note: str) -> str:

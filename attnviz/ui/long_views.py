@@ -68,7 +68,7 @@ def layer_view(inputs: Inputs, lazy: LazyAttention, layer: int) -> None:
     tokens = lazy.target_tokens
     st.caption("Rows are queries (the token looking), columns are keys (the token looked at). One colour scale.")
     fig = interactive.maps_grid(maps[layer], tokens, tokens, f, f, layer, style=inputs.style, note="exact weights")
-    st.plotly_chart(fig, key="heads.chart.grid")
+    st.plotly_chart(fig, key="heads.chart.grid", theme=None)  # as the short grid: see pages/heads.py
     export_maps(inputs, lazy, maps[layer][None], f, layer, "heads.export.layer")
     received = lazy.received()[layer]  # (H, N)
     fb = pool_factor(lazy.n_tokens, BAND_SIDE)

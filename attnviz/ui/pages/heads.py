@@ -77,7 +77,7 @@ def render() -> None:
     if view == "Layer":
         st.caption("Rows are queries (the token looking), columns are keys (the token looked at). One colour scale.")
         fig = interactive.head_grid(result, layer, style=inputs.style, note=note)
-        st.plotly_chart(fig, key="heads.chart.grid")
+        st.plotly_chart(fig, key="heads.chart.grid", theme=None)
         widgets.export_buttons(inputs, fetch, layer, None, opts, "heads.export.layer")
     elif view == "Head":
         head = widgets.pick("Head", "heads", "head", result.n_heads)
