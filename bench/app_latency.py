@@ -72,9 +72,7 @@ def load_seconds() -> float:
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def _print(rows, server) -> None:
-    server.terminate()
-    server.wait(10)
+def _print(rows) -> None:
     print("| measure | value | target |")
     print("|---|---:|---|")
     for name, value, target in rows:
@@ -131,7 +129,7 @@ def main() -> None:
             )
             if args.skip_long:
                 browser.close()
-                return _print(rows, server)
+                return
 
             long_text = " ".join(f"word{i % 50} lorem" for i in range(400))  # far past 512 tokens
             old = page.evaluate(LABELS_JS)
@@ -156,10 +154,7 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(10)
-    print("| measure | value | target |")
-    print("|---|---:|---|")
-    for name, value, target in rows:
-        print(f"| {name} | {value} | {target} |")
+        _print(rows)
 
 
 if __name__ == "__main__":

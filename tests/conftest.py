@@ -72,15 +72,19 @@ def tiny_marian_dir(tmp_path_factory, bundled_tokenizer) -> Path:
     return _save(MarianMTModel(cfg), tmp_path_factory.mktemp("tiny-marian"), tok)
 
 
+def _tiny_llama_config(vocab_size: int, max_positions: int) -> LlamaConfig:
+    return LlamaConfig(
+        vocab_size=vocab_size, hidden_size=72, num_hidden_layers=2, num_attention_heads=6, num_key_value_heads=2,
+        head_dim=12, intermediate_size=96, max_position_embeddings=max_positions, rope_theta=500.0,
+        tie_word_embeddings=True, rms_norm_eps=1e-5,
+    )  # fmt: skip
+
+
 @pytest.fixture(scope="session")
 def tiny_llama_dir(tmp_path_factory, bundled_tokenizer) -> Path:
     """A random Llama: 6 query heads sharing 2 key/value heads, head size 12 (not a power of two), tied head."""
     torch.manual_seed(0)
-    cfg = LlamaConfig(
-        vocab_size=bundled_tokenizer.vocab_size, hidden_size=72, num_hidden_layers=2, num_attention_heads=6,
-        num_key_value_heads=2, head_dim=12, intermediate_size=96, max_position_embeddings=128, rope_theta=500.0,
-        tie_word_embeddings=True, rms_norm_eps=1e-5,
-    )  # fmt: skip
+    cfg = _tiny_llama_config(bundled_tokenizer.vocab_size, max_positions=128)
     return _save(LlamaForCausalLM(cfg), tmp_path_factory.mktemp("tiny-llama"), bundled_tokenizer)
 
 
@@ -88,11 +92,7 @@ def tiny_llama_dir(tmp_path_factory, bundled_tokenizer) -> Path:
 def tiny_long_llama_dir(tmp_path_factory, bundled_tokenizer) -> Path:
     """The tiny Llama's shape with room for 2,048 positions: long inputs in a second."""
     torch.manual_seed(1)
-    cfg = LlamaConfig(
-        vocab_size=bundled_tokenizer.vocab_size, hidden_size=72, num_hidden_layers=2, num_attention_heads=6,
-        num_key_value_heads=2, head_dim=12, intermediate_size=96, max_position_embeddings=2048, rope_theta=500.0,
-        tie_word_embeddings=True, rms_norm_eps=1e-5,
-    )  # fmt: skip
+    cfg = _tiny_llama_config(bundled_tokenizer.vocab_size, max_positions=2048)
     tokenizer = AutoTokenizer.from_pretrained(registry.default_model_dir(), model_max_length=2048)  # not BERT's 512
     return _save(LlamaForCausalLM(cfg), tmp_path_factory.mktemp("tiny-long-llama"), tokenizer)
 

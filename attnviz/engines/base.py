@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar, runtime_checkable
 
 import torch
 
@@ -26,6 +26,9 @@ from attnviz.engines.scratch import AttentionSteps
 from attnviz.lazy import LazyAttention
 from attnviz.result import AttentionKind, AttentionResult
 from attnviz.tokens import Encoded, Tokenizer
+
+if TYPE_CHECKING:
+    from torch import nn
 
 Backend = Literal["hf", "scratch"]
 Progress = Callable[[int, int], None]  # (done, total): a forward pass reports layer by layer
@@ -185,6 +188,40 @@ def eager_tokens(n_layers: int, n_heads: int) -> int:
 def goes_lazy(engine: Engine, n_tokens: int) -> bool:
     """Whether `engine` answers an input of n_tokens with a LazyAttention: when it can, past eager_tokens."""
     return isinstance(engine, LazyEngine) and engine.lazy and n_tokens > eager_tokens(engine.n_layers, engine.n_heads)
+
+
+def rename_weights(
+    hf_state: dict[str, torch.Tensor],
+    table: Sequence[tuple[str, str]],
+    ignored: re.Pattern,
+    family: str,
+    prefix: str,
+) -> dict[str, torch.Tensor]:
+    """A Hugging Face state dict under a scratch model's names, by a table of (regex, replacement) rules tried in
+    order; names `ignored` matches are left out, a name no rule matches is a KeyError (a checkpoint we do not know)."""
+    ours: dict[str, torch.Tensor] = {}
+    for name, tensor in hf_state.items():
+        name = name.removeprefix(prefix)
+        if ignored.match(name):
+            continue
+        for pattern, repl in table:
+            new, n = re.subn("^" + pattern, repl, name)
+            if n:
+                ours[new] = tensor
+                break
+        else:
+            raise KeyError(f"no rule in {family}.NAME_TABLE for the weight {name!r}")
+    return ours
+
+
+def share_weights(model: nn.Module, state: dict[str, torch.Tensor], family: str) -> None:
+    """Give a scratch model (built on "meta") the Hugging Face model's own tensors: shared, not copied."""
+    missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
+    if missing or unexpected:
+        raise ModelLoadError(
+            f"The {family} weights do not fit the scratch engine: missing {missing}, unexpected {unexpected}. "
+            f"Extend {family.lower()}.NAME_TABLE for this checkpoint's names."
+        )
 
 
 def to_weights(per_layer: tuple[torch.Tensor, ...] | list[torch.Tensor]) -> torch.Tensor:

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnviz.engines.base import Backend, ModelLoadError, to_weights
+from attnviz.engines.base import Backend, rename_weights, share_weights, to_weights
 from attnviz.engines.hf import HFEngine
 from attnviz.engines.scratch import AttentionSteps, MultiHeadAttention, causal_mask, key_padding_mask
 from attnviz.result import AttentionKind, AttentionResult
@@ -172,32 +172,14 @@ IGNORED = re.compile(r"(pooler\.|cls\.|.*position_ids$|.*token_type_ids$)")
 
 def translate_state_dict(hf_state: dict[str, Tensor]) -> dict[str, Tensor]:
     """Rename a Hugging Face BERT state dict to ScratchBert's names (a "bert." prefix is allowed)."""
-    ours: dict[str, Tensor] = {}
-    for name, tensor in hf_state.items():
-        name = name.removeprefix("bert.")
-        if IGNORED.match(name):
-            continue
-        for pattern, repl in NAME_TABLE:
-            new, n = re.subn("^" + pattern, repl, name)
-            if n:
-                ours[new] = tensor
-                break
-        else:
-            raise KeyError(f"no rule in bert.NAME_TABLE for the weight {name!r}")
-    return ours
+    return rename_weights(hf_state, NAME_TABLE, IGNORED, "bert", "bert.")
 
 
 def from_hf(hf_model: nn.Module) -> ScratchBert:
     """A ScratchBert sharing a Hugging Face BertModel's tensors (no copy), in eval mode."""
     with torch.device("meta"):  # no memory for weights that are about to be replaced by the model's own
         model = ScratchBert(BertConfig.from_hf(hf_model.config))
-    state = translate_state_dict(hf_model.state_dict())
-    missing, unexpected = model.load_state_dict(state, strict=False, assign=True)  # shares the tensors, no copy
-    if missing or unexpected:
-        raise ModelLoadError(
-            f"The BERT weights do not fit the scratch engine: missing {missing}, unexpected {unexpected}. "
-            "Extend bert.NAME_TABLE for this checkpoint's names."
-        )
+    share_weights(model, translate_state_dict(hf_model.state_dict()), "BERT")
     first = next(hf_model.parameters())
     return model.to(device=first.device, dtype=first.dtype).eval()
 

@@ -20,10 +20,11 @@ from torch import Tensor, nn
 from attnviz.engines.base import (
     Backend,
     Generation,
-    ModelLoadError,
     eager_tokens,
     goes_lazy,
     make_generation,
+    rename_weights,
+    share_weights,
     to_weights,
 )
 from attnviz.engines.hf import HFDecoderEngine
@@ -200,23 +201,13 @@ NAME_TABLE: tuple[tuple[str, str], ...] = (
     (r"lm_head\.", "lm_head."),
 )
 IGNORED = re.compile(r".*rotary_emb\.")
+IGNORED_TIED = re.compile(r"(.*rotary_emb\.|lm_head\.)")  # a tied lm_head is the embedding itself
 
 
 def translate_state_dict(hf_state: dict[str, Tensor], tied: bool) -> dict[str, Tensor]:
     """Rename a Hugging Face Llama state dict to ScratchLlama's names (a tied lm_head is left out)."""
-    ours: dict[str, Tensor] = {}
-    for name, tensor in hf_state.items():
-        name = name.removeprefix("model.")
-        if IGNORED.match(name) or (tied and name.startswith("lm_head.")):
-            continue
-        for pattern, repl in NAME_TABLE:
-            new, n = re.subn("^" + pattern, repl, name)
-            if n:
-                ours[new] = tensor
-                break
-        else:
-            raise KeyError(f"no rule in llama.NAME_TABLE for the weight {name!r}")
-    return ours
+    ignored = IGNORED_TIED if tied else IGNORED
+    return rename_weights(hf_state, NAME_TABLE, ignored, "llama", "model.")
 
 
 def from_hf(hf_model: nn.Module) -> ScratchLlama:
@@ -224,13 +215,7 @@ def from_hf(hf_model: nn.Module) -> ScratchLlama:
     config = LlamaConfig.from_hf(hf_model.config)
     with torch.device("meta"):  # no memory for weights that are about to be replaced by the model's own
         model = ScratchLlama(config)
-    state = translate_state_dict(hf_model.state_dict(), config.tie_word_embeddings)
-    missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
-    if missing or unexpected:
-        raise ModelLoadError(
-            f"The Llama weights do not fit the scratch engine: missing {missing}, unexpected {unexpected}. "
-            "Extend llama.NAME_TABLE for this checkpoint's names."
-        )
+    share_weights(model, translate_state_dict(hf_model.state_dict(), config.tie_word_embeddings), "Llama")
     device = next(hf_model.parameters()).device
     model.rope = RotaryEmbedding(config.head_dim, config.rope_theta, device=device)  # its buffer was on "meta"
     for block in model.layers:

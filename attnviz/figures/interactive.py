@@ -55,6 +55,21 @@ def _style_layout(fig: go.Figure, style: Style, zmax: float, title: str) -> go.F
     return fig
 
 
+def click_markers(xs, ys, name: str, size: int, *, gl: bool = False) -> go.Scatter | go.Scattergl:
+    """A nearly invisible square marker on every cell of a heatmap's grid (xs by ys): clicks on a heatmap send
+    Streamlit no selection, clicks on markers do. WebGL (gl) for grids of thousands of cells."""
+    x, y = np.meshgrid(xs, ys)
+    return (go.Scattergl if gl else go.Scatter)(
+        x=x.ravel(),
+        y=y.ravel(),
+        mode="markers",
+        name=name,
+        showlegend=False,
+        hoverinfo="none",
+        marker={"symbol": "square", "size": size, "opacity": 0.01, "color": "white"},
+    )
+
+
 def _title_over(text: str, x: float, y: float, **extra) -> dict:
     """An annotation centred above a map, at paper coordinates (x, y)."""
     return {
@@ -463,11 +478,12 @@ def stat_grid(
         for layer in range(n_l)
     ]
     stat = html_text(stat, 60)
+    heads, layers = [f"H{h + 1}" for h in range(n_h)], [f"L{layer + 1}" for layer in range(n_l)]
     fig = go.Figure(
         go.Heatmap(
             z=values.astype(np.float32),
-            x=[f"H{h + 1}" for h in range(n_h)],
-            y=[f"L{layer + 1}" for layer in range(n_l)],
+            x=heads,
+            y=layers,
             text=text,
             texttemplate="%{text}",
             textfont={"size": style.font_size - 2},
@@ -478,19 +494,7 @@ def stat_grid(
             ygap=2,
         )
     )
-    # Clicks on a heatmap send no selection; one nearly invisible marker per cell makes every cell clickable.
-    xs, ys = np.meshgrid([f"H{h + 1}" for h in range(n_h)], [f"L{layer + 1}" for layer in range(n_l)])
-    fig.add_trace(
-        go.Scatter(
-            x=xs.ravel(),
-            y=ys.ravel(),
-            mode="markers",
-            name="open",
-            showlegend=False,
-            hoverinfo="none",
-            marker={"symbol": "square", "size": 40, "opacity": 0.01, "color": "white"},
-        )
-    )
+    fig.add_trace(click_markers(heads, layers, "open", 40))
     fig.update_yaxes(autorange="reversed")
     return fig.update_layout(
         height=(90 if n_l <= 12 else 44) * n_l + 120,

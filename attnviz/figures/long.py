@@ -13,6 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnviz.escape import html_text
+from attnviz.figures.interactive import click_markers
 from attnviz.figures.style import Style
 
 ROW_HOVER = "key %{x}: %{customdata}<br>weight %{y:.5f}<extra></extra>"
@@ -60,19 +61,7 @@ def zoomable_map(m: np.ndarray, f: int, n: int, title: str, *, style: Style = St
             hovertemplate=("%{text}" if spans else "query %{y}<br>key %{x}") + "<br>%{z:.5f}<extra></extra>",
         )
     )
-    # Clicks on a heatmap send no selection; a nearly invisible marker on each cell makes cells clickable.
-    xs, ys = np.meshgrid(centres, centres)
-    fig.add_trace(
-        go.Scattergl(
-            x=xs.ravel(),
-            y=ys.ravel(),
-            mode="markers",
-            name="zoom",
-            showlegend=False,
-            hoverinfo="none",
-            marker={"symbol": "square", "size": max(4, 640 // p), "opacity": 0.01, "color": "white"},
-        )
-    )
+    fig.add_trace(click_markers(centres, centres, "zoom", max(4, 640 // p), gl=True))
     fig.update_xaxes(title="key position (attended to)", range=[0.5, n + 0.5], constrain="domain")
     fig.update_yaxes(title="query position (attending)", range=[n + 0.5, 0.5], scaleanchor="x")
     return _style(fig, style, title, 720 if style.projector else 640)
