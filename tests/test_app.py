@@ -354,3 +354,16 @@ def test_the_pronoun_benchmark_on_a_causal_model_offers_the_head_vote_only():
     _ok(at)
     assert at.radio(key="pr.method").options == ["Head vote"]
     assert any("not defined here" in i.value for i in at.info)
+
+
+@pytest.mark.parametrize("page", ["app_pages/heads.py", "app_pages/overview.py"])
+def test_a_text_longer_than_the_model_takes_says_how_many_tokens_were_read_and_dropped(bundled_hf, page):
+    text = "The animal didn't cross the street because it was too tired. " * 60
+    dropped = bundled_hf.encode(text).truncated
+    assert dropped > 0
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["text"] = text
+    at = at.switch_page(page).run()
+    _ok(at)
+    notes = [i.value for i in at.info if "cut to fit the model" in i.value]
+    assert notes == [f"The text was cut to fit the model: it reads 512 tokens; {dropped:,} at the end were dropped."]

@@ -11,6 +11,7 @@ import streamlit as st
 from attnviz import escape
 from attnviz.analysis import view_options
 from attnviz.figures.style import pooled_labels
+from attnviz.lazy import LazyAttention
 from attnviz.result import AttentionResult
 from attnviz.ui import state
 from attnviz.ui.controls import Inputs
@@ -73,6 +74,13 @@ def prepared(result: AttentionResult, opts: Options) -> AttentionResult:
     except ValueError as err:
         st.warning(escape.md(err))
         st.stop()
+
+
+def truncation_notice(result: AttentionResult | LazyAttention) -> None:
+    """Say how many tokens were dropped where the text was longer than the model takes (nothing otherwise)."""
+    if result.truncated:
+        kept, dropped = len(result.source_tokens), result.truncated
+        st.info(f"The text was cut to fit the model: it reads {kept:,} tokens; {dropped:,} at the end were dropped.")
 
 
 def pick(label: str, prefix: str, url_key: str, count: int) -> int:

@@ -53,6 +53,7 @@ def render() -> None:
         long_views.options_note(eng.n_layers, eng.n_heads)  # type: ignore[attr-defined]  (a LazyEngine)
         lazy = next(iter(cache.attention_or_stop(model, inputs.backend, text, long_ok=True).values()))
         long_views.intro(lazy)
+        widgets.truncation_notice(lazy)
         long_views.heads(inputs, lazy, view_picker())
         return
     opts = widgets.options("heads")
@@ -62,8 +63,7 @@ def render() -> None:
     if len(results) > 1:
         kind = st.radio("Attention", list(results), horizontal=True, key="heads.kind")
     result = widgets.prepared(results[kind], opts)
-    if result.truncated:
-        st.info(f"The text was cut to fit the model: {result.truncated} tokens at the end were dropped.")
+    widgets.truncation_notice(result)
     if backend != inputs.backend:
         st.caption("Value-weighting reads the same weights on attnviz's own engine, which keeps the value vectors.")
 

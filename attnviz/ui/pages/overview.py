@@ -11,7 +11,7 @@ from attnviz.figures import interactive
 from attnviz.figures.interactive import Panel
 from attnviz.lazy import LazyAttention
 from attnviz.result import AttentionResult
-from attnviz.ui import cache, controls, state
+from attnviz.ui import cache, controls, state, widgets
 from attnviz.ui.controls import Inputs
 from attnviz.ui.progress import TimedProgress
 
@@ -180,6 +180,7 @@ def render() -> None:
     inputs = controls.current()
     st.header("Model overview")
     result = self_result_or_stop(inputs)
+    widgets.truncation_notice(result)
     st.subheader("Every head at a glance")
     stats_section(inputs, result)
     st.subheader("Raw attention, rollout and flow")
