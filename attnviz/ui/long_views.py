@@ -1,7 +1,8 @@
 """The Heads page for a long text (a LazyAttention): pooled maps, attention received, an exact window, an exact row.
 
 Nothing here holds every weight: the maps come pooled from the first pass, and the window and the row are
-computed from the queries and keys when they are drawn (milliseconds: they are small).
+computed from the queries and keys when they are drawn (a 256-token window in tens of milliseconds, a row over
+every head in a few hundred).
 """
 
 from __future__ import annotations
