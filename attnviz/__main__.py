@@ -319,6 +319,26 @@ def cmd_train_dates(args: argparse.Namespace) -> int:
     return dates.main(steps=args.steps, out=Path(args.out) if args.out else dates.CHECKPOINT_DIR / "dates")
 
 
+def cmd_train_heads(args: argparse.Namespace) -> int:
+    """Retrain the shipped head-count models (1, 2, 4, 8 heads) on one task or both."""
+    from attnviz.train import heads
+
+    tasks = heads.TASKS if args.task == "all" else (args.task,)
+    return heads.main(tasks, steps=args.steps, root=Path(args.out) if args.out else heads.FOLDER)
+
+
+def cmd_eval_heads(args: argparse.Namespace) -> int:
+    """The shipped head-count models' accuracy on the held-out sequences, recomputed."""
+    from attnviz.train import heads
+
+    result = heads.evaluate(args.task, Path(args.root) if args.root else heads.FOLDER)
+    for m in result["models"]:
+        print(f"{result['task']}, {m['heads']} head(s): held-out digit accuracy {m['accuracy']:.2%}, "
+              f"whole sequences {m['sequence_accuracy']:.2%} ({m['steps']} training steps)")  # fmt: skip
+    write_json(args.json, result)
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """The app, with the default model loaded (and the default text computed) before the server opens."""
     import os
@@ -403,6 +423,16 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--steps", type=int, default=None, help="training steps (default: the shipped recipe)")
     tr.add_argument("--out", default=None, help="folder to save to (default: the shipped checkpoint's folder)")
     tr.set_defaults(func=cmd_train_dates)
+    th = sub.add_parser("train-heads", help="train the 1/2/4/8-head models (about a minute a task on 2 cores)")
+    th.add_argument("--task", choices=("reversal", "mirror-sum", "all"), default="all")
+    th.add_argument("--steps", type=int, default=None, help="training steps (default: each task's shipped recipe)")
+    th.add_argument("--out", default=None, help="folder to save to (default: the shipped checkpoints' folder)")
+    th.set_defaults(func=cmd_train_heads)
+    ev = sub.add_parser("eval-heads", help="held-out accuracy of the 1/2/4/8-head models, recomputed")
+    ev.add_argument("--task", choices=("reversal", "mirror-sum"), default="reversal")
+    ev.add_argument("--root", default=None, help="checkpoints folder (default: the shipped ones)")
+    ev.add_argument("--json", default=None, metavar="OUT", help='write {"task", "models": [...]} to OUT')
+    ev.set_defaults(func=cmd_eval_heads)
     return parser
 
 

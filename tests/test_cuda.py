@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from attnviz.engines import registry
-from attnviz.engines.scratch import MultiHeadAttention, causal_mask
+from attnviz.engines.scratch import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU here")
 
@@ -29,3 +29,49 @@ def test_scratch_bert_on_gpu_equals_cpu(bundled_scratch):
     r_gpu, r_cpu = gpu.run(text)["self"], bundled_scratch.run(text)["self"]
     assert r_gpu.device.startswith("cuda")
     assert (r_gpu.weights - r_cpu.weights).abs().max() < 1e-4
+
+
+def test_scratch_bert_equals_hugging_face_on_gpu():
+    hf, ours = registry.load("default", "hf", "cuda"), registry.load("default", "scratch", "cuda")
+    text = "The animal didn't cross the street because it was too tired."
+    a, b = hf.run(text)["self"], ours.run(text)["self"]
+    assert a.device.startswith("cuda") and b.device.startswith("cuda")
+    assert (a.weights - b.weights).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize("n", [1024, 4096])
+@pytest.mark.parametrize("backend", ["hf", "scratch"])
+def test_lazy_on_gpu_equals_eager_on_cpu(tiny_long_llama_dir, backend, n):
+    """The long-input path on CUDA (Q and K from the GPU pass) against every weight computed eagerly on the CPU."""
+    from attnviz.analysis.pooling import block_mean
+
+    cpu = registry.load(str(tiny_long_llama_dir), "hf", "cpu")
+    gpu = registry.load(str(tiny_long_llama_dir), "hf", "cuda")
+    if backend == "scratch":
+        cpu, gpu = registry.scratch_engine(cpu), registry.scratch_engine(gpu)
+    text = "The animal didn't cross the street because it was too tired. In 1969, two walked. " * (n // 15 + 1)
+    enc = cpu.tokenizer.encode(text, n)
+    assert len(enc.ids) == n
+    with torch.inference_mode():
+        w = cpu.weights_of(enc.ids)  # (L, H, N, N) on the CPU: the reference
+    lazy = gpu.lazy_run(enc)
+    assert lazy.device.startswith("cuda")
+    picked = [0, 1, n // 2, n - 1]
+    assert (lazy.rows(picked) - w[:, :, picked]).abs().max() < 1e-4
+    pooled, f, _ = lazy.pooled(64)
+    assert (torch.from_numpy(pooled) - block_mean(w, f, f)).abs().max() < 1e-5
+    assert (lazy.received() - w.mean(-2)).abs().max() < 1e-5
+
+
+def test_head_count_models_and_mask_kernels_on_gpu():
+    from attnviz.analysis import masks
+    from attnviz.train import heads
+
+    for task in heads.TASKS:
+        stated = {m["heads"]: m["accuracy"] for m in heads.shipped(task)["models"]}
+        for m in heads.evaluate(task, device="cuda")["models"]:
+            assert abs(m["accuracy"] - stated[m["heads"]]) < 1e-3
+    q, k, v = (torch.randn(1, 8, 2048, 64, device="cuda") for _ in range(3))
+    out, band = masks.sliding_window_attention(q, k, v, 64, block=128)
+    ref_out, ref_w = scaled_dot_product_attention(q, k, v, masks.sliding_window(2048, 64).cuda())
+    assert (out - ref_out).abs().max() < 1e-5 and (masks.band_to_dense(band, 64) - ref_w).abs().max() < 1e-5

@@ -1,0 +1,131 @@
+"""Positions: how a transformer learns where each token is (attention alone does not know order).
+
+- `sinusoidal(n, d_model)`: the encoding of "Attention Is All You Need" (Vaswani et al. 2017, section 3.5),
+  PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)).
+- `similarity(pe)`: PE(i)·PE(j) for every pair of positions. For the sinusoidal encoding it depends on i - j only:
+  sum_i cos((p - q) w_i), the relative position.
+- `learned_positions(engine)`: BERT's position embeddings (a learned (max_positions, d_model) table).
+- `rotary_angles(n, head_dim, theta)`: the angle each pair of a head's dimensions has turned at each position
+  (RoPE, Su et al. 2021), as the Llama engine turns Q and K.
+- `positional_heads(stats)`: heads whose attention goes mostly to the previous or the next token, from the head
+  statistics the Model overview computes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from attnviz.analysis.head_stats import SHARE_THRESHOLD
+from attnviz.engines.scratch import RotaryEmbedding
+
+BASE = 10000.0
+
+
+def sinusoidal(n: int, d_model: int, base: float = BASE) -> Tensor:
+    """(n, d_model) float32: PE(pos, 2i) = sin(pos / base^(2i/d)), PE(pos, 2i+1) = cos(pos / base^(2i/d)).
+
+    Computed in float64 and rounded once. An odd d_model keeps the last sine column (its cosine would be column d).
+    """
+    if n < 1 or d_model < 1:
+        raise ValueError(f"need at least one position and one dimension, not n={n}, d_model={d_model}")
+    pos = torch.arange(n, dtype=torch.float64)[:, None]  # (n, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(d/2),): 2i for each pair
+    angle = pos / base ** (two_i / d_model)  # (n, ceil(d/2))
+    pe = torch.empty(n, d_model, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    return pe.float()
+
+
+def wavelengths(d_model: int, base: float = BASE) -> Tensor:
+    """(ceil(d/2),): how many positions each sine/cosine pair takes to come back round: 2π · base^(2i/d)."""
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
+    return (2 * torch.pi * base ** (two_i / d_model)).float()
+
+
+def similarity(pe: Tensor, *, cosine: bool = False) -> Tensor:
+    """(n, d) -> (n, n): PE(i)·PE(j), or the cosine of the angle between them."""
+    pe = pe.double()
+    if cosine:
+        pe = pe / pe.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    return (pe @ pe.T).float()  # (n, d) @ (d, n) -> (n, n)
+
+
+def by_offset(sim: Tensor, max_offset: int) -> Tensor:
+    """(n, n) -> (2·max_offset + 1,): the mean of sim[i, i + k] over i, for k = -max_offset … max_offset.
+
+    For a purely relative similarity (sinusoidal) every diagonal is constant, so its mean is the whole story.
+    """
+    n = sim.shape[0]
+    out = torch.full((2 * max_offset + 1,), float("nan"))
+    for j, k in enumerate(range(-max_offset, max_offset + 1)):
+        if abs(k) < n:
+            out[j] = sim.diagonal(k).mean()
+    return out
+
+
+def learned_positions(engine) -> Tensor:
+    """(max_positions, d_model): a BERT engine's learned position embeddings, a copy on the CPU.
+
+    Works on the scratch BERT (its `embeddings.position`) and on a Hugging Face BERT (`embeddings.position_embeddings`).
+    A model without a learned table (rotary, sinusoidal, relative) raises ValueError with what it uses instead.
+    """
+    model = getattr(engine, "model", None)
+    scratch = getattr(getattr(model, "embeddings", None), "position", None)
+    if isinstance(scratch, torch.nn.Embedding):
+        return scratch.weight.detach().float().cpu().clone()
+    for module_name, module in model.named_modules() if model is not None else ():
+        if module_name.endswith("position_embeddings") and isinstance(module, torch.nn.Embedding):
+            return module.weight.detach().float().cpu().clone()
+    raise ValueError(
+        f"{getattr(engine, 'name', 'this model')} has no learned position table: it places tokens another way "
+        "(rotary positions turn Q and K instead)"
+    )
+
+
+def rotary_angles(n: int, head_dim: int, theta: float = BASE) -> Tensor:
+    """(n, head_dim/2): the angle (radians) pair i of a head turns at position p: p · theta^(-2i/head_dim).
+
+    The same numbers the engine's RotaryEmbedding turns Q and K by (attnviz.engines.scratch).
+    """
+    return RotaryEmbedding(head_dim, theta).angles(torch.arange(n))
+
+
+def rotary_score_by_offset(head_dim: int, theta: float, max_offset: int) -> Tensor:
+    """(max_offset + 1,): q·k for q = k = all-ones after RoPE, as the keys move 0 … max_offset positions back.
+
+    Rotation makes the score depend only on the offset: sum over pairs of 2·cos(offset · w_i). It decays (unevenly)
+    with distance: the "long-term decay" of Su et al. (2021), section 3.4.3.
+    """
+    rope = RotaryEmbedding(head_dim, theta)
+    ones = torch.ones(1, head_dim)
+    q = rope.rotate(ones, torch.tensor([max_offset]))  # the query at the last position
+    keys = rope.rotate(ones.expand(max_offset + 1, head_dim), torch.arange(max_offset, -1, -1))  # offsets 0…max
+    return (keys.double() @ q.double().T)[:, 0].float()
+
+
+@dataclass(frozen=True)
+class PositionalHead:
+    """A head that attends mostly by position."""
+
+    layer: int  # 0-based
+    head: int  # 0-based
+    kind: str  # "previous-token" or "next-token"
+    share: float  # the share of its attention on that neighbour, averaged over queries
+
+
+def positional_heads(stats: dict[str, Tensor], threshold: float = SHARE_THRESHOLD) -> list[PositionalHead]:
+    """Heads whose mean share on the previous (or next) token is above `threshold`, strongest first.
+
+    `stats` are analysis.head_stats' (L, H) statistics ("prev", "next"): the same numbers and threshold as the
+    Overview's "previous-token" and "next-token" labels.
+    """
+    found = []
+    for stat, kind in (("prev", "previous-token"), ("next", "next-token")):
+        share = stats[stat]
+        for layer, head in (share > threshold).nonzero().tolist():
+            found.append(PositionalHead(layer, head, kind, float(share[layer, head])))
+    return sorted(found, key=lambda h: -h.share)
