@@ -25,6 +25,9 @@ navigation = st.navigation(
         st.Page("app_pages/generate.py", title="Generate", icon=":material/edit_note:"),
         st.Page("app_pages/overview.py", title="Model overview", icon=":material/insights:"),
         st.Page("app_pages/pronouns.py", title="Pronoun resolution", icon=":material/quiz:"),
+        st.Page("app_pages/positions.py", title="Positions", icon=":material/format_list_numbered:"),
+        st.Page("app_pages/head_count.py", title="One head vs many", icon=":material/view_column:"),
+        st.Page("app_pages/masks.py", title="Masks and their cost", icon=":material/filter_alt:"),
     ]
 )
 controls.sidebar()

@@ -274,7 +274,7 @@ def test_every_page_runs_with_the_date_model_typed_as_a_hub_id(page):
     _ok(at)
 
 
-PAGES_ALL = ["heads", "inside", "compare", "generate", "overview", "pronouns"]
+PAGES_ALL = ["heads", "inside", "compare", "generate", "overview", "pronouns", "positions", "head_count", "masks"]
 
 
 @pytest.mark.parametrize("backend", ["hf", "scratch"])
@@ -367,3 +367,86 @@ def test_a_text_longer_than_the_model_takes_says_how_many_tokens_were_read_and_d
     _ok(at)
     notes = [i.value for i in at.info if "cut to fit the model" in i.value]
     assert notes == [f"The text was cut to fit the model: it reads 512 tokens; {dropped:,} at the end were dropped."]
+
+
+def test_positions_page_draws_the_formula_and_reveals_relative_position():
+    from attnviz.analysis import positions
+
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.switch_page("app_pages/positions.py").run()
+    _ok(at)
+    pe = array(_charts(at)[0]["data"][0]["z"])
+    assert np.abs(pe - positions.sinusoidal(48, 64).numpy()).max() < 1e-6
+    at.radio(key="pos.q1.guess").set_value("different").run()
+    at.button(key="pos.q1.reveal").click().run()
+    _ok(at)
+    assert any("They are the same" in s.value and "28.3039, 28.3039" in s.value for s in at.success)
+    assert any("positional" in m.value.lower() or "Positional" in m.value for m in at.markdown)
+    assert any("previous-token" in m.value for m in at.markdown)  # the bundled BERT has such heads
+
+
+def test_head_count_page_reveals_the_shipped_accuracies_and_checks_typed_digits():
+    from attnviz.train import heads
+
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.switch_page("app_pages/head_count.py").run()
+    _ok(at)
+    assert not at.dataframe  # nothing revealed before a guess
+    at.radio(key="hc.predict.mirror-sum.guess").set_value("8 head(s)").run()
+    at.button(key="hc.predict.mirror-sum.reveal").click().run()
+    _ok(at)
+    table = at.dataframe[0].value
+    stated = {m["heads"]: m["accuracy"] for m in heads.shipped("mirror-sum")["models"]}
+    assert [float(v.rstrip("%")) / 100 for v in table["digit accuracy"]] == [
+        pytest.approx(stated[h], abs=1e-4) for h in table["heads"]
+    ]
+    assert any("2 head(s)" in s.value for s in at.success)
+    at.text_input(key="hc.digits").set_value("12ab").run()
+    assert any("digits 0-9" in w.value.replace("\\", "") for w in at.warning)  # shown escaped
+    at.text_input(key="hc.digits").set_value("123456789012").run()
+    _ok(at)
+    assert any("`210987654321`" not in m.value and "The right answer" in m.value for m in at.markdown)
+
+
+def test_head_count_cost_measures_every_plan():
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["n"] = "128"
+    at.switch_page("app_pages/head_count.py").run()
+    at.button(key="hc.measure").click().run()
+    _ok(at)
+    table = at.dataframe[-1].value
+    assert list(table["query heads"]) == [1, 1, 8, 8, 16, 16, 16, 16]
+    assert list(table["K/V heads"]) == [1, 1, 8, 8, 16, 16, 4, 1]
+    assert (table["ms"] > 0).all()
+    assert any("Measured just now on this CPU" in c.value for c in at.caption)
+
+
+def test_masks_page_reweighs_the_models_own_queries_and_keys():
+    from attnviz.analysis import masks
+
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.switch_page("app_pages/masks.py").run()
+    _ok(at)
+    mask_fig, own_fig, new_fig = _charts(at)[:3]
+    n = len(mask_fig["data"][0]["y"])
+    assert np.array_equal(array(mask_fig["data"][0]["z"]), masks.sliding_window(n, 4, causal=False).float().numpy())
+    w = array(new_fig["data"][0]["z"])  # masked cells are gaps (NaN)
+    allowed = masks.sliding_window(n, 4, causal=False).numpy()
+    assert np.isnan(w[~allowed]).all()
+    assert np.allclose(np.nansum(w, axis=1), 1, atol=1e-4)
+    at.radio(key="mk.kind").set_value("block-sparse").run()
+    _ok(at)
+    assert np.array_equal(array(_charts(at)[0]["data"][0]["z"]), masks.block_sparse(n, 3, causal=False).float().numpy())
+    at.button(key="mk.measure").click().run()
+    _ok(at)
+    assert set(at.dataframe[0].value["method"]) == set(("dense + mask", "sliding window (blocked)",
+                                                        "block-sparse (blocked)"))  # fmt: skip
+
+
+def test_inside_page_traces_any_engines_whole_pass():
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.switch_page("app_pages/inside.py").run()
+    _ok(at)
+    trace = next(c.value for c in at.code if "[BertSelfAttention]" in c.value)
+    assert "(1, 12, 16, 16)" in trace and "encoder.layer.0.intermediate.dense [Linear]" in trace
+    assert any("encoder.layer.1 … encoder.layer.5 repeat" in c.value.replace("\\", "") for c in at.caption)

@@ -195,6 +195,9 @@ PAGES = {  # url path -> a selector that shows the page drew its content
     "generate": "[data-testid=stMain] [data-testid=stTextArea]",  # the sidebar holds the long-text box
     "overview": ".js-plotly-plot",
     "pronouns": "[data-testid=stRadio]",
+    "positions": ".js-plotly-plot",
+    "head_count": ".js-plotly-plot",
+    "masks": ".js-plotly-plot",
 }
 
 
@@ -206,6 +209,32 @@ def test_every_page_opens_in_chromium_without_an_exception(browser, server, path
         pg.goto(f"{server}/{path}?{model}")
         pg.wait_for_selector(PAGES[path], timeout=90_000)
         pg.wait_for_timeout(500)
+        assert pg.locator("[data-testid=stException]").count() == 0
+        assert pg.locator("[data-testid=stAlertContentError]").count() == 0
+    finally:
+        pg.close()
+
+
+@pytest.mark.parametrize("path", ["positions", "head_count", "masks"])
+def test_a_lesson_page_predict_reveal_and_measure_in_chromium(browser, server, path):
+    """Guess, reveal, press Measure: the revealed figure and the live measurement draw, no traceback."""
+    pg = browser.new_page(viewport={"width": 1400, "height": 3000})
+    try:
+        pg.goto(f"{server}/{path}")
+        main = pg.locator("[data-testid=stMain]")
+        main.locator(".js-plotly-plot").first.wait_for(timeout=90_000)
+        charts = main.locator(".js-plotly-plot").count()
+        if main.get_by_text("Your guess").count():
+            choice = main.locator("[data-testid=stRadio]").filter(has_text="Your guess")
+            choice.locator("label").nth(1).click()  # label 0 is the question's own
+            main.get_by_role("button", name="Reveal").click()
+            main.locator("[data-testid=stAlertContentSuccess]").first.wait_for(timeout=60_000)
+        if main.get_by_role("button", name="Measure", exact=False).count():
+            main.get_by_role("button", name="Measure", exact=False).click()
+            main.get_by_text("Measured just now").wait_for(timeout=120_000)
+            main.locator("[data-testid=stDataFrame]").first.wait_for(timeout=30_000)
+        pg.wait_for_timeout(500)
+        assert main.locator(".js-plotly-plot").count() > charts or path == "masks"
         assert pg.locator("[data-testid=stException]").count() == 0
         assert pg.locator("[data-testid=stAlertContentError]").count() == 0
     finally:

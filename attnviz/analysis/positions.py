@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from attnviz.analysis.head_stats import SHARE_THRESHOLD
+from attnviz.engines.base import Engine
 from attnviz.engines.scratch import RotaryEmbedding
 
 BASE = 10000.0
@@ -67,7 +68,7 @@ def by_offset(sim: Tensor, max_offset: int) -> Tensor:
     return out
 
 
-def learned_positions(engine) -> Tensor:
+def learned_positions(engine: Engine) -> Tensor:
     """(max_positions, d_model): a BERT engine's learned position embeddings, a copy on the CPU.
 
     Works on the scratch BERT (its `embeddings.position`) and on a Hugging Face BERT (`embeddings.position_embeddings`).

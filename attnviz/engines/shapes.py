@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from attnviz.engines.base import Engine
+
 
 @dataclass(frozen=True)
 class ShapeStep:
@@ -22,6 +24,7 @@ class ShapeStep:
 
     @property
     def depth(self) -> int:
+        """How deep the module sits in the model: 0 for the model itself, 1 for its children, ..."""
         return 0 if not self.name else self.name.count(".") + 1
 
 
@@ -73,7 +76,7 @@ def repeated_lists(model: nn.Module) -> dict[str, int]:
     return {name: len(m) for name, m in model.named_modules() if isinstance(m, nn.ModuleList) and len(m) > 1}
 
 
-def engine_trace(engine, text: str, max_depth: int | None = None) -> list[ShapeStep]:
+def engine_trace(engine: Engine, text: str, max_depth: int | None = None) -> list[ShapeStep]:
     """The shapes of one engine.run(text), module by module (the engine's own forward, under its own lock)."""
     model = getattr(engine, "model", None)
     if not isinstance(model, nn.Module):

@@ -253,16 +253,19 @@ def matrix(
     signed: bool = True,
     masked: np.ndarray | None = None,
     height: int = 260,
+    bound: float | None = None,
 ) -> go.Figure:
     """Any matrix of the computation (X, Q, scores, ...): signed values on a diverging scale around 0.
 
     `masked` (bool, the matrix's shape) marks cells the mask forbids: drawn grey, left out of the scale.
+    `bound`: the colour scale's end (default: the largest magnitude); values past it take the end colour.
     """
     m = np.asarray(m, dtype=np.float32)
     if masked is not None:
         m = np.where(masked, np.nan, m)
     finite = m[np.isfinite(m)]
-    bound = float(np.abs(finite).max()) if finite.size else 1.0
+    if bound is None:
+        bound = float(np.abs(finite).max()) if finite.size else 1.0
     scale = (
         {"colorscale": "RdBu", "zmid": 0.0, "zmin": -bound, "zmax": bound}
         if signed

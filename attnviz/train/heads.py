@@ -71,6 +71,7 @@ class Block(nn.Module):
         self.ffn = nn.Sequential(nn.Linear(c.d_model, c.d_ff), nn.ReLU(), nn.Linear(c.d_ff, c.d_model))
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """x (B, T, D) -> (the block's output (B, T, D), its attention weights (B, H, T, T))."""
         a, w = self.attention(x, x, x)  # (B, T, D), (B, H, T, T)
         x = self.norm1(x + a)
         return self.norm2(x + self.ffn(x)), w

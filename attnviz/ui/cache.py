@@ -242,6 +242,13 @@ def steps_or_stop(eng: SteppingEngine, text: str, layer: int, causal: bool) -> t
         st.stop()
 
 
+def shape_trace(eng: Engine, text: str) -> list:
+    """The engine's forward pass on the text, module by module (engines.shapes), kept for every session."""
+    from attnviz.engines import shapes
+
+    return memo().get(("shapes", eng.name, eng.backend, text), lambda: shapes.engine_trace(eng, text))
+
+
 def cross_what_if(model: str, text_a: str, text_b: str) -> AttentionResult:
     """Sentence B's queries on sentence A's keys and values, through the scratch backend's layers."""
     eng = engine(model, "scratch")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -183,3 +183,17 @@ def export_overview(inputs: Inputs, fetch: Fetch, opts: Options, key: str) -> No
         return export.bundle_json(maps, rows, cols, manifest(inputs, result, result.kind, 0, None, options))
 
     download_row("attnviz_overview", key, figure, lambda: export.thumbs_csv(thumbs()[1]), bundle)
+
+
+def predict(question: str, options: Sequence[str], key: str) -> str | None:
+    """Predict, then reveal: the question, a choice, a Reveal button. The guess once revealed, else None."""
+    st.markdown(f"**Predict first.** {question}")
+    guess = st.radio("Your guess", options, index=None, key=f"{key}.guess", horizontal=True)
+    if st.button("Reveal", key=f"{key}.reveal", disabled=guess is None):
+        st.session_state[f"{key}.revealed"] = True
+    return guess if guess is not None and st.session_state.get(f"{key}.revealed") else None
+
+
+def csv_button(label: str, csv: Callable[[], str], filename: str, key: str) -> None:
+    """One CSV download; the file is built only when the button is pressed."""
+    st.download_button(label, csv, filename, "text/csv", key=key, on_click="ignore")

@@ -77,6 +77,26 @@ def shape_trail(s: AttentionSteps, head: int) -> str:
     return "\n".join(lines) + f"\n(the maps below show head {head + 1})"
 
 
+def whole_pass_trace(inputs) -> None:
+    """The chosen engine's whole forward pass, module by module: print(shape) without editing the model."""
+    eng = cache.load_engine_or_stop(inputs.model, inputs.backend)
+    with st.expander(f"The whole forward pass of {escape.md(eng.name)} ({eng.backend}), module by module"):
+        if cache.is_long(inputs.model, inputs.backend, inputs.text):
+            st.info("The trace is for texts short enough for this page; shorten the text to see it.")
+            return
+        from attnviz.engines import shapes
+
+        steps = cache.shape_trace(eng, inputs.text)
+        repeated = shapes.repeated_lists(eng.model)  # type: ignore[attr-defined]
+        st.code(shapes.format_trace(steps), language=None)
+        folded = "; ".join(f"{name}.1 … {name}.{n - 1} repeat {name}.0's shapes" for name, n in repeated.items())
+        st.caption(
+            "Each line is one module's call, in the order the calls returned (a module after its parts), with the "
+            "shapes it returned, from forward hooks on the real model: nothing in it was edited. "
+            + (escape.md(folded) + "." if folded else "")
+        )
+
+
 def draw_llama_parts(s: AttentionSteps, labels: list[str], head: int, style: Style) -> None:
     """RMSNorm, the rotation of Q and K by position, and the key/value head this query head shares."""
     m = lambda t: t[0].float().cpu().numpy()  # noqa: E731  (drop the batch of 1)
@@ -215,6 +235,7 @@ def render() -> None:
     layer, head, causal = step_controls(eng, decoder)
     enc, steps = cache.steps_or_stop(eng, inputs.text, layer, causal)
     st.code(shape_trail(steps, head), language=None)
+    whole_pass_trace(inputs)
     if causal and not decoder:
         st.caption(BERT_NEVER_CAUSAL)
     draw_steps(steps, enc.axis, head, inputs.style)

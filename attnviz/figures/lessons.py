@@ -1,0 +1,102 @@
+"""Figures for the course's lessons: lines against steps or N, the cost of heads, masks' cost. Pure builders."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from attnviz.escape import html_text
+from attnviz.figures.style import Style
+
+COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf")  # distinct, and not the grey of references
+
+
+def lines(
+    series: dict[str, tuple[Sequence[float], Sequence[float]]],
+    title: str,
+    x_title: str,
+    y_title: str,
+    *,
+    style: Style = Style(),
+    log_x: bool = False,
+    log_y: bool = False,
+    height: int = 320,
+    reference: dict[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+) -> go.Figure:
+    """One line per series {name: (x, y)}; `reference` lines (dashed grey) are drawn underneath."""
+    fig = go.Figure()
+    for name, (x, y) in (reference or {}).items():
+        fig.add_trace(
+            go.Scatter(x=list(x), y=list(y), mode="lines", name=html_text(name), line={"dash": "dash", "color": "grey"})
+        )
+    for i, (name, (x, y)) in enumerate(series.items()):
+        colour = COLOURS[i % len(COLOURS)]  # by series, not by trace: the same series keeps its colour across charts
+        fig.add_trace(
+            go.Scatter(x=list(x), y=list(y), mode="lines+markers", name=html_text(name), marker={"size": 4},
+                       line={"color": colour})
+        )  # fmt: skip
+    xs = sorted({float(v) for x, _ in series.values() for v in x})
+    fig.update_xaxes(title=html_text(x_title), type="log" if log_x else "linear")
+    if log_x and len(xs) <= 12:
+        fig.update_xaxes(tickvals=xs, ticktext=[f"{v:g}" for v in xs])  # the measured N, not 2, 5 between decades
+    fig.update_yaxes(title=html_text(y_title), type="log" if log_y else "linear")
+    if log_y:
+        fig.update_yaxes(dtick=1)  # one tick per power of ten
+    return fig.update_layout(
+        title={"text": html_text(title), "font": {"size": style.font_size + 1}},
+        height=height,
+        font={"size": style.font_size},
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        legend={"orientation": "h", "y": -0.25},
+    )
+
+
+def _heads_label(heads: int, kv_heads: int) -> str:
+    return f"{heads} heads" if kv_heads == heads else f"{heads} Q / {kv_heads} K/V heads"
+
+
+def heads_cost_chart(rows, *, style: Style = Style()) -> go.Figure:
+    """Time of one pass per head count: batched and looped side by side, grouped-query variants after."""
+    fig = go.Figure()
+    for method in dict.fromkeys(r.method for r in rows):
+        picked = [r for r in rows if r.method == method]
+        labels = [_heads_label(r.heads, r.kv_heads) for r in picked]
+        fig.add_trace(
+            go.Bar(
+                x=labels,
+                y=[r.ms for r in picked],
+                name=method,
+                text=[f"{r.ms:.2f} ms" for r in picked],
+                textposition="outside",
+                hovertemplate="%{x}<br>%{y:.3f} ms<extra>" + method + "</extra>",
+            )
+        )
+    fig.update_yaxes(title="ms per pass (median)")
+    return fig.update_layout(
+        barmode="group",
+        height=340,
+        font={"size": style.font_size},
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        legend={"orientation": "h", "y": -0.2},
+    )
+
+
+def mask_cost_chart(rows, *, style: Style = Style()) -> tuple[go.Figure, go.Figure]:
+    """Time and the scores formed (or GPU peak memory) against N, one line per method, log-log."""
+    methods = list(dict.fromkeys(r.method for r in rows))
+    gpu = rows[0].peak_mb is not None
+
+    def series(value) -> dict:
+        return {m: ([r.n for r in rows if r.method == m], [value(r) for r in rows if r.method == m]) for m in methods}
+
+    ns = np.array(sorted({r.n for r in rows}), dtype=float)
+    first = min((r.ms for r in rows if r.n == ns[0]), default=1.0)
+    ref = {"∝ N²": (ns, first * (ns / ns[0]) ** 2), "∝ N": (ns, first * ns / ns[0])}
+    time_fig = lines(series(lambda r: r.ms), "time of one pass", "tokens N", "ms", style=style, log_x=True,
+                     log_y=True, reference=ref)  # fmt: skip
+    memory = series(lambda r: r.peak_mb) if gpu else series(lambda r: r.scores_mb)
+    mem_title = "peak GPU memory of one pass" if gpu else "scores the method forms"
+    mem_fig = lines(memory, mem_title, "tokens N", "MB", style=style, log_x=True, log_y=True)
+    return time_fig, mem_fig

@@ -1,0 +1,194 @@
+"""One head vs many: the shipped 1/2/4/8-head models' training and attention; the cost of heads, measured live."""
+
+from __future__ import annotations
+
+import io
+
+import streamlit as st
+
+from attnviz import escape
+from attnviz.analysis import cost
+from attnviz.engines.scratch import describe_device, resolve_device
+from attnviz.figures import interactive, lessons
+from attnviz.figures.style import Style
+from attnviz.train import heads
+from attnviz.ui import controls, state, widgets
+
+TASK_TEXT = {
+    "reversal": "write the digits backwards: the answer at position i is the digit at position 11 − i",
+    "mirror-sum": "at position i, add the previous digit and the mirrored one: (x[i−1] + x[11−i]) mod 10",
+}
+REPEATS = 15
+GPU_FIGURES = (
+    "On an NVIDIA H100 (bench/lessons.py, three runs, bench/RESULTS.md) the loop over heads took 3.1–8.5× the "
+    "batched time at 8 heads and 4.7–6.3× at 16, while the batched pass took about the same time for 1, 8 or 16 "
+    "heads: the GPU runs the heads side by side, a Python loop one after another."
+)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _model(task: str, count: int) -> heads.TinyEncoder:
+    return heads.TinyEncoder.load(heads.folder_of(task), heads.name(count), device="cpu")
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def _evaluated(task: str) -> dict:
+    return heads.evaluate(task, device="cpu")
+
+
+def curves_section(task: str, style: Style) -> None:
+    """The training curves, the held-out accuracies recomputed now, and the curves as CSV."""
+    record = heads.shipped(task)
+    series_acc = {f"{m['heads']} head(s)": (m["curve"]["steps"], m["curve"]["held_out_accuracy"])
+                  for m in record["models"]}  # fmt: skip
+    series_loss = {f"{m['heads']} head(s)": (m["curve"]["steps"], m["curve"]["train_loss"]) for m in record["models"]}
+    a, b = st.columns(2)
+    a.plotly_chart(lessons.lines(series_acc, "held-out digit accuracy", "training step", "accuracy", style=style),
+                   key="hc.acc")  # fmt: skip
+    b.plotly_chart(lessons.lines(series_loss, "training loss", "training step", "cross-entropy", style=style,
+                                 log_y=True), key="hc.loss")  # fmt: skip
+    with st.spinner("Scoring the four models on the held-out sequences…"):
+        now = _evaluated(task)
+    rows = [
+        {"heads": m["heads"], "d_k = 32 / heads": 32 // m["heads"], "digit accuracy": f"{m['accuracy']:.2%}",
+         "whole sequences right": f"{m['sequence_accuracy']:.2%}", "training steps": m["steps"]}
+        for m in now["models"]
+    ]  # fmt: skip
+    st.dataframe(rows, hide_index=True)
+    st.caption(
+        f"Recomputed now on {now['held_out']:,} held-out sequences (never seen in training), one seed, "
+        f"{record['recipe']['steps']} steps of {record['recipe']['batch']} sequences, d_model 32, one layer. The "
+        "same numbers come from `python -m attnviz eval-heads --task " + task + "`."
+    )
+
+    def csv() -> str:
+        out = io.StringIO()
+        out.write("heads,step,train_loss,held_out_accuracy,held_out_loss\n")
+        for m in record["models"]:
+            c = m["curve"]
+            for row in zip(c["steps"], c["train_loss"], c["held_out_accuracy"], c["held_out_loss"], strict=True):
+                out.write(",".join(map(str, (m["heads"], *row))) + "\n")
+        return out.getvalue()
+
+    widgets.csv_button("Training curves (CSV)", csv, f"attnviz_heads_{task}.csv", "hc.csv")
+
+
+def attention_section(task: str, style: Style) -> None:
+    """Typed digits: each model's answer and every head's map, with its share on the positions the answer needs."""
+    state.restore("hc.digits", "digits", heads.sample_digits(), lambda v: isinstance(v, str) and len(v) < 100)
+    digits = st.text_input(f"{heads.LENGTH} digits", key="hc.digits", max_chars=60)
+    state.remember("digits", digits)
+    try:
+        ids = heads.parse_digits(digits)
+    except ValueError as err:
+        st.warning(escape.md(err))
+        return
+    right = heads.answer(ids[None], task)[0].tolist()
+    labels = [f"{i + 1}:{d}" for i, d in enumerate(ids.tolist())]
+    st.markdown(f"The right answer: `{''.join(map(str, right))}`")
+    for count in heads.HEAD_COUNTS:
+        answer, weights = heads.attention_on(_model(task, count), digits)  # (T,), (1, H, T, T)
+        ok = sum(int(a == b) for a, b in zip(answer.tolist(), right, strict=True))
+        shares = heads.lookup_shares(weights[0])
+        needs = "mirror" if task == "reversal" else "mirror + previous"
+        share_text = ", ".join(
+            f"head {h + 1}: {shares['mirror'][h]:.0%} mirror, {shares['previous'][h]:.0%} previous"
+            for h in range(count)
+        )
+        st.markdown(
+            f"**{count} head(s)** answer `{''.join(map(str, answer.tolist()))}`, {ok}/{heads.LENGTH} digits right. "
+            f"The answer needs: {needs}. Where the heads look: {share_text}."
+        )
+        for h in range(count):
+            if h % 4 == 0:
+                cols = st.columns(4)  # four maps a row, the same size for every head count
+            cols[h % 4].plotly_chart(
+                interactive.matrix(
+                    weights[0, h].numpy(),
+                    f"head {h + 1}",
+                    rows=labels,
+                    cols=labels,
+                    style=style,
+                    signed=False,
+                    height=230,
+                ),  # fmt: skip
+                key=f"hc.map{count}.{h}",
+            )
+
+
+def cost_section(style: Style) -> None:
+    """Heads batched vs looped and grouped-query variants, measured on this server when asked."""
+    dev = resolve_device()
+    state.restore("hc.n", "n", 512, lambda v: v in (128, 256, 512, 1024))
+    n = st.select_slider("tokens N", (128, 256, 512, 1024), key="hc.n")
+    state.remember("n", n)
+    st.markdown(
+        f"One self-attention pass at d_model 512 and N = {n} for 1, 8 and 16 heads: **batched** (one (1, h, N, "
+        "d/h) product for every head at once) and a **Python loop over heads** (the same numbers, head by head). "
+        "Then 16 query heads sharing 4 key/value heads (grouped-query attention) and 1 (multi-query): the weights "
+        "stay 16 maps, but K and V, what a decoder keeps for every token it has read, shrink 4× and 16×."
+    )
+    if st.button(f"Measure on this server ({describe_device(dev)})", key="hc.measure"):
+        with st.spinner(f"Timing 8 kinds of pass × {REPEATS} repeats…"):
+            st.session_state["hc.cost"] = cost.heads_cost(512, n, kv_heads={16: (4, 1)}, repeats=REPEATS, device=dev)
+    rows = st.session_state.get("hc.cost")
+    if not rows or rows[0].n != n:
+        st.caption("Press the button: the timing runs on this server's own engine device, now.")
+        return
+    st.plotly_chart(lessons.heads_cost_chart(rows, style=style), key="hc.chart")
+    batched = {(r.heads, r.kv_heads): r.ms for r in rows if r.method == "batched"}
+    table = [
+        {"query heads": r.heads, "K/V heads": r.kv_heads, "method": r.method, "ms": round(r.ms, 3),
+         "× batched": round(r.ms / batched[(r.heads, r.kv_heads)], 2),
+         "peak GPU MB": None if r.peak_mb is None else round(r.peak_mb, 1), "weights MB": round(r.weights_mb, 1),
+         "K+V MB": round(r.kv_mb, 2)}
+        for r in rows
+    ]  # fmt: skip
+    st.dataframe(table, hide_index=True)
+    loop16 = next(r.ms for r in rows if r.heads == 16 and r.method != "batched") / batched[(16, 16)]
+    where = "GPU" if dev.type == "cuda" else "CPU"
+    note = (
+        f"Measured just now on this {where}, median of {REPEATS} passes: the loop over 16 heads took "
+        f"{loop16:.1f}× the batched time."
+    )
+    if dev.type != "cuda":
+        note += (
+            " On a CPU the gap is small: its few cores work through the heads one after another either way, and "
+            "a loop only adds Python's overhead per head. " + GPU_FIGURES
+        )
+    st.caption(note)
+    widgets.csv_button(
+        "Measurements (CSV)",
+        lambda: "\n".join([",".join(table[0])] + [",".join(str(v) for v in row.values()) for row in table]),
+        "attnviz_heads_cost.csv", "hc.cost_csv",
+    )  # fmt: skip
+
+
+def render() -> None:
+    """Draw the page."""
+    inputs = controls.current()
+    st.header("One head vs many")
+    st.markdown(
+        "Tiny models on attnviz's from-scratch engine, the same in every way but the number of heads: 1, 2, 4 or 8 "
+        "heads sharing d_model = 32 (so each head gets 32, 16, 8 or 4 dimensions). Each was trained by "
+        "`python -m attnviz train-heads` (about a minute on two cores, seeded) on one task:"
+    )
+    state.restore("hc.task", "task", "mirror-sum", lambda v: v in heads.TASKS)
+    task = st.radio("Task", heads.TASKS, key="hc.task", horizontal=True, format_func=lambda t: f"{t}: {TASK_TEXT[t]}")
+    state.remember("task", task)
+    guess = widgets.predict(
+        f"Which head count learns {task} best in the same number of steps?",
+        [f"{c} head(s)" for c in heads.HEAD_COUNTS],
+        f"hc.predict.{task}",
+    )
+    if guess is None:
+        st.caption("Make a guess and press Reveal to see the training curves and accuracies.")
+    else:
+        best = max(_evaluated(task)["models"], key=lambda m: (m["accuracy"], -m["heads"]))
+        st.success(f"You guessed {escape.md(guess)}. Highest held-out accuracy: {best['heads']} head(s), "
+                   f"{best['accuracy']:.2%} of digits right.")  # fmt: skip
+        curves_section(task, inputs.style)
+    st.subheader("Where each model's heads look")
+    attention_section(task, inputs.style)
+    st.subheader("The cost of heads")
+    cost_section(inputs.style)

@@ -1,0 +1,226 @@
+"""The Positions page: attention alone does not know order; how sinusoidal, learned and rotary positions tell it."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from attnviz import escape
+from attnviz.analysis import positions
+from attnviz.engines import registry
+from attnviz.engines.bert import ScratchBertEngine
+from attnviz.engines.hf import HFEngine
+from attnviz.figures import export, interactive, lessons
+from attnviz.figures.style import Style
+from attnviz.ui import cache, controls, state, widgets
+from attnviz.ui.controls import Inputs
+
+D_MODELS = (16, 32, 64, 128, 256, 384, 512)
+SMOLLM2_HEAD_DIM, SMOLLM2_THETA = 64, 100000.0  # SmolLM2-135M's config: head_dim 64, rope_theta 100000
+WHY = (
+    "Attention compares every query with every key, and a sum over keys does not care in which order they come: "
+    "shuffle the words and every token gets the same weights on the same words. Order has to be put into the "
+    "vectors. Three ways, each drawn below from the package's own numbers (attnviz.analysis.positions)."
+)
+SINUSOIDAL = (
+    "**Sinusoidal** (Vaswani et al. 2017): PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), "
+    "PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)). Every position gets its own pattern; the first columns swing "
+    "fast (a wavelength of 2π ≈ 6.3 positions), the last ones slowly (up to 2π·10000). Nothing is learned, so it "
+    "gives an encoding for any length."
+)
+
+
+def sinusoidal_section(style: Style) -> None:
+    """The PE matrix, PE·PE, predict-then-reveal on relative position, the mean by offset, CSV."""
+    state.restore("pos.d", "d_model", 64, lambda v: v in D_MODELS)
+    state.restore("pos.n", "positions", 48, lambda v: 8 <= v <= 256)
+    a, b = st.columns(2)
+    d = a.select_slider("d_model", D_MODELS, key="pos.d")
+    n = b.slider("positions", 8, 256, key="pos.n")
+    state.remember("d_model", d)
+    state.remember("positions", n)
+    pe = positions.sinusoidal(n, d)
+    sim = positions.similarity(pe)
+    rows = [str(p) for p in range(n)]
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(
+        interactive.matrix(pe.numpy(), f"PE: {n} positions × {d} dimensions", rows=rows, style=style, height=360),
+        key="pos.pe",
+    )
+    c2.plotly_chart(
+        interactive.matrix(sim.numpy(), "PE(i)·PE(j)", rows=rows, cols=rows, style=style, signed=False, height=360),
+        key="pos.sim",
+    )
+    guess = widgets.predict(
+        "Is PE(10)·PE(12) the same number as PE(30)·PE(32)? (Both pairs are two positions apart.)",
+        ["the same", "different"],
+        "pos.q1",
+    )
+    if guess is not None:
+        k = 2
+        a_val, b_val = float(sim[10, 12]) if n > 12 else None, float(sim[30, 32]) if n > 32 else None
+        shown = ", ".join(f"{v:.4f}" for v in (a_val, b_val) if v is not None)
+        verdict = "You called it." if guess == "the same" else "They are the same."
+        st.success(
+            f"{verdict} Measured here: {shown}. sin(a)sin(b) + cos(a)cos(b) = cos(a − b), so PE(i)·PE(j) = "
+            f"Σ cos((i − j)·w) over the {d // 2} frequencies: it depends on the offset i − j only, every diagonal of "
+            f"the map is constant. That is the *relative position* the formula gives for free ({k} apart is always "
+            "the same number)."
+        )
+        offsets = positions.by_offset(sim, min(n - 1, 40))
+        xs = list(range(-(len(offsets) // 2), len(offsets) // 2 + 1))
+        st.plotly_chart(
+            lessons.lines(
+                {"PE(i)·PE(i+k)": (xs, offsets.tolist())},
+                "mean over i of PE(i)·PE(i+k)",
+                "offset k",
+                "dot product",
+                style=style,
+            ),  # fmt: skip
+            key="pos.offsets",
+        )
+    widgets.csv_button(
+        "PE matrix (CSV)", lambda: export.matrix_csv(pe.numpy(), rows, [f"d{i}" for i in range(d)]),
+        f"attnviz_sinusoidal_{n}x{d}.csv", "pos.csv",
+    )  # fmt: skip
+
+
+def learned_section(inputs: Inputs, style: Style) -> None:
+    """BERT's learned position table and its cosine similarity beside the sinusoidal one."""
+    st.markdown(
+        "**Learned** (BERT): a table of 512 vectors, one per position, trained with the rest of the model. Here the "
+        "bundled BERT's table, and the cosine similarity of its positions beside the sinusoidal one's at the same "
+        "size: learned, yet neighbours still come out alike."
+    )
+    model = inputs.model if inputs.model != "smollm2" else "default"
+    eng = cache.load_engine_or_stop(model, inputs.backend)
+    if not isinstance(eng, HFEngine | ScratchBertEngine):
+        eng = cache.load_engine_or_stop("default", inputs.backend)
+    try:
+        table = positions.learned_positions(eng)
+    except ValueError as err:
+        st.info(escape.md(err))
+        return
+    n = st.slider("positions shown", 16, min(256, table.shape[0]), 64, key="pos.learned_n")
+    rows = [str(p) for p in range(n)]
+    learned = positions.similarity(table[:n], cosine=True)
+    sinus = positions.similarity(positions.sinusoidal(n, table.shape[1]), cosine=True)
+    c1, c2, c3 = st.columns(3)
+    shown = table[:n].numpy()
+    clip = float(np.percentile(np.abs(shown), 99))  # a few large dimensions would wash the rest out
+    name = "bundled BERT" if eng.name == registry.DEFAULT else eng.name
+    c1.plotly_chart(
+        interactive.matrix(
+            shown,
+            f"{name}: learned positions ({n} × {table.shape[1]}), colour clipped at the 99th percentile",
+            rows=rows,
+            style=style,
+            height=340,
+            bound=clip,
+        ),  # fmt: skip
+        key="pos.table",
+    )
+    c2.plotly_chart(
+        interactive.matrix(
+            learned.numpy(), "learned: cosine(P(i), P(j))", rows=rows, cols=rows, style=style, height=340
+        ),  # fmt: skip
+        key="pos.learned_sim",
+    )
+    c3.plotly_chart(
+        interactive.matrix(
+            sinus.numpy(), f"sinusoidal (d = {table.shape[1]}): cosine", rows=rows, cols=rows, style=style, height=340
+        ),  # fmt: skip
+        key="pos.sinus_sim",
+    )
+    near = float(np.mean([learned.diagonal(k).mean() for k in (1, 2)]))
+    far = float(learned.diagonal(min(n - 1, 40)).mean())
+    st.caption(
+        f"Measured on this table: positions 1–2 apart have a mean cosine of {near:.2f}, positions "
+        f"{min(n - 1, 40)} apart {far:.2f}. Unlike the formula's, the learned map's diagonals are not constant: "
+        "nothing forces a purely relative pattern, and positions past the longest training text stay untrained."
+    )
+
+
+def rotary_section(style: Style) -> None:
+    """Each pair's rotary angle per position, and q·k against distance."""
+    st.markdown(
+        "**Rotary** (RoPE, Su et al. 2021; SmolLM2, Llama): nothing is added to the token vectors. Instead each "
+        "pair of dimensions of every query and key is turned by an angle pos · θ^(−2i/d_head). A query at position p "
+        "and a key at q then score by how far apart they are, p − q, whatever p is."
+    )
+    a, b = st.columns(2)
+    n = a.slider("positions", 8, 512, 64, key="pos.rope_n")
+    theta = b.select_slider("θ (SmolLM2: 100,000; Llama 2: 10,000)", [10000.0, 100000.0, 500000.0], SMOLLM2_THETA,
+                            key="pos.theta")  # fmt: skip
+    angles = positions.rotary_angles(n, SMOLLM2_HEAD_DIM, theta)
+    pairs = [f"pair {i + 1}" for i in range(SMOLLM2_HEAD_DIM // 2)]
+    rows = [str(p) for p in range(n)]
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(
+        interactive.matrix(
+            np.cos(angles.numpy()),
+            f"cos(angle) of each pair, head size {SMOLLM2_HEAD_DIM}",
+            rows=rows,
+            cols=pairs,
+            style=style,
+            height=360,
+        ),  # fmt: skip
+        key="pos.rope",
+    )
+    score = positions.rotary_score_by_offset(SMOLLM2_HEAD_DIM, theta, min(n, 256))
+    c2.plotly_chart(
+        lessons.lines(
+            {"q·k": (list(range(len(score))), score.tolist())},
+            "the same query and key, turned: q·k against their distance",
+            "distance (positions)",
+            "q·k",
+            style=style,
+            height=360,
+        ),  # fmt: skip
+        key="pos.rope_decay",
+    )
+    st.caption(
+        f"Pair 1 turns one radian per position; pair {SMOLLM2_HEAD_DIM // 2} turns θ^(−{SMOLLM2_HEAD_DIM - 2}/"
+        f"{SMOLLM2_HEAD_DIM}) = {angles[1, -1].item():.2e} radians. The right-hand curve is Σ 2·cos(distance · w_i) "
+        "for a query and key that were the same vector: it falls (unevenly) with distance, the long-term decay the "
+        "RoPE paper describes. The Inside page shows the same rotation on SmolLM2's real Q and K."
+    )
+
+
+def positional_heads_section(inputs: Inputs) -> None:
+    """The heads the Model overview's statistics call previous- or next-token, each with a link to it."""
+    from attnviz.ui.pages import overview
+
+    st.markdown(
+        "**Positional heads**: heads that attend by where a token is, not what it is, like the previous or the "
+        "next token. Found with the Model overview's statistics, averaged over its built-in sentences "
+        f"(more than {positions.SHARE_THRESHOLD:.0%} of a head's attention on that neighbour)."
+    )
+    stats, _ = overview._corpus_stats(inputs.model, inputs.backend, "end")
+    found = positions.positional_heads(stats)
+    if not found:
+        st.info(f"No head of {escape.md(inputs.model)} puts more than half its attention on a neighbour.")
+        return
+    for i, h in enumerate(found[:12]):
+        a, b = st.columns([3, 1])
+        a.markdown(f"Layer {h.layer + 1}, head {h.head + 1}: **{h.kind}**, {h.share:.0%} of its attention")
+        if b.button("Open in Heads", key=f"pos.open{i}"):
+            overview._open_head(inputs, h.layer + 1, h.head + 1)
+    if len(found) > 12:
+        st.caption(f"…and {len(found) - 12} more (the Model overview lists every head).")
+
+
+def render() -> None:
+    """Draw the page."""
+    inputs = controls.current()
+    st.header("Positions: how a transformer knows word order")
+    st.markdown(WHY)
+    st.subheader("Sinusoidal positions")
+    st.markdown(SINUSOIDAL)
+    sinusoidal_section(inputs.style)
+    st.subheader("Learned positions (BERT)")
+    learned_section(inputs, inputs.style)
+    st.subheader("Rotary positions (SmolLM2)")
+    rotary_section(inputs.style)
+    st.subheader("Heads that attend by position")
+    positional_heads_section(inputs)
