@@ -339,6 +339,25 @@ def cmd_eval_heads(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_class(args: argparse.Namespace) -> int:
+    """Start a class ahead of a lesson: its code, the teacher's and the students' links, when it ends."""
+    import datetime as dt
+
+    from attnviz.store import Store, links
+
+    links(args.base_url, "CHECK")  # a bad address fails before a class is made
+    store = Store(args.db) if args.db else Store()
+    code, secret, expires = store.create_class(hours=args.hours)
+    urls = links(args.base_url, code, secret)
+    when = dt.datetime.fromtimestamp(expires, dt.UTC).isoformat(timespec="seconds")
+    print(
+        f"class {code}, ends {when}\nstudents: {urls['student_url']}\nteacher (keep it private): {urls['teacher_url']}"
+    )
+    write_json(args.json, {"code": code, "teacher_url": urls["teacher_url"], "student_url": urls["student_url"],
+                           "expires": when})  # fmt: skip
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """The app, with the default model loaded (and the default text computed) before the server opens."""
     import os
@@ -423,6 +442,16 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--steps", type=int, default=None, help="training steps (default: the shipped recipe)")
     tr.add_argument("--out", default=None, help="folder to save to (default: the shipped checkpoint's folder)")
     tr.set_defaults(func=cmd_train_dates)
+    cl = sub.add_parser("class", help="a class a teacher leads live (see README: A class, led live)")
+    cl_sub = cl.add_subparsers(dest="class_command", required=True)
+    cc = cl_sub.add_parser("create", help="start a class ahead of a lesson and print its links")
+    cc.add_argument("--base-url", default="http://localhost:8501", help="the address students open")
+    cc.add_argument("--hours", type=float, default=None, help="how long it lasts (default: ATTNVIZ_CLASS_HOURS or 8)")
+    cc.add_argument("--db", default=None, help="the database file (default: ATTNVIZ_DB or the user's data folder)")
+    cc.add_argument(
+        "--json", default=None, metavar="OUT", help='write {"code", "teacher_url", "student_url", "expires"}'
+    )
+    cc.set_defaults(func=cmd_class)
     th = sub.add_parser("train-heads", help="train the 1/2/4/8-head models (about a minute a task on 2 cores)")
     th.add_argument("--task", choices=("reversal", "mirror-sum", "all"), default="all")
     th.add_argument("--steps", type=int, default=None, help="training steps (default: each task's shipped recipe)")

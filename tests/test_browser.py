@@ -438,3 +438,156 @@ def test_a_long_text_pasted_in_chromium_draws_pooled_maps_an_exact_window_and_th
         pg.close()
         proc.terminate()
         proc.wait(10)
+
+
+def _href(pg) -> str:
+    return pg.evaluate("() => location.href")
+
+
+def _wait_for_view(pg, needles: tuple[str, ...], timeout: float = 10.0) -> float:
+    """Seconds until the page's address holds every needle (and its main area drew), or AssertionError."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if all(n in _href(pg) for n in needles):
+            return time.monotonic() - start
+        pg.wait_for_timeout(50)
+    raise AssertionError(f"{needles} never reached {_href(pg)}")
+
+
+def _bars(pg) -> list[dict]:
+    """The first chart's traces on the page, as plotly holds them: [{x, y}]."""
+    pg.locator("[data-testid=stMain] .js-plotly-plot").first.wait_for(timeout=30_000)
+    pg.wait_for_timeout(300)
+    return pg.evaluate(
+        "() => document.querySelector('[data-testid=stMain] .js-plotly-plot').data.map(t => ({x: t.x, y: t.y}))"
+    )
+
+
+def test_a_class_led_live_teacher_and_three_students_poll_reveal_and_restart(browser, tmp_path):
+    """A teacher starts a class; three students follow it within 2 s; they answer a poll; the reveal counts them;
+    the server restarts and the class and answers are still there; a student's browser cannot lead."""
+    from attnviz.store import Store
+
+    db = tmp_path / "classes.db"
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = start_server(port, tmp_path / "server1.log", {"ATTNVIZ_DB": str(db)})
+    pages = []
+    try:
+        teacher = browser.new_page(viewport={"width": 1400, "height": 1400})
+        pages.append(teacher)
+        teacher.goto(f"{base}/classroom")
+        teacher.get_by_role("button", name="Start a class").click()
+        teacher.get_by_text("Keep your teacher link").wait_for(timeout=60_000)
+        _wait_for_view(teacher, ("teacher=",))
+        params = teacher.evaluate("() => Object.fromEntries(new URL(location.href).searchParams)")
+        code, secret = params["class"], params["teacher"]
+        assert Store(db).is_teacher(code, secret)
+
+        students = []
+        for _ in range(3):
+            pg = browser.new_page(viewport={"width": 1200, "height": 1000})
+            pg.goto(f"{base}/?class={code}")
+            pg.get_by_text("Follow the teacher").wait_for(timeout=60_000)
+            students.append(pg)
+        pages += students
+
+        # the teacher changes the view through the URL's own state, then through a widget
+        teacher.goto(f"{base}/?class={code}&teacher={secret}&view=Head&layer=2&head=4")
+        teacher.locator("[data-testid=stMain] .js-plotly-plot").first.wait_for(timeout=60_000)
+        waits = [_wait_for_view(s, ("view=Head", "layer=2", "head=4")) for s in students]
+        for s in students:
+            s.get_by_text("Layer 2, head 4").first.wait_for(timeout=5_000)
+        main = teacher.locator("[data-testid=stMain]")
+        main.locator("[data-testid=stButtonGroup]").get_by_text("Layer", exact=True).click()
+        _wait_for_view(teacher, ("view=Layer",))
+        waits += [_wait_for_view(s, ("view=Layer",)) for s in students]
+        print("follow waits (s):", [round(w, 2) for w in waits])
+        assert max(waits) <= 2.0, waits
+
+        # a poll: the teacher goes to the Class page (the students follow), asks what kind of head this is
+        teacher.goto(f"{base}/classroom?class={code}&teacher={secret}")
+        main.get_by_text("Ask the class about layer 2").wait_for(timeout=60_000)
+        main.locator("[data-testid=stRadio]").filter(has_text="Question").get_by_text("What kind of head?").click()
+        main.get_by_role("button", name="Ask").click()
+        main.get_by_text("0 answered").wait_for(timeout=10_000)
+        for pg, choice in zip(students, ("broad", "broad", "self"), strict=True):
+            answer = pg.locator("[data-testid=stMain] [data-testid=stRadio]").filter(has_text="Your answer")
+            answer.wait_for(timeout=15_000)
+            answer.get_by_text(choice, exact=True).click()
+            pg.locator("[data-testid=stMain]").get_by_role("button", name="Send").click()
+            pg.get_by_text("Waiting for the teacher to reveal").wait_for(timeout=15_000)
+        main.get_by_text("3 answered").wait_for(timeout=10_000)
+        main.get_by_role("button", name="Reveal").click()
+        main.get_by_text("The model:").wait_for(timeout=30_000)
+        class_bars = dict(zip(*_bars(teacher)[0].values(), strict=True))
+        assert class_bars["broad"] == 2 and class_bars["self"] == 1 and sum(class_bars.values()) == 3
+        for pg in students:
+            pg.get_by_text("The model:").wait_for(timeout=10_000)
+
+        # the server restarts: the class, the view and the answers are still there
+        proc.terminate()
+        proc.wait(timeout=30)
+        proc = start_server(port, tmp_path / "server2.log", {"ATTNVIZ_DB": str(db)})
+        teacher.goto(f"{base}/classroom?class={code}&teacher={secret}")
+        main.get_by_text("The model:").wait_for(timeout=60_000)
+        assert dict(zip(*_bars(teacher)[0].values(), strict=True)) == class_bars
+        students[0].reload()
+        students[0].get_by_text("Your answer: broad").wait_for(timeout=60_000)
+
+        # a student's browser sends the teacher's commands without the secret: nothing changes
+        before = Store(db).get(code)
+        intruder = students[1]
+        intruder.goto(f"{base}/?class={code}&teacher=not-the-secret&view=Head&layer=6&head=1")
+        intruder.get_by_text("That teacher link's secret is not this class's").wait_for(timeout=30_000)
+        intruder.goto(f"{base}/classroom?class={code}&sid=x{'1' * 15}")
+        intruder.locator("[data-testid=stMain]").get_by_text("The model:").wait_for(timeout=30_000)
+        assert intruder.locator("[data-testid=stMain]").get_by_role("button", name="Ask").count() == 0
+        assert intruder.locator("[data-testid=stMain]").get_by_role("button", name="Reveal").count() == 0
+        after = Store(db).get(code)
+        assert (after.version, after.view) == (before.version, before.view)
+        assert Store(db).current_poll(code).id == Store(db).current_poll(code).id
+        for pg in pages:
+            assert pg.locator("[data-testid=stException]").count() == 0
+    finally:
+        for pg in pages:
+            pg.close()
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_an_html_snapshot_of_a_view_opens_offline_and_draws_its_heatmaps(browser, server, tmp_path):
+    """Heads page, one head: prepare the snapshot, save it, open the file with the network off."""
+    pg = browser.new_page(viewport={"width": 1400, "height": 1400})
+    try:
+        pg.goto(f"{server}/?view=Head&layer=2&head=3")
+        main = pg.locator("[data-testid=stMain]")
+        main.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
+        main.get_by_role("button", name="Prepare an HTML snapshot").click()
+        save = main.get_by_role("button", name="Save the snapshot (HTML")
+        save.wait_for(timeout=30_000)
+        label = save.inner_text()
+        with pg.expect_download() as dl:
+            save.click()
+        path = tmp_path / "snapshot.html"
+        dl.value.save_as(path)
+        stated = float(label.split("HTML, ")[1].split(" MB")[0])
+        assert abs(path.stat().st_size / 2**20 - stated) < 0.05  # the size on the button is the file's
+    finally:
+        pg.close()
+    context = browser.new_context()
+    asked = []
+    context.route("**/*", lambda route: (asked.append(route.request.url), route.continue_()))
+    context.set_offline(True)
+    offline = context.new_page()
+    try:
+        offline.goto(path.as_uri())
+        offline.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+        traces = offline.evaluate("() => document.querySelector('.js-plotly-plot').data.map(t => t.type)")
+        assert "heatmap" in traces
+        assert offline.locator(".js-plotly-plot .heatmaplayer image, .js-plotly-plot .hm image").count() >= 1
+        text = offline.locator("body").inner_text()
+        assert "The animal didn't cross the street" in text and "head" in text
+        assert [u for u in asked if not u.startswith("file://")] == []  # nothing from the network
+    finally:
+        context.close()

@@ -44,10 +44,11 @@ def remember(url_key: str, value: Any) -> None:
     st.session_state.setdefault(_PUBLISHED, {})[url_key] = value
 
 
-def publish() -> None:
-    """Write the values remembered in this run to the URL (app.py calls it last)."""
+def publish() -> dict[str, str]:
+    """Write the values remembered in this run to the URL (app.py calls it last); the URL state, as written."""
     params = {
         k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in st.session_state.pop(_PUBLISHED, {}).items()
     }
     if dict(st.query_params) != params:
         st.query_params.from_dict(params)
+    return params

@@ -197,3 +197,32 @@ def predict(question: str, options: Sequence[str], key: str) -> str | None:
 def csv_button(label: str, csv: Callable[[], str], filename: str, key: str) -> None:
     """One CSV download; the file is built only when the button is pressed."""
     st.download_button(label, csv, filename, "text/csv", key=key, on_click="ignore")
+
+
+def snapshot_row(inputs: Inputs, view: dict, figures: Callable[[], list], key: str) -> None:
+    """An HTML snapshot of what is shown: prepare it, then save it; its size is on the button.
+
+    One self-contained file (the figures with plotly.js inlined, the text, model and view) that opens with no
+    network. Prepared on request, for this view only: another view drops it.
+    """
+    from attnviz.figures import classroom as snapshots
+
+    facts = {
+        "model": inputs.model,
+        "backend": inputs.backend,
+        "text": inputs.text,
+        **{k: str(v) for k, v in view.items()},
+    }
+    ident = repr(sorted(facts.items()))
+    held = st.session_state.get(key)
+    if held is not None and held[0] != ident:
+        held = st.session_state[key] = None
+    if held is None and st.button("Prepare an HTML snapshot", key=f"{key}.prepare", help="One file, no network"):
+        parts = snapshots.snapshot_parts("attnviz snapshot", facts, figures())
+        held = st.session_state[key] = (ident, *parts)
+    if held is not None:
+        _, head, body = held
+        size = snapshots.snapshot_size(head, body) / 2**20
+        st.download_button(f"Save the snapshot (HTML, {size:.1f} MB, opens offline)",
+                           lambda: snapshots.snapshot_html(head, body), "attnviz_snapshot.html", "text/html",
+                           key=f"{key}.save", on_click="ignore")  # fmt: skip

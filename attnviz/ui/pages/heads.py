@@ -79,15 +79,20 @@ def render() -> None:
         fig = interactive.head_grid(result, layer, style=inputs.style, note=note)
         st.plotly_chart(fig, key="heads.chart.grid", theme=None)
         widgets.export_buttons(inputs, fetch, layer, None, opts, "heads.export.layer")
+        widgets.snapshot_row(
+            inputs, {"view": "layer", "layer": layer + 1, **opts.as_dict()}, lambda: [fig], "heads.snap"
+        )
     elif view == "Head":
         head = widgets.pick("Head", "heads", "head", result.n_heads)
         if opts.value_weight:
             panels = value_panels(results[kind], layer, head, opts)
-            st.plotly_chart(interactive.side_by_side(panels, style=inputs.style), key="heads.chart.head")
+            fig = interactive.side_by_side(panels, style=inputs.style)
         else:
             fig = interactive.head_map(result, layer, head, style=inputs.style, note=note)
-            st.plotly_chart(fig, key="heads.chart.head")
+        st.plotly_chart(fig, key="heads.chart.head")
         widgets.export_buttons(inputs, fetch, layer, head, opts, "heads.export.head")
+        snap = {"view": "head", "layer": layer + 1, "head": head + 1, **opts.as_dict()}
+        widgets.snapshot_row(inputs, snap, lambda: [fig], "heads.snap")
     else:
         st.caption("Every layer (rows) and head (columns) as a small map. Hover to see which is which.")
         st.plotly_chart(interactive.overview(result, style=inputs.style, note=note), key="heads.chart.overview")

@@ -1,0 +1,43 @@
+"""What the model itself answers to a class poll: a pure function of a result and the poll's view."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from attnviz.analysis import head_stats
+from attnviz.result import AttentionResult
+from attnviz.tokens import display_labels
+
+if TYPE_CHECKING:
+    from attnviz.lazy import LazyAttention
+
+HEAD_TYPES = head_stats.LABELS
+
+
+def model_answer(result: AttentionResult | LazyAttention, kind: str, view: dict) -> tuple[object, str]:
+    """(what the figure draws, the model's own answer as students would have written it).
+
+    "token": the head's attention row from view["query"] (a list over the keys), and the key it weighs most;
+    "head type": the head's label from head_stats (the Model overview's rule), twice;
+    "number": the percentage of view["query"]'s attention on view["key"], twice (as a number and as text).
+    Layers, heads and tokens in `view` are 0-based.
+    """
+    layer, head, query = int(view.get("layer", 0)), int(view.get("head", 0)), int(view.get("query", 0))
+    if kind == "head type":
+        if isinstance(result, AttentionResult):
+            stats, uniform = head_stats.head_stats(result), head_stats.uniform_entropy(result)
+        else:
+            stats, uniform = result.stats(), head_stats.uniform_entropy(result)
+        label = head_stats.labels(stats, uniform)[layer][head]
+        return label, label
+    if isinstance(result, AttentionResult):
+        row = result.weights[layer, head, query]
+    else:
+        row = result.rows([query])[layer, head, 0]
+    if kind == "token":
+        keys = display_labels(result.source_tokens)
+        return row.tolist(), keys[int(row.argmax())]
+    if kind == "number":
+        share = 100.0 * float(row[int(view.get("key", 0))])
+        return share, f"{share:.1f}"
+    raise ValueError(f"unknown poll kind {kind!r}")

@@ -1,0 +1,103 @@
+"""Figures for a class: the class's answers beside the model's own, and the one-file HTML snapshot."""
+
+from __future__ import annotations
+
+import functools
+import html
+from collections import Counter
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+import plotly.io as pio
+from plotly.subplots import make_subplots
+
+from attnviz.escape import html_text
+from attnviz.figures.style import Style
+
+
+def poll_figure(
+    kind: str,
+    options: Sequence[str],
+    answers: Counter,
+    model: Sequence[float] | str | float,
+    *,
+    style: Style = Style(),
+) -> go.Figure:
+    """The class's answers as a histogram beside the model's actual answer.
+
+    kind "token": options are the tokens, `model` the head's attention from the question's word to each (a row);
+    "head type": options are the labels, `model` the head's label; "number": `model` the actual percentage.
+    """
+    if kind == "number":
+        values = [float(a) for a, n in answers.items() for _ in range(n)]
+        fig = go.Figure(go.Histogram(x=values, nbinsx=20, name="the class", marker_color="#1f77b4"))
+        fig.add_vline(x=float(model), line_color="#d62728", line_width=3,
+                      annotation_text=f"the model: {float(model):.1f}%", annotation_position="top")  # fmt: skip
+        fig.update_xaxes(title="answer (%)")
+        fig.update_yaxes(title="students")
+        return _layout(fig, "The class's answers, and the model's", style)
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("The class", "The model"), horizontal_spacing=0.12)
+    labels = [html_text(o) for o in options]
+    fig.add_trace(go.Bar(x=labels, y=[answers.get(o, 0) for o in options], name="students", marker_color="#1f77b4",
+                         hovertemplate="%{x}<br>%{y} student(s)<extra></extra>"), 1, 1)  # fmt: skip
+    if kind == "token":
+        row = list(model)  # type: ignore[arg-type]
+        fig.add_trace(go.Bar(x=labels, y=row, name="attention", marker_color="#d62728",
+                             hovertemplate="%{x}<br>%{y:.3f}<extra></extra>"), 1, 2)  # fmt: skip
+        fig.update_yaxes(title_text="attention weight", row=1, col=2)
+    else:
+        fig.add_trace(go.Bar(x=labels, y=[1.0 if o == model else 0.0 for o in options], name="the model's label",
+                             marker_color="#d62728", hovertemplate="%{x}<extra></extra>"), 1, 2)  # fmt: skip
+        fig.update_yaxes(showticklabels=False, row=1, col=2)
+    fig.update_yaxes(title_text="students", row=1, col=1)
+    fig.update_xaxes(tickangle=-45)
+    return _layout(fig, "", style)
+
+
+def _layout(fig: go.Figure, title: str, style: Style) -> go.Figure:
+    return fig.update_layout(
+        title={"text": html_text(title)} if title else None,
+        height=380,
+        showlegend=False,
+        font={"size": style.font_size},
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+    )
+
+
+@functools.cache
+def plotly_js() -> str:
+    """plotly.js itself (the version plotly.py ships), inlined so that a snapshot needs no network."""
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+def snapshot_parts(title: str, facts: dict[str, str], figures: Sequence[go.Figure], note: str = "") -> tuple[str, str]:
+    """The HTML before and after plotly.js: everything a snapshot holds but the library. Text is escaped here."""
+    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in facts.items())
+    charts = "".join(
+        pio.to_html(fig, include_plotlyjs=False, full_html=False, config={"displaylogo": False}) for fig in figures
+    )
+    head = (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title>"
+        "<style>body{font-family:sans-serif;margin:2em;max-width:1200px}th{text-align:left;padding-right:1em}"
+        "td{white-space:pre-wrap}</style><script type='text/javascript'>"
+    )
+    body = (
+        f"</script></head><body><h1>{html.escape(title)}</h1><table>{rows}</table>"
+        f"{f'<p>{html.escape(note)}</p>' if note else ''}{charts}"
+        "<p><small>Saved from attnviz. This file needs no network: the charts' library is inside it.</small></p>"
+        "</body></html>"
+    )
+    return head, body
+
+
+def snapshot_size(head: str, body: str) -> int:
+    """The snapshot's size in bytes, without building it."""
+    return len(head.encode()) + len(plotly_js().encode()) + len(body.encode())
+
+
+def snapshot_html(head: str, body: str) -> str:
+    """One self-contained HTML file: the figures with plotly.js inlined, the facts, the note."""
+    return head + plotly_js() + body

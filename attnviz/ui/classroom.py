@@ -1,0 +1,220 @@
+"""A class the teacher leads live: who this session is in a class, following the teacher, the sidebar panel.
+
+The teacher opens the teacher link (?class=CODE&teacher=SECRET). The secret stays in the teacher's address bar, so
+that a reload, a typed URL state (?layer=3&head=5&view=Head) or a restarted server keeps the teacher leading; it
+never reaches the class's view or a page's text (project the app full screen, or the student link, not the address
+bar). After every run of the teacher's page, the page and
+its URL state (model, text, layer, head, palette, projector mode: everything `state` publishes) become the class's
+view in the store. A student opens the student link (?class=CODE); a fragment asks the store every second and,
+while the student follows, a newer view replaces theirs before their page draws: the widgets' values are dropped
+and restored from the teacher's URL state, on the teacher's page. A student exploring alone keeps their own view
+until they rejoin.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import secrets
+import time
+from dataclasses import dataclass
+
+import streamlit as st
+
+from attnviz import escape
+from attnviz.store import ClassNotFound, Store, clean_code
+from attnviz.store import links as store_links
+from attnviz.ui import state
+
+CLASS, TEACHER, STUDENT = "class", "teacher", "sid"
+KEEP = ("class.", "_")  # session keys that survive taking the teacher's view (the class's own, Streamlit's)
+TICK_SECONDS = 1.0  # how often a follower's page asks the store for a newer view
+CLASS_PAGE = "classroom"  # the Class page's URL path
+
+
+@dataclass(frozen=True)
+class Seat:
+    """This browser session's place in a class."""
+
+    code: str
+    teacher: bool
+    student: str  # the student's id ('' for the teacher)
+
+
+@st.cache_resource(show_spinner=False)
+def store() -> Store:
+    """The one store of this server (ATTNVIZ_DB)."""
+    return Store()
+
+
+def base_url() -> str:
+    """The address students open: $ATTNVIZ_BASE_URL, else the address the teacher's browser used."""
+    if os.environ.get("ATTNVIZ_BASE_URL"):
+        return os.environ["ATTNVIZ_BASE_URL"].rstrip("/")
+    host = st.context.headers.get("Host") or "localhost:8501"
+    return f"http://{host}"
+
+
+def links(code: str, secret: str | None = None) -> dict[str, str]:
+    """The student link and, given the secret, the teacher link, on this server's address."""
+    return store_links(base_url(), code, secret)
+
+
+def seat() -> Seat | None:
+    """This session's seat, from the URL (once) or the session; None outside a class. Call before any widget."""
+    raw = st.query_params.get(CLASS)
+    code = clean_code(raw) if raw is not None else st.session_state.get("class.code", "")
+    if raw is not None and code != st.session_state.get("class.code"):
+        for key in [k for k in st.session_state if str(k).startswith("class.")]:
+            del st.session_state[key]  # another class: a new seat
+        st.session_state["class.code"] = code
+    if not code:
+        if raw:
+            st.sidebar.warning(f"“{escape.md(raw)}” is not a class code: a code has six letters and digits.")
+        st.session_state.pop("class.code", None)
+        return None
+    try:
+        store().get(code)
+    except ClassNotFound as err:
+        st.sidebar.warning(escape.md(err))
+        st.session_state.pop("class.code", None)
+        return None
+    given = st.query_params.get(TEACHER)
+    if given is not None:
+        if store().is_teacher(code, given):
+            st.session_state["class.secret"] = given
+        else:  # shown by the class panel (kept in the session: taking the teacher's view reruns the page)
+            st.session_state["class.notice"] = (
+                "That teacher link's secret is not this class's: this page joins as a student."
+            )
+    secret = st.session_state.get("class.secret")
+    if secret and store().is_teacher(code, secret):
+        state.remember(CLASS, code)
+        state.remember(TEACHER, secret)  # the teacher's own address bar keeps it: a reload still leads
+        return Seat(code, True, "")
+    student = st.session_state.get("class.student") or _student_id(st.query_params.get(STUDENT))
+    if st.session_state.get("class.student") != student:
+        st.session_state["class.student"] = student
+        store().join(code, student)
+    state.remember(CLASS, code)
+    state.remember(STUDENT, student)
+    return Seat(code, False, student)
+
+
+def _student_id(raw: str | None) -> str:
+    """A student's id: from the URL (a reload or a restarted server keeps it), else a new random one."""
+    if raw and 8 <= len(raw) <= 32 and raw.isalnum():
+        return raw
+    return secrets.token_hex(8)
+
+
+def page_path(url_path: str) -> str:
+    """The page script of a URL path ('' is the Heads page)."""
+    return f"app_pages/{url_path or 'heads'}.py"
+
+
+def follow(here: Seat, page_url: str) -> None:
+    """A following student takes the class's view if it is newer than theirs (call before the sidebar draws)."""
+    if here.teacher or not st.session_state.get("class.following", True):
+        return
+    info = store().get(here.code)
+    if st.session_state.get("class.version") == info.version:
+        return
+    st.session_state["class.version"] = info.version
+    if not info.view:
+        return  # the teacher has not shown anything yet
+    params = {k: str(v) for k, v in info.view.get("params", {}).items() if k not in (CLASS, TEACHER, STUDENT)}
+    params.update({CLASS: here.code, STUDENT: here.student})
+    for key in list(st.session_state):
+        if not str(key).startswith(KEEP):
+            del st.session_state[key]  # each widget restores its value from the teacher's URL state
+    st.query_params.from_dict(params)
+    if info.view.get("page", "") != page_url:
+        st.switch_page(page_path(info.view.get("page", "")), query_params=params)
+
+
+def publish(here: Seat | None, page_url: str, params: dict[str, str]) -> None:
+    """After the teacher's run: the page and its URL state become the class's view."""
+    if here is None or not here.teacher:
+        return
+    shared = {k: v for k, v in params.items() if k not in (CLASS, TEACHER, STUDENT)}
+    # What a poll asks about: the last view that was not the Class page (kept in the store: a reload keeps it).
+    lesson = shared if page_url != CLASS_PAGE else store().get(here.code).view.get("lesson", {})
+    store().set_view(
+        here.code, st.session_state["class.secret"], {"page": page_url, "params": shared, "lesson": lesson}
+    )
+
+
+@st.fragment(run_every=TICK_SECONDS)
+def _tick() -> None:
+    """A student's heartbeat: a newer view (while following), a new poll or a reveal reruns the whole page."""
+    code, student = st.session_state.get("class.code"), st.session_state.get("class.student")
+    if not code or not student:
+        return
+    try:
+        info = store().get(code)
+    except ClassNotFound:
+        st.caption("This class has ended.")
+        return
+    store().seen(code, student)
+    poll = store().current_poll(code)
+    mark = [poll.id, poll.revealed] if poll else None
+    following = st.session_state.get("class.following", True)
+    stale = following and info.version != st.session_state.get("class.version")
+    if stale or mark != st.session_state.get("class.poll_mark"):
+        st.session_state["class.poll_mark"] = mark
+        st.rerun(scope="app")
+    st.caption(f"{'Following the teacher' if following else 'Exploring alone'} · view {info.version}")
+
+
+def sidebar_panel(here: Seat) -> None:
+    """The class in the sidebar: links and QR code for the teacher; the follow switch and a name for a student."""
+    with st.sidebar.expander(f"Class {here.code}", expanded=True):
+        if st.session_state.get("class.notice"):  # kept for this seat: heartbeats rerun the page
+            st.error(st.session_state["class.notice"])
+        if here.teacher:
+            teacher_links(here)
+        else:
+            _student_panel(here)
+
+
+def teacher_links(here: Seat) -> None:
+    """The student link, its QR code, who is here, when the class ends."""
+    info = store().get(here.code)
+    url = links(here.code)["student_url"]
+    st.markdown(f"Students open **{escape.md(url)}**, scan the code below, or type the class code **{here.code}** "
+                "on the Class page.")  # fmt: skip
+    st.image(qr_png(url), caption="The student link", width=200)
+    n, following = store().students(here.code)
+    st.caption(f"{n} student(s) seen in the last 30 s, {following} following. The class ends at "
+               f"{time.strftime('%H:%M UTC', time.gmtime(info.expires))}.")  # fmt: skip
+
+
+def _student_panel(here: Seat) -> None:
+    following = st.toggle(
+        "Follow the teacher",
+        value=st.session_state.get("class.following", True),
+        key="class.follow_toggle",
+        help="Off: explore on your own. On again: back to the teacher's view.",
+    )
+    if following != st.session_state.get("class.following", True):
+        st.session_state["class.following"] = following
+        store().set_following(here.code, here.student, following)
+        if following:
+            st.session_state.pop("class.version", None)  # rejoin: the teacher's view at once
+            st.rerun()
+    name = st.text_input("Your name (optional)", key="class.name", max_chars=40)
+    if name and name != st.session_state.get("class.name_sent"):
+        store().join(here.code, here.student, name)
+        st.session_state["class.name_sent"] = name
+    _tick()
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def qr_png(url: str) -> bytes:
+    """The link as a QR code (the segno library), PNG bytes, large enough to read off a projector."""
+    import segno
+
+    out = io.BytesIO()
+    segno.make(url, error="m").save(out, kind="png", scale=8, border=2)
+    return out.getvalue()

@@ -1,0 +1,214 @@
+"""The Class page: start or join a class; the teacher asks, students answer, the teacher reveals the class's answers
+beside the model's own; the results as CSV and as a one-file HTML snapshot."""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+from attnviz import escape
+from attnviz.analysis import polls
+from attnviz.figures import classroom as class_figures
+from attnviz.figures import interactive
+from attnviz.result import AttentionResult
+from attnviz.store import POLL_KINDS, ClassNotFound, Poll, clean_code
+from attnviz.tokens import display_labels
+from attnviz.ui import cache, classroom, controls
+from attnviz.ui.classroom import Seat
+from attnviz.ui.controls import Inputs
+
+KIND_TEXT = {"token": "Which word?", "head type": "What kind of head?", "number": "How much?"}
+
+
+def start_or_join() -> None:
+    """No class yet: a teacher starts one, a student types a code."""
+    st.markdown(
+        "A class lets a teacher lead the room: every student who opens the student link sees the teacher's page, "
+        "model, text, layer and head within a second or two, answers the teacher's questions, and sees the class's "
+        "answers beside the model's own. Classes, answers and who follows live in this server's database and "
+        "survive a restart."
+    )
+    a, b = st.columns(2)
+    with a:
+        st.subheader("Teach")
+        if st.button("Start a class", key="class.start", type="primary"):
+            code, secret, _ = classroom.store().create_class()
+            st.session_state["class.code"], st.session_state["class.secret"] = code, secret
+            st.session_state["class.new"] = True
+            params = {classroom.CLASS: code, classroom.TEACHER: secret}
+            st.switch_page(classroom.page_path(classroom.CLASS_PAGE), query_params=params)
+    with b:
+        st.subheader("Join")
+        typed = st.text_input("Class code", key="class.join_code", max_chars=12, placeholder="e.g. K7QX2M")
+        if typed:
+            code = clean_code(typed)
+            try:
+                classroom.store().get(code)
+            except ClassNotFound as err:
+                st.warning(escape.md(err))
+            else:
+                st.switch_page(classroom.page_path(""), query_params={classroom.CLASS: code})
+
+
+def teacher_view(here: Seat, inputs: Inputs) -> None:
+    """The teacher: the links (the teacher link once), a question on the last view shown, the answers, the reveal."""
+    urls = classroom.links(here.code, st.session_state["class.secret"])
+    if st.session_state.pop("class.new", False):
+        st.success(
+            f"Class **{here.code}** started. Keep your teacher link (it is also in your address bar: project the "
+            "app full screen or the student link, not the address bar). Anyone with it can lead the class:"
+            f"\n\n`{urls['teacher_url']}`"
+        )
+    st.markdown(f"Students open **{escape.md(urls['student_url'])}** or scan the code in the sidebar. Go to any "
+                "page: the class sees what you see. Come back here to ask a question about it.")  # fmt: skip
+    params = classroom.store().get(here.code).view.get("lesson", {})  # the last view shown before this page
+    layer, head = _index(params.get("layer")), _index(params.get("head"))
+    ask(here, inputs, layer, head)
+    poll = classroom.store().current_poll(here.code)
+    if poll is not None:
+        poll_status(here, poll.id)
+        if poll.revealed:
+            results(poll, inputs)
+
+
+def _index(raw: str | None) -> int:
+    """A 1-based layer or head from the URL state -> 0-based (0 when absent or bad)."""
+    try:
+        return max(0, int(raw) - 1) if raw is not None else 0
+    except ValueError:
+        return 0
+
+
+def ask(here: Seat, inputs: Inputs, layer: int, head: int) -> None:
+    """A question about layer `layer`, head `head` of the current model and text."""
+    st.subheader(f"Ask the class about layer {layer + 1}, head {head + 1}")
+    result = next(iter(cache.attention(inputs.model, inputs.backend, inputs.text).values()))
+    layer, head = min(layer, result.n_layers - 1), min(head, result.n_heads - 1)
+    rows, cols = display_labels(result.target_tokens), display_labels(result.source_tokens)
+    kind = st.radio("Question", POLL_KINDS, horizontal=True, key="class.kind", format_func=KIND_TEXT.get)
+    query = key = 0
+    if kind in ("token", "number"):
+        query = st.selectbox("From the word", range(len(rows)), index=_pronoun(result.target_tokens),
+                             format_func=rows.__getitem__, key="class.query")  # fmt: skip
+    if kind == "number":
+        key = st.selectbox("To the word", range(len(cols)), format_func=cols.__getitem__, key="class.key")
+    question = {
+        "token": f"Layer {layer + 1}, head {head + 1}: which word does “{rows[query]}” attend to most?",
+        "head type": f"Layer {layer + 1}, head {head + 1}: what kind of head is this?",
+        "number": f"Layer {layer + 1}, head {head + 1}: what percentage of the attention of “{rows[query]}” goes "
+        f"to “{cols[key]}”?",
+    }[kind]
+    st.caption(escape.md(question))
+    if st.button("Ask", key="class.ask", type="primary"):
+        view = {"model": inputs.model, "backend": inputs.backend, "text": inputs.text, "layer": layer, "head": head,
+                "query": query, "key": key}  # fmt: skip
+        options = cols if kind == "token" else list(polls.HEAD_TYPES) if kind == "head type" else []
+        classroom.store().start_poll(here.code, st.session_state["class.secret"], kind, question, options, view)
+
+
+def _pronoun(tokens: tuple[str, ...]) -> int:
+    """The lesson's word: the first pronoun of the text if it has one, else its second token."""
+    bare = [t.lower().lstrip("ġ▁#") for t in tokens]
+    for word in ("it", "they", "she", "he", "them", "her", "him"):
+        if word in bare:
+            return bare.index(word)
+    return min(1, len(tokens) - 1)
+
+
+@st.fragment(run_every=2.0)
+def poll_status(here: Seat, poll_id: int) -> None:
+    """How many have answered, refreshed every 2 s, and the Reveal button."""
+    store = classroom.store()
+    poll = store.poll(poll_id)
+    _, following = store.students(here.code)
+    st.markdown(f"**{escape.md(poll.question)}**  \n{store.count(poll.id)} answered · {following} following")
+    if not poll.revealed and st.button("Reveal", key=f"class.reveal.{poll.id}", type="primary"):
+        store.reveal(here.code, st.session_state["class.secret"], poll.id)
+        st.rerun(scope="app")
+
+
+def student_view(here: Seat) -> None:
+    """A student: the current question and an answer; then the reveal."""
+    poll = classroom.store().current_poll(here.code)
+    if poll is None:
+        st.info("No question yet. Your page follows the teacher's; a question will appear here.")
+        return
+    st.subheader(escape.md(poll.question))
+    mine = classroom.store().answered(poll.id, here.student)
+    if mine is None and not poll.revealed:
+        answer_form(here, poll)
+    elif not poll.revealed:
+        st.success(f"Your answer: **{escape.md(mine)}**. Waiting for the teacher to reveal the class's answers.")
+    else:
+        if mine is not None:
+            st.caption(f"Your answer: {escape.md(mine)}")
+        results(poll, controls.current())
+
+
+def answer_form(here: Seat, poll: Poll) -> None:
+    """Pick a word or a kind of head, or type a number; one answer per poll."""
+    if poll.kind == "number":
+        value = st.number_input("Your answer (%)", 0.0, 100.0, 10.0, 1.0, key=f"class.answer.{poll.id}")
+        answer = f"{value:g}"
+    else:
+        answer = st.radio("Your answer", poll.options, index=None, key=f"class.answer.{poll.id}",
+                          format_func=escape.md)  # fmt: skip
+    if st.button("Send", key=f"class.send.{poll.id}", type="primary", disabled=answer is None):
+        try:
+            kept = classroom.store().answer(poll.id, here.student, answer)
+        except (ValueError, ClassNotFound) as err:
+            st.warning(escape.md(err))
+            return
+        if not kept:
+            st.info("You had already answered this question: your first answer counts.")
+        st.rerun()
+
+
+def results(poll: Poll, inputs: Inputs) -> None:
+    """The class's answers beside the model's, the head's map, CSV and a one-file HTML snapshot."""
+    view = poll.view
+    result = next(iter(cache.attention(view["model"], view["backend"], view["text"]).values()))
+    drawn, right = polls.model_answer(result, poll.kind, view)
+    answers = classroom.store().results(poll.id)
+    total = sum(answers.values())
+    share = answers.get(right, 0) / total if total and poll.kind != "number" else None
+    fig = class_figures.poll_figure(poll.kind, poll.options, answers, drawn, style=inputs.style)
+    st.plotly_chart(fig, key=f"class.results.{poll.id}")
+    said = f"The model: **{escape.md(right)}**" + ("%" if poll.kind == "number" else "")
+    if share is not None:
+        said += f"; {answers.get(right, 0)} of {total} answers agree ({share:.0%})."
+    st.markdown(said)
+    layer, head = int(view["layer"]), int(view["head"])
+    head_fig = None
+    if isinstance(result, AttentionResult):  # a long text's map is on the Heads page
+        head_fig = interactive.head_map(result, layer, head, style=inputs.style)
+    if head_fig is not None:
+        st.plotly_chart(head_fig, key=f"class.head.{poll.id}")
+    facts = {"question": poll.question, "model": view["model"], "backend": view["backend"], "text": view["text"],
+             "layer": str(layer + 1), "head": str(head + 1), "answers": str(total), "the model's answer": right,
+             "saved": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}  # fmt: skip
+    head_html, body = class_figures.snapshot_parts(
+        f"attnviz class {poll.code}: {poll.question}", facts, [f for f in (fig, head_fig) if f is not None]
+    )
+    size = class_figures.snapshot_size(head_html, body) / 2**20
+    a, b = st.columns(2)
+    a.download_button(f"Snapshot (HTML, {size:.1f} MB, opens offline)",
+                      lambda: class_figures.snapshot_html(head_html, body), f"attnviz_class_{poll.code}_{poll.id}.html",
+                      "text/html", key=f"class.snapshot.{poll.id}", on_click="ignore")  # fmt: skip
+    b.download_button("Answers (CSV)", lambda: classroom.store().results_csv(poll.id),
+                      f"attnviz_class_{poll.code}_{poll.id}.csv", "text/csv", key=f"class.csv.{poll.id}",
+                      on_click="ignore")  # fmt: skip
+
+
+def render() -> None:
+    """Draw the page."""
+    inputs = controls.current()
+    st.header("Class")
+    here = st.session_state.get("class.seat")
+    if here is None:
+        start_or_join()
+    elif here.teacher:
+        teacher_view(here, inputs)
+    else:
+        student_view(here)

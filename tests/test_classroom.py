@@ -1,0 +1,112 @@
+"""A class led live, without a browser: the command line, the poll answers, the figures, the snapshot, AppTest."""
+
+import json
+from collections import Counter
+
+import pytest
+from conftest import ROOT
+from streamlit.testing.v1 import AppTest
+
+from attnviz.__main__ import main
+from attnviz.analysis import head_stats, polls
+from attnviz.figures import classroom as figures
+from attnviz.store import Store, links
+
+APP = str(ROOT / "app.py")
+TEXT = "The animal didn't cross the street because it was too tired."
+
+
+def test_class_create_on_the_command_line(tmp_path):
+    out, db = tmp_path / "class.json", tmp_path / "c.db"
+    assert main(["class", "create", "--base-url", "http://room:8501/", "--db", str(db), "--json", str(out)]) == 0
+    made = json.loads(out.read_text())
+    assert set(made) == {"code", "teacher_url", "student_url", "expires"}
+    assert made["student_url"] == f"http://room:8501/?class={made['code']}"
+    secret = made["teacher_url"].split("teacher=")[1]
+    assert Store(db).is_teacher(made["code"], secret)
+    assert main(["class", "create", "--base-url", "ftp://x", "--db", str(db)]) == 2
+    assert main(["class", "create", "--hours", "0", "--db", str(db)]) == 2
+
+
+def test_links_refuse_other_schemes():
+    assert links("https://a.b/", "ABCDEF")["student_url"] == "https://a.b/?class=ABCDEF"
+    with pytest.raises(ValueError):
+        links("javascript:alert(1)", "ABCDEF")
+
+
+def test_the_models_answers_are_its_weights_and_its_label(bundled_hf):
+    result = bundled_hf.run(TEXT)["self"]
+    view = {"layer": 2, "head": 3, "query": 11, "key": 3}
+    row, word = polls.model_answer(result, "token", view)
+    assert row == pytest.approx(result.weights[2, 3, 11].tolist())
+    assert word.startswith(result.source_tokens[int(result.weights[2, 3, 11].argmax())])
+    share, text = polls.model_answer(result, "number", view)
+    assert share == pytest.approx(100 * float(result.weights[2, 3, 11, 3])) and text == f"{share:.1f}"
+    label, same = polls.model_answer(result, "head type", view)
+    stats = head_stats.head_stats(result)
+    assert label == same == head_stats.labels(stats, head_stats.uniform_entropy(result))[2][3]
+
+
+def test_poll_figures_count_the_class():
+    fig = figures.poll_figure("head type", ["self", "broad"], Counter({"broad": 2, "self": 1}), "broad")
+    assert list(fig.data[0].y) == [1, 2] and list(fig.data[1].y) == [0.0, 1.0]
+    fig = figures.poll_figure("number", [], Counter({"10": 2, "55.5": 1}), 42.0)
+    assert sorted(fig.data[0].x) == [10.0, 10.0, 55.5]
+    fig = figures.poll_figure("token", ["<b>a</b> ·1", "b ·2"], Counter({"b ·2": 3}), [0.25, 0.75])
+    assert list(fig.data[0].x)[0] == "&lt;b&gt;a&lt;/b&gt; ·1"  # labels escaped for plotly's HTML
+
+
+def test_a_snapshot_escapes_what_people_typed():
+    import plotly.graph_objects as go
+
+    head, body = figures.snapshot_parts("<script>alert(1)</script>", {"text": "<img src=x onerror=alert(1)>"},
+                                        [go.Figure(go.Heatmap(z=[[1]]))])  # fmt: skip
+    page = figures.snapshot_html(head, body)
+    assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "<title>&lt;script&gt;" in page
+    assert figures.snapshot_size(head, body) == len(page.encode())
+    assert "cdn.plot.ly" not in body and "https://" not in head + body  # nothing to fetch
+
+
+def _teacher_and_student(db):
+    code, secret, _ = db.create_class()
+    teacher = AppTest.from_file(APP, default_timeout=120)
+    teacher.query_params.update({"class": code, "teacher": secret, "view": "Head", "layer": "3", "head": "5"})
+    teacher.run()
+    return code, secret, teacher
+
+
+def test_the_teachers_view_becomes_the_class_and_a_follower_takes_it():
+    from attnviz.store import default_path
+
+    db = Store(default_path())
+    code, secret, teacher = _teacher_and_student(db)
+    assert not teacher.exception
+    view = db.get(code).view
+    assert view["page"] == "" and view["params"]["layer"] == "3" and view["params"]["head"] == "5"
+    assert "teacher" not in view["params"] and "class" not in view["params"]
+    student = AppTest.from_file(APP, default_timeout=120)
+    student.query_params.update({"class": code, "layer": "1"})
+    student.run()
+    assert not student.exception
+    assert student.query_params["layer"] == "3" and student.query_params["head"] == "5"
+    assert student.slider(key="heads.head").value == 5
+    assert student.toggle(key="class.follow_toggle").value is True
+    # exploring alone: a new teacher view does not move this student
+    student.toggle(key="class.follow_toggle").set_value(False).run()
+    db.set_view(code, secret, {"page": "", "params": {**view["params"], "head": "7"}})
+    student.run()
+    assert student.slider(key="heads.head").value == 5
+    student.toggle(key="class.follow_toggle").set_value(True).run()  # rejoin: the teacher's view at once
+    assert student.query_params["head"] == "7"
+
+
+def test_a_bad_class_code_or_secret_is_a_message():
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["class"] = "<b>nope</b>"
+    at.run()
+    assert not at.exception and any("is not a class code" in w.value for w in at.sidebar.warning)
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["class"] = "ZZZZZZ"
+    at.run()
+    assert not at.exception and any("No class has the code ZZZZZZ" in w.value for w in at.sidebar.warning)

@@ -1,0 +1,138 @@
+"""The classroom store: classes, the teacher's secret, views, polls, one answer each, restarts, concurrency."""
+
+import threading
+import time
+
+import pytest
+
+from attnviz import store as store_module
+from attnviz.store import ClassNotFound, NotTeacher, Store, clean_code
+
+
+@pytest.fixture
+def db(tmp_path):
+    return Store(tmp_path / "classes.db")
+
+
+def test_a_class_has_a_code_a_secret_and_an_expiry(db):
+    code, secret, expires = db.create_class(hours=2)
+    assert clean_code(code) == code and len(code) == 6
+    assert not set(code) & set("01OI")
+    assert expires == pytest.approx(time.time() + 7200, abs=5)
+    assert db.is_teacher(code, secret) and not db.is_teacher(code, secret + "x") and not db.is_teacher(code, None)
+    assert db.get(code.lower()).code == code  # typed codes are forgiving
+    assert clean_code("ab-c 12") == "" and clean_code(" abc-def ") == "ABCDEF"
+
+
+def test_the_secret_is_stored_hashed(db):
+    code, secret, _ = db.create_class()
+    raw = db.path.read_bytes() + (db.path.parent / (db.path.name + "-wal")).read_bytes()
+    assert secret.encode() not in raw
+
+
+def test_only_the_teacher_changes_the_view_and_starts_or_reveals_polls(db):
+    code, secret, _ = db.create_class()
+    assert db.set_view(code, secret, {"page": "", "params": {"layer": "3"}}) == 1
+    assert db.set_view(code, secret, {"page": "", "params": {"layer": "3"}}) == 1  # unchanged: same version
+    for wrong in (None, "", "guess", secret[:-1]):
+        with pytest.raises(NotTeacher):
+            db.set_view(code, wrong, {"page": "inside", "params": {}})
+        with pytest.raises(NotTeacher):
+            db.start_poll(code, wrong, "head type", "?", ["self"], {})
+    assert db.get(code).view == {"page": "", "params": {"layer": "3"}} and db.get(code).version == 1
+    poll = db.start_poll(code, secret, "head type", "What kind?", ["self", "broad"], {"layer": 0})
+    with pytest.raises(NotTeacher):
+        db.reveal(code, "nope", poll)
+    assert not db.poll(poll).revealed
+    db.reveal(code, secret, poll)
+    assert db.poll(poll).revealed
+
+
+def test_one_answer_per_student_per_poll_and_answers_are_checked(db):
+    code, secret, _ = db.create_class()
+    poll = db.start_poll(code, secret, "token", "Which word?", ["the ·1", "animal ·2"], {})
+    assert db.answer(poll, "s1", "animal ·2") is True
+    assert db.answer(poll, "s1", "the ·1") is False  # a second answer is refused
+    assert db.answered(poll, "s1") == "animal ·2"
+    with pytest.raises(ValueError, match="not one of"):
+        db.answer(poll, "s2", "<script>")
+    number = db.start_poll(code, secret, "number", "How much?", [], {})
+    with pytest.raises(ValueError, match="not a number"):
+        db.answer(number, "s2", "lots")
+    assert db.answer(number, "s2", "42.5")
+    assert db.results(poll) == {"animal ·2": 1} and db.count(number) == 1
+    assert db.current_poll(code).id == number
+
+
+def test_students_follow_or_explore_and_names_are_kept_as_typed(db):
+    code, _, _ = db.create_class()
+    db.join(code, "s1", "<b>Ada</b>")
+    db.join(code, "s2")
+    db.set_following(code, "s2", False)
+    assert db.students(code) == (2, 1)
+    db.join(code, "s1")  # a rejoin without a name keeps the name
+    row = db._db().execute("SELECT name FROM students WHERE student = 's1'").fetchone()
+    assert row["name"] == "<b>Ada</b>"
+
+
+def test_csv_results_name_students_and_defuse_formulas(db):
+    code, secret, _ = db.create_class()
+    poll = db.start_poll(code, secret, "head type", "Kind?", ["=cmd|' /C calc'!A0", "self"], {})
+    db.join(code, "s1", "@Bob")
+    db.answer(poll, "s1", "=cmd|' /C calc'!A0")
+    lines = db.results_csv(poll).splitlines()
+    assert lines[0] == "poll,question,student,answer,answered_at_utc"
+    assert "'@Bob" in lines[1] and "'=cmd" in lines[1]
+
+
+def test_an_expired_class_is_gone(db):
+    code, secret, _ = db.create_class(hours=1 / 3600 / 10)  # a tenth of a second
+    time.sleep(0.2)
+    with pytest.raises(ClassNotFound):
+        db.get(code)
+    with pytest.raises(ClassNotFound):
+        db.set_view(code, secret, {})
+
+
+def test_everything_survives_a_new_store_on_the_same_file(tmp_path):
+    path = tmp_path / "c.db"
+    first = Store(path)
+    code, secret, _ = first.create_class()
+    first.set_view(code, secret, {"page": "inside", "params": {"head": "5"}})
+    poll = first.start_poll(code, secret, "head type", "Kind?", ["self", "broad"], {})
+    first.answer(poll, "s1", "self")
+    del first
+    again = Store(path)  # a restarted server
+    assert again.get(code).view["params"] == {"head": "5"}
+    assert again.is_teacher(code, secret)
+    assert again.results(poll) == {"self": 1}
+
+
+def test_thirty_students_answering_in_the_same_second_lose_nothing(db):
+    code, secret, _ = db.create_class()
+    poll = db.start_poll(code, secret, "head type", "Kind?", ["self", "broad", "other"], {})
+    start = threading.Barrier(30)
+    kept = []
+
+    def student(i: int) -> None:
+        start.wait()
+        kept.append(db.answer(poll, f"s{i}", ("self", "broad", "other")[i % 3]))
+        kept.append(db.answer(poll, f"s{i}", "self"))  # and a second try each, refused
+
+    threads = [threading.Thread(target=student, args=(i,)) for i in range(30)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert kept.count(True) == 30 and kept.count(False) == 30
+    assert db.results(poll) == {"self": 10, "broad": 10, "other": 10}
+
+
+def test_the_default_path_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("ATTNVIZ_DB", str(tmp_path / "x.db"))
+    assert store_module.default_path() == tmp_path / "x.db"
+    monkeypatch.delenv("ATTNVIZ_DB")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert store_module.default_path() == tmp_path / "attnviz" / "classes.db"
+    monkeypatch.setenv("ATTNVIZ_CLASS_HOURS", "bad")
+    assert store_module.class_hours() == store_module.DEFAULT_HOURS
