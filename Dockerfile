@@ -30,7 +30,11 @@ COPY attnviz/ attnviz/
 # SmolLM2 ships as GGUF; converting it takes 20 s, so it is done once here and every start loads it in seconds.
 RUN python -m attnviz prepare && chmod -R a+rX /opt/attnviz-cache
 
-RUN useradd --uid 10001 --no-create-home --shell /usr/sbin/nologin attnviz
+# Classes (code, view, polls, answers) live in SQLite here: mount a volume to keep them across containers.
+RUN useradd --uid 10001 --no-create-home --shell /usr/sbin/nologin attnviz \
+ && mkdir -p /var/lib/attnviz && chown 10001 /var/lib/attnviz
+ENV ATTNVIZ_DB=/var/lib/attnviz/classes.db
+VOLUME ["/var/lib/attnviz"]
 USER 10001
 
 # Offline at run time: only the bundled model and those baked in (or mounted at /opt/hf) load.

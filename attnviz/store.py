@@ -84,6 +84,8 @@ class ClassNotFound(LookupError):
 
 @dataclass(frozen=True)
 class ClassInfo:
+    """A class as stored (without its secret)."""
+
     code: str
     created: float
     expires: float
@@ -94,6 +96,8 @@ class ClassInfo:
 
 @dataclass(frozen=True)
 class Poll:
+    """A question the teacher asked, about one view."""
+
     id: int
     code: str
     kind: str  # one of POLL_KINDS
@@ -193,6 +197,22 @@ class Store:
         return ClassInfo(row["code"], row["created"], row["expires"], json.loads(row["view"]), row["version"],
                          row["changed"])  # fmt: skip
 
+    def pulse(self, code: str) -> tuple[int, int | None, bool] | None:
+        """What a follower checks every beat, in one read: (view version, newest poll id, revealed); None when the
+        class does not exist or has ended."""
+        row = (
+            self._db()
+            .execute(
+                "SELECT c.version, c.expires, p.id AS poll, p.revealed FROM classes c LEFT JOIN polls p ON p.id = "
+                "(SELECT MAX(id) FROM polls WHERE code = c.code) WHERE c.code = ?",
+                (clean_code(code),),
+            )
+            .fetchone()
+        )
+        if row is None or row["expires"] < time.time():
+            return None
+        return int(row["version"]), row["poll"], bool(row["revealed"])
+
     def is_teacher(self, code: str, secret: str | None) -> bool:
         """Whether `secret` is this class's: compared in constant time; False for no secret or no class."""
         if not secret:
@@ -288,6 +308,7 @@ class Store:
         return self._poll(row)
 
     def poll(self, poll_id: int) -> Poll | None:
+        """A poll by id, or None."""
         return self._poll(self._db().execute("SELECT * FROM polls WHERE id = ?", (int(poll_id),)).fetchone())
 
     def answer(self, poll_id: int, student: str, answer: str) -> bool:

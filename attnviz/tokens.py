@@ -226,6 +226,11 @@ class Tokenizer:
         return TokenAxis(tokens, special, tuple(range(len(ids))), (NO_SPAN,) * len(ids))
 
 
+def plain_labels(tokens: Sequence[str]) -> list[str]:
+    """Unique labels as plain text ("it ·9"), for widgets and stored answers; escape them where they are shown."""
+    return [f"{tok[:80]} ·{i + 1}" for i, tok in enumerate(tokens)]
+
+
 def display_labels(tokens: Sequence[str]) -> list[str]:
     """Escaped, unique labels for a browser axis: "it ·9" (1-based position), so equal tokens stay apart."""
     return [f"{html_text(tok, limit=80)} ·{i + 1}" for i, tok in enumerate(tokens)]

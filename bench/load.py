@@ -17,6 +17,12 @@ serialisation (JSON, protobuf, plotly's to_json, Arrow for tables), the forward 
 transformers, attnviz.engines), figure building (attnviz.figures, plotly, numpy), Streamlit's own work (the rest of
 streamlit, tornado, asyncio), attnviz's pages and analysis; threads blocked in a wait are counted apart.
 
+`--class`: a class led live instead: 30 followers (protocol users that also run the page's one-second heartbeat, as
+the browser does) and a teacher who opens a new view (the teacher link with ?view=Head&layer=..&head=..) every
+10 s for 2 minutes, then the Class page and a poll that every follower answers through the page's own widgets.
+Reported: the time from the teacher's view reaching the store to each follower's page showing it (p50, p95; target
+p95 <= 2 s), and answers sent, confirmed and stored (target: 0 lost).
+
 `--memory`: instead, 30 protocol users each send a different 512-token text (then move its layer
 slider twice), all at once, for several rounds; the server's resident memory is sampled every
 second and must stay under MEMORY_BOUND_MB (the result memo's budget, ATTNVIZ_CACHE_MB, bounds it).
@@ -44,6 +50,8 @@ import websockets  # noqa: E402
 from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
 from test_browser import ARGS, CHROMIUM, _free_port, start_server  # noqa: E402
+
+from attnviz.analysis.head_stats import LABELS as HEAD_TYPES  # noqa: E402
 
 SUBJECTS = ["The teacher", "A student", "The robot", "My neighbour", "The old dog", "A tired pilot", "The river"]
 VERBS = ["noticed", "followed", "ignored", "painted", "answered", "carried", "described"]
@@ -306,6 +314,180 @@ def profile_shares(raw: Path) -> tuple[int, dict[str, float]]:
     return total, {k: v / total for k, v in counts.most_common()} if total else {}
 
 
+class Follower:
+    """A student's browser, as the Streamlit protocol sees it: reruns, the heartbeat fragment, a poll answer."""
+
+    def __init__(self, url: str, code: str, sid: str, index: int) -> None:
+        self.url, self.index = url, index
+        self.query = f"class={code}&sid={sid}"
+        self.seen: dict[int, float] = {}  # view version -> when this page had drawn it whole (time.time())
+        self.drawing: int | None = None  # a version whose run has begun drawing
+        self.pages: dict[str, str] = {}
+        self.fragment: tuple[str, float] | None = None
+        self.radio: tuple[str, list[str]] | None = None
+        self.send_id: str | None = None
+        self.answered = self.confirmed = False
+        self.kept: list = []  # widget values this page holds (the browser sends them with every rerun)
+        self.quiet_until = 0.0
+        self.page_hash = ""
+        self.errors: list[str] = []
+
+    async def run(self, deadline: float) -> None:
+        try:
+            async with websockets.connect(self.url, subprotocols=["streamlit"], max_size=64 * 2**20) as ws:
+                await self._send(ws)
+                await asyncio.gather(self._read(ws, deadline), self._beat(ws, deadline))
+        except (OSError, websockets.ConnectionClosed) as err:
+            self.errors.append(f"follower {self.index}: connection: {err}")
+
+    async def _send(self, ws, fragment: str = "", widgets: list | None = None) -> None:
+        msg = BackMsg()
+        msg.rerun_script.query_string = self.query
+        msg.rerun_script.page_script_hash = self.page_hash
+        if fragment:
+            msg.rerun_script.fragment_id, msg.rerun_script.is_auto_rerun = fragment, True
+        for wid, field, value in self.kept + (widgets or []):
+            w = msg.rerun_script.widget_states.widgets.add()
+            w.id = wid
+            setattr(w, field, value)
+        await ws.send(msg.SerializeToString())
+
+    async def _beat(self, ws, deadline: float) -> None:
+        """What the browser does for a fragment with run_every: ask the server to rerun it, every interval."""
+        while time.monotonic() < deadline:
+            await asyncio.sleep(self.fragment[1] if self.fragment else 0.5)
+            if self.fragment and time.monotonic() >= self.quiet_until:
+                await self._send(ws, self.fragment[0])
+
+    async def _read(self, ws, deadline: float) -> None:
+        import re
+
+        while time.monotonic() < deadline:
+            try:
+                raw = await asyncio.wait_for(ws.recv(), timeout=max(0.1, deadline - time.monotonic()))
+            except TimeoutError:
+                return
+            fwd = ForwardMsg()
+            fwd.ParseFromString(raw)
+            kind = fwd.WhichOneof("type")
+            if kind == "auto_rerun":
+                self.fragment = (fwd.auto_rerun.fragment_id, fwd.auto_rerun.interval)
+            elif kind == "page_info_changed":
+                self.query = fwd.page_info_changed.query_string
+            elif kind == "navigation":
+                self.pages = {p.url_pathname or "heads": p.page_script_hash for p in fwd.navigation.app_pages}
+                self.page_hash = fwd.navigation.page_script_hash
+            elif kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
+                el = fwd.delta.new_element
+                which = el.WhichOneof("type")
+                if which == "markdown":
+                    found = re.search(r"· view (\d+)", el.markdown.body)
+                    if found and int(found.group(1)) not in self.seen:
+                        self.drawing = int(found.group(1))  # seen once the page's run finishes
+                elif which == "alert" and "Waiting for the teacher" in el.alert.body:
+                    self.confirmed = True  # the page says the answer was kept
+                elif which == "radio" and el.radio.label == "Your answer":
+                    self.radio = (el.radio.id, list(el.radio.options))
+                elif which == "button" and el.button.label == "Send":
+                    self.send_id = el.button.id
+                elif which == "exception":
+                    self.errors.append(f"exception: {el.exception.message[:200]}")
+            elif kind == "script_finished" and self.drawing is not None:
+                self.seen.setdefault(self.drawing, time.time())  # the whole page, sidebar and main area, drawn
+                self.drawing = None
+            if kind == "script_finished" and self.radio and self.send_id and not self.answered:
+                self.answered = True  # the poll's form is drawn: pick an answer, then press Send (two reruns)
+                self.page_hash = self.pages.get("classroom", self.page_hash)  # the page the form is on
+                choice = self.radio[1][self.index % len(self.radio[1])]
+                self.quiet_until = time.monotonic() + 3  # as a person would, between a click and the next
+                self.kept = [(self.radio[0], "string_value", choice)]  # a radio sends its formatted option
+                await self._send(ws)
+                await asyncio.sleep(0.5)
+                await self._send(ws, widgets=[(self.send_id, "trigger_value", True)])
+
+
+async def teacher_opens(url: str, query: str, page_hash: str = "") -> None:
+    """The teacher opens a link (a new session): its run ends after the view is stored."""
+    async with websockets.connect(url, subprotocols=["streamlit"], max_size=64 * 2**20) as ws:
+        msg = BackMsg()
+        msg.rerun_script.query_string = query
+        msg.rerun_script.page_script_hash = page_hash
+        await ws.send(msg.SerializeToString())
+        while True:
+            fwd = ForwardMsg()
+            fwd.ParseFromString(await asyncio.wait_for(ws.recv(), timeout=120))
+            if fwd.WhichOneof("type") == "script_finished" and fwd.script_finished in (
+                ForwardMsg.FINISHED_SUCCESSFULLY,
+                ForwardMsg.FINISHED_WITH_COMPILE_ERROR,
+            ):
+                return
+
+
+def class_run(followers: int, seconds: float, every: float) -> None:
+    """A class led live: followers, a teacher changing the view every `every` seconds, then a poll."""
+    import secrets as _secrets
+
+    from attnviz.store import Store
+
+    folder = Path(tempfile.mkdtemp())
+    db_path = folder / "classes.db"
+    port = _free_port()
+    server = start_server(port, folder / "streamlit.log", {"ATTNVIZ_DB": str(db_path)})
+    url = f"ws://127.0.0.1:{port}/_stcore/stream"
+    db = Store(db_path)
+    code, secret, _ = db.create_class()
+    changes: dict[int, float] = {}
+    try:
+        asyncio.run(warm_up(url))
+        flock = [Follower(url, code, _secrets.token_hex(8), i) for i in range(followers)]
+
+        async def lesson() -> int:
+            deadline = time.monotonic() + seconds
+            tasks = [asyncio.create_task(f.run(deadline + 15)) for f in flock]
+            await asyncio.sleep(5)  # everyone in
+            views = [(layer, head) for layer in range(1, 7) for head in (1, 5, 9, 12)]
+            n = 0
+            while time.monotonic() < deadline - 25:
+                layer, head = views[n % len(views)]
+                await teacher_opens(url, f"class={code}&teacher={secret}&view=Head&layer={layer}&head={head}")
+                info = db.get(code)
+                changes.setdefault(info.version, info.changed)
+                n += 1
+                await asyncio.sleep(every)
+            pages = flock[0].pages
+            await teacher_opens(url, f"class={code}&teacher={secret}", pages.get("classroom", ""))
+            info = db.get(code)
+            changes.setdefault(info.version, info.changed)
+            poll = db.start_poll(
+                code,
+                secret,
+                "head type",
+                "What kind of head is this?",
+                list(HEAD_TYPES),
+                {"model": "default", "backend": "hf", "text": "x", "layer": 0, "head": 0, "query": 0, "key": 0},
+            )
+            await asyncio.gather(*tasks)
+            return poll
+
+        poll_id = asyncio.run(lesson())
+    finally:
+        server.terminate()
+        server.wait(10)
+    lags = [f.seen[v] - t for f in flock for v, t in changes.items() if v in f.seen]
+    missed = sum(1 for f in flock for v in changes if v not in f.seen)
+    sent, confirmed, stored = sum(f.answered for f in flock), sum(f.confirmed for f in flock), db.count(poll_id)
+    errors = [e for f in flock for e in f.errors]
+    print("| measure | value | target |\n|---|---:|---|")
+    print(f"| followers / seconds / view changes | {followers} / {seconds:.0f} / {len(changes)} | - |")
+    print(f"| a change reaching a follower, p50 / p95 / max | {pct(lags, 50):.2f} / {pct(lags, 95):.2f} / "
+          f"{max(lags):.2f} s | p95 <= 2 s |")  # fmt: skip
+    print(f"| (follower, change) pairs never seen | {missed} of {followers * len(changes)} | 0 |")
+    print(f"| answers sent / confirmed on the page / stored | {sent} / {confirmed} / {stored} | 0 lost |")
+    print(f"| errors | {len(errors)} | 0 |")
+    for e in errors[:10]:
+        print("error:", e)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=30)
@@ -315,7 +497,12 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="sample the server with py-spy during the load")
     parser.add_argument("--memory", action="store_true", help="the memory run: 30 users, different 512-token texts")
     parser.add_argument("--rounds", type=int, default=3, help="with --memory: texts per user")
+    parser.add_argument("--class", dest="klass", action="store_true", help="a class led live: followers and a poll")
+    parser.add_argument("--every", type=float, default=10.0, help="with --class: seconds between the teacher's views")
     args = parser.parse_args()
+    if args.klass:
+        class_run(args.users, args.seconds, args.every)
+        return
     if args.memory:
         memory_run(args.users, args.rounds)
         return

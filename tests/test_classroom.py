@@ -110,3 +110,25 @@ def test_a_bad_class_code_or_secret_is_a_message():
     at.query_params["class"] = "ZZZZZZ"
     at.run()
     assert not at.exception and any("No class has the code ZZZZZZ" in w.value for w in at.sidebar.warning)
+
+
+def test_an_unwritable_class_database_is_a_message(monkeypatch, tmp_path):
+    from attnviz.ui import classroom
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("ATTNVIZ_DB", str(blocker / "classes.db"))  # its folder is a file: cannot be made
+    classroom.store.clear()
+    try:
+        at = AppTest.from_file(APP, default_timeout=120)
+        at.switch_page("app_pages/classroom.py").run()
+        at.button(key="class.start").click().run()
+        assert not at.exception
+        assert any("could not be opened" in e.value and "ATTNVIZ_DB" in e.value for e in at.error)
+        at = AppTest.from_file(APP, default_timeout=120)
+        at.query_params["class"] = "ABCDEF"
+        at.run()
+        assert not at.exception and any("ATTNVIZ_DB" in w.value for w in at.sidebar.warning)
+    finally:
+        monkeypatch.undo()
+        classroom.store.clear()

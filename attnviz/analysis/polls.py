@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from attnviz.analysis import head_stats
 from attnviz.result import AttentionResult
-from attnviz.tokens import display_labels
+from attnviz.tokens import plain_labels
 
 if TYPE_CHECKING:
     from attnviz.lazy import LazyAttention
@@ -35,7 +35,7 @@ def model_answer(result: AttentionResult | LazyAttention, kind: str, view: dict)
     else:
         row = result.rows([query])[layer, head, 0]
     if kind == "token":
-        keys = display_labels(result.source_tokens)
+        keys = plain_labels(result.source_tokens)
         return row.tolist(), keys[int(row.argmax())]
     if kind == "number":
         share = 100.0 * float(row[int(view.get("key", 0))])

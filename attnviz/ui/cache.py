@@ -10,10 +10,12 @@ classroom's sentences out. Only the Heads and Model overview pages read long tex
 
 from __future__ import annotations
 
+import collections
 import math
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Literal
 
 import streamlit as st
@@ -255,3 +257,23 @@ def cross_what_if(model: str, text_a: str, text_b: str) -> AttentionResult:
     if not isinstance(eng, WhatIfEngine):
         raise ValueError(f"The model '{model}' cannot run a cross-attention what-if.")
     return memo().get(("cross", eng.name, text_a, text_b), lambda: eng.cross_what_if(text_a, text_b))
+
+
+FIGURES_KEPT = 32
+_figures: collections.OrderedDict = collections.OrderedDict()
+_figures_lock = threading.Lock()
+
+
+def figure(key: tuple, build: Callable[[], object]) -> object:
+    """A figure built once for every session that shows the same view (a class following its teacher draws one
+    view 30 times at once); the last FIGURES_KEPT views are kept. Figures are never changed after they are built."""
+    with _figures_lock:
+        if key in _figures:
+            _figures.move_to_end(key)
+            return _figures[key]
+    fig = build()
+    with _figures_lock:
+        _figures[key] = fig
+        while len(_figures) > FIGURES_KEPT:
+            _figures.popitem(last=False)
+    return fig

@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import os
 import secrets
+import sqlite3
 import time
 from dataclasses import dataclass
 
@@ -28,7 +29,8 @@ from attnviz.ui import state
 
 CLASS, TEACHER, STUDENT = "class", "teacher", "sid"
 KEEP = ("class.", "_")  # session keys that survive taking the teacher's view (the class's own, Streamlit's)
-TICK_SECONDS = 1.0  # how often a follower's page asks the store for a newer view
+TICK_SECONDS = 0.5  # how often a follower's page asks the store for a newer view (one read)
+SEEN_SECONDS = 10.0  # how often a follower's page says it is still here (one write)
 CLASS_PAGE = "classroom"  # the Class page's URL path
 
 
@@ -60,9 +62,30 @@ def links(code: str, secret: str | None = None) -> dict[str, str]:
     return store_links(base_url(), code, secret)
 
 
+STORE_FAILED = (
+    "The class database could not be opened ({err}). The person running this server can set ATTNVIZ_DB to a "
+    "file in a writable folder."
+)
+
+
+def store_error() -> str | None:
+    """None when the class database opens, else a message saying what to do."""
+    try:
+        store()
+    except (OSError, sqlite3.Error) as err:
+        return STORE_FAILED.format(err=escape.md(err))
+    return None
+
+
 def seat() -> Seat | None:
     """This session's seat, from the URL (once) or the session; None outside a class. Call before any widget."""
     raw = st.query_params.get(CLASS)
+    if raw is None and not st.session_state.get("class.code"):
+        return None
+    failed = store_error()
+    if failed:
+        st.sidebar.warning(failed)
+        return None
     code = clean_code(raw) if raw is not None else st.session_state.get("class.code", "")
     if raw is not None and code != st.session_state.get("class.code"):
         for key in [k for k in st.session_state if str(k).startswith("class.")]:
@@ -151,20 +174,21 @@ def _tick() -> None:
     code, student = st.session_state.get("class.code"), st.session_state.get("class.student")
     if not code or not student:
         return
-    try:
-        info = store().get(code)
-    except ClassNotFound:
+    pulse = store().pulse(code)
+    if pulse is None:
         st.caption("This class has ended.")
         return
-    store().seen(code, student)
-    poll = store().current_poll(code)
-    mark = [poll.id, poll.revealed] if poll else None
+    version, poll, revealed = pulse
+    if time.time() - st.session_state.get("class.seen_at", 0.0) > SEEN_SECONDS:
+        store().seen(code, student)
+        st.session_state["class.seen_at"] = time.time()
+    mark = [poll, revealed] if poll is not None else None
     following = st.session_state.get("class.following", True)
-    stale = following and info.version != st.session_state.get("class.version")
+    stale = following and version != st.session_state.get("class.version")
     if stale or mark != st.session_state.get("class.poll_mark"):
         st.session_state["class.poll_mark"] = mark
         st.rerun(scope="app")
-    st.caption(f"{'Following the teacher' if following else 'Exploring alone'} · view {info.version}")
+    st.caption(f"{'Following the teacher' if following else 'Exploring alone'} · view {version}")
 
 
 def sidebar_panel(here: Seat) -> None:

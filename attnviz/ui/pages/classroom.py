@@ -13,7 +13,7 @@ from attnviz.figures import classroom as class_figures
 from attnviz.figures import interactive
 from attnviz.result import AttentionResult
 from attnviz.store import POLL_KINDS, ClassNotFound, Poll, clean_code
-from attnviz.tokens import display_labels
+from attnviz.tokens import plain_labels
 from attnviz.ui import cache, classroom, controls
 from attnviz.ui.classroom import Seat
 from attnviz.ui.controls import Inputs
@@ -33,6 +33,10 @@ def start_or_join() -> None:
     with a:
         st.subheader("Teach")
         if st.button("Start a class", key="class.start", type="primary"):
+            failed = classroom.store_error()
+            if failed:
+                st.error(failed)
+                st.stop()
             code, secret, _ = classroom.store().create_class()
             st.session_state["class.code"], st.session_state["class.secret"] = code, secret
             st.session_state["class.new"] = True
@@ -41,7 +45,9 @@ def start_or_join() -> None:
     with b:
         st.subheader("Join")
         typed = st.text_input("Class code", key="class.join_code", max_chars=12, placeholder="e.g. K7QX2M")
-        if typed:
+        if typed and classroom.store_error():
+            st.error(classroom.store_error())
+        elif typed:
             code = clean_code(typed)
             try:
                 classroom.store().get(code)
@@ -85,7 +91,7 @@ def ask(here: Seat, inputs: Inputs, layer: int, head: int) -> None:
     st.subheader(f"Ask the class about layer {layer + 1}, head {head + 1}")
     result = next(iter(cache.attention(inputs.model, inputs.backend, inputs.text).values()))
     layer, head = min(layer, result.n_layers - 1), min(head, result.n_heads - 1)
-    rows, cols = display_labels(result.target_tokens), display_labels(result.source_tokens)
+    rows, cols = plain_labels(result.target_tokens), plain_labels(result.source_tokens)
     kind = st.radio("Question", POLL_KINDS, horizontal=True, key="class.kind", format_func=KIND_TEXT.get)
     query = key = 0
     if kind in ("token", "number"):

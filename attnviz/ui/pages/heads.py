@@ -76,7 +76,10 @@ def render() -> None:
 
     if view == "Layer":
         st.caption("Rows are queries (the token looking), columns are keys (the token looked at). One colour scale.")
-        fig = interactive.head_grid(result, layer, style=inputs.style, note=note)
+        view_key = ("heads", model, backend, text, kind, repr(opts), inputs.style, layer)
+        fig = cache.figure(
+            (*view_key, "grid"), lambda: interactive.head_grid(result, layer, style=inputs.style, note=note)
+        )
         st.plotly_chart(fig, key="heads.chart.grid", theme=None)
         widgets.export_buttons(inputs, fetch, layer, None, opts, "heads.export.layer")
         widgets.snapshot_row(
@@ -88,7 +91,10 @@ def render() -> None:
             panels = value_panels(results[kind], layer, head, opts)
             fig = interactive.side_by_side(panels, style=inputs.style)
         else:
-            fig = interactive.head_map(result, layer, head, style=inputs.style, note=note)
+            view_key = ("heads", model, backend, text, kind, repr(opts), inputs.style, layer, head)
+            fig = cache.figure(
+                view_key, lambda: interactive.head_map(result, layer, head, style=inputs.style, note=note)
+            )
         st.plotly_chart(fig, key="heads.chart.head")
         widgets.export_buttons(inputs, fetch, layer, head, opts, "heads.export.head")
         snap = {"view": "head", "layer": layer + 1, "head": head + 1, **opts.as_dict()}
