@@ -477,12 +477,14 @@ def class_run(followers: int, seconds: float, every: float) -> None:
     missed = sum(1 for f in flock for v in changes if v not in f.seen)
     sent, confirmed, stored = sum(f.answered for f in flock), sum(f.confirmed for f in flock), db.count(poll_id)
     errors = [e for f in flock for e in f.errors]
+    no_form = sum(1 for f in flock if f.radio is None or f.send_id is None)
     print("| measure | value | target |\n|---|---:|---|")
     print(f"| followers / seconds / view changes | {followers} / {seconds:.0f} / {len(changes)} | - |")
     print(f"| a change reaching a follower, p50 / p95 / max | {pct(lags, 50):.2f} / {pct(lags, 95):.2f} / "
           f"{max(lags):.2f} s | p95 <= 2 s |")  # fmt: skip
     print(f"| (follower, change) pairs never seen | {missed} of {followers * len(changes)} | 0 |")
     print(f"| answers sent / confirmed on the page / stored | {sent} / {confirmed} / {stored} | 0 lost |")
+    print(f"| followers whose page had not drawn the poll's form by the end | {no_form} | - |")
     print(f"| errors | {len(errors)} | 0 |")
     for e in errors[:10]:
         print("error:", e)

@@ -136,3 +136,15 @@ def test_the_default_path_follows_the_environment(monkeypatch, tmp_path):
     assert store_module.default_path() == tmp_path / "attnviz" / "classes.db"
     monkeypatch.setenv("ATTNVIZ_CLASS_HOURS", "bad")
     assert store_module.class_hours() == store_module.DEFAULT_HOURS
+
+
+def test_a_pulse_is_the_version_and_the_newest_poll_in_one_read(db):
+    code, secret, _ = db.create_class()
+    assert db.pulse(code) == (0, None, False)
+    db.set_view(code, secret, {"page": "inside", "params": {}})
+    first = db.start_poll(code, secret, "number", "?", [], {})
+    second = db.start_poll(code, secret, "number", "?", [], {})
+    assert db.pulse(code) == (1, second, False) and first < second
+    db.reveal(code, secret, second)
+    assert db.pulse(code) == (1, second, True)
+    assert db.pulse("ZZZZZZ") is None
