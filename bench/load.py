@@ -329,6 +329,7 @@ class Follower:
         self.answered = self.confirmed = False
         self.kept: list = []  # widget values this page holds (the browser sends them with every rerun)
         self.quiet_until = 0.0
+        self.last_kinds: list[str] = []
         self.page_hash = ""
         self.errors: list[str] = []
 
@@ -370,6 +371,7 @@ class Follower:
             fwd = ForwardMsg()
             fwd.ParseFromString(raw)
             kind = fwd.WhichOneof("type")
+            self.last_kinds.append(kind if kind != "delta" else f"delta:{fwd.delta.new_element.WhichOneof('type')}")
             if kind == "auto_rerun":
                 self.fragment = (fwd.auto_rerun.fragment_id, fwd.auto_rerun.interval)
             elif kind == "page_info_changed":
@@ -382,6 +384,8 @@ class Follower:
                 which = el.WhichOneof("type")
                 if which == "markdown":
                     found = re.search(r"· view (\d+)", el.markdown.body)
+                    if found and fwd.delta.fragment_id and self.fragment:  # the heartbeat as the page has it now
+                        self.fragment = (fwd.delta.fragment_id, self.fragment[1])
                     if found and int(found.group(1)) not in self.seen:
                         self.drawing = int(found.group(1))  # seen once the page's run finishes
                 elif which == "alert" and "Waiting for the teacher" in el.alert.body:
@@ -478,6 +482,12 @@ def class_run(followers: int, seconds: float, every: float) -> None:
     sent, confirmed, stored = sum(f.answered for f in flock), sum(f.confirmed for f in flock), db.count(poll_id)
     errors = [e for f in flock for e in f.errors]
     no_form = sum(1 for f in flock if f.radio is None or f.send_id is None)
+    for f in flock:
+        if f.radio is None or f.send_id is None:
+            print(
+                f"follower {f.index} never drew the poll's form: {sorted(f.seen)[-3:]}, radio {f.radio is not None}, "
+                f"send {f.send_id is not None}, fragment {f.fragment}, last {f.last_kinds[-8:]}"
+            )
     print("| measure | value | target |\n|---|---:|---|")
     print(f"| followers / seconds / view changes | {followers} / {seconds:.0f} / {len(changes)} | - |")
     print(f"| a change reaching a follower, p50 / p95 / max | {pct(lags, 50):.2f} / {pct(lags, 95):.2f} / "

@@ -138,7 +138,13 @@ def page_path(url_path: str) -> str:
 
 def follow(here: Seat, page_url: str) -> None:
     """A following student takes the class's view if it is newer than theirs (call before the sidebar draws)."""
-    if here.teacher or not st.session_state.get("class.following", True):
+    if here.teacher:
+        return
+    pulse = store().pulse(here.code)
+    # What this run draws of the polls. Set here, in the whole page's run, never in the heartbeat: a heartbeat that
+    # noted it and asked for a rerun which another request then superseded would leave the page behind for good.
+    st.session_state["class.poll_mark"] = [pulse[1], pulse[2]] if pulse and pulse[1] is not None else None
+    if not st.session_state.get("class.following", True):
         return
     info = store().get(here.code)
     if st.session_state.get("class.version") == info.version:
@@ -186,8 +192,7 @@ def _tick() -> None:
     following = st.session_state.get("class.following", True)
     stale = following and version != st.session_state.get("class.version")
     if stale or mark != st.session_state.get("class.poll_mark"):
-        st.session_state["class.poll_mark"] = mark
-        st.rerun(scope="app")
+        st.rerun(scope="app")  # the whole page's run takes the view and notes the poll (follow)
     st.caption(f"{'Following the teacher' if following else 'Exploring alone'} · view {version}")
 
 
