@@ -372,6 +372,8 @@ class Follower:
             fwd.ParseFromString(raw)
             kind = fwd.WhichOneof("type")
             self.last_kinds.append(kind if kind != "delta" else f"delta:{fwd.delta.new_element.WhichOneof('type')}")
+            if kind == "new_session" and fwd.new_session.page_script_hash:
+                self.page_hash = fwd.new_session.page_script_hash  # the page this session shows now
             if kind == "auto_rerun":
                 self.fragment = (fwd.auto_rerun.fragment_id, fwd.auto_rerun.interval)
             elif kind == "page_info_changed":
