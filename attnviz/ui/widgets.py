@@ -226,3 +226,15 @@ def snapshot_row(inputs: Inputs, view: dict, figures: Callable[[], list], key: s
         st.download_button(f"Save the snapshot (HTML, {size:.1f} MB, opens offline)",
                            lambda: snapshots.snapshot_html(head, body), "attnviz_snapshot.html", "text/html",
                            key=f"{key}.save", on_click="ignore")  # fmt: skip
+
+
+def rows_csv(rows: list[dict]) -> str:
+    """A table of dicts (the same keys in each) as CSV with a header row."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()

@@ -159,7 +159,7 @@ def cost_section(style: Style) -> None:
     st.caption(note)
     widgets.csv_button(
         "Measurements (CSV)",
-        lambda: "\n".join([",".join(table[0])] + [",".join(str(v) for v in row.values()) for row in table]),
+        lambda: widgets.rows_csv(table),
         "attnviz_heads_cost.csv", "hc.cost_csv",
     )  # fmt: skip
 
