@@ -380,7 +380,10 @@ def test_positions_page_draws_the_formula_and_reveals_relative_position():
     at.radio(key="pos.q1.guess").set_value("different").run()
     at.button(key="pos.q1.reveal").click().run()
     _ok(at)
-    assert any("They are the same" in s.value and "28.3039, 28.3039" in s.value for s in at.success)
+    pairs = "PE(10)·PE(12) = 28.3039, PE(30)·PE(32) = 28.3039"  # the same number: relative position
+    assert any("They are the same" in s.value and pairs in s.value for s in at.success)
+    at.slider(key="pos.n").set_value(8).run()  # fewer positions on the map than the question names
+    assert any(pairs in s.value for s in at.success)
     assert any("positional" in m.value.lower() or "Positional" in m.value for m in at.markdown)
     assert any("previous-token" in m.value for m in at.markdown)  # the bundled BERT has such heads
 

@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 from attnviz.__main__ import main
 from attnviz.analysis import head_stats, polls
 from attnviz.figures import classroom as figures
+from attnviz.figures import snapshot
 from attnviz.store import Store, links
 
 APP = str(ROOT / "app.py")
@@ -59,12 +60,12 @@ def test_poll_figures_count_the_class():
 def test_a_snapshot_escapes_what_people_typed():
     import plotly.graph_objects as go
 
-    head, body = figures.snapshot_parts("<script>alert(1)</script>", {"text": "<img src=x onerror=alert(1)>"},
+    head, body = snapshot.parts("<script>alert(1)</script>", {"text": "<img src=x onerror=alert(1)>"},
                                         [go.Figure(go.Heatmap(z=[[1]]))])  # fmt: skip
-    page = figures.snapshot_html(head, body)
+    page = snapshot.html_file(head, body)
     assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert "<title>&lt;script&gt;" in page
-    assert figures.snapshot_size(head, body) == len(page.encode())
+    assert snapshot.size(head, body) == len(page.encode())
     assert "cdn.plot.ly" not in body and "https://" not in head + body  # nothing to fetch
 
 

@@ -1,14 +1,11 @@
-"""Figures for a class: the class's answers beside the model's own, and the one-file HTML snapshot."""
+"""Figures for a class: the class's answers beside the model's own."""
 
 from __future__ import annotations
 
-import functools
-import html
 from collections import Counter
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
-import plotly.io as pio
 from plotly.subplots import make_subplots
 
 from attnviz.escape import html_text
@@ -62,42 +59,3 @@ def _layout(fig: go.Figure, title: str, style: Style) -> go.Figure:
         font={"size": style.font_size},
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
     )
-
-
-@functools.cache
-def plotly_js() -> str:
-    """plotly.js itself (the version plotly.py ships), inlined so that a snapshot needs no network."""
-    from plotly.offline import get_plotlyjs
-
-    return get_plotlyjs()
-
-
-def snapshot_parts(title: str, facts: dict[str, str], figures: Sequence[go.Figure], note: str = "") -> tuple[str, str]:
-    """The HTML before and after plotly.js: everything a snapshot holds but the library. Text is escaped here."""
-    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in facts.items())
-    charts = "".join(
-        pio.to_html(fig, include_plotlyjs=False, full_html=False, config={"displaylogo": False}) for fig in figures
-    )
-    head = (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
-        f"<title>{html.escape(title)}</title>"
-        "<style>body{font-family:sans-serif;margin:2em;max-width:1200px}th{text-align:left;padding-right:1em}"
-        "td{white-space:pre-wrap}</style><script type='text/javascript'>"
-    )
-    body = (
-        f"</script></head><body><h1>{html.escape(title)}</h1><table>{rows}</table>"
-        f"{f'<p>{html.escape(note)}</p>' if note else ''}{charts}"
-        "<p><small>Saved from attnviz. This file needs no network: the charts' library is inside it.</small></p>"
-        "</body></html>"
-    )
-    return head, body
-
-
-def snapshot_size(head: str, body: str) -> int:
-    """The snapshot's size in bytes, without building it."""
-    return len(head.encode()) + len(plotly_js().encode()) + len(body.encode())
-
-
-def snapshot_html(head: str, body: str) -> str:
-    """One self-contained HTML file: the figures with plotly.js inlined, the facts, the note."""
-    return head + plotly_js() + body

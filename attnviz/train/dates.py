@@ -8,7 +8,6 @@ Held out: every date whose ordinal is divisible by 7 never appears in training, 
 from __future__ import annotations
 
 import datetime as dt
-import math
 import random
 import time
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ import torch
 
 from attnviz.engines.base import shift_right
 from attnviz.engines.seq2seq import CHECKPOINT_DIR, Seq2Seq, Seq2SeqConfig, batch_ids, train_step
+from attnviz.train import warmup_cosine
 
 MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
           "november", "december"]  # fmt: skip
@@ -109,10 +109,7 @@ def train(recipe: Recipe = Recipe(), config: Seq2SeqConfig | None = None, device
     dev = next(model.parameters()).device
     opt = torch.optim.AdamW(model.parameters(), lr=recipe.lr, weight_decay=0.01)
 
-    def schedule(step: int) -> float:  # linear warm-up, then cosine decay to 0
-        return min(1.0, (step + 1) / recipe.warmup) * 0.5 * (1 + math.cos(math.pi * step / recipe.steps))
-
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule)
+    sched = warmup_cosine(opt, recipe.warmup, recipe.steps)
     start = time.perf_counter()
     for step in range(recipe.steps):
         batch = sample(rng, recipe.batch, held_out=False)

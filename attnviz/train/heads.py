@@ -16,7 +16,6 @@ Held out: a fixed set of sequences (seeded) that training batches never contain 
 from __future__ import annotations
 
 import json
-import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from torch import Tensor, nn
 from attnviz.analysis.positions import sinusoidal
 from attnviz.engines.scratch import MultiHeadAttention, resolve_device
 from attnviz.engines.seq2seq import CHECKPOINT_DIR
+from attnviz.train import warmup_cosine
 
 FOLDER = CHECKPOINT_DIR / "heads"
 TASKS = ("reversal", "mirror-sum")
@@ -175,9 +175,7 @@ def train_one(heads: int, task: str, recipe: Recipe, device=None, log=print) -> 
     model = TinyEncoder(TinyConfig(heads=heads)).to(resolve_device(device)).train()
     dev = next(model.parameters()).device
     opt = torch.optim.AdamW(model.parameters(), lr=recipe.lr, weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / recipe.warmup) * 0.5 * (1 + math.cos(math.pi * s / recipe.steps))
-    )
+    sched = warmup_cosine(opt, recipe.warmup, recipe.steps)
     test = held_out()
     excluded = {tuple(r) for r in test.tolist()}
     gen = torch.Generator().manual_seed(recipe.seed)

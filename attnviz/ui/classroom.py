@@ -3,9 +3,9 @@
 The teacher opens the teacher link (?class=CODE&teacher=SECRET). The secret stays in the teacher's address bar, so
 that a reload, a typed URL state (?layer=3&head=5&view=Head) or a restarted server keeps the teacher leading; it
 never reaches the class's view or a page's text (project the app full screen, or the student link, not the address
-bar). After every run of the teacher's page, the page and
-its URL state (model, text, layer, head, palette, projector mode: everything `state` publishes) become the class's
-view in the store. A student opens the student link (?class=CODE); a fragment asks the store every second and,
+bar). After every run of the teacher's page, the page and its URL state (model, text, layer, head, palette, projector
+mode: everything `state` publishes) become the class's view in the store. A student opens the student link
+(?class=CODE); a fragment asks the store twice a second and,
 while the student follows, a newer view replaces theirs before their page draws: the widgets' values are dropped
 and restored from the teacher's URL state, on the teacher's page. A student exploring alone keeps their own view
 until they rejoin.

@@ -205,7 +205,7 @@ def snapshot_row(inputs: Inputs, view: dict, figures: Callable[[], list], key: s
     One self-contained file (the figures with plotly.js inlined, the text, model and view) that opens with no
     network. Prepared on request, for this view only: another view drops it.
     """
-    from attnviz.figures import classroom as snapshots
+    from attnviz.figures import snapshot
 
     facts = {
         "model": inputs.model,
@@ -218,13 +218,13 @@ def snapshot_row(inputs: Inputs, view: dict, figures: Callable[[], list], key: s
     if held is not None and held[0] != ident:
         held = st.session_state[key] = None
     if held is None and st.button("Prepare an HTML snapshot", key=f"{key}.prepare", help="One file, no network"):
-        parts = snapshots.snapshot_parts("attnviz snapshot", facts, figures())
+        parts = snapshot.parts("attnviz snapshot", facts, figures())
         held = st.session_state[key] = (ident, *parts)
     if held is not None:
         _, head, body = held
-        size = snapshots.snapshot_size(head, body) / 2**20
+        size = snapshot.size(head, body) / 2**20
         st.download_button(f"Save the snapshot (HTML, {size:.1f} MB, opens offline)",
-                           lambda: snapshots.snapshot_html(head, body), "attnviz_snapshot.html", "text/html",
+                           lambda: snapshot.html_file(head, body), "attnviz_snapshot.html", "text/html",
                            key=f"{key}.save", on_click="ignore")  # fmt: skip
 
 

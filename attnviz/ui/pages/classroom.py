@@ -10,7 +10,7 @@ import streamlit as st
 from attnviz import escape
 from attnviz.analysis import polls
 from attnviz.figures import classroom as class_figures
-from attnviz.figures import interactive
+from attnviz.figures import interactive, snapshot
 from attnviz.result import AttentionResult
 from attnviz.store import POLL_KINDS, ClassNotFound, Poll, clean_code
 from attnviz.tokens import plain_labels
@@ -64,8 +64,8 @@ def teacher_view(here: Seat, inputs: Inputs) -> None:
         st.success(
             f"Class **{here.code}** started. Keep your teacher link (it is also in your address bar: project the "
             "app full screen or the student link, not the address bar). Anyone with it can lead the class:"
-            f"\n\n`{urls['teacher_url']}`"
         )
+        st.code(urls["teacher_url"], language=None)  # a code block: the address is shown as it is, never as markup
     st.markdown(f"Students open **{escape.md(urls['student_url'])}** or scan the code in the sidebar. Go to any "
                 "page: the class sees what you see. Come back here to ask a question about it.")  # fmt: skip
     params = classroom.store().get(here.code).view.get("lesson", {})  # the last view shown before this page
@@ -89,7 +89,7 @@ def _index(raw: str | None) -> int:
 def ask(here: Seat, inputs: Inputs, layer: int, head: int) -> None:
     """A question about layer `layer`, head `head` of the current model and text."""
     st.subheader(f"Ask the class about layer {layer + 1}, head {head + 1}")
-    result = next(iter(cache.attention(inputs.model, inputs.backend, inputs.text).values()))
+    result = next(iter(cache.attention_or_stop(inputs.model, inputs.backend, inputs.text, long_ok=True).values()))
     layer, head = min(layer, result.n_layers - 1), min(head, result.n_heads - 1)
     rows, cols = plain_labels(result.target_tokens), plain_labels(result.source_tokens)
     kind = st.radio("Question", POLL_KINDS, horizontal=True, key="class.kind", format_func=KIND_TEXT.get)
@@ -174,7 +174,7 @@ def answer_form(here: Seat, poll: Poll) -> None:
 def results(poll: Poll, inputs: Inputs) -> None:
     """The class's answers beside the model's, the head's map, CSV and a one-file HTML snapshot."""
     view = poll.view
-    result = next(iter(cache.attention(view["model"], view["backend"], view["text"]).values()))
+    result = next(iter(cache.attention_or_stop(view["model"], view["backend"], view["text"], long_ok=True).values()))
     drawn, right = polls.model_answer(result, poll.kind, view)
     answers = classroom.store().results(poll.id)
     total = sum(answers.values())
@@ -186,21 +186,20 @@ def results(poll: Poll, inputs: Inputs) -> None:
         said += f"; {answers.get(right, 0)} of {total} answers agree ({share:.0%})."
     st.markdown(said)
     layer, head = int(view["layer"]), int(view["head"])
-    head_fig = None
-    if isinstance(result, AttentionResult):  # a long text's map is on the Heads page
+    head_fig = None  # a long text's map is on the Heads page
+    if isinstance(result, AttentionResult):
         head_fig = interactive.head_map(result, layer, head, style=inputs.style)
-    if head_fig is not None:
         st.plotly_chart(head_fig, key=f"class.head.{poll.id}")
     facts = {"question": poll.question, "model": view["model"], "backend": view["backend"], "text": view["text"],
              "layer": str(layer + 1), "head": str(head + 1), "answers": str(total), "the model's answer": right,
              "saved": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}  # fmt: skip
-    head_html, body = class_figures.snapshot_parts(
+    head_html, body = snapshot.parts(
         f"attnviz class {poll.code}: {poll.question}", facts, [f for f in (fig, head_fig) if f is not None]
     )
-    size = class_figures.snapshot_size(head_html, body) / 2**20
+    size = snapshot.size(head_html, body) / 2**20
     a, b = st.columns(2)
     a.download_button(f"Snapshot (HTML, {size:.1f} MB, opens offline)",
-                      lambda: class_figures.snapshot_html(head_html, body), f"attnviz_class_{poll.code}_{poll.id}.html",
+                      lambda: snapshot.html_file(head_html, body), f"attnviz_class_{poll.code}_{poll.id}.html",
                       "text/html", key=f"class.snapshot.{poll.id}", on_click="ignore")  # fmt: skip
     b.download_button("Answers (CSV)", lambda: classroom.store().results_csv(poll.id),
                       f"attnviz_class_{poll.code}_{poll.id}.csv", "text/csv", key=f"class.csv.{poll.id}",

@@ -21,7 +21,10 @@ HOW = {
     "padding": "a batch pads short texts to one length; no token may look at the padding.",
     "sliding window": "a token sees only the w tokens before it (and after it, if not causal): Longformer, Mistral.",
     "strided": "the last s tokens plus every s-th token before them (Child et al. 2019): far tokens in few hops.",
-    "block-sparse": "b × b blocks: each block reads itself, its neighbour and the first (global) block (BigBird).",
+    "block-sparse": (
+        "b × b blocks: each block reads itself, its neighbour and the first (global) block: BigBird's window and "
+        "global blocks, without its random ones."
+    ),
 }
 HONEST = (
     "A dense computation with a mask still computes all N² scores and then throws most of them away: masking "

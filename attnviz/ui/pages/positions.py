@@ -57,14 +57,13 @@ def sinusoidal_section(style: Style) -> None:
         "pos.q1",
     )
     if guess is not None:
-        k = 2
-        a_val, b_val = float(sim[10, 12]) if n > 12 else None, float(sim[30, 32]) if n > 32 else None
-        shown = ", ".join(f"{v:.4f}" for v in (a_val, b_val) if v is not None)
+        asked = positions.similarity(positions.sinusoidal(33, d))  # the question's pairs, whatever the slider says
+        shown = f"PE(10)·PE(12) = {float(asked[10, 12]):.4f}, PE(30)·PE(32) = {float(asked[30, 32]):.4f}"
         verdict = "You called it." if guess == "the same" else "They are the same."
         st.success(
             f"{verdict} Measured here: {shown}. sin(a)sin(b) + cos(a)cos(b) = cos(a − b), so PE(i)·PE(j) = "
             f"Σ cos((i − j)·w) over the {d // 2} frequencies: it depends on the offset i − j only, every diagonal of "
-            f"the map is constant. That is the *relative position* the formula gives for free ({k} apart is always "
+            f"the map is constant. That is the *relative position* the formula gives for free (2 apart is always "
             "the same number)."
         )
         offsets = positions.by_offset(sim, min(n - 1, 40))
