@@ -25,15 +25,25 @@ def backend_for(model: str, backend: Backend, opts: widgets.Options) -> Backend:
 
 
 def value_panels(raw: AttentionResult, layer: int, head: int, opts: widgets.Options) -> list[Panel]:
-    """One head's raw attention beside its ||αf(x)|| (Kobayashi et al. 2020), each on its own scale."""
+    """One head's raw attention beside its ||αf(x)|| (Kobayashi et al. 2020), each on its own scale.
+
+    ||αf(x)|| is always the head's own α times ||f(x)||: setting the first token aside leaves its row and
+    column out of the picture but rescales nothing (renormalising α first would inflate every row by
+    1 / (1 − α_first) and hide what the norm shows, that the sink's small ||f|| already discounts it).
+    """
     plain = widgets.prepared(raw, widgets.Options(opts.hide_special, opts.merge_words, opts.first_aside))
-    shown = widgets.prepared(raw, widgets.Options(False, False, opts.first_aside))  # norms, as positions
+    shown = widgets.prepared(raw, widgets.Options(False, False))  # norms, as positions, on the head's own α
     norms = view_options.value_weighted_norms(shown)[layer, head].numpy()
+    rows, cols = shown.target_tokens, shown.source_tokens
+    alpha_title, norm_title = "attention weights α", f"{NORM_TITLE}: α times the size of what the key sends"
+    if opts.first_aside:
+        norms, rows, cols = norms[1:, 1:], rows[1:], cols[1:]
+        alpha_title += " (first token set aside, rows renormalised)"
+        norm_title += " (first token left out, nothing rescaled)"
     return [
-        interactive.panel(plain, layer, head, f"attention weights α\nlayer {layer + 1}, head {head + 1}"),
-        Panel(f"{NORM_TITLE}: α times the size of what the key sends\n(Kobayashi et al. 2020)", norms,
-              shown.target_tokens, shown.source_tokens, own_scale=NORM_TITLE),
-    ]  # fmt: skip
+        interactive.panel(plain, layer, head, f"{alpha_title}\nlayer {layer + 1}, head {head + 1}"),
+        Panel(f"{norm_title}\n(Kobayashi et al. 2020)", norms, rows, cols, own_scale=NORM_TITLE),
+    ]
 
 
 def view_picker() -> str:

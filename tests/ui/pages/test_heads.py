@@ -117,6 +117,22 @@ def test_value_weighted_view_shows_the_raw_map_beside_alpha_f_x(smollm2_scratch)
     assert np.allclose(np.nan_to_num(norms), expected, rtol=1e-4, atol=1e-6)
 
 
+def test_value_weighted_with_the_first_token_aside_is_still_alpha_f_x_unscaled(smollm2_scratch):
+    at = _app(model="smollm2", backend="hf", view="Head", layer="10", head="3", value="true", sink="true")
+    _ok(at)
+    raw, norms = (array(d["z"]) for d in _charts(at)[0]["data"])
+    r = smollm2_scratch.run(SENTENCE)["causal"]
+    w, f = r.weights[9, 2], r.value_norms[9, 2]
+    expected = (w * f[None, :])[1:, 1:].numpy()  # the head's own alpha: no 1 / (1 - alpha_first)
+    assert norms.shape == expected.shape == (len(r.target_tokens) - 1,) * 2
+    assert np.allclose(np.nan_to_num(norms), expected, rtol=1e-4, atol=1e-6)
+    alpha = w[1:, 1:] / w[1:, 1:].sum(-1, keepdim=True)  # the alpha panel is renormalised, and says so
+    assert np.allclose(np.nan_to_num(raw), alpha.numpy(), atol=1e-5)
+    assert (w[1:, 0] > 0.3).any()  # a head with a real sink: renormalising would have changed the norms
+    titles = " ".join(a["text"] for a in _charts(at)[0]["layout"]["annotations"])
+    assert "rows renormalised" in titles and "nothing rescaled" in titles
+
+
 def test_setting_the_first_token_aside_renormalises_the_rest(smollm2_hf):
     at = _app(model="smollm2", backend="hf", sink="true")
     _ok(at)
