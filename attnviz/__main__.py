@@ -33,6 +33,8 @@ def result_json(engine: Engine, results: dict, rows: list[int] | None = None) ->
             "kind": kind,
             "target_tokens": list(r.target_tokens),
             "source_tokens": list(r.source_tokens),
+            "target_pieces": list(r.target.pieces),  # the tokenizer's raw pieces ("Ġanimal"); the tokens as text
+            "source_pieces": list(r.source.pieces),
             "weights": weights.tolist(),
         }
         if rows is not None:

@@ -61,12 +61,12 @@ class Attention(Protocol):
 
     @property
     def target_tokens(self) -> tuple[str, ...]:
-        """The query tokens (rows) as the model names them."""
+        """The query tokens (rows) as text to read (their raw pieces: target.pieces)."""
         ...
 
     @property
     def source_tokens(self) -> tuple[str, ...]:
-        """The key tokens (columns) as the model names them."""
+        """The key tokens (columns) as text to read (their raw pieces: source.pieces)."""
         ...
 
     @property
@@ -203,12 +203,12 @@ class AttentionResult:
 
     @property
     def target_tokens(self) -> tuple[str, ...]:
-        """The query tokens (rows) as the model names them."""
+        """The query tokens (rows) as text to read."""
         return self.target.tokens
 
     @property
     def source_tokens(self) -> tuple[str, ...]:
-        """The key tokens (columns) as the model names them."""
+        """The key tokens (columns) as text to read."""
         return self.source.tokens
 
     @property

@@ -1,10 +1,11 @@
 """Tokens: checking typed text, encoding it within a model's limit, and what each token is.
 
-`TokenAxis` is the one source of truth about the tokens on one axis of a map: each token as the
-model names it, whether it is special, which word it belongs to, and which characters of the text
-it covers. Engines build it once, from the tokenizer's own word ids and offsets; hiding special
-tokens, merging word pieces, pronoun matching and statistics read it and never re-parse token
-strings.
+`TokenAxis` is the one source of truth about the tokens on one axis of a map: each token as text a
+person reads ("animal", "↵") and as the model's raw piece ("Ġanimal", "Ċ"), whether it is special,
+which word it belongs to, and which characters of the text it covers. Engines build it once, from
+the tokenizer's own word ids and offsets; hiding special tokens, merging word pieces, pronoun
+matching and statistics read it and never re-parse token strings. Every label, hover, export and
+snapshot shows the tokens as text; the raw pieces are in the one-head hovers and the JSON.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from attnviz.escape import html_text
 
 MAX_CHARS = 200_000  # far beyond any model's positions; stops a paste of a whole book early
 NO_SPAN = (0, 0)  # a token that covers no character of the text (special tokens)
+SHOWN_AS = {"\n": "↵", "\r": "↵", "\t": "⇥"}  # whitespace a label makes visible
 
 
 def check_text(text: object) -> str:
@@ -49,18 +51,21 @@ def number_words(word_ids: Sequence[int | None], special: Sequence[bool]) -> tup
 class TokenAxis:
     """The tokens along one axis of a map, and what each one is."""
 
-    tokens: tuple[str, ...]  # as the model names them: "[CLS]", "play", "##ing", "Ġthe"
+    tokens: tuple[str, ...]  # as text to read: "[CLS]", "play", "##ing", "the" (see `shown`)
     special: tuple[bool, ...]  # [CLS], [SEP], <s>, </s>, ...
     words: tuple[int, ...]  # the word each token belongs to, 0, 1, 2, ... in order
     spans: tuple[tuple[int, int], ...]  # each token's [start, end) characters in `text`; NO_SPAN if none
     text: str = ""  # the text the spans index into ("" when unknown)
+    pieces: tuple[str, ...] = ()  # as the model names them: "Ġthe", "Ċ" (the tokens themselves if not given)
 
     def __post_init__(self) -> None:
-        for name in ("tokens", "special", "words", "spans"):
+        for name in ("tokens", "special", "words", "spans", "pieces"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        if not self.pieces:
+            object.__setattr__(self, "pieces", self.tokens)
         n = len(self.tokens)
-        if not len(self.special) == len(self.words) == len(self.spans) == n:
-            raise ValueError("a token axis needs one special flag, word and span per token")
+        if not len(self.special) == len(self.words) == len(self.spans) == len(self.pieces) == n:
+            raise ValueError("a token axis needs one special flag, word, span and piece per token")
         previous = (-1, *self.words)[: len(self.words)]
         if any(b - a not in (0, 1) for a, b in zip(previous, self.words, strict=True)):
             raise ValueError("word numbers must start at 0 and go up by at most one per token")
@@ -96,9 +101,11 @@ class TokenAxis:
             covered = [self.spans[i] for i in g if self.spans[i] != NO_SPAN]
             span = (covered[0][0], covered[-1][1]) if covered else NO_SPAN
             spans.append(span)
-            names.append(self.text[span[0] : span[1]].strip() or "".join(self.tokens[i] for i in g))
+            name = self.text[span[0] : span[1]].strip()
+            names.append(shown(name) if name else "".join(self.tokens[i] for i in g))
         special = tuple(self.special[g[0]] for g in groups)
-        return TokenAxis(tuple(names), special, tuple(range(len(groups))), tuple(spans), self.text)
+        pieces = tuple("".join(self.pieces[i] for i in g) for g in groups)
+        return TokenAxis(tuple(names), special, tuple(range(len(groups))), tuple(spans), self.text, pieces)
 
     def subset(self, keep: Sequence[bool]) -> TokenAxis:
         """The tokens kept, with their words renumbered."""
@@ -109,6 +116,7 @@ class TokenAxis:
             number_words([self.words[i] for i in idx], [False] * len(idx)),
             tuple(self.spans[i] for i in idx),
             self.text,
+            tuple(self.pieces[i] for i in idx),
         )
 
     def shifted_right(self, start_token: str) -> TokenAxis:
@@ -119,6 +127,7 @@ class TokenAxis:
             (0, *(w + 1 for w in self.words[:-1])),
             (NO_SPAN, *self.spans[:-1]),
             self.text,
+            (start_token, *self.pieces[:-1]),
         )
 
     def window(self, start: int, stop: int) -> TokenAxis:
@@ -140,14 +149,51 @@ class Encoded:
         return self.axis.tokens
 
 
+def shown(text: str) -> str:
+    """A token's characters as a label: the one leading space that marks a word's start left out, any other
+    leading space as ␣, newlines as ↵ and tabs as ⇥; a token of spaces alone as ␣ per space."""
+    body = text[1:] if text.startswith(" ") and text.strip() else text
+    lead = len(body) - len(body.lstrip(" "))
+    body = "␣" * lead + body[lead:]
+    body = body.replace("\r\n", "↵").translate(str.maketrans(SHOWN_AS))
+    return body.replace(" ", "␣") if not body.replace("␣", "").strip() else body
+
+
+def readable(
+    hf_tokenizer, pieces: Sequence[str], special: Sequence[bool], spans=None, text: str = ""
+) -> tuple[str, ...]:
+    """Each token as text to read: its piece decoded by the tokenizer ("Ġanimal" -> "animal", "Ċ" -> "↵",
+    "<0x0A>" -> "↵"; WordPiece's "##ing" stays), a piece holding part of a character read from the text it
+    covers (an emoji's byte pieces each show the emoji), a special token as it is named."""
+    memo: dict[str, str] = {}
+    spans = spans or (NO_SPAN,) * len(pieces)
+    out = []
+    for piece, sp, (start, end) in zip(pieces, special, spans, strict=True):
+        if sp:
+            out.append(piece)
+            continue
+        if piece not in memo:
+            try:
+                memo[piece] = hf_tokenizer.convert_tokens_to_string([piece])
+            except Exception:  # noqa: BLE001 - a tokenizer that cannot decode one piece: show the piece
+                memo[piece] = piece
+        decoded = memo[piece]
+        if "\ufffd" in decoded and end > start:
+            decoded = text[start:end]  # part of a character: the character it belongs to
+        out.append(shown(decoded) if decoded else piece)
+    return tuple(out)
+
+
 def axis_of(tokenizer, enc, ids: Sequence[int], special: Sequence[bool], text: str) -> TokenAxis:
     """The token axis of one Hugging Face encoding (a BatchEncoding for one text)."""
-    tokens = tuple(tokenizer.convert_ids_to_tokens(list(ids)))
+    pieces = tuple(tokenizer.convert_ids_to_tokens(list(ids)))
     special = tuple(special)
     if not getattr(enc, "is_fast", False):  # a slow tokenizer knows no words or offsets
-        return TokenAxis(tokens, special, number_words(list(range(len(ids))), special), (NO_SPAN,) * len(ids))
+        words, spans = number_words(list(range(len(ids))), special), (NO_SPAN,) * len(ids)
+        return TokenAxis(readable(tokenizer, pieces, special), special, words, spans, pieces=pieces)
     spans = tuple(NO_SPAN if sp else tuple(o) for o, sp in zip(enc["offset_mapping"], special, strict=True))
-    return TokenAxis(tokens, special, number_words(enc.word_ids(), special), spans, text)
+    names = readable(tokenizer, pieces, special, spans, text)
+    return TokenAxis(names, special, number_words(enc.word_ids(), special), spans, text, pieces)
 
 
 class Tokenizer:
@@ -193,17 +239,30 @@ class Tokenizer:
 
     def extended(self, axis: TokenAxis, ids: Sequence[int]) -> TokenAxis:
         """The axis with tokens a model wrote after it: each its own word, special by its id, no characters."""
-        with self._lock:
-            tokens = self.hf.convert_ids_to_tokens(list(ids))
-            special_ids = set(self.hf.all_special_ids)
+        pieces, special, names = self.pieces(ids)
         n_words = len(axis.groups())
         return TokenAxis(
-            (*axis.tokens, *tokens),
-            (*axis.special, *(i in special_ids for i in ids)),
+            (*axis.tokens, *names),
+            (*axis.special, *special),
             (*axis.words, *range(n_words, n_words + len(ids))),
             (*axis.spans, *[NO_SPAN] * len(ids)),
             axis.text,
+            (*axis.pieces, *pieces),
         )
+
+    def pieces(self, ids: Sequence[int]) -> tuple[tuple[str, ...], tuple[bool, ...], tuple[str, ...]]:
+        """The raw pieces of ids, whether each is special (by its id), and each as text to read."""
+        with self._lock:
+            pieces = tuple(self.hf.convert_ids_to_tokens(list(ids)))
+            special_ids = set(self.hf.all_special_ids)
+            special = tuple(i in special_ids for i in ids)
+            return pieces, special, readable(self.hf, pieces, special)
+
+    def plain_axis(self, ids: Sequence[int]) -> TokenAxis:
+        """Ids known only as tokens: each its own word, special by its id, no characters."""
+        pieces, special, names = self.pieces(ids)
+        n = len(pieces)
+        return TokenAxis(names, special, tuple(range(n)), (NO_SPAN,) * n, pieces=pieces)
 
     def decode(self, ids: Sequence[int]) -> str:
         """The text of ids, special tokens left out."""
@@ -220,10 +279,7 @@ class Tokenizer:
                 again, axis = self._call(text, target=True)
                 if again == ids:
                     return axis
-            tokens = tuple(self.hf.convert_ids_to_tokens(list(ids)))
-            special_ids = set(self.hf.all_special_ids)
-        special = tuple(i in special_ids for i in ids)
-        return TokenAxis(tokens, special, tuple(range(len(ids))), (NO_SPAN,) * len(ids))
+        return self.plain_axis(ids)
 
 
 def plain_labels(tokens: Sequence[str]) -> list[str]:

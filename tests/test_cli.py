@@ -20,7 +20,7 @@ def test_json_layout_is_exact(tmp_path, bundled_hf):
     assert list(d) == ["model", "backend", "device", "truncated", "results"]
     assert (d["model"], d["backend"], d["device"], d["truncated"]) == ("default", "hf", "cpu", 0)
     r = d["results"]["self"]
-    assert list(r) == ["kind", "target_tokens", "source_tokens", "weights"]
+    assert list(r) == ["kind", "target_tokens", "source_tokens", "target_pieces", "source_pieces", "weights"]
     w = torch.tensor(r["weights"])
     assert w.shape == (6, 12, 16, 16)
     assert torch.allclose(w, bundled_hf.run(SENTENCE)["self"].weights)
@@ -195,6 +195,7 @@ def test_smollm2_from_the_command_line_is_causal_and_equals_raw_eager(tmp_path, 
     r = d["results"]["causal"]
     w = torch.tensor(r["weights"])
     assert list(d["results"]) == ["causal"] and w.shape == (30, 9, len(r["target_tokens"]), len(r["target_tokens"]))
+    assert r["target_tokens"][:2] == ["The", "animal"] and r["target_pieces"][:2] == ["The", "Ġanimal"]
     with torch.no_grad():
         ids = torch.tensor([smollm2_hf.tokenizer.hf(SENTENCE)["input_ids"]])
         raw = torch.stack(smollm2_eager(input_ids=ids, output_attentions=True).attentions)[:, 0]

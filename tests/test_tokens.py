@@ -74,3 +74,36 @@ def test_one_tokenizer_is_safe_from_many_threads(tok):
     with ThreadPoolExecutor(8) as pool:
         got = list(pool.map(lambda t: tok.encode(t, 512).ids, texts))
     assert got == [tok.encode(t, 512).ids for t in texts]
+
+
+def test_a_label_drops_the_word_start_space_and_shows_other_whitespace():
+    from attnviz.tokens import shown
+
+    assert [shown(t) for t in (" animal", "\n", "\n\n", " ", "  ", "a\tb", "  foo", "##ing", "\r\n")] == [
+        "animal", "↵", "↵↵", "␣", "␣␣", "a⇥b", "␣foo", "##ing", "↵"
+    ]  # fmt: skip
+
+
+def test_byte_level_pieces_are_shown_as_text_and_kept_raw_as_pieces(smollm2_hf):
+    text = "The animal\n\nwas  tired 😀 naïve"
+    axis = smollm2_hf.tokenizer.encode(text, 100).axis
+    assert axis.pieces == ("The", "Ġanimal", "Ċ", "Ċ", "was", "Ġ", "Ġtired", "ĠðŁĺ", "Ģ", "Ġna", "Ã¯ve")
+    assert axis.tokens == ("The", "animal", "↵", "↵", "was", "␣", "tired", "😀", "😀", "na", "ïve")
+    assert not any(c in "".join(axis.tokens) for c in "ĠĊÃ")
+    merged = axis.merged()  # a word's name is its characters; its pieces are its raw pieces joined
+    assert merged.tokens[-1] == "naïve" and merged.pieces[-1] == "ĠnaÃ¯ve"
+    kept = axis.subset([i % 2 == 0 for i in range(len(axis))])
+    assert kept.pieces == axis.pieces[::2] and kept.tokens == axis.tokens[::2]
+
+
+def test_wordpiece_tokens_stay_as_they_are(tok):
+    axis = tok.encode("Playing naïve", 20).axis
+    assert axis.tokens == axis.pieces == ("[CLS]", "playing", "naive", "[SEP]")
+    axis = tok.encode("unaffable", 20).axis
+    assert axis.tokens[1:-1] == axis.pieces[1:-1] and any(t.startswith("##") for t in axis.tokens)
+
+
+def test_what_a_model_writes_is_text_too(smollm2_hf):
+    ids = smollm2_hf.tokenizer.hf(" Paris is\nbig", add_special_tokens=False)["input_ids"]
+    axis = smollm2_hf.tokenizer.plain_axis(ids)
+    assert axis.tokens == ("Paris", "is", "↵", "big") and axis.pieces[0] == "ĠParis"

@@ -179,7 +179,7 @@ def content_pieces(axis: TokenAxis, span: tuple[int, int]) -> list[int]:
     found = _overlapping(axis, span)
     if len(found) == 1:
         return found
-    return [i for i in found if len(axis.tokens[i]) > 1] or found
+    return [i for i in found if len(axis.pieces[i]) > 1] or found  # the piece, "##" included, as the authors
 
 
 def pronoun_piece(axis: TokenAxis, span: tuple[int, int]) -> int:

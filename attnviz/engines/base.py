@@ -151,7 +151,7 @@ class Generation:
 
     result: AttentionResult  # causal, over the prompt and every written token but the last
     prompt_tokens: int  # P: the prompt's tokens (a chat template's included)
-    written: tuple[str, ...]  # the written tokens, in order (the last may be the end token)
+    written: tuple[str, ...]  # the written tokens as text to read, in order (the last may be the end token)
     text: str  # the written text, special tokens left out
     stopped: Literal["end token", "limit"]
 
@@ -194,7 +194,7 @@ def make_generation(
     reading = list(ids[:-1])  # the last token written was never read
     axis = tokenizer.extended(prompt.axis, written[:-1])
     result = AttentionResult(weights_of(reading), axis, axis, "causal", engine.name, engine.device_name)
-    tokens = tuple(tokenizer.hf.convert_ids_to_tokens(written))
+    tokens = tokenizer.pieces(written)[2]
     stopped = "end token" if written[-1] in stop_ids else "limit"
     return Generation(result, len(prompt.ids), tokens, tokenizer.decode(written), stopped)
 

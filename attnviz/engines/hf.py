@@ -228,7 +228,7 @@ class HFEngine:
             written = generated[0, 1:].tolist()  # what the decoder wrote, after its start token
             tgt = self.tokenizer.axis_for_ids(written).shifted_right(start_token) if written else None
             if tgt is None or len(tgt) != decoder_ids.size(1):
-                tgt = TokenAxis.plain(self.tokenizer.hf.convert_ids_to_tokens(decoder_ids[0].tolist()))
+                tgt = self.tokenizer.plain_axis(decoder_ids[0].tolist())
         else:
             labels = self.tokenizer.encode(target, self.max_tokens, target=True)
             decoder_ids = shift_right(torch.tensor([labels.ids], device=self.device), start)  # (1, Tt)

@@ -139,13 +139,16 @@ def matrix_csv(matrix: np.ndarray, rows, cols, row_start: int = 0, col_start: in
     )
 
 
-def bundle_json(weights: np.ndarray, rows, cols, manifest: Manifest) -> str:
-    """The weights shown, their token labels, and what produced them."""
+def bundle_json(weights: np.ndarray, rows, cols, manifest: Manifest, pieces: tuple | None = None) -> str:
+    """The weights shown, their token labels, the tokenizer's raw pieces (`pieces`: rows', cols') where the
+    labels are tokens, and what produced them."""
+    raw = {} if pieces is None else {"target_pieces": list(pieces[0]), "source_pieces": list(pieces[1])}
     return json.dumps(
         {
             "manifest": asdict(manifest),
             "target_tokens": list(rows),
             "source_tokens": list(cols),
+            **raw,
             "shape": list(np.shape(weights)),
             "weights": np.asarray(weights).tolist(),
         },

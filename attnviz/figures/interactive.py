@@ -26,6 +26,20 @@ from attnviz.result import AttentionResult
 from attnviz.tokens import display_labels
 
 HOVER = "query %{y}<br>key %{x}<br>weight %{z:.4f}<extra>%{fullData.name}</extra>"
+PIECE_HOVER_CELLS = 96 * 96  # a one-head map this small carries each cell's raw pieces in its hover
+
+
+def piece_hover(rows: Sequence[str], cols: Sequence[str], pieces: tuple | None) -> tuple[np.ndarray | None, str]:
+    """The tokenizer's raw pieces for a one-head map's hover: customdata (Tq, Tk, 2) and the hover line that
+    shows them, where they differ from the labels ("Ġanimal" under "animal") and the map is small enough."""
+    if pieces is None or (tuple(pieces[0]), tuple(pieces[1])) == (tuple(rows), tuple(cols)):
+        return None, ""
+    if len(pieces[0]) * len(pieces[1]) > PIECE_HOVER_CELLS:
+        return None, ""
+    r = np.array([html_text(p, 40) for p in pieces[0]], dtype=object)
+    c = np.array([html_text(p, 40) for p in pieces[1]], dtype=object)
+    data = np.stack(np.broadcast_arrays(r[:, None], c[None, :]), axis=-1)  # (Tq, Tk, 2)
+    return data, "<br>pieces %{customdata[0]} → %{customdata[1]}"
 
 
 def pooled(weights: torch.Tensor, max_side: int) -> tuple[np.ndarray, int, int]:
@@ -188,7 +202,11 @@ def head_map(
     """One head, large, with token labels on both axes."""
     m, fq, fk = pooled(result.weights[layer, head], max_side)  # (Tq', Tk')
     xs, ys = pooled_labels(result.source_tokens, fk), pooled_labels(result.target_tokens, fq)
-    fig = go.Figure(go.Heatmap(z=m, x=xs, y=ys, coloraxis="coloraxis", name=f"head {head + 1}", hovertemplate=HOVER))
+    pieces = (result.target.pieces, result.source.pieces) if fq == fk == 1 else None
+    data, line = piece_hover(result.target_tokens, result.source_tokens, pieces)
+    hover = HOVER.replace("<extra>", line + "<extra>")
+    trace = go.Heatmap(z=m, x=xs, y=ys, coloraxis="coloraxis", name=f"head {head + 1}", hovertemplate=hover)
+    fig = go.Figure(trace.update(customdata=data))
     fig.update_xaxes(title="key (attended to)", tickangle=-60, showticklabels=len(xs) <= 80)
     fig.update_yaxes(title="query (attending)", showticklabels=len(ys) <= 80)
     fig = _style_layout(fig, style, float(m.max()), f"Layer {layer + 1}, head {head + 1}{_note(note)}")
@@ -336,13 +354,16 @@ class Panel:
     signed: bool = False  # a difference: its own diverging scale around 0
     own_scale: str = ""  # a quantity other than attention: its own scale, with this title (e.g. "||αf(x)||")
     numbered_rows: bool = False  # the rows are unique already ("step 3: Paris"): shown as they are, not "… ·3"
+    pieces: tuple | None = None  # (rows', cols') raw pieces of the tokenizer ("Ġanimal"), shown in the hover
 
 
 def panel(result: AttentionResult, layer: int, head: int, title: str) -> Panel:
     """One head of a result as a panel; a causal result's future is marked masked, not zero."""
     t = len(result.target_tokens)
     masked = np.triu(np.ones((t, t), dtype=bool), k=1) if result.kind == "causal" else None
-    return Panel(title, result.head(layer, head).numpy(), result.target_tokens, result.source_tokens, masked)
+    pieces = (result.target.pieces, result.source.pieces)
+    return Panel(title, result.head(layer, head).numpy(), result.target_tokens, result.source_tokens, masked,
+                 pieces=pieces)  # fmt: skip
 
 
 def steps_panel(steps: np.ndarray, rows: tuple[str, ...], cols: tuple[str, ...], prompt: int, title: str) -> Panel:
@@ -429,6 +450,7 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
         z = p.matrix.astype(np.float32)
         if p.masked is not None:
             z = np.where(p.masked, np.nan, z)
+        data, line = piece_hover(p.rows, p.cols, p.pieces)
         traces.append(
             go.Heatmap(
                 z=z,
@@ -439,9 +461,12 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
                 coloraxis="coloraxis2" if p.signed or p.own_scale else "coloraxis",
                 xaxis=f"x{sx}",
                 yaxis=f"y{sx}",
+                customdata=data,
                 hovertemplate="query %{y}<br>key %{x}<br>"
                 + ("difference" if p.signed else html_text(p.own_scale) or "weight")
-                + " %{z:.4f}<extra>"
+                + " %{z:.4f}"
+                + line
+                + "<extra>"
                 + html_text(p.title.replace("\n", " "))
                 + "</extra>",
             )

@@ -202,7 +202,8 @@ def export_window(inputs: Inputs, lazy: LazyAttention, layer: int, head: int, w:
 
     def bundle() -> str:
         meta = widgets.manifest(inputs, lazy, lazy.kind, layer + 1, head + 1, options)
-        return export.bundle_json(w, rows, cols, meta)
+        pieces = (lazy.target.pieces[q0 : q0 + r], lazy.source.pieces[k0 : k0 + c])
+        return export.bundle_json(w, rows, cols, meta, pieces)
 
     widgets.download_row(
         f"attnviz_L{layer + 1}_H{head + 1}_q{q0 + 1}_k{k0 + 1}",

@@ -155,7 +155,8 @@ def export_buttons(inputs: Inputs, fetch: Fetch, layer: int, head: int | None, o
     def bundle() -> str:
         result, m = shown()
         meta = manifest(inputs, result, result.kind, layer + 1, None if head is None else head + 1, options)
-        return export.bundle_json(m, result.target_tokens, result.source_tokens, meta)
+        pieces = (result.target.pieces, result.source.pieces)
+        return export.bundle_json(m, result.target_tokens, result.source_tokens, meta, pieces)
 
     download_row(stem, key, figure, csv, bundle)
 
@@ -179,7 +180,8 @@ def export_overview(inputs: Inputs, fetch: Fetch, opts: Options, key: str) -> No
         options = {**opts.as_dict(), "view": "overview", "pooled_rows": fq, "pooled_columns": fk}
         rows = list(result.target_tokens) if fq == 1 else pooled_labels(result.target_tokens, fq)
         cols = list(result.source_tokens) if fk == 1 else pooled_labels(result.source_tokens, fk)
-        return export.bundle_json(maps, rows, cols, manifest(inputs, result, result.kind, 0, None, options))
+        pieces = (result.target.pieces, result.source.pieces) if fq == fk == 1 else None
+        return export.bundle_json(maps, rows, cols, manifest(inputs, result, result.kind, 0, None, options), pieces)
 
     download_row("attnviz_overview", key, figure, lambda: export.thumbs_csv(thumbs()[1]), bundle)
 

@@ -136,7 +136,7 @@ def _importance(view: dict):
 
 def _pronoun(tokens: tuple[str, ...]) -> int:
     """The lesson's word: the first pronoun of the text if it has one, else its second token."""
-    bare = [t.lower().lstrip("ġ▁#") for t in tokens]
+    bare = [t.lower().lstrip("#") for t in tokens]  # tokens as text: "it", not "Ġit"
     for word in ("it", "they", "she", "he", "them", "her", "him"):
         if word in bare:
             return bare.index(word)

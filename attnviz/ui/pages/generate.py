@@ -36,7 +36,7 @@ def writer(model: str, backend: str) -> GeneratingEngine:
 
 def written_labels(gen: Generation) -> list[str]:
     """Each written token as a person reads it: 'step 3: Paris' (plain text: the figure escapes it)."""
-    return [f"step {i + 1}: {t.lstrip('Ġ▁')[:30]}" for i, t in enumerate(gen.written)]
+    return [f"step {i + 1}: {t[:30]}" for i, t in enumerate(gen.written)]
 
 
 def render() -> None:
@@ -79,7 +79,7 @@ def draw(inputs: controls.Inputs, gen: Generation) -> None:
     """The text written, the steps of one head, and one step across every layer and head."""
     stop = "it wrote its end token" if gen.stopped == "end token" else "it reached the limit"
     st.markdown(f"**Written** ({len(gen.written)} tokens; {stop}): {escape.md(gen.text)}")
-    st.caption("Token by token: " + " · ".join(escape.md(t.lstrip("Ġ▁") or t, 30) for t in gen.written))
+    st.caption("Token by token: " + " · ".join(escape.md(t, 30) for t in gen.written))
     r = gen.result
     p = gen.prompt_tokens
     rows, cols = written_labels(gen), display_labels(r.source_tokens)
@@ -97,7 +97,7 @@ def draw(inputs: controls.Inputs, gen: Generation) -> None:
         "One step, across every layer and head",
         range(1, len(rows) + 1),
         key="gen.step",
-        format_func=lambda i: f"{i}: {gen.written[i - 1].lstrip('Ġ▁')[:20]}",
+        format_func=lambda i: f"{i}: {gen.written[i - 1][:20]}",
     )
     state.remember("step", step)
     s = step - 1
@@ -105,7 +105,7 @@ def draw(inputs: controls.Inputs, gen: Generation) -> None:
     heads = [f"L{lay + 1} H{h + 1}" for lay in range(r.n_layers) for h in range(r.n_heads)]
     fig = interactive.matrix(
         row,
-        f"step {step} ({gen.written[s].lstrip('Ġ▁')}): every head's attention",
+        f"step {step} ({gen.written[s][:30]}): every head's attention",
         rows=heads,
         cols=cols[: p + s],
         style=inputs.style,

@@ -10,7 +10,6 @@ from attnviz import escape, service
 from attnviz.analysis.head_stats import SHARE_THRESHOLD
 from attnviz.figures import interactive, lesson_charts
 from attnviz.interventions import induction_scores
-from attnviz.interventions.runs import token_text
 from attnviz.result import AttentionResult
 from attnviz.tokens import TokenAxis
 from attnviz.ui import cache, controls, state, widgets
@@ -35,8 +34,7 @@ def _labels(values: np.ndarray, name: str, threshold: float) -> list[list[str]]:
     return [[name if v > threshold else "" for v in row] for row in values]
 
 
-def _result(run: induction_scores.Induction, tokens: tuple[str, ...]) -> AttentionResult:
-    axis = TokenAxis.plain(tokens)
+def _result(run: induction_scores.Induction, axis: TokenAxis) -> AttentionResult:
     return AttentionResult(run.patterns, axis, axis, "causal", run.model)
 
 
@@ -59,7 +57,7 @@ def render() -> None:
     key = ("induction", eng.name, eng.backend, n, seed)
     with st.spinner(f"Reading {2 * n} random tokens through the model…"):
         run = service.kept(key, lambda: induction_scores.run(eng, n, int(seed)))
-    tokens = tuple(token_text(eng, i) for i in run.ids)
+    axis = eng.tokenizer.plain_axis(run.ids)  # the tokens as text, their raw pieces in the hover
     if guess is None:
         st.caption("Make a guess and press Reveal to see the loss and the heads.")
         return
@@ -94,7 +92,7 @@ def render() -> None:
         )  # fmt: skip
     st.subheader("The best heads' maps")
     st.caption(f"The offset diagonal, n − 1 = {n - 1} tokens back from each query of the second copy, is the mark.")
-    result = _result(run, tokens)
+    result = _result(run, axis)
     best = run.best(5)
     names = [f"layer {layer + 1}, head {head + 1} (induction {score:.2f})" for layer, head, score in best]
     pick = st.selectbox("Head", range(len(best)), format_func=names.__getitem__, key="ind.head")

@@ -12,7 +12,6 @@ from attnviz.figures import interactive, lesson_charts
 from attnviz.interventions import ablation, patching
 from attnviz.interventions.runs import token_text
 from attnviz.result import AttentionResult
-from attnviz.tokens import TokenAxis
 from attnviz.ui import cache, controls, state, widgets
 from attnviz.ui.controls import Inputs
 from attnviz.ui.progress import TimedProgress
@@ -101,7 +100,7 @@ def knockout_section(eng: Engine, inputs: Inputs) -> None:
     first = min(heads)
     layer = st.slider("Attention downstream: layer", first + 1, eng.n_layers, min(first + 2, eng.n_layers),
                       key="ko.layer") - 1  # fmt: skip
-    axis = TokenAxis.plain(tuple(words))
+    axis = eng.tokenizer.plain_axis(ids)
     after = AttentionResult(got.patterns_after, axis, axis, "causal", f"{eng.name}, {_heads_label(heads)} out")
     st.plotly_chart(interactive.head_grid(after, layer, style=inputs.style), key="ko.after", theme=None)
     importance_section(eng, inputs, mode)
@@ -190,7 +189,7 @@ def patch_section(eng: Engine, inputs: Inputs) -> None:
     layer, head = (int(x) - 1 for x in pick[1:].split("H"))
     per = service.kept(("patch-pos", *key, layer, head),
                        lambda: patching.by_position(eng, clean, corrupt, answer, wrong, layer, head))  # fmt: skip
-    words = tuple(token_text(eng, i) for i in held.corrupt_ids)
+    words = eng.tokenizer.pieces(held.corrupt_ids)[2]
     st.plotly_chart(interactive.bars(per.numpy(), words, f"{pick}: share restored by the position patched",
                                      style=inputs.style), key="pa.bars")  # fmt: skip
 

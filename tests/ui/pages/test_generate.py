@@ -1,5 +1,7 @@
 """AppTest of the generate page: it runs on the bundled models and sends what the engines computed."""
 
+import html
+
 import numpy as np
 from apptest import APP, _charts, _ok
 from plotly_data import array
@@ -19,6 +21,10 @@ def test_the_generate_page_writes_and_shows_every_step(smollm2_hf):
     assert z.shape == (len(gen.written), len(gen.result.source))
     assert np.allclose(np.nan_to_num(z), gen.steps[0, 0].numpy(), atol=1e-6)  # layer 1, head 1
     assert steps["data"][0]["y"][0].startswith("step 1: ") and not any(" ·" in y for y in steps["data"][0]["y"])
+    rows = [html.unescape(y) for y in steps["data"][0]["y"]]
+    assert rows == [f"step {i + 1}: {t}" for i, t in enumerate(gen.written)]
+    labels = "".join(steps["data"][0]["y"] + steps["data"][0]["x"] + heads["data"][0]["x"])
+    assert "Paris" in gen.written and not set("ĠĊ▁") & set(labels)  # text, not byte-level pieces
     assert array(heads["data"][0]["z"]).shape == (30 * 9, gen.prompt_tokens)  # step 1 across every head
 
 

@@ -137,7 +137,7 @@ def test_setting_the_first_token_aside_renormalises_the_rest(smollm2_hf):
     at = _app(model="smollm2", backend="hf", sink="true")
     _ok(at)
     d = [d for d in _charts(at)[0]["data"] if d["type"] == "heatmap"][0]
-    assert len(d["x"]) == 12 and _tokens(d["x"])[0] == "Ġanimal"
+    assert len(d["x"]) == 12 and _tokens(d["x"])[0] == "animal"
     r = smollm2_hf.run(SENTENCE)["causal"].weights[0, 0, 1:, 1:]
     assert np.allclose(array(d["z"]), (r / r.sum(-1, keepdim=True)).numpy(), atol=1e-6)
     assert "first token set aside" in _charts(at)[0]["layout"]["title"]["text"]
@@ -158,3 +158,18 @@ def test_the_kind_shown_is_in_the_link_and_a_class_poll_scores_that_kind(tiny_ma
     view = {"layer": 0, "head": 1, "query": 2, "kind": "cross"}
     row, _ = polls.model_answer(shown(results, view["kind"]), "token", view)
     assert row == results["cross"].weights[0, 1, 2].tolist()  # the cross map the class saw, not the encoder's
+
+
+def test_smollm2_tokens_read_as_text_and_the_raw_pieces_are_in_the_one_head_hover(smollm2_hf):
+    text = "The animal didn't cross\nthe street."
+    at = _app(model="smollm2", backend="hf", text=text)
+    _ok(at)
+    grid = [d for d in _charts(at)[0]["data"] if d["type"] == "heatmap"]
+    assert _tokens(grid[0]["x"]) == ["The", "animal", "didn", "'t", "cross", "↵", "the", "street", "."]
+    at = _app(model="smollm2", backend="hf", text=text, view="Head")
+    _ok(at)
+    d = _charts(at)[0]["data"][0]
+    r = smollm2_hf.run(text)["causal"]
+    assert not set("ĠĊ") & set("".join(d["x"] + d["y"]))
+    assert d["customdata"][5][1] == ["Ċ", "Ġanimal"] and "customdata" in d["hovertemplate"]
+    assert r.target.pieces[1] == "Ġanimal" and r.target_tokens[1] == "animal"

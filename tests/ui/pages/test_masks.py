@@ -28,3 +28,20 @@ def test_masks_page_reweighs_the_models_own_queries_and_keys():
     _ok(at)
     assert set(at.dataframe[0].value["method"]) == set(("dense + mask", "sliding window (blocked)",
                                                         "block-sparse (blocked)"))  # fmt: skip
+
+
+def test_on_a_decoder_the_mask_drawn_is_the_mask_applied_window_and_causal(smollm2_hf):
+    from attnviz.lessons import kernels
+
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params["model"], at.query_params["backend"] = "smollm2", "hf"
+    at.switch_page("app_pages/masks.py").run()
+    _ok(at)
+    mask_fig, own_fig, new_fig = _charts(at)[:3]
+    drawn = array(mask_fig["data"][0]["z"]).astype(bool)
+    n = drawn.shape[0]
+    applied = kernels.sliding_window(n, 4, causal=True).numpy()
+    assert np.array_equal(drawn, applied) and not drawn[0, 1:].any()  # no key after the query: not a symmetric band
+    w = array(new_fig["data"][0]["z"])
+    assert np.array_equal(np.isnan(w), ~applied)  # the third panel's gaps are exactly the mask's zeros
+    assert not any("Ġ" in y for y in mask_fig["data"][0]["y"])  # tokens as text
