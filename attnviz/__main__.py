@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 from attnviz.engines.base import BACKENDS, Engine, ModelLoadError
@@ -259,6 +260,7 @@ def benchmark_json(engine: Engine, bench) -> dict:
         "accuracy": bench.accuracy,
         "chance": bench.chance,
         "ties": bench.ties,
+        "head_ties": bench.head_ties,
         "best_head": {"layer": layer, "head": head, "accuracy": best, "picked_on": "the same cases"},
         "held_out_best_head": {"accuracy": held_out, "heads": [{"layer": lay, "head": h} for lay, h in picked]},
         "permutation_best_head": {"expected_accuracy": bench.permutation_best_head(), "runs": PERMUTATIONS},
@@ -273,6 +275,7 @@ def benchmark_json(engine: Engine, bench) -> dict:
                 "predicted": r.predicted,
                 "correct": r.correct,
                 "tie": r.tie,
+                "head_ties": r.head_ties,
                 "scores": r.scores.tolist(),
             }
             for r in bench.results
@@ -296,14 +299,20 @@ def cmd_pronouns(args: argparse.Namespace) -> int:
     layer, head, best = bench.best_head
     held_out, _ = bench.held_out_best_head()
     print(f"{engine.name}: {bench.n} of {len(cases)} cases scored with {pronoun_scores.METHOD_NAMES[bench.method]}")
-    print(f"accuracy {bench.accuracy:.1%} (chance {bench.chance:.1%}; {bench.ties} ties)")
     print(
-        f"best single head: layer {layer + 1}, head {head + 1} at {best:.1%} (picked on these cases); "
-        f"picked on one half and scored on the other: {held_out:.1%}; the best of "
-        f"{bench.per_head.numel()} heads on randomly relabelled cases: {bench.permutation_best_head():.1%}"
+        f"accuracy {bench.accuracy:.1%} (chance {bench.chance:.1%}); {bench.ties} predictions won a tie, "
+        f"{bench.head_ties:,} heads had a tie at the top"
+    )
+    permuted = bench.permutation_best_head()
+    print(
+        f"best single head: layer {layer + 1}, head {head + 1} at {best:.1%} (picked on these cases; its yardstick, "
+        f"the best of {bench.per_head.numel()} heads on randomly relabelled cases: {permuted:.1%}); "
+        f"picked on one half and scored on the other: {held_out:.1%} (its yardstick: chance)"
     )
     for why, count in bench.skip_reasons().items():
         print(f"skipped {count}: {why}")
+    for why, count in Counter(why for _, why in bench.skipped).items():
+        print(f"  {count} x {why}")
     write_json(args.json, benchmark_json(engine, bench))
     return 0
 

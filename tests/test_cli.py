@@ -120,14 +120,14 @@ def test_pronouns_json_layout(tmp_path):
     )
     d = json.loads(out.read_text())
     assert list(d) == [
-        "model", "method", "n", "accuracy", "chance", "ties", "best_head", "held_out_best_head",
+        "model", "method", "n", "accuracy", "chance", "ties", "head_ties", "best_head", "held_out_best_head",
         "permutation_best_head", "skipped", "cases",
     ]  # fmt: skip
     assert d["n"] == 3 and d["method"] == "mas" and d["chance"] == 0.5
     assert list(d["best_head"]) == ["layer", "head", "accuracy", "picked_on"]
     c = d["cases"][0]
     assert list(c) == [
-        "text", "pronoun", "pronoun_at", "candidates", "answer", "predicted", "correct", "tie", "scores"
+        "text", "pronoun", "pronoun_at", "candidates", "answer", "predicted", "correct", "tie", "head_ties", "scores"
     ]  # fmt: skip
     assert torch.tensor(c["scores"]).shape == (6, 12, 2)
 
@@ -320,3 +320,18 @@ def test_interventions_on_bert_or_with_bad_heads_exit_2_with_one_line(capsys):
     assert "decoder" in capsys.readouterr().err
     assert main(["ablate", IOI, "--heads", "zero"]) == 2
     assert "LAYER.HEAD" in capsys.readouterr().err
+
+
+def test_pronouns_on_wsc273_names_each_same_token_case_and_counts_ties_inside_heads(tmp_path, capsys, bundled_hf):
+    wsc = ROOT.parent / "shared/data/winograd/WSCollection.xml"
+    if not wsc.exists():
+        pytest.skip(f"the Winograd collection is not at {wsc}")
+    out = tmp_path / "p.json"
+    assert main(["pronouns", "--cases", str(wsc), "--limit", "273", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "skipped 10: candidates … and … land on the same tokens" in printed
+    assert '2 x candidates "Joe" and "Joe\'s uncle" land on the same tokens ("joe")' in printed
+    assert "heads had a tie at the top" in printed
+    d = json.loads(out.read_text())
+    assert d["n"] == 259 and d["head_ties"] == sum(c["head_ties"] for c in d["cases"])
+    assert sum("same tokens" in s["reason"] for s in d["skipped"]) == 10

@@ -2,18 +2,19 @@
 
 For a case (text, pronoun, candidates, answer), every layer and head scores each candidate:
 
-- `mas`, the Maximum Attention Score of Klein & Nabi (ACL 2019), exactly as the authors' code
-  (SAP-samples/acl2019-commonsense, commonsense.py) computes it: the attention *from* each
+- `mas`, the Maximum Attention Score of Klein & Nabi (ACL 2019): the attention *from* each
   candidate's tokens (queries) *to* the pronoun (the key), a candidate of several word pieces
   reduced by the max over its content pieces (a leading determiner left out, and, when there
-  are several pieces, those whose token string, "##" included, is one character long). Each head
+  are several pieces, those whose raw piece, "##" included, is one character long). Each head
   gives the candidate it scores highest that head's maximum value; the values are summed over
-  all heads and normalised, and the largest sum is the prediction.
-  Where ours differs: the authors encode the text as a sentence pair split at the pronoun
-  ([CLS] before [SEP] pronoun after [SEP]); attnviz encodes it as one segment. The authors list
-  the right answer first, so numpy's argmax gives it every tie; attnviz keeps the file's order
-  and counts ties. The authors match a one-piece candidate to the closest token by fuzzy string
-  ratio; attnviz matches words by their characters in the text (below).
+  all heads and normalised, and the largest sum is the prediction. That sum is the authors'
+  (computeMaximumAttentionScore, SAP-samples/acl2019-commonsense); the tokens it reads are
+  attnviz's, and every difference from the authors' code is listed in the README: they encode a
+  sentence pair split at the pronoun, rewrite the candidate strings ("the " and " a " deleted
+  anywhere), take each piece's first occurrence before the pronoun and match a one-piece candidate
+  by fuzzy ratio, list the right answer first (so argmax gives it every tie), and score cases whose
+  candidates share their tokens; attnviz encodes one segment, reads the candidate's own characters,
+  keeps the file's order and counts ties, and skips such cases (`same_tokens`).
 - `vote`, what the lesson shows (what "it" looks at): the attention from the pronoun (the query)
   to each candidate, max over the candidate's content pieces; each head votes for its highest
   candidate; most votes wins (ties go to the larger summed score).
@@ -36,6 +37,7 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Literal
 
@@ -204,6 +206,7 @@ def scores(result: AttentionResult, case: PronounCase, method: Method = "mas") -
     where = locate(case)
     p = pronoun_piece(axis, where.pronoun)
     pieces = [content_pieces(axis, span) for span in where.candidates]
+    same_tokens(case, axis, pieces)
     w = result.weights  # (L, H, T, T)
     if method == "mas":
         if result.kind == "causal" and any(min(pc) < p for pc in pieces):
@@ -215,9 +218,29 @@ def scores(result: AttentionResult, case: PronounCase, method: Method = "mas") -
     return torch.stack([w[:, :, p, pc].amax(-1) for pc in pieces], dim=-1)  # pronoun -> candidate
 
 
+def same_tokens(case: PronounCase, axis: TokenAxis, pieces: list[list[int]]) -> None:
+    """A ValueError where one candidate's content pieces equal or hold another's ("the old house" and "the new
+    house" -> both `house`; "Joe" inside "Joe's uncle"): a max over pieces then ties in every head or can never
+    pick the smaller one, so the case cannot be scored."""
+    for i, a in enumerate(pieces):
+        for j, b in enumerate(pieces):
+            if i != j and set(a) <= set(b):
+                shared = " ".join(axis.tokens[k] for k in a)
+                raise ValueError(
+                    f'candidates "{case.candidates[i].strip()}" and "{case.candidates[j].strip()}" land on the same '
+                    f'tokens ("{shared}"): no head can tell them apart'
+                )
+
+
 def head_picks(case_scores: Tensor) -> Tensor:
     """(L, H): the candidate each head scores highest."""
     return case_scores.argmax(-1)
+
+
+def head_ties(case_scores: Tensor) -> int:
+    """How many heads give their top score to two candidates or more (argmax then takes the first)."""
+    top = case_scores.amax(-1, keepdim=True)  # (L, H, 1)
+    return int(((case_scores == top).sum(-1) > 1).sum())
 
 
 def vote_counts(case_scores: Tensor) -> Tensor:
@@ -258,6 +281,7 @@ class CaseResult:
     method: Method
     predicted: str
     tie: bool = False
+    head_ties: int = 0  # heads whose top score is shared by two candidates or more
 
     @property
     def correct(self) -> bool:
@@ -274,7 +298,7 @@ def score_result(result: AttentionResult, case: PronounCase, method: Method = "m
     """Score a case on the attention of its text."""
     case_scores = scores(result, case, method)
     index, tie = predict(case_scores, method)
-    return CaseResult(case, case_scores, method, case.candidates[index], tie)
+    return CaseResult(case, case_scores, method, case.candidates[index], tie, head_ties(case_scores))
 
 
 def pronoun_row(result: AttentionResult, case: PronounCase, layer: int, head: int) -> Tensor:
@@ -329,6 +353,11 @@ class Benchmark:
         """Cases whose prediction won a tie."""
         return sum(r.tie for r in self.results)
 
+    @property
+    def head_ties(self) -> int:
+        """Heads, over every case, whose top score was shared by two candidates or more."""
+        return sum(r.head_ties for r in self.results)
+
     def _hits(self, results: Sequence[CaseResult]) -> Tensor:
         """(N, L, H): whether each head's own pick is the right answer, case by case."""
         return torch.stack([head_picks(r.scores) == r.answer_index for r in results])
@@ -345,9 +374,10 @@ class Benchmark:
         return layer, head, value
 
     def halves(self) -> tuple[list[CaseResult], list[CaseResult]]:
-        """Two halves of the cases; consecutive pairs (a schema and its twin) stay together."""
-        a = [r for i, r in enumerate(self.results) if (i // 2) % 2 == 0]
-        b = [r for i, r in enumerate(self.results) if (i // 2) % 2 == 1]
+        """Two halves of the cases, every group whole (see `groups`): groups 1, 3, 5, ... and 2, 4, 6, ..."""
+        numbers = groups([r.case for r in self.results])
+        a = [r for r, g in zip(self.results, numbers, strict=True) if g % 2 == 0]
+        b = [r for r, g in zip(self.results, numbers, strict=True) if g % 2 == 1]
         return a, b
 
     def held_out_best_head(self) -> tuple[float, list[tuple[int, int]]]:
@@ -376,7 +406,29 @@ class Benchmark:
 
     def skip_reasons(self) -> Counter:
         """How many cases were skipped for each reason (the candidate or word named in it left out)."""
-        return Counter(re.sub(r"'[^']*'", "'…'", why) for _, why in self.skipped)
+        return Counter(re.sub(r"\"[^\"]*\"|'[^']*'", "…", why) for _, why in self.skipped)
+
+
+TWIN_SIMILARITY = 0.8  # texts at least this alike (difflib's ratio) are one schema's variants
+
+
+def groups(cases: Sequence[PronounCase]) -> list[int]:
+    """0, 1, 2, ... per case: a case joins the group of the case before it when the two name the same candidates
+    or their texts are at least TWIN_SIMILARITY alike (a Winograd schema and its twins: WSC273's pairs, its
+    triple, PDP's passages asked more than once), whatever their index or the cases skipped between them.
+    Two neighbouring schemas that happen to share names join one group: coarser, still whole."""
+    out: list[int] = []
+    for i, case in enumerate(cases):
+        if i == 0:
+            out.append(0)
+            continue
+        before = cases[i - 1]
+        names = sorted(c.strip().lower() for c in case.candidates) == sorted(
+            c.strip().lower() for c in before.candidates
+        )
+        alike = SequenceMatcher(None, before.text.lower(), case.text.lower()).ratio() >= TWIN_SIMILARITY
+        out.append(out[-1] + (not (names or alike)))
+    return out
 
 
 def evaluate_with(

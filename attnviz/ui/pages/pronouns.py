@@ -182,7 +182,8 @@ def _read_upload(upload) -> list[PronounCase]:
 def draw_benchmark(inputs: Inputs) -> None:
     """Score a set of cases (built-in or uploaded) with the method chosen, beside chance and two baselines."""
     st.markdown(
-        "Score many cases at once. **Maximum Attention Score** (Klein & Nabi 2019, as in the authors' code): "
+        "Score many cases at once. **Maximum Attention Score** (Klein & Nabi 2019; the README lists where attnviz's "
+        "choice of tokens differs from the authors' code): "
         "the attention from each candidate to the pronoun; each head gives its largest value to its top "
         "candidate, and the candidate with the largest sum wins. **Head vote**: the attention from the pronoun "
         "to each candidate; each head votes for its top candidate, most votes wins."
@@ -234,19 +235,22 @@ def draw_scores(inputs: Inputs, bench: pronoun_scores.Benchmark, held_out: float
         "Best head, held out",
         f"{held_out:.1%}",
         help="The best head picked on one half of the cases and scored on the other, and the reverse, averaged "
-        f"(a schema and its twin stay together). The heads picked: "
+        "(a schema and its twins stay together: neighbouring cases with the same candidates or texts 80% alike). "
+        "No choice is made on the cases it is scored on, so compare it with chance. The heads picked: "
         f"{', '.join(f'L{lay + 1} H{h + 1}' for lay, h in picked)}.",
     )
     d.metric(
         "Best head, random answers",
         f"{permuted:.1%}",
         help=f"What the best of {bench.per_head.numel()} heads reaches when every answer is drawn at random "
-        f"(the mean of {pronoun_scores.PERMUTATIONS:,} runs): a best head below this has found nothing.",
+        f"(the mean of {pronoun_scores.PERMUTATIONS:,} runs): the yardstick for the best head picked on these very "
+        "cases; a best head below this has found nothing.",
     )
     skipped = "; ".join(f"{n} because the {escape.md(why)}" for why, n in bench.skip_reasons().items())
     st.caption(
         f"{bench.n} cases scored, {len(bench.skipped)} skipped{': ' + skipped if skipped else ''}. "
-        f"{bench.ties} predictions won a tie. The best head picked on these very cases, L{layer + 1} H{head + 1}, "
+        f"{bench.ties} predictions won a tie; {bench.head_ties:,} heads gave their top score to two candidates or more "
+        f"(the first in the file's order took it). The best head picked on these very cases, L{layer + 1} H{head + 1}, "
         f"is right on {best:.1%} of them: compare it with the random-answer baseline, not with chance. "
         "Published, bert-base-uncased with the Maximum Attention Score: about "
         f"{pronoun_scores.PUBLISHED['WSC273']:.0%} on WSC273 and {pronoun_scores.PUBLISHED['PDP-60']:.0%} on PDP-60 "
