@@ -23,3 +23,17 @@ def test_the_check_fails_on_a_stale_figure():
     assert pronoun_table.differences(readme, header, rows) == []
     stale = readme.replace(rows[-1], rows[-1].replace("%", "1%", 1))  # one figure off
     assert pronoun_table.differences(stale, header, rows) == [rows[-1]]
+
+
+def test_the_head_count_table_in_the_readme_is_what_the_shipped_models_score():
+    import re
+
+    from attnviz.lessons import head_models
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for task in head_models.TASKS:
+        row = next(line for line in readme.splitlines() if line.startswith(f"| {task} ("))
+        shown = re.findall(r"(\d+\.\d\d)%", row)[:4]  # 1, 2, 4 and 8 heads
+        measured = head_models.held_out_accuracy(task)["models"]
+        assert shown == [f"{100 * m['accuracy']:.2f}" for m in measured], (task, row)
+        assert f"| {measured[0]['steps']:,} |" in row
