@@ -9,13 +9,14 @@ import logging
 
 import streamlit as st
 
-from attnviz.ui import controls, seat, state
+from attnviz.ui import controls, guards, seat, state
 
 FAILED = (
     "Something went wrong on this page. Try another text or model; if it happens again, tell the person "
     "running this server (the details are in its log)."
 )
 
+guards.install()  # once per server: what a visitor's browser may not do to everyone (clear every cache)
 st.set_page_config(page_title="attnviz — see where attention goes", page_icon="🔍", layout="wide")
 navigation = st.navigation(
     [
@@ -33,16 +34,29 @@ navigation = st.navigation(
         st.Page("app_pages/classroom.py", title="Class", icon=":material/groups:"),
     ]
 )
-here = st.session_state["class.seat"] = seat.seat()  # before any widget: a follower takes the teacher's view
-if here is not None:
-    seat.follow(here, navigation.url_path)
+try:  # before any widget: a follower takes the teacher's view
+    here = seat.seat()
+    if here is not None:
+        seat.follow(here, navigation.url_path)
+except seat.STORE_ERRORS as err:  # the class database failed: the class is a message, the app goes on
+    here = None
+    seat.failed(err)
+st.session_state["class.seat"] = here
 controls.sidebar()
 if here is not None:
-    seat.sidebar_panel(here)
+    try:
+        seat.sidebar_panel(here)
+    except seat.STORE_ERRORS as err:
+        seat.failed(err)
 try:
     navigation.run()
+except seat.STORE_ERRORS as err:
+    seat.failed(err, st)
 except Exception:  # a bug, not bad input (that has its own messages): a message here, the traceback in the log
     logging.getLogger("attnviz").exception("page %r failed", navigation.title)
     st.error(FAILED)
 controls.show_device()
-seat.publish(here, navigation.url_path, state.publish())
+try:
+    seat.publish(here, navigation.url_path, state.publish())
+except seat.STORE_ERRORS as err:
+    seat.failed(err)

@@ -78,7 +78,33 @@ def test_a_relative_folder_in_the_working_directory_is_a_folder_not_a_hub_id(mon
     monkeypatch.chdir(ROOT)
     monkeypatch.delenv(registry.MODEL_DIRS_ENV, raising=False)
     with pytest.raises(ModelLoadError, match="folders load only from inside"):
-        registry.Policy.from_env().resolve("tests/data")
+        registry.resolve("tests/data", allow_paths=False)
+
+
+@pytest.mark.parametrize("downloads", ["0", "1"])
+def test_a_server_never_tells_a_folder_that_exists_from_one_that_does_not(tmp_path, monkeypatch, downloads):
+    monkeypatch.setenv(registry.DOWNLOADS_ENV, downloads)
+    monkeypatch.setenv(registry.MODEL_DIRS_ENV, str(tmp_path / "models"))
+    (tmp_path / "home" / ".ssh").mkdir(parents=True)
+    (tmp_path / "home" / "notes").mkdir()
+    policy = registry.Policy.from_env()
+    for present, absent in ((".ssh", ".sshx"), ("notes", "notesx"), (str(tmp_path / "home"), str(tmp_path / "hom"))):
+        monkeypatch.chdir(tmp_path / "home")
+        said = []
+        for name in (present, absent):
+            try:
+                said.append(("ok", policy.resolve(name).kind))
+            except ModelLoadError as err:
+                said.append(("refused", str(err).replace(name, "NAME")))
+        assert said[0] == said[1], said  # the same answer, folder or not
+
+
+def test_a_symlink_out_of_the_model_folder_is_not_offered(tiny_bert_dir, tmp_path, monkeypatch):
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "linked").symlink_to(tiny_bert_dir, target_is_directory=True)
+    monkeypatch.setenv(registry.MODEL_DIRS_ENV, str(models))
+    assert "linked" not in registry.local_folders()
 
 
 def test_six_spellings_of_one_folder_are_one_model(tiny_bert_dir, monkeypatch):

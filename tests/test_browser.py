@@ -514,20 +514,22 @@ def test_a_class_led_live_teacher_and_three_students_poll_reveal_and_restart(bro
         main.get_by_text("Ask the class about layer 2").wait_for(timeout=60_000)
         main.locator("[data-testid=stRadio]").filter(has_text="Question").get_by_text("What kind of head?").click()
         main.get_by_role("button", name="Ask").click()
-        main.get_by_text("0 answered").wait_for(timeout=10_000)
+        main.get_by_text("answered 0 of 3 following when it was asked").wait_for(timeout=10_000)
         for pg, choice in zip(students, ("broad", "broad", "self"), strict=True):
             answer = pg.locator("[data-testid=stMain] [data-testid=stRadio]").filter(has_text="Your answer")
             answer.wait_for(timeout=15_000)
             answer.get_by_text(choice, exact=True).click()
             pg.locator("[data-testid=stMain]").get_by_role("button", name="Send").click()
             pg.get_by_text("Waiting for the teacher to reveal").wait_for(timeout=15_000)
-        main.get_by_text("3 answered").wait_for(timeout=10_000)
+        main.get_by_text("answered 3 of 3").wait_for(timeout=10_000)
         main.get_by_role("button", name="Reveal").click()
         main.get_by_text("The model:").wait_for(timeout=30_000)
         class_bars = dict(zip(*_bars(teacher)[0].values(), strict=True))
         assert class_bars["broad"] == 2 and class_bars["self"] == 1 and sum(class_bars.values()) == 3
         for pg in students:
             pg.get_by_text("The model:").wait_for(timeout=10_000)
+            assert pg.get_by_role("button", name="Answers (CSV)").count() == 0  # the names are the teacher's
+        assert teacher.get_by_role("button", name="Answers (CSV)").count() == 1
 
         # the server restarts: the class, the view and the answers are still there
         proc.terminate()

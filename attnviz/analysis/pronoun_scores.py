@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Literal
+from xml.parsers import expat
 
 import torch
 from torch import Tensor
@@ -488,14 +489,35 @@ def _schema_case(schema: ET.Element, n: int) -> PronounCase:
         raise ValueError(f"schema {n}: {err}") from err
 
 
+NO_DTD = "the XML declares a DOCTYPE or entities; a Winograd file needs neither"
+
+
+def _parse_without_dtd(raw: bytes) -> ET.Element:
+    """The XML's root, refused (ValueError) at the first DOCTYPE or entity declaration. The parser itself
+    refuses them, after decoding the file in whatever encoding it declares (UTF-16 included), so no byte
+    pattern can hide one; nothing is expanded before the refusal."""
+
+    def refuse(*_args) -> None:
+        raise ValueError(NO_DTD)
+
+    check = expat.ParserCreate()  # a first pass that builds nothing: it stops at the DOCTYPE's first byte
+    check.StartDoctypeDeclHandler = refuse
+    check.EntityDeclHandler = refuse
+    check.UnparsedEntityDeclHandler = refuse
+    check.ExternalEntityRefHandler = refuse
+    try:
+        check.Parse(raw, True)
+    except expat.ExpatError as err:
+        raise ET.ParseError(str(err)) from err
+    return ET.fromstring(raw)
+
+
 def read_winograd_xml(source: str | bytes | Path) -> list[PronounCase]:
     """Cases from the Winograd Schema Challenge XML (WSCollection.xml, PDPChallenge2016.xml)."""
     data = Path(source).read_bytes() if isinstance(source, Path) else source
     raw = data.encode() if isinstance(data, str) else data
-    if b"<!DOCTYPE" in raw or b"<!ENTITY" in raw:
-        raise ValueError("the XML declares a DOCTYPE or entities; a Winograd file needs neither")
     try:
-        root = ET.fromstring(raw)
+        root = _parse_without_dtd(raw)
     except ET.ParseError as err:
         raise ValueError(f"the XML is malformed ({err})") from err
     schemas = list(root.iter("schema"))

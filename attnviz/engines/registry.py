@@ -148,11 +148,15 @@ class Policy:
         return list(dict.fromkeys([*BUNDLED, *extra]))
 
     def resolve(self, name: str) -> Source:
-        """Where a server loads `name` from, or a ModelLoadError saying why it will not."""
+        """Where a server loads `name` from, or a ModelLoadError saying why it will not.
+
+        A folder outside the model folders is treated as if it did not exist (a name like any other), so the
+        answer never tells a visitor which folders this machine has."""
         name = (name or "").strip()
         if found := _bundled(name):
             return found
-        source = resolve(name, allow_paths=False) if _as_path(name) else None
+        path = _as_path(name) if len(name) <= MAX_NAME else None
+        source = _in_model_dirs(path) if path is not None else None
         if source is None:
             for root in model_dirs():
                 candidate = _as_path(str(root / name)) if len(name) <= MAX_NAME and ".." not in name else None
@@ -195,11 +199,13 @@ def local_hub_models() -> tuple[str, ...]:
 
 
 def local_folders() -> list[str]:
-    """The model folders (those holding a config.json) directly inside the folders of $ATTNVIZ_MODEL_DIRS."""
+    """The model folders (those holding a config.json) directly inside the folders of $ATTNVIZ_MODEL_DIRS; a
+    symbolic link that leads out of its folder is not offered (the server loads only what lies inside)."""
     out = []
     for root in model_dirs():
         if root.is_dir():
-            out += [str(p.relative_to(root)) for p in sorted(root.iterdir()) if (p / "config.json").is_file()]
+            out += [str(p.relative_to(root)) for p in sorted(root.iterdir())
+                    if (p / "config.json").is_file() and p.resolve().is_relative_to(root)]  # fmt: skip
     return out
 
 

@@ -9,6 +9,11 @@ Only the teacher leads: every call that changes a class (its view, a poll) takes
 stored hashed and compared in constant time (`hmac.compare_digest`); a wrong or missing secret raises
 `NotTeacher` and changes nothing. A student's answer is one row per (poll, student): a second answer is refused by
 the primary key, not by a read-then-write that two requests could race through.
+
+One voice per student: a poll takes answers only from the students who were following the class when it was
+asked (its voters, written when it starts), never after its reveal; the teacher can close the class to new
+students and remove one (their answers to open polls go with them). The answers with names are the teacher's
+(`results_csv` takes the secret); students see the counts only.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import hashlib
 import hmac
 import io
 import json
+import math
 import os
 import secrets
 import sqlite3
@@ -35,6 +41,8 @@ CODE_LENGTH = 6
 POLL_KINDS = ("token", "head type", "number", "which head")
 MAX_STUDENT_NAME = 40
 MAX_ANSWER = 200
+FOLLOWING_WITHIN = 30.0  # a student seen this recently (seconds) counts as here
+NUMBER_RANGE = (0.0, 100.0)  # a number poll asks for a percentage
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS classes (
@@ -44,7 +52,8 @@ CREATE TABLE IF NOT EXISTS classes (
     expires REAL NOT NULL,
     view TEXT NOT NULL DEFAULT '{}',
     version INTEGER NOT NULL DEFAULT 0,
-    changed REAL NOT NULL DEFAULT 0
+    changed REAL NOT NULL DEFAULT 0,
+    locked INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS students (
     code TEXT NOT NULL REFERENCES classes(code),
@@ -52,6 +61,8 @@ CREATE TABLE IF NOT EXISTS students (
     name TEXT NOT NULL DEFAULT '',
     following INTEGER NOT NULL DEFAULT 1,
     seen REAL NOT NULL,
+    joined REAL NOT NULL DEFAULT 0,
+    removed INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (code, student)
 );
 CREATE TABLE IF NOT EXISTS polls (
@@ -71,7 +82,16 @@ CREATE TABLE IF NOT EXISTS answers (
     at REAL NOT NULL,
     PRIMARY KEY (poll, student)
 );
+CREATE TABLE IF NOT EXISTS voters (
+    poll INTEGER NOT NULL REFERENCES polls(id),
+    student TEXT NOT NULL,
+    PRIMARY KEY (poll, student)
+);
 """
+ADDED_COLUMNS = {  # columns newer than a database file may be: added on start (table -> column -> definition)
+    "classes": {"locked": "INTEGER NOT NULL DEFAULT 0"},
+    "students": {"joined": "REAL NOT NULL DEFAULT 0", "removed": "INTEGER NOT NULL DEFAULT 0"},
+}
 
 
 class NotTeacher(PermissionError):
@@ -80,6 +100,10 @@ class NotTeacher(PermissionError):
 
 class ClassNotFound(LookupError):
     """No class has this code, or it has expired."""
+
+
+class NotAdmitted(PermissionError):
+    """The class is closed to new students, or the teacher removed this student."""
 
 
 @dataclass(frozen=True)
@@ -153,7 +177,13 @@ class Store:
         self.path = Path(path) if path is not None else default_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        self._db().db.executescript(SCHEMA)
+        db = self._db().db
+        db.executescript(SCHEMA)
+        for table, columns in ADDED_COLUMNS.items():  # a file from an older attnviz: migrated in place
+            have = {row["name"] for row in db.execute(f"PRAGMA table_info({table})")}
+            for name, definition in columns.items():
+                if name not in have:
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {definition}")
 
     def _db(self) -> _Transaction:
         db = getattr(self._local, "db", None)
@@ -241,15 +271,59 @@ class Store:
     # --- students ------------------------------------------------------------------------------------------------
 
     def join(self, code: str, student: str, name: str = "") -> None:
-        """A student joins (or comes back); their name, optional, is kept as typed (escape it to show it)."""
+        """A student joins (or comes back); their name, optional, is kept as typed (escape it to show it).
+        NotAdmitted for a new student of a closed class, or a student the teacher removed."""
         code = self.get(code).code
+        student = student[:64]
         with self._db() as db:
+            row = db.execute("SELECT removed FROM students WHERE code = ? AND student = ?", (code, student)).fetchone()
+            if row is not None and row["removed"]:
+                raise NotAdmitted("The teacher removed this page from the class.")
+            if row is None and db.execute("SELECT locked FROM classes WHERE code = ?", (code,)).fetchone()["locked"]:
+                raise NotAdmitted("The teacher has closed this class to new students.")
+            now = time.time()
             db.execute(
-                "INSERT INTO students (code, student, name, seen) VALUES (?,?,?,?) ON CONFLICT (code, student) "
-                "DO UPDATE SET name = CASE WHEN excluded.name != '' THEN excluded.name ELSE students.name END, "
-                "seen = excluded.seen",
-                (code, student[:64], str(name or "")[:MAX_STUDENT_NAME], time.time()),
+                "INSERT INTO students (code, student, name, seen, joined) VALUES (?,?,?,?,?) "
+                "ON CONFLICT (code, student) DO UPDATE SET name = CASE WHEN excluded.name != '' THEN excluded.name "
+                "ELSE students.name END, seen = excluded.seen",
+                (code, student, str(name or "")[:MAX_STUDENT_NAME], now, now),
             )
+
+    def lock(self, code: str, secret: str | None, locked: bool) -> None:
+        """The teacher closes the class to new students (those already in stay), or opens it again."""
+        code = self._check(code, secret)
+        with self._db() as db:
+            db.execute("UPDATE classes SET locked = ? WHERE code = ?", (int(locked), code))
+
+    def locked(self, code: str) -> bool:
+        """Whether the class takes no new students."""
+        return bool(self._db().execute("SELECT locked FROM classes WHERE code = ?", (clean_code(code),)).fetchone()[0])
+
+    def remove(self, code: str, secret: str | None, student: str) -> None:
+        """The teacher removes a student: they cannot come back or answer, and their answers to the polls not yet
+        revealed are dropped."""
+        code = self._check(code, secret)
+        with self._db() as db:
+            db.execute("UPDATE students SET removed = 1 WHERE code = ? AND student = ?", (code, student))
+            open_polls = "SELECT id FROM polls WHERE code = ? AND revealed = 0"
+            db.execute(f"DELETE FROM answers WHERE student = ? AND poll IN ({open_polls})", (student, code))
+            db.execute(f"DELETE FROM voters WHERE student = ? AND poll IN ({open_polls})", (student, code))
+
+    def removed(self, code: str, student: str) -> bool:
+        """Whether the teacher removed this student."""
+        row = self._db().execute("SELECT removed FROM students WHERE code = ? AND student = ?",
+                                 (clean_code(code), student)).fetchone()  # fmt: skip
+        return row is not None and bool(row["removed"])
+
+    def roster(self, code: str, secret: str | None) -> list[dict]:
+        """The teacher's list of the students seen in the last FOLLOWING_WITHIN seconds: id, name, following."""
+        code = self._check(code, secret)
+        rows = self._db().execute(
+            "SELECT student, name, following FROM students WHERE code = ? AND removed = 0 AND seen >= ? "
+            "ORDER BY joined",
+            (code, time.time() - FOLLOWING_WITHIN),
+        )
+        return [{"student": r["student"], "name": r["name"], "following": bool(r["following"])} for r in rows]
 
     def set_following(self, code: str, student: str, following: bool) -> None:
         """A student follows the teacher, or explores alone (and can rejoin)."""
@@ -265,12 +339,13 @@ class Store:
             db.execute("UPDATE students SET seen = ? WHERE code = ? AND student = ?",
                        (time.time(), clean_code(code), student))  # fmt: skip
 
-    def students(self, code: str, within: float = 30.0) -> tuple[int, int]:
-        """(students seen in the last `within` seconds, of whom following)."""
+    def students(self, code: str, within: float = FOLLOWING_WITHIN) -> tuple[int, int]:
+        """(students seen in the last `within` seconds, of whom following); removed students are not counted."""
         row = (
             self._db()
             .execute(
-                "SELECT COUNT(*) AS n, COALESCE(SUM(following), 0) AS f FROM students WHERE code = ? AND seen >= ?",
+                "SELECT COUNT(*) AS n, COALESCE(SUM(following), 0) AS f FROM students WHERE code = ? AND seen >= ? "
+                "AND removed = 0",
                 (clean_code(code), time.time() - within),
             )
             .fetchone()
@@ -281,16 +356,40 @@ class Store:
 
     def start_poll(self, code: str, secret: str | None, kind: str, question: str, options: list[str],
                    view: dict) -> int:  # fmt: skip
-        """The teacher asks a question about a view; its id. Students see the newest poll of their class."""
+        """The teacher asks a question about a view; its id. Students see the newest poll of their class; those
+        following it now (seen in the last FOLLOWING_WITHIN seconds) are its voters, and only they may answer."""
         if kind not in POLL_KINDS:
             raise ValueError(f"unknown poll kind {kind!r}: one of {', '.join(POLL_KINDS)}")
         code = self._check(code, secret)
+        now = time.time()
         with self._db() as db:
             cur = db.execute(
                 "INSERT INTO polls (code, kind, question, options, view, created) VALUES (?,?,?,?,?,?)",
-                (code, kind, question[:500], json.dumps(list(options)), json.dumps(view, sort_keys=True), time.time()),
+                (code, kind, question[:500], json.dumps(list(options)), json.dumps(view, sort_keys=True), now),
             )
-            return int(cur.lastrowid)
+            poll = int(cur.lastrowid)
+            db.execute(
+                "INSERT INTO voters (poll, student) SELECT ?, student FROM students WHERE code = ? AND following = 1 "
+                "AND removed = 0 AND seen >= ?",
+                (poll, code, now - FOLLOWING_WITHIN),
+            )
+            return poll
+
+    def voters(self, poll_id: int) -> int:
+        """How many students may answer a poll (those following when it was asked, less any removed since)."""
+        return int(self._db().execute("SELECT COUNT(*) FROM voters WHERE poll = ?", (int(poll_id),)).fetchone()[0])
+
+    def may_answer(self, poll_id: int, student: str) -> bool:
+        """Whether this student was following when the poll was asked (and it is not revealed yet)."""
+        row = (
+            self._db()
+            .execute(
+                "SELECT p.revealed FROM voters v JOIN polls p ON p.id = v.poll WHERE v.poll = ? AND v.student = ?",
+                (int(poll_id), student),
+            )
+            .fetchone()
+        )
+        return row is not None and not row["revealed"]
 
     def _poll(self, row) -> Poll | None:
         if row is None:
@@ -314,7 +413,8 @@ class Store:
     def answer(self, poll_id: int, student: str, answer: str) -> bool:
         """A student's answer: True if kept, False if they had already answered (one answer per student per poll).
 
-        A number must parse as one; a choice must be one of the poll's options (ValueError otherwise).
+        A number must be a percentage (0 to 100); a choice must be one of the poll's options; a revealed poll, or a
+        student who was not following when it was asked, takes no answer (ValueError, in words for the student).
         """
         poll = self.poll(poll_id)
         if poll is None:
@@ -323,12 +423,28 @@ class Store:
         answer = str(answer).strip()[:MAX_ANSWER]
         if poll.kind == "number":
             try:
-                float(answer)
+                value = float(answer)
             except ValueError as err:
                 raise ValueError(f"{answer!r} is not a number") from err
+            low, high = NUMBER_RANGE
+            if not math.isfinite(value) or not low <= value <= high:
+                raise ValueError(f"The answer is a percentage, from {low:g} to {high:g}.")
+            answer = f"{value:g}"
         elif answer not in poll.options:
             raise ValueError("That answer is not one of the poll's choices.")
         with self._db() as db:
+            row = db.execute(
+                "SELECT p.revealed, v.student IS NOT NULL AS voter FROM polls p LEFT JOIN voters v ON v.poll = p.id "
+                "AND v.student = ? WHERE p.id = ?",
+                (student[:64], poll.id),
+            ).fetchone()
+            if row["revealed"]:
+                raise ValueError("The teacher has revealed this question's answers: it takes no more.")
+            if not row["voter"]:
+                raise ValueError(
+                    "This question was asked before this page joined the class (or while it was exploring alone): "
+                    "it can answer the next one."
+                )
             cur = db.execute(
                 "INSERT OR IGNORE INTO answers (poll, student, answer, at) VALUES (?,?,?,?)",
                 (poll.id, student[:64], answer, time.time()),
@@ -360,9 +476,13 @@ class Store:
                                   (int(poll_id),)).fetchall()  # fmt: skip
         return Counter({r["answer"]: int(r["n"]) for r in rows})
 
-    def results_csv(self, poll_id: int) -> str:
-        """Every answer of a poll as CSV: poll, question, student's name (or id), answer, when (UTC ISO)."""
+    def results_csv(self, code: str, secret: str | None, poll_id: int) -> str:
+        """Every answer of a poll as CSV: poll, question, student's name (or id), answer, when (UTC ISO). The
+        teacher's only (it names students): NotTeacher without the secret."""
+        code = self._check(code, secret)
         poll = self.poll(poll_id)
+        if poll is None or poll.code != code:
+            raise ValueError("That poll is not this class's.")
         rows = (
             self._db()
             .execute(
@@ -382,13 +502,20 @@ class Store:
         return out.getvalue()
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "＝", "＋", "－", "＠")  # full-width forms: spreadsheets read them too
+
+
 def _csv_safe(text: str) -> str:
-    """A cell a spreadsheet will not run as a formula (=, +, -, @ first); numbers stay numbers."""
+    """A cell a spreadsheet will not run as a formula: one whose first character, or first after any leading
+    whitespace, starts a formula (=, +, -, @, or their full-width forms), or that starts with a tab, return or
+    newline, gets a leading apostrophe; plain numbers stay numbers."""
     try:
-        float(text)
-        return text
+        if math.isfinite(float(text)) and text.strip() == text:
+            return text
     except ValueError:
-        return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+        pass
+    risky = text[:1] in ("\t", "\r", "\n") or text.lstrip()[:1] in FORMULA_STARTS
+    return "'" + text if risky else text
 
 
 class _Transaction:

@@ -9,6 +9,11 @@ mode: everything `state` publishes) become the class's view in the store. A stud
 while the student follows, a newer view replaces theirs before their page draws: the widgets' values are dropped
 and restored from the teacher's URL state, on the teacher's page. A student exploring alone keeps their own view
 until they rejoin.
+
+One voice per page: a browser session keeps the first student id it had in a class for as long as it lives,
+whatever its URL says later (flipping ?sid= or the class code and back gives the same student). A reload is a new
+session and reads its id from the URL, so a student who reloads keeps their answers. Every failure of the class
+database is a message in the app's words (`failed`), never Streamlit's error page.
 """
 
 from __future__ import annotations
@@ -23,12 +28,13 @@ from dataclasses import dataclass
 import streamlit as st
 
 from attnviz import escape
-from attnviz.liveclass.store import ClassNotFound, Store, clean_code
+from attnviz.liveclass.store import ClassNotFound, NotAdmitted, Store, clean_code
 from attnviz.liveclass.store import links as store_links
 from attnviz.ui import state
 
 CLASS, TEACHER, STUDENT = "class", "teacher", "sid"
 KEEP = ("class.", "_")  # session keys that survive taking the teacher's view (the class's own, Streamlit's)
+IDS = "_class.ids"  # {class code: student id} of this browser session: never dropped, never taken from a later URL
 TICK_SECONDS = 0.5  # how often a follower's page asks the store for a newer view (one read)
 SEEN_SECONDS = 10.0  # how often a follower's page says it is still here (one write)
 CLASS_PAGE = "classroom"  # the Class page's URL path
@@ -66,15 +72,25 @@ STORE_FAILED = (
     "The class database could not be opened ({err}). The person running this server can set ATTNVIZ_DB to a "
     "file in a writable folder."
 )
+CLASS_FAILED = (
+    "The class could not be reached just now ({err}): the class database failed (a full disk or a damaged file?). "
+    "The rest of attnviz works; the person running this server can check its log and ATTNVIZ_DB."
+)
+STORE_ERRORS = (OSError, sqlite3.Error)  # what the database can raise: each becomes CLASS_FAILED
 
 
 def store_error() -> str | None:
     """None when the class database opens, else a message saying what to do."""
     try:
         store()
-    except (OSError, sqlite3.Error) as err:
+    except STORE_ERRORS as err:
         return STORE_FAILED.format(err=escape.md(err))
     return None
+
+
+def failed(err: Exception, where=None) -> None:
+    """A class database failure as the app's message (in the sidebar unless `where` says)."""
+    (where or st.sidebar).error(CLASS_FAILED.format(err=escape.md(str(err)[:200])))
 
 
 def seat() -> Seat | None:
@@ -115,10 +131,20 @@ def seat() -> Seat | None:
         state.remember(CLASS, code)
         state.remember(TEACHER, secret)  # the teacher's own address bar keeps it: a reload still leads
         return Seat(code, True, "")
-    student = st.session_state.get("class.student") or _student_id(st.query_params.get(STUDENT))
-    if st.session_state.get("class.student") != student:
-        st.session_state["class.student"] = student
-        store().join(code, student)
+    ids = st.session_state.setdefault(IDS, {})
+    student = ids.get(code) or _student_id(st.query_params.get(STUDENT))  # this session's, once it has one
+    try:
+        if st.session_state.get("class.student") != student:
+            store().join(code, student)
+        elif store().removed(code, student):
+            raise NotAdmitted("The teacher removed this page from the class.")
+    except NotAdmitted as err:
+        st.sidebar.warning(escape.md(err))
+        st.session_state.pop("class.code", None)
+        st.session_state.pop("class.student", None)
+        ids[code] = student  # the same id if this session comes back: still removed
+        return None
+    ids[code] = st.session_state["class.student"] = student
     state.remember(CLASS, code)
     state.remember(STUDENT, student)
     return Seat(code, False, student)
@@ -177,6 +203,13 @@ def publish(here: Seat | None, page_url: str, params: dict[str, str]) -> None:
 @st.fragment(run_every=TICK_SECONDS)
 def _tick() -> None:
     """A student's heartbeat: a newer view (while following), a new poll or a reveal reruns the whole page."""
+    try:
+        _beat()
+    except STORE_ERRORS as err:
+        failed(err, st)
+
+
+def _beat() -> None:
     code, student = st.session_state.get("class.code"), st.session_state.get("class.student")
     if not code or not student:
         return

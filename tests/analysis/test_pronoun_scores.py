@@ -234,6 +234,16 @@ def test_malformed_jsonl_lines_are_named(line, message):
         (b"<collection><schema><text><pron>it</pron></text></schema></collection>", "schema 1 has no <answers>"),
         (b"<collection><schema>", "malformed"),
         (b'<!DOCTYPE x [<!ENTITY a "aaaa">]><collection/>', "DOCTYPE"),
+        (
+            '<?xml version="1.0" encoding="UTF-16"?><!DOCTYPE x [<!ENTITY a "aa"><!ENTITY b "&a;&a;">]>'
+            "<collection><schema>&b;</schema></collection>".encode("utf-16"),
+            "DOCTYPE",
+        ),  # no byte says DOCTYPE
+        (
+            '<?xml version="1.0" encoding="UTF-16"?><!DOCTYPE x [<!ENTITY a "aa"><!ENTITY b "&a;&a;">]>'
+            "<collection><schema>&b;</schema></collection>".encode("utf-16-le"),
+            "DOCTYPE",
+        ),  # not even a BOM
     ],
 )
 def test_malformed_xml_is_named(xml, message):

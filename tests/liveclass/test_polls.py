@@ -77,6 +77,7 @@ def test_which_head_matters_most_is_the_largest_loss_increase_and_a_poll_takes_i
     assert right == f"L{flat // 6 + 1}H{flat % 6 + 1}"
     store = Store(tmp_path / "classes.db")
     code, secret, _ = store.create_class()
+    store.join(code, "s1")
     poll = store.start_poll(code, secret, "which head", "Which head matters most?", polls.head_names(2, 6), {})
     assert store.answer(poll, "s1", right) and not store.answer(poll, "s1", "L1H1")  # one answer a student
 

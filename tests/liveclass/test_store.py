@@ -50,6 +50,8 @@ def test_only_the_teacher_changes_the_view_and_starts_or_reveals_polls(db):
 
 def test_one_answer_per_student_per_poll_and_answers_are_checked(db):
     code, secret, _ = db.create_class()
+    db.join(code, "s1")
+    db.join(code, "s2")
     poll = db.start_poll(code, secret, "token", "Which word?", ["the ·1", "animal ·2"], {})
     assert db.answer(poll, "s1", "animal ·2") is True
     assert db.answer(poll, "s1", "the ·1") is False  # a second answer is refused
@@ -59,7 +61,11 @@ def test_one_answer_per_student_per_poll_and_answers_are_checked(db):
     number = db.start_poll(code, secret, "number", "How much?", [], {})
     with pytest.raises(ValueError, match="not a number"):
         db.answer(number, "s2", "lots")
-    assert db.answer(number, "s2", "42.5")
+    for bad in ("nan", "inf", "-1", "100.5", "1e308"):
+        with pytest.raises(ValueError, match="percentage"):
+            db.answer(number, "s2", bad)
+    assert db.answer(number, "s2", "42.50")
+    assert db.answered(number, "s2") == "42.5"
     assert db.results(poll) == {"animal ·2": 1} and db.count(number) == 1
     assert db.current_poll(code).id == number
 
@@ -77,12 +83,21 @@ def test_students_follow_or_explore_and_names_are_kept_as_typed(db):
 
 def test_csv_results_name_students_and_defuse_formulas(db):
     code, secret, _ = db.create_class()
+    names = ("@Bob", " =1+1", "\n=2", "＝HYPERLINK()", "\t-3", "Ada", "-5")
+    for i, name in enumerate(names):
+        db.join(code, f"s{i}", name)
     poll = db.start_poll(code, secret, "head type", "Kind?", ["=cmd|' /C calc'!A0", "self"], {})
-    db.join(code, "s1", "@Bob")
-    db.answer(poll, "s1", "=cmd|' /C calc'!A0")
-    lines = db.results_csv(poll).splitlines()
-    assert lines[0] == "poll,question,student,answer,answered_at_utc"
-    assert "'@Bob" in lines[1] and "'=cmd" in lines[1]
+    for i in range(len(names)):
+        db.answer(poll, f"s{i}", "=cmd|' /C calc'!A0" if i == 0 else "self")
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(db.results_csv(code, secret, poll))))
+    assert rows[0] == ["poll", "question", "student", "answer", "answered_at_utc"]
+    assert [r[2] for r in rows[1:]] == ["'@Bob", "' =1+1", "'\n=2", "'＝HYPERLINK()", "'\t-3", "Ada", "-5"]
+    assert rows[1][3].startswith("'=cmd")
+    with pytest.raises(NotTeacher):  # the answers with names are the teacher's
+        db.results_csv(code, None, poll)
 
 
 def test_an_expired_class_is_gone(db):
@@ -99,6 +114,7 @@ def test_everything_survives_a_new_store_on_the_same_file(tmp_path):
     first = Store(path)
     code, secret, _ = first.create_class()
     first.set_view(code, secret, {"page": "inside", "params": {"head": "5"}})
+    first.join(code, "s1")
     poll = first.start_poll(code, secret, "head type", "Kind?", ["self", "broad"], {})
     first.answer(poll, "s1", "self")
     del first
@@ -110,6 +126,8 @@ def test_everything_survives_a_new_store_on_the_same_file(tmp_path):
 
 def test_thirty_students_answering_in_the_same_second_lose_nothing(db):
     code, secret, _ = db.create_class()
+    for i in range(30):
+        db.join(code, f"s{i}")
     poll = db.start_poll(code, secret, "head type", "Kind?", ["self", "broad", "other"], {})
     start = threading.Barrier(30)
     kept = []
@@ -148,3 +166,74 @@ def test_a_pulse_is_the_version_and_the_newest_poll_in_one_read(db):
     db.reveal(code, secret, second)
     assert db.pulse(code) == (1, second, True)
     assert db.pulse("ZZZZZZ") is None
+
+
+def test_a_poll_takes_answers_only_from_the_students_following_when_it_was_asked(db):
+    code, secret, _ = db.create_class()
+    db.join(code, "early")
+    db.join(code, "wandering")
+    db.set_following(code, "wandering", False)
+    poll = db.start_poll(code, secret, "head type", "Kind?", ["self", "broad"], {})
+    db.join(code, "late")  # a page opened after the question
+    assert db.voters(poll) == 1 and db.may_answer(poll, "early") and not db.may_answer(poll, "late")
+    for who in ("late", "wandering", "never-joined"):
+        with pytest.raises(ValueError, match="asked before this page joined"):
+            db.answer(poll, who, "self")
+    assert db.answer(poll, "early", "self") and db.results(poll) == {"self": 1}
+
+
+def test_a_revealed_poll_takes_no_answer(db):
+    code, secret, _ = db.create_class()
+    db.join(code, "s1")
+    db.join(code, "s2")
+    poll = db.start_poll(code, secret, "head type", "Kind?", ["self", "broad"], {})
+    db.answer(poll, "s1", "self")
+    db.reveal(code, secret, poll)
+    with pytest.raises(ValueError, match="revealed"):
+        db.answer(poll, "s2", "broad")
+    assert db.results(poll) == {"self": 1} and not db.may_answer(poll, "s2")
+
+
+def test_the_teacher_closes_the_class_and_removes_a_student(db):
+    code, secret, _ = db.create_class()
+    db.join(code, "in")
+    db.join(code, "stuffer")
+    poll = db.start_poll(code, secret, "head type", "Kind?", ["self", "broad"], {})
+    db.answer(poll, "stuffer", "broad")
+    with pytest.raises(NotTeacher):
+        db.lock(code, "guess", True)
+    db.lock(code, secret, True)
+    assert db.locked(code)
+    with pytest.raises(store_module.NotAdmitted, match="closed"):
+        db.join(code, "new")
+    db.join(code, "in", "Ada")  # those already in stay
+    with pytest.raises(NotTeacher):
+        db.remove(code, None, "stuffer")
+    db.remove(code, secret, "stuffer")
+    assert db.results(poll) == {} and db.voters(poll) == 1  # their answer to the open poll is gone
+    with pytest.raises(store_module.NotAdmitted, match="removed"):
+        db.join(code, "stuffer")
+    assert [s["student"] for s in db.roster(code, secret)] == ["in"] and db.students(code) == (1, 1)
+    db.lock(code, secret, False)
+    db.join(code, "new")
+    assert db.students(code) == (2, 2)
+
+
+def test_a_database_from_an_older_attnviz_is_migrated_on_start(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    old = sqlite3.connect(path)
+    old.executescript(
+        "CREATE TABLE classes (code TEXT PRIMARY KEY, secret_hash TEXT NOT NULL, created REAL NOT NULL, "
+        "expires REAL NOT NULL, view TEXT NOT NULL DEFAULT '{}', version INTEGER NOT NULL DEFAULT 0, "
+        "changed REAL NOT NULL DEFAULT 0);"
+        "CREATE TABLE students (code TEXT NOT NULL, student TEXT NOT NULL, name TEXT NOT NULL DEFAULT '', "
+        "following INTEGER NOT NULL DEFAULT 1, seen REAL NOT NULL, PRIMARY KEY (code, student));"
+    )
+    old.close()
+    db = Store(path)
+    code, secret, _ = db.create_class()
+    db.join(code, "s1")
+    db.lock(code, secret, True)
+    assert db.locked(code) and db.students(code) == (1, 1)

@@ -78,7 +78,31 @@ def teacher_view(here: Seat, inputs: Inputs) -> None:
     if poll is not None:
         poll_status(here, poll.id)
         if poll.revealed:
-            results(poll, inputs)
+            results(poll, inputs, here)
+    room(here)
+
+
+def room(here: Seat) -> None:
+    """Who is here: close the class to new students, remove one (their answers to open questions go too)."""
+    secret = st.session_state["class.secret"]
+    with st.expander("Who is here", expanded=False):
+        locked = st.toggle("Closed to new students", value=seat.store().locked(here.code), key="class.lock",
+                           help="Those already in stay; a new page opening the student link is told the class is "
+                           "closed.")  # fmt: skip
+        if locked != seat.store().locked(here.code):
+            seat.store().lock(here.code, secret, locked)
+        roster = seat.store().roster(here.code, secret)
+        if not roster:
+            st.caption("No student seen in the last 30 s.")
+            return
+        names = {r["student"]: f"{r['name'] or 'no name'} · {r['student'][:6]}" for r in roster}
+        st.caption(f"{len(roster)} student page(s) seen in the last 30 s: "
+                   + ", ".join(escape.md(n) for n in names.values()))  # fmt: skip
+        who = st.selectbox("Remove", list(names), index=None, format_func=names.get, key="class.remove_who",
+                           placeholder="a student page")  # fmt: skip
+        if who and st.button("Remove from the class", key="class.remove"):
+            seat.store().remove(here.code, secret, who)
+            st.rerun()
 
 
 def _index(raw: str | None) -> int:
@@ -145,11 +169,19 @@ def _pronoun(tokens: tuple[str, ...]) -> int:
 
 @st.fragment(run_every=2.0)
 def poll_status(here: Seat, poll_id: int) -> None:
-    """How many have answered, refreshed every 2 s, and the Reveal button."""
+    """How many have answered of those who may, refreshed every 2 s, and the Reveal button."""
+    try:
+        _poll_status(here, poll_id)
+    except seat.STORE_ERRORS as err:
+        seat.failed(err, st)
+
+
+def _poll_status(here: Seat, poll_id: int) -> None:
     store = seat.store()
     poll = store.poll(poll_id)
     _, following = store.students(here.code)
-    st.markdown(f"**{escape.md(poll.question)}**  \n{store.count(poll.id)} answered · {following} following")
+    st.markdown(f"**{escape.md(poll.question)}**  \nanswered {store.count(poll.id)} of {store.voters(poll.id)} "
+                f"following when it was asked · {following} following now")  # fmt: skip
     if not poll.revealed and st.button("Reveal", key=f"class.reveal.{poll.id}", type="primary"):
         store.reveal(here.code, st.session_state["class.secret"], poll.id)
         st.rerun(scope="app")
@@ -163,14 +195,17 @@ def student_view(here: Seat) -> None:
         return
     st.subheader(escape.md(poll.question))
     mine = seat.store().answered(poll.id, here.student)
-    if mine is None and not poll.revealed:
+    if mine is None and not poll.revealed and not seat.store().may_answer(poll.id, here.student):
+        st.info("This question was asked before this page joined the class (or while it was exploring alone): "
+                "you can answer the next one.")  # fmt: skip
+    elif mine is None and not poll.revealed:
         answer_form(here, poll)
     elif not poll.revealed:
         st.success(f"Your answer: **{escape.md(mine)}**. Waiting for the teacher to reveal the class's answers.")
     else:
         if mine is not None:
             st.caption(f"Your answer: {escape.md(mine)}")
-        results(poll, controls.current())
+        results(poll, controls.current(), here)
 
 
 def answer_form(here: Seat, poll: Poll) -> None:
@@ -194,8 +229,9 @@ def answer_form(here: Seat, poll: Poll) -> None:
         st.rerun()
 
 
-def results(poll: Poll, inputs: Inputs) -> None:
-    """The class's answers beside the model's, the head's map, CSV and a one-file HTML snapshot."""
+def results(poll: Poll, inputs: Inputs, here: Seat) -> None:
+    """The class's answers beside the model's, the head's map, a one-file HTML snapshot, and for the teacher only
+    the answers with names (CSV)."""
     view = poll.view
     result = shown(
         cache.attention_or_stop(view["model"], view["backend"], view["text"], long_ok=True), view.get("kind")
@@ -229,9 +265,11 @@ def results(poll: Poll, inputs: Inputs) -> None:
     a.download_button(f"Snapshot (HTML, {size:.1f} MB, opens offline)",
                       lambda: snapshot.html_file(head_html, body), f"attnviz_class_{poll.code}_{poll.id}.html",
                       "text/html", key=f"class.snapshot.{poll.id}", on_click="ignore")  # fmt: skip
-    b.download_button("Answers (CSV)", lambda: seat.store().results_csv(poll.id),
-                      f"attnviz_class_{poll.code}_{poll.id}.csv", "text/csv", key=f"class.csv.{poll.id}",
-                      on_click="ignore")  # fmt: skip
+    if here.teacher:  # the answers with names are the teacher's; students see the counts above
+        secret = st.session_state["class.secret"]
+        b.download_button("Answers (CSV)", lambda: seat.store().results_csv(poll.code, secret, poll.id),
+                          f"attnviz_class_{poll.code}_{poll.id}.csv", "text/csv", key=f"class.csv.{poll.id}",
+                          on_click="ignore")  # fmt: skip
 
 
 def render() -> None:

@@ -1,0 +1,137 @@
+"""AppTest of the Class page and the class seat: one voice per page, who may answer, whose answers, failures."""
+
+import pytest
+from apptest import APP, _ok
+from conftest import SENTENCE
+from streamlit.testing.v1 import AppTest
+
+from attnviz.liveclass import polls
+from attnviz.liveclass.store import Store
+
+VIEW = {"model": "default", "backend": "hf", "text": SENTENCE, "layer": 0, "head": 0, "query": 1, "key": 0,
+        "kind": "self"}  # fmt: skip
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+    from attnviz.ui import seat
+
+    monkeypatch.setenv("ATTNVIZ_DB", str(tmp_path / "classes.db"))
+    seat.store.clear()  # the server's one store, opened again on this file
+    yield Store(tmp_path / "classes.db")
+    seat.store.clear()
+
+
+def _page(**params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at.switch_page("app_pages/classroom.py").run()
+
+
+def _poll(db, code, secret) -> int:
+    return db.start_poll(code, secret, "head type", "What kind?", list(polls.HEAD_TYPES), VIEW)
+
+
+def test_one_page_session_cycling_its_sid_and_class_stores_one_answer(db):
+    code, secret, _ = db.create_class()
+    a, b = "a" * 16, "b" * 16
+    db.join(code, b)  # another student, following: if the page could take b's seat, b could answer
+    at = _page(**{"class": code, "sid": a})
+    _ok(at)
+    poll = _poll(db, code, secret)
+    at.run()
+    at.radio(key=f"class.answer.{poll}").set_value("self").run()
+    at.button(key=f"class.send.{poll}").click().run()
+    _ok(at)
+    for params in ({"class": "BAD"}, {"class": code, "sid": b}, {"class": "ZZZZZZ"}, {"class": code, "sid": b}):
+        at.query_params.clear()
+        at.query_params.update(params)
+        at.run()
+        _ok(at)
+    assert at.session_state["class.student"] == a  # the page's first id, whatever the URL said since
+    assert not [r for r in at.radio if r.key == f"class.answer.{poll}"]  # a has answered: no form
+    assert db.count(poll) == 1 and db.answered(poll, b) is None
+
+
+def test_a_page_opened_after_the_question_cannot_answer_it(db):
+    code, secret, _ = db.create_class()
+    poll = _poll(db, code, secret)
+    late = _page(**{"class": code, "sid": "c" * 16})
+    _ok(late)
+    assert any("asked before this page joined" in i.value for i in late.info)
+    assert not [b for b in late.button if b.key == f"class.send.{poll}"]
+    with pytest.raises(ValueError, match="asked before this page joined"):
+        db.answer(poll, "c" * 16, "self")
+    assert db.voters(poll) == 0 and db.count(poll) == 0
+
+
+def test_after_the_reveal_the_answers_with_names_are_the_teachers_only(db, bundled_hf):
+    code, secret, _ = db.create_class()
+    student = _page(**{"class": code, "sid": "d" * 16})
+    poll = _poll(db, code, secret)
+    db.join(code, "d" * 16, "Ada")
+    db.answer(poll, "d" * 16, "self")
+    db.reveal(code, secret, poll)
+    student.run()
+    _ok(student)
+    labels = [d.proto.label for d in student.get("download_button")]
+    assert labels and not any("CSV" in label for label in labels)  # the snapshot, not the names
+    teacher = _page(**{"class": code, "teacher": secret})
+    _ok(teacher)
+    assert any("Answers (CSV)" in d.proto.label for d in teacher.get("download_button"))
+    assert "Ada" in db.results_csv(code, secret, poll)
+
+
+def test_a_class_database_that_fails_mid_class_is_the_apps_message_not_a_traceback(db):
+    code, secret, _ = db.create_class()
+    at = _page(**{"class": code, "sid": "e" * 16})
+    _ok(at)
+    db.path.write_bytes(b"this is not a database" * 500)  # the file is damaged while the class runs
+    for wal in db.path.parent.glob("classes.db-*"):
+        wal.unlink()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    said = " ".join(e.value for e in [*at.error, *at.sidebar.error, *at.sidebar.warning])
+    assert "class" in said and ("database" in said or "could not" in said), said
+
+
+def test_a_locked_class_turns_new_pages_away_and_a_removed_student_is_out(db):
+    code, secret, _ = db.create_class()
+    inside = _page(**{"class": code, "sid": "f" * 16})
+    _ok(inside)
+    db.lock(code, secret, True)
+    newcomer = _page(**{"class": code, "sid": "g" * 16})
+    assert any("closed this class to new students" in w.value for w in newcomer.sidebar.warning)
+    db.remove(code, secret, "f" * 16)
+    inside.run()
+    assert any("removed this page" in w.value for w in inside.sidebar.warning)
+    assert "class.student" not in inside.session_state
+
+
+def test_a_visitors_clear_cache_clears_their_own_session_not_the_servers_caches():
+    import streamlit as st
+    from streamlit.runtime.app_session import AppSession
+
+    from attnviz.ui import guards
+
+    calls = []
+
+    @st.cache_resource
+    def loaded() -> int:
+        calls.append(1)
+        return len(calls)
+
+    guards.install()
+    loaded()
+
+    class Session:  # what the handler touches of an AppSession
+        class _session_state:  # noqa: N801
+            cleared = False
+
+            @classmethod
+            def clear(cls):
+                cls.cleared = True
+
+    AppSession._handle_clear_cache_request(Session())
+    assert Session._session_state.cleared and loaded() == 1 and calls == [1]  # still cached
