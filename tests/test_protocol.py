@@ -1,0 +1,91 @@
+"""A hostile student through Streamlit's own websocket protocol, against a live `python -m attnviz serve`: one page
+session that flips its URL between classes and student ids still has one voice."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import websockets
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from test_browser import _free_port, start_server
+
+from attnviz.liveclass import polls
+from attnviz.liveclass.store import Store
+
+DONE = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR)
+
+
+class Page:
+    """One browser page's session on the server: reruns with a URL's query string and widget values."""
+
+    def __init__(self, ws) -> None:
+        self.ws, self.pages, self.page_hash = ws, {}, ""
+
+    async def run(self, query: str, page: str = "", widgets: tuple = ()) -> list:
+        """One rerun, as a browser sends it; the elements the run drew."""
+        msg = BackMsg()
+        msg.rerun_script.query_string = query
+        msg.rerun_script.page_script_hash = self.pages.get(page, self.page_hash)
+        for wid, field, value in widgets:
+            w = msg.rerun_script.widget_states.widgets.add()
+            w.id = wid
+            setattr(w, field, value)
+        await self.ws.send(msg.SerializeToString())
+        drawn = []
+        while True:
+            fwd = ForwardMsg()
+            fwd.ParseFromString(await asyncio.wait_for(self.ws.recv(), timeout=120))
+            kind = fwd.WhichOneof("type")
+            if kind == "navigation":
+                self.pages = {p.url_pathname or "heads": p.page_script_hash for p in fwd.navigation.app_pages}
+                self.page_hash = fwd.navigation.page_script_hash
+            elif kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
+                drawn.append(fwd.delta.new_element)
+            elif kind == "script_finished" and fwd.script_finished in DONE:
+                return drawn
+
+    @staticmethod
+    def find(drawn: list, which: str, label: str):
+        return next((getattr(e, which) for e in drawn if e.WhichOneof("type") == which
+                     and getattr(e, which).label == label), None)  # fmt: skip
+
+
+@pytest.fixture
+def server(tmp_path):
+    port = _free_port()
+    db = tmp_path / "classes.db"
+    proc = start_server(port, tmp_path / "server.log", {"ATTNVIZ_DB": str(db)})
+    yield f"ws://127.0.0.1:{port}/_stcore/stream", Store(db)
+    proc.terminate()
+    proc.wait(30)
+
+
+def test_one_page_flipping_its_class_and_sid_answers_once(server):
+    url, db = server
+    code, secret, _ = db.create_class()
+    a, b, c = "a" * 16, "b" * 16, "c" * 16
+    db.join(code, b)  # a classmate, following: the page must never take b's seat
+
+    async def session() -> list[str]:
+        async with websockets.connect(url, subprotocols=["streamlit"], max_size=64 * 2**20) as ws:
+            page = Page(ws)
+            await page.run(f"class={code}&sid={a}")
+            await page.run(f"class={code}&sid={a}", "classroom")
+            poll = db.start_poll(code, secret, "head type", "What kind?", list(polls.HEAD_TYPES), {})
+            sent = []
+            for query in (f"class={code}&sid={a}", "class=BAD", f"class={code}&sid={b}", "class=ZZZZZZ",
+                          f"class={code}&sid={c}", f"class={code}&sid={b}"):  # fmt: skip
+                drawn = await page.run(query, "classroom")
+                radio, send = page.find(drawn, "radio", "Your answer"), page.find(drawn, "button", "Send")
+                if radio and send:  # the form is offered: answer, as a student would
+                    await page.run(query, "classroom", ((radio.id, "string_value", "self"),))
+                    await page.run(query, "classroom", ((radio.id, "string_value", "self"),
+                                                        (send.id, "trigger_value", True)))  # fmt: skip
+                    sent.append(query)
+            assert db.count(poll) == 1 and db.answered(poll, a) == "self" and db.answered(poll, b) is None
+            return sent
+
+    sent = asyncio.run(session())
+    assert sent == [f"class={code}&sid={a}"]  # the form was offered once, to the page's own first id
