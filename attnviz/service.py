@@ -3,7 +3,11 @@ from a GPU out of memory, analyse. The pages (through attnviz.ui.cache) and the 
 
 Settings (environment): ATTNVIZ_CACHE_MB, the memory budget of short texts' results (default 512 MB);
 ATTNVIZ_LONG_MB, that of long texts' queries and keys (default 1024 MB: two 4,096-token texts of SmolLM2);
-ATTNVIZ_CACHE_MINUTES, how long a result is kept (default 30).
+ATTNVIZ_HEAVY_CACHE_MB, that of heavy work's results (generations, benchmarks, grids; default 256 MB);
+ATTNVIZ_CACHE_MINUTES, how long a result is kept (default 30). Heavy work in flight is admitted by one
+server-wide budget (attnviz.admission): ATTNVIZ_HEAVY_SLOTS at once (default 1: this 2-core machine keeps a core
+for typed sentences), ATTNVIZ_HEAVY_MB of estimated memory among them (default 1536), ATTNVIZ_HEAVY_QUEUE waiting
+(default 8).
 
 A long text (past engines.base.eager_tokens) has its own memo, so that one pasted chapter never pushes a
 classroom's sentences out. Both memos are looked up before the text is encoded: a page's rerun costs no
@@ -19,6 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from attnviz.admission import Admission
 from attnviz.analysis.pronoun_scores import Benchmark, CaseResult, Method, PronounCase, evaluate_with, score_result
 from attnviz.engines import registry
 from attnviz.engines.base import (
@@ -39,6 +44,12 @@ WhatIf = Literal["causal"]
 CACHE_MB_ENV, CACHE_MB = "ATTNVIZ_CACHE_MB", 512
 CACHE_MINUTES_ENV, CACHE_MINUTES = "ATTNVIZ_CACHE_MINUTES", 30
 LONG_MB_ENV, LONG_MB = "ATTNVIZ_LONG_MB", 1024
+HEAVY_CACHE_MB_ENV, HEAVY_CACHE_MB = "ATTNVIZ_HEAVY_CACHE_MB", 256
+HEAVY_SLOTS_ENV, HEAVY_SLOTS = "ATTNVIZ_HEAVY_SLOTS", 1
+HEAVY_MB_ENV, HEAVY_MB = "ATTNVIZ_HEAVY_MB", 1536
+HEAVY_QUEUE_ENV, HEAVY_QUEUE = "ATTNVIZ_HEAVY_QUEUE", 8
+LONG_PEAK = 2.75  # a long text's first pass peaks at about this many times its kept Q and K (bench/long_inputs.py)
+FLAT_MB = 128  # what a measurement, a benchmark or a grid is counted as (their tensors are a typed text's)
 READING, ANALYSING = "Reading the text through the model", "Computing every head's map and statistics"
 
 
@@ -95,6 +106,40 @@ def memo() -> Memo:
 def long_memo() -> Memo:
     """The memo of long texts' LazyAttention (queries, keys and what was computed from them), bounded apart."""
     return _memo("long", LONG_MB_ENV, LONG_MB)
+
+
+def heavy_memo() -> Memo:
+    """The memo of heavy work's results (generations, benchmarks, grids), bounded apart: they never push a
+    class's typed sentences out of the short memo."""
+    return _memo("heavy", HEAVY_CACHE_MB_ENV, HEAVY_CACHE_MB)
+
+
+_ADMISSION: list[Admission] = []
+
+
+def admission() -> Admission:
+    """The server's one budget for heavy work (settings in this module's docstring)."""
+    with _SHARED_LOCK:
+        if not _ADMISSION:
+            slots, bound = setting(HEAVY_SLOTS_ENV, HEAVY_SLOTS), setting(HEAVY_MB_ENV, HEAVY_MB) * 2**20
+            queue = 0 if os.environ.get(HEAVY_QUEUE_ENV, "").strip() == "0" else setting(HEAVY_QUEUE_ENV, HEAVY_QUEUE)
+            _ADMISSION.append(Admission(slots, bound, queue))
+        return _ADMISSION[0]
+
+
+def long_estimate(eng: Engine, n_tokens: int) -> int:
+    """The memory a long text's first pass adds, estimated: its kept queries and keys (L x (H + H_kv) x N x d_head
+    float32) times LONG_PEAK, measured on SmolLM2 at 4,096 and 8,192 tokens."""
+    config = getattr(getattr(eng, "model", None), "config", None)
+    heads = eng.n_heads
+    kv = getattr(config, "num_key_value_heads", None) or heads
+    d_head = getattr(config, "head_dim", None) or (getattr(config, "hidden_size", 64 * heads) // heads)
+    return int(LONG_PEAK * eng.n_layers * (heads + kv) * n_tokens * d_head * 4)
+
+
+def eager_estimate(eng: Engine, n_tokens: int) -> int:
+    """What every weight of a text takes (L x H x N x N float32), twice: the weights and the pass that made them."""
+    return 2 * eng.n_layers * eng.n_heads * n_tokens * n_tokens * 4
 
 
 MAX_MODELS = 4  # engines kept loaded at once (least recently used go first); one CPU copy for GPU fallback
@@ -243,10 +288,14 @@ def pronoun_benchmark(eng: Engine, cases: Iterable[PronounCase], method: Method 
 
 def cached_value(key: tuple) -> object | None:
     """A value kept() already holds, or None: nothing is computed (a page shows a button instead)."""
-    found, value = memo().peek(key)
-    return value if found else None
+    for store in (memo(), heavy_memo()):
+        found, value = store.peek(key)
+        if found:
+            return value
+    return None
 
 
-def kept(key: tuple, compute_value: Callable[[], object]) -> object:
-    """Any other value a view computes, kept in the short memo for every session (a generation, a benchmark)."""
-    return memo().get(key, compute_value)
+def kept(key: tuple, compute_value: Callable[[], object], *, heavy: bool = False) -> object:
+    """Any other value a view computes, kept for every session: in the short memo, or, for heavy work (a
+    generation, a benchmark, a grid), in the heavy memo, which never pushes typed sentences out."""
+    return (heavy_memo() if heavy else memo()).get(key, compute_value)

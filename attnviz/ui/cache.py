@@ -10,10 +10,13 @@ from __future__ import annotations
 import collections
 import threading
 from collections.abc import Callable
+from typing import TypeVar
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from attnviz import escape, service
+from attnviz.admission import Refused
 from attnviz.engines.base import Backend, Engine, ModelLoadError, SteppingEngine, eager_tokens
 from attnviz.engines.steps import AttentionSteps
 from attnviz.interventions import runs
@@ -22,6 +25,7 @@ from attnviz.service import ANALYSING, READING, Request, WhatIf
 from attnviz.tokens import Encoded
 from attnviz.ui.progress import TimedProgress
 
+T = TypeVar("T")
 LONG_PAGES = "The Heads and Model overview pages"
 engine, memo, policy = service.engine, service.memo, service.policy  # the shared models, memo and policy
 
@@ -42,6 +46,36 @@ def attention(
     if results.notice:
         st.info(results.notice)
     return results
+
+
+def heavy(what: str, estimate: int, compute: Callable[[], T]) -> T:
+    """Heavy work under the server's one budget (attnviz.admission): its place in line shown while it waits (and
+    left when the page is left); a refusal is a message, and the page stops."""
+    ctx = get_script_run_ctx()
+    owner = ctx.session_id if ctx is not None else "no session"
+    note = st.empty()
+
+    def waiting(place: int, count: int) -> None:
+        note.info(f"Heavy work waits its turn on this server ({escape.md(what)}): place {place} of {count} in line. "
+                  "Typed sentences on the loaded models still work meanwhile.")  # fmt: skip
+
+    try:
+        with service.admission().admitted(owner, what, estimate, waiting):
+            note.empty()
+            return compute()
+    except Refused as err:
+        note.empty()
+        st.warning(escape.md(err))
+        st.stop()
+
+
+def heavy_kept(key: tuple, what: str, estimate: int, compute: Callable[[], T]) -> T:
+    """A heavy value kept for every session (service.kept, heavy): from the memo when held, else computed once
+    admitted (`heavy`)."""
+    held = service.cached_value(key)
+    if held is not None:
+        return held
+    return heavy(what, estimate, lambda: service.kept(key, compute, heavy=True))
 
 
 def load_engine_or_stop(model: str, backend: Backend) -> Engine:
@@ -87,10 +121,17 @@ def attention_or_stop(
             with st.spinner("Computing attention…"):
                 return attention(model, backend, text, target, what_if)
         held = service.cached(req)
-        bar = None if held is not None else TimedProgress({READING: 2.0, ANALYSING: 3.0})  # about 2 : 3 on a CPU
-        results = held if held is not None else service.attention(req, bar)
-        if bar is not None:
-            bar.done()
+        if held is None:
+            n = len(eng.encode(text).ids)
+
+            def first_pass() -> Results:
+                bar = TimedProgress({READING: 2.0, ANALYSING: 3.0})  # about 2 : 3 on a CPU
+                got = service.attention(req, bar)
+                bar.done()
+                return got
+
+            held = heavy(f"a {n:,}-token text's first pass", service.long_estimate(eng, n), first_pass)
+        results = held
         if results.notice:
             st.info(results.notice)
         return results

@@ -155,7 +155,8 @@ def _importance(view: dict):
     eng = cache.load_engine_or_stop(view["model"], view["backend"])
     key = ("importance", eng.name, eng.backend, view["text"], "zero")
     with st.spinner("Knocking out each head alone…"):
-        return service.kept(key, lambda: ablation.importance(eng, view["text"], "zero"))[0]
+        return cache.heavy_kept(key, "knocking out each head", service.FLAT_MB * 2**20,
+                                lambda: ablation.importance(eng, view["text"], "zero"))[0]  # fmt: skip
 
 
 def _pronoun(tokens: tuple[str, ...]) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attnviz import escape
+from attnviz import escape, service
 from attnviz.engines.base import GeneratingEngine, Generation
 from attnviz.figures import interactive
 from attnviz.tokens import display_labels
@@ -59,7 +59,9 @@ def render() -> None:
             bar.progress(i / total, text=f"Writing… {i} of at most {total} tokens")
 
         try:
-            cache.memo().get(key, lambda: eng.generate(prompt, n, chat=chat, progress=step))
+            tokens = len(eng.encode(prompt).ids) + n + 32  # the prompt, what is written, a chat template's markers
+            cache.heavy_kept(key, f"writing {n} tokens", service.eager_estimate(eng, tokens),
+                             lambda: eng.generate(prompt, n, chat=chat, progress=step))  # fmt: skip
         except ValueError as err:
             st.warning(escape.md(err))
             return
@@ -68,7 +70,10 @@ def render() -> None:
     if st.session_state.get("gen.key") != key:
         return
     try:
-        gen = cache.memo().get(key, lambda: eng.generate(prompt, n, chat=chat))  # kept, or written again
+        gen = service.cached_value(key)  # kept; else (pushed out of the memo) written again, admitted
+        if gen is None:
+            gen = cache.heavy_kept(key, f"writing {n} tokens", service.eager_estimate(eng, len(eng.encode(prompt).ids)
+                                   + n + 32), lambda: eng.generate(prompt, n, chat=chat))  # fmt: skip
     except ValueError as err:
         st.warning(escape.md(err))
         return

@@ -6,12 +6,12 @@ import io
 
 import streamlit as st
 
-from attnviz import escape
+from attnviz import escape, service
 from attnviz.engines.scratch import describe_device, resolve_device
 from attnviz.figures import interactive, lesson_charts
 from attnviz.figures.style import Style
 from attnviz.lessons import cost, head_models
-from attnviz.ui import controls, state, widgets
+from attnviz.ui import cache, controls, state, widgets
 
 TASK_TEXT = {
     "reversal": "write the digits backwards: the answer at position i is the digit at position 11 − i",
@@ -130,7 +130,10 @@ def cost_section(style: Style) -> None:
     )
     if st.button(f"Measure on this server ({describe_device(dev)})", key="hc.measure"):
         with st.spinner(f"Timing 8 kinds of pass × {REPEATS} repeats…"):
-            st.session_state["hc.cost"] = cost.heads_cost(512, n, kv_heads={16: (4, 1)}, repeats=REPEATS, device=dev)
+            st.session_state["hc.cost"] = cache.heavy(
+                "timing heads", service.FLAT_MB * 2**20,
+                lambda: cost.heads_cost(512, n, kv_heads={16: (4, 1)}, repeats=REPEATS, device=dev),
+            )  # fmt: skip
     rows = st.session_state.get("hc.cost")
     if not rows or rows[0].n != n:
         st.caption("Press the button: the timing runs on this server's own engine device, now.")

@@ -6,7 +6,7 @@ from functools import partial
 
 import streamlit as st
 
-from attnviz import escape
+from attnviz import escape, service
 from attnviz.engines import registry
 from attnviz.engines.base import Backend, Engine, SteppingEngine
 from attnviz.engines.steps import AttentionSteps
@@ -202,9 +202,10 @@ def draw_random_engine(d_model: int, heads: int, tokens: TokenAxis, causal: bool
     st.plotly_chart(interactive.head_grid(result, 0, style=style, columns=min(heads, 6)), key="in.random")
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
 def _measure(d_model: int, heads: int) -> list[cost.Cost]:
-    return cost.measure(d_model, heads)
+    """The engine's cost at N = 16 … 512, timed once per size for every session (heavy work: admitted)."""
+    return cache.heavy_kept(("inside-cost", d_model, heads), "timing the engine", service.FLAT_MB * 2**20,
+                            lambda: cost.measure(d_model, heads))  # fmt: skip
 
 
 def draw_cost(d_model: int, heads: int, style: Style) -> None:

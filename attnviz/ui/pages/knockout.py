@@ -117,11 +117,14 @@ def importance_section(eng: Engine, inputs: Inputs, mode: str) -> None:
         st.caption("One pass per layer, its heads in one batch, each starting from the clean run at that layer.")
         return
     if held is None:
-        bar = TimedProgress({"Knocking out each head": 1.0})
-        held = service.kept(
-            key, lambda: ablation.importance(eng, inputs.text, mode, bar.phase("Knocking out each head"))
-        )
-        bar.done()
+
+        def grid() -> tuple:
+            bar = TimedProgress({"Knocking out each head": 1.0})
+            got = ablation.importance(eng, inputs.text, mode, bar.phase("Knocking out each head"))
+            bar.done()
+            return got
+
+        held = cache.heavy_kept(key, f"knocking out each of {n} heads", service.FLAT_MB * 2**20, grid)
     grid, _ = held
     stats = cache.attention_or_stop(inputs.model, inputs.backend, inputs.text).main.stats()
     c1, c2 = st.columns(2)
@@ -167,10 +170,14 @@ def patch_section(eng: Engine, inputs: Inputs) -> None:
         return
     try:
         if held is None:
-            bar = TimedProgress({"Patching each head": 1.0})
-            held = service.kept(key, lambda: patching.patch(eng, clean, corrupt, answer, wrong,
-                                                            bar.phase("Patching each head")))  # fmt: skip
-            bar.done()
+
+            def grid():
+                bar = TimedProgress({"Patching each head": 1.0})
+                got = patching.patch(eng, clean, corrupt, answer, wrong, bar.phase("Patching each head"))
+                bar.done()
+                return got
+
+            held = cache.heavy_kept(key, "patching every head", service.FLAT_MB * 2**20, grid)
     except ValueError as err:
         st.warning(escape.md(err))
         return

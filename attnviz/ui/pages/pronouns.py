@@ -6,7 +6,7 @@ import re
 
 import streamlit as st
 
-from attnviz import escape
+from attnviz import escape, service
 from attnviz.analysis import pronoun_scores
 from attnviz.analysis.pronoun_scores import CaseResult, PronounCase
 from attnviz.engines.base import Backend
@@ -152,20 +152,24 @@ def draw_pair(inputs: Inputs, index: int) -> None:
     )
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
 def _benchmark(model: str, backend: Backend, cases: tuple[PronounCase, ...], method: pronoun_scores.Method):
-    """Every case scored (cached by the cases themselves, so a file uploaded again is not scored again)."""
-    bar = st.progress(0.0, text=f"Scoring {len(cases)} cases…")
+    """Every case scored, kept by the cases themselves (a file uploaded again is not scored again) in the heavy
+    memo; admitted as heavy work. Each case runs without the memo: 2,000 cases never push a class's sentences out.
+    Leaving the page stops it (the next update of its bar ends the run)."""
+    eng = cache.load_engine_or_stop(model, backend)
 
-    def score(case: PronounCase) -> CaseResult:
-        return pronoun_scores.score_result(cache.attention(model, backend, case.text).main, case, method)
+    def run():
+        bar = st.progress(0.0, text=f"Scoring {len(cases)} cases…")
 
-    def progress(i: int) -> None:
-        bar.progress(i / len(cases), text=f"{i}/{len(cases)} cases")
+        def progress(i: int) -> None:
+            bar.progress(i / len(cases), text=f"{i}/{len(cases)} cases")
 
-    bench = pronoun_scores.evaluate_with(score, cases, method, progress)
-    bar.empty()
-    return bench, bench.held_out_best_head(), bench.permutation_best_head()
+        bench = service.pronoun_benchmark(eng, cases, method, progress)
+        bar.empty()
+        return bench, bench.held_out_best_head(), bench.permutation_best_head()
+
+    key = ("pronoun-benchmark", eng.name, eng.backend, cases, method)
+    return cache.heavy_kept(key, f"a benchmark of {len(cases):,} cases", service.FLAT_MB * 2**20, run)
 
 
 def _read_upload(upload) -> list[PronounCase]:

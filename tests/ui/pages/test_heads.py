@@ -173,3 +173,33 @@ def test_smollm2_tokens_read_as_text_and_the_raw_pieces_are_in_the_one_head_hove
     assert not set("ĠĊ") & set("".join(d["x"] + d["y"]))
     assert d["customdata"][5][1] == ["Ċ", "Ġanimal"] and "customdata" in d["hovertemplate"]
     assert r.target.pieces[1] == "Ġanimal" and r.target_tokens[1] == "animal"
+
+
+def test_a_long_text_is_heavy_work_refused_when_the_server_is_busy_then_drawn(smollm2_hf, monkeypatch):
+    import threading
+
+    from attnviz import service
+    from attnviz.admission import Admission
+
+    monkeypatch.setenv("ATTNVIZ_EAGER_MB", "1")  # SmolLM2: texts past 31 tokens are long
+    monkeypatch.setattr(service, "_ADMISSION", [Admission(1, 2**40, 0)])  # one slot, no line
+    text = "The admission test reads this text, which is long enough to be read lazily. " * 4
+    held, release = threading.Event(), threading.Event()
+
+    def other_page() -> None:
+        with service.admission().admitted("another page", "a benchmark", 1):
+            held.set()
+            release.wait(30)
+
+    t = threading.Thread(target=other_page)
+    t.start()
+    held.wait(5)
+    at = _app(model="smollm2", backend="hf", text=text)
+    assert not at.exception
+    assert any("The server is busy" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert not _charts(at)  # nothing computed, nothing drawn
+    release.set()
+    t.join(10)
+    at.run()
+    _ok(at)
+    assert _charts(at) and service.admission().status()["running"] == []

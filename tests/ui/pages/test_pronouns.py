@@ -55,3 +55,20 @@ def test_the_pronoun_benchmark_on_a_causal_model_offers_the_head_vote_only():
     _ok(at)
     assert at.radio(key="pr.method").options == ["Head vote"]
     assert any("not defined here" in i.value for i in at.info)
+
+
+def test_a_benchmark_keeps_its_result_apart_and_leaves_the_class_s_sentences_in_the_memo(bundled_hf):
+    from attnviz import service
+    from attnviz.analysis import pronoun_scores
+
+    service.memo().clear()
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.switch_page("app_pages/pronouns.py").run()
+    at.number_input(key="pr.limit").set_value(8).run()
+    at.button(key="pr.run").click().run()
+    _ok(at)
+    for case in pronoun_scores.LESSON[2:8]:  # each case ran without the short memo (the Lesson tab shows 0, 1)
+        assert not service.memo().peek(("attention", "default", "hf", case.text, None, None))[0]
+    key = ("pronoun-benchmark", bundled_hf.name, "hf", tuple(pronoun_scores.LESSON[:8]), "mas")
+    assert service.heavy_memo().peek(key)[0]  # the benchmark itself, kept apart: not scored again
+    assert service.admission().status() == {"running": [], "waiting": 0, "used": 0}
