@@ -57,13 +57,13 @@ def server(tmp_path):
     port = _free_port()
     db = tmp_path / "classes.db"
     proc = start_server(port, tmp_path / "server.log", {"ATTNVIZ_DB": str(db)})
-    yield f"ws://127.0.0.1:{port}/_stcore/stream", Store(db)
+    yield f"ws://127.0.0.1:{port}/_stcore/stream", Store(db), tmp_path / "server.log"
     proc.terminate()
     proc.wait(30)
 
 
 def test_one_page_flipping_its_class_and_sid_answers_once(server):
-    url, db = server
+    url, db, _ = server
     code, secret, _ = db.create_class()
     a, b, c = "a" * 16, "b" * 16, "c" * 16
     db.join(code, b)  # a classmate, following: the page must never take b's seat
@@ -89,3 +89,23 @@ def test_one_page_flipping_its_class_and_sid_answers_once(server):
 
     sent = asyncio.run(session())
     assert sent == [f"class={code}&sid={a}"]  # the form was offered once, to the page's own first id
+
+
+def test_a_visitors_clear_cache_message_clears_their_session_not_the_servers_caches(server):
+    from attnviz.ui.guards import CLEARED_OWN
+
+    url, _, log = server
+
+    async def session() -> None:
+        async with websockets.connect(url, subprotocols=["streamlit"], max_size=64 * 2**20) as ws:
+            page = Page(ws)
+            await page.run("")
+            msg = BackMsg()
+            msg.clear_cache = True  # what Streamlit's "Clear cache" menu item sends; any script can send it
+            await ws.send(msg.SerializeToString())
+            drawn = await page.run("")  # the server still answers, its model still loaded
+            assert page.find(drawn, "text_input", "Text") is not None
+
+    asyncio.run(session())
+    said = log.read_text()
+    assert CLEARED_OWN in said and "Traceback" not in said

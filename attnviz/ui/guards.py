@@ -9,14 +9,18 @@ caches by restarting it.
 
 from __future__ import annotations
 
+import logging
+
 from streamlit.runtime.app_session import AppSession
 
 _INSTALLED = "_attnviz_clear_cache_guarded"
+CLEARED_OWN = "a visitor's clear_cache cleared their own session only; the server's caches stay"
 
 
 def _clear_own_session(session: AppSession) -> None:
     """A visitor's clear_cache: their own session state, not the server's caches."""
     session._session_state.clear()
+    logging.getLogger("attnviz").warning(CLEARED_OWN)
 
 
 def install() -> None:
