@@ -72,14 +72,14 @@ class Request:
     what_if: WhatIf | None = None  # "causal": an encoder's weights run with a causal mask
 
 
-def setting(env: str, default: int) -> int:
-    """A whole-number setting from the environment, at least 1; a ValueError that names it otherwise."""
+def setting(env: str, default: int, minimum: int = 1) -> int:
+    """A whole-number setting from the environment, at least `minimum`; a ValueError that names it otherwise."""
     raw = os.environ.get(env, "").strip()
     if not raw:
         return default
-    if not raw.isdigit() or int(raw) < 1:
+    if not raw.isdigit() or int(raw) < minimum:
         raise ValueError(
-            f"{env} must be a whole number, at least 1 (got {raw[:20]!r}); ask the person running this server."
+            f"{env} must be a whole number, at least {minimum} (got {raw[:20]!r}); ask the person running this server."
         )
     return int(raw)
 
@@ -122,8 +122,7 @@ def admission() -> Admission:
     with _SHARED_LOCK:
         if not _ADMISSION:
             slots, bound = setting(HEAVY_SLOTS_ENV, HEAVY_SLOTS), setting(HEAVY_MB_ENV, HEAVY_MB) * 2**20
-            queue = 0 if os.environ.get(HEAVY_QUEUE_ENV, "").strip() == "0" else setting(HEAVY_QUEUE_ENV, HEAVY_QUEUE)
-            _ADMISSION.append(Admission(slots, bound, queue))
+            _ADMISSION.append(Admission(slots, bound, setting(HEAVY_QUEUE_ENV, HEAVY_QUEUE, minimum=0)))
         return _ADMISSION[0]
 
 

@@ -239,7 +239,7 @@ class Tokenizer:
 
     def extended(self, axis: TokenAxis, ids: Sequence[int]) -> TokenAxis:
         """The axis with tokens a model wrote after it: each its own word, special by its id, no characters."""
-        pieces, special, names = self.pieces(ids)
+        pieces, special, names = self._read(ids)
         n_words = len(axis.groups())
         return TokenAxis(
             (*axis.tokens, *names),
@@ -250,7 +250,7 @@ class Tokenizer:
             (*axis.pieces, *pieces),
         )
 
-    def pieces(self, ids: Sequence[int]) -> tuple[tuple[str, ...], tuple[bool, ...], tuple[str, ...]]:
+    def _read(self, ids: Sequence[int]) -> tuple[tuple[str, ...], tuple[bool, ...], tuple[str, ...]]:
         """The raw pieces of ids, whether each is special (by its id), and each as text to read."""
         with self._lock:
             pieces = tuple(self.hf.convert_ids_to_tokens(list(ids)))
@@ -260,7 +260,7 @@ class Tokenizer:
 
     def plain_axis(self, ids: Sequence[int]) -> TokenAxis:
         """Ids known only as tokens: each its own word, special by its id, no characters."""
-        pieces, special, names = self.pieces(ids)
+        pieces, special, names = self._read(ids)
         n = len(pieces)
         return TokenAxis(names, special, tuple(range(n)), (NO_SPAN,) * n, pieces=pieces)
 

@@ -194,7 +194,7 @@ def make_generation(
     reading = list(ids[:-1])  # the last token written was never read
     axis = tokenizer.extended(prompt.axis, written[:-1])
     result = AttentionResult(weights_of(reading), axis, axis, "causal", engine.name, engine.device_name)
-    tokens = tokenizer.pieces(written)[2]
+    tokens = tokenizer.plain_axis(written).tokens
     stopped = "end token" if written[-1] in stop_ids else "limit"
     return Generation(result, len(prompt.ids), tokens, tokenizer.decode(written), stopped)
 

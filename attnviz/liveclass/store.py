@@ -106,6 +106,9 @@ class NotAdmitted(PermissionError):
     """The class is closed to new students, or the teacher removed this student."""
 
 
+REMOVED = "The teacher removed this page from the class."
+
+
 @dataclass(frozen=True)
 class ClassInfo:
     """A class as stored (without its secret)."""
@@ -278,7 +281,7 @@ class Store:
         with self._db() as db:
             row = db.execute("SELECT removed FROM students WHERE code = ? AND student = ?", (code, student)).fetchone()
             if row is not None and row["removed"]:
-                raise NotAdmitted("The teacher removed this page from the class.")
+                raise NotAdmitted(REMOVED)
             if row is None and db.execute("SELECT locked FROM classes WHERE code = ?", (code,)).fetchone()["locked"]:
                 raise NotAdmitted("The teacher has closed this class to new students.")
             now = time.time()
@@ -379,17 +382,18 @@ class Store:
         """How many students may answer a poll (those following when it was asked, less any removed since)."""
         return int(self._db().execute("SELECT COUNT(*) FROM voters WHERE poll = ?", (int(poll_id),)).fetchone()[0])
 
+    def _standing(self, db, poll_id: int, student: str):
+        """(revealed, voter) of a poll for a student, in one read; None when the poll does not exist."""
+        return db.execute(
+            "SELECT p.revealed, v.student IS NOT NULL AS voter FROM polls p LEFT JOIN voters v ON v.poll = p.id "
+            "AND v.student = ? WHERE p.id = ?",
+            (student[:64], int(poll_id)),
+        ).fetchone()
+
     def may_answer(self, poll_id: int, student: str) -> bool:
         """Whether this student was following when the poll was asked (and it is not revealed yet)."""
-        row = (
-            self._db()
-            .execute(
-                "SELECT p.revealed FROM voters v JOIN polls p ON p.id = v.poll WHERE v.poll = ? AND v.student = ?",
-                (int(poll_id), student),
-            )
-            .fetchone()
-        )
-        return row is not None and not row["revealed"]
+        row = self._standing(self._db(), poll_id, student)
+        return row is not None and bool(row["voter"]) and not row["revealed"]
 
     def _poll(self, row) -> Poll | None:
         if row is None:
@@ -433,11 +437,7 @@ class Store:
         elif answer not in poll.options:
             raise ValueError("That answer is not one of the poll's choices.")
         with self._db() as db:
-            row = db.execute(
-                "SELECT p.revealed, v.student IS NOT NULL AS voter FROM polls p LEFT JOIN voters v ON v.poll = p.id "
-                "AND v.student = ? WHERE p.id = ?",
-                (student[:64], poll.id),
-            ).fetchone()
+            row = self._standing(db, poll.id, student)  # inside the transaction: no reveal slips in between
             if row["revealed"]:
                 raise ValueError("The teacher has revealed this question's answers: it takes no more.")
             if not row["voter"]:

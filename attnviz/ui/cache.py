@@ -120,8 +120,8 @@ def attention_or_stop(
         if not long:
             with st.spinner("Computing attention…"):
                 return attention(model, backend, text, target, what_if)
-        held = service.cached(req)
-        if held is None:
+        results = service.cached(req)
+        if results is None:
             n = len(eng.encode(text).ids)
 
             def first_pass() -> Results:
@@ -130,8 +130,7 @@ def attention_or_stop(
                 bar.done()
                 return got
 
-            held = heavy(f"a {n:,}-token text's first pass", service.long_estimate(eng, n), first_pass)
-        results = held
+            results = heavy(f"a {n:,}-token text's first pass", service.long_estimate(eng, n), first_pass)
         if results.notice:
             st.info(results.notice)
         return results

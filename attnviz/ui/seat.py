@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from attnviz import escape
-from attnviz.liveclass.store import ClassNotFound, NotAdmitted, Store, clean_code
+from attnviz.liveclass.store import REMOVED, ClassNotFound, NotAdmitted, Store, clean_code
 from attnviz.liveclass.store import links as store_links
 from attnviz.ui import state
 
@@ -137,7 +137,7 @@ def seat() -> Seat | None:
         if st.session_state.get("class.student") != student:
             store().join(code, student)
         elif store().removed(code, student):
-            raise NotAdmitted("The teacher removed this page from the class.")
+            raise NotAdmitted(REMOVED)
     except NotAdmitted as err:
         st.sidebar.warning(escape.md(err))
         st.session_state.pop("class.code", None)

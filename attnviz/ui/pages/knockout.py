@@ -196,7 +196,7 @@ def patch_section(eng: Engine, inputs: Inputs) -> None:
     layer, head = (int(x) - 1 for x in pick[1:].split("H"))
     per = service.kept(("patch-pos", *key, layer, head),
                        lambda: patching.by_position(eng, clean, corrupt, answer, wrong, layer, head))  # fmt: skip
-    words = eng.tokenizer.pieces(held.corrupt_ids)[2]
+    words = eng.tokenizer.plain_axis(held.corrupt_ids).tokens
     st.plotly_chart(interactive.bars(per.numpy(), words, f"{pick}: share restored by the position patched",
                                      style=inputs.style), key="pa.bars")  # fmt: skip
 
