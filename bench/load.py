@@ -75,6 +75,20 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def sample_memory(pid: int, start: float, memory: list, every: float) -> threading.Event:
+    """Append (seconds since `start`, the server's RSS in MB) to `memory` every `every` seconds, in a thread,
+    until the returned event is set."""
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            memory.append((time.monotonic() - start, rss_mb(pid)))
+            stop.wait(every)
+
+    threading.Thread(target=sample, daemon=True).start()
+    return stop
+
+
 class Stats:
     def __init__(self) -> None:
         self.times: list[float] = []
@@ -241,15 +255,7 @@ def memory_run(users: int, rounds: int) -> None:
     try:
         asyncio.run(warm_up(f"ws://127.0.0.1:{port}/_stcore/stream"))
         baseline = rss_mb(server.pid)
-        stop = threading.Event()
-        start = time.monotonic()
-
-        def sample() -> None:
-            while not stop.is_set():
-                memory.append((time.monotonic() - start, rss_mb(server.pid)))
-                stop.wait(1)
-
-        threading.Thread(target=sample, daemon=True).start()
+        stop = sample_memory(server.pid, time.monotonic(), memory, 1)
 
         async def everyone() -> None:
             url = f"ws://127.0.0.1:{port}/_stcore/stream"
@@ -337,7 +343,7 @@ def benchmark_user(base: str, cases: int, stats: Stats, done: dict) -> None:
             page.goto(f"{base}pronouns")
             page.get_by_role("tab", name="Benchmark").click()
             page.locator("[data-testid=stMain] [data-testid=stFileUploaderDropzoneInput]").set_input_files(str(path))
-            limit = page.get_by_label(f"Cases to score (at most {cases:,} a run)")
+            limit = page.get_by_label("Cases to score", exact=False)  # "(at most 2,000 a run)" follows
             limit.fill(str(cases))
             limit.press("Enter")
             page.wait_for_timeout(1500)
@@ -360,29 +366,11 @@ def admission_run(users: int, heavy: int, cases: int, seconds: float) -> None:
     try:
         asyncio.run(warm_up(url))
 
-        async def smollm2_loaded() -> None:  # the teacher had it open: the model is loaded, no text is
-            async with websockets.connect(url, subprotocols=["streamlit"], max_size=64 * 2**20) as ws:
-                msg = BackMsg()
-                msg.rerun_script.query_string = "model=smollm2&backend=hf&text=Warm+up."
-                await ws.send(msg.SerializeToString())
-                while True:
-                    fwd = ForwardMsg()
-                    fwd.ParseFromString(await asyncio.wait_for(ws.recv(), timeout=300))
-                    if fwd.WhichOneof("type") == "script_finished" and fwd.script_finished == 0:
-                        return
-
-        asyncio.run(smollm2_loaded())
+        asyncio.run(teacher_opens(url, "model=smollm2&backend=hf&text=Warm+up."))  # SmolLM2 loaded, as in class
         baseline = rss_mb(server.pid)
         start = time.monotonic()
         deadline = start + seconds
-        stop = threading.Event()
-
-        def sample() -> None:
-            while not stop.is_set():
-                memory.append((time.monotonic() - start, rss_mb(server.pid)))
-                stop.wait(1)
-
-        threading.Thread(target=sample, daemon=True).start()
+        stop = sample_memory(server.pid, start, memory, 1)
         bench = threading.Thread(target=benchmark_user, args=(base, cases, stats, done))
         bench.start()
 
@@ -689,14 +677,7 @@ def main() -> None:
         asyncio.run(warm_up(f"ws://127.0.0.1:{port}/_stcore/stream"))
         start = time.monotonic()
         deadline = start + args.seconds
-        sampler_stop = threading.Event()
-
-        def sample() -> None:
-            while not sampler_stop.is_set():
-                memory.append((time.monotonic() - start, rss_mb(server.pid)))
-                sampler_stop.wait(5)
-
-        threading.Thread(target=sample, daemon=True).start()
+        sampler_stop = sample_memory(server.pid, start, memory, 5)
         raw = Path(tempfile.mkdtemp()) / "profile.txt"
         spy = start_profile(server.pid, args.seconds - 5, raw) if args.profile else None
         browsers = threading.Thread(
