@@ -82,8 +82,17 @@ def teacher_view(here: Seat, inputs: Inputs) -> None:
     room(here)
 
 
+@st.fragment(run_every=5.0)
 def room(here: Seat) -> None:
-    """Who is here: close the class to new students, remove one (their answers to open questions go too)."""
+    """Who is here, refreshed every 5 s: close the class to new students, remove one (their answers to open
+    questions go too)."""
+    try:
+        _room(here)
+    except seat.STORE_ERRORS as err:
+        seat.failed(err, st)
+
+
+def _room(here: Seat) -> None:
     secret = st.session_state["class.secret"]
     with st.expander("Who is here", expanded=False):
         locked = st.toggle("Closed to new students", value=seat.store().locked(here.code), key="class.lock",
@@ -102,7 +111,7 @@ def room(here: Seat) -> None:
                            placeholder="a student page")  # fmt: skip
         if who and st.button("Remove from the class", key="class.remove"):
             seat.store().remove(here.code, secret, who)
-            st.rerun()
+            st.rerun(scope="app")
 
 
 def _index(raw: str | None) -> int:
