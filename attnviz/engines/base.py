@@ -14,8 +14,10 @@ own engine). "kind" only ever means the kind of attention: self, causal or cross
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, TypeVar, runtime_checkable
@@ -197,6 +199,27 @@ def make_generation(
     tokens = tokenizer.plain_axis(written).tokens
     stopped = "end token" if written[-1] in stop_ids else "limit"
     return Generation(result, len(prompt.ids), tokens, tokenizer.decode(written), stopped)
+
+
+def passes(shared: bool) -> contextlib.AbstractContextManager:
+    """What an engine's forward passes hold while they run.
+
+    shared: the pass changes no state of the model (its inputs, hooks and caches are the call's own), so the passes
+    of every session run at once and a typed sentence never waits for another page's long pass. Otherwise one lock:
+    a model attnviz does not know (a dynamic rotary table grows in place, `generate` keeps state) runs one at a time.
+    """
+    return contextlib.nullcontext() if shared else threading.Lock()
+
+
+def rope_parameters(config) -> dict:
+    """The rotary table a transformers config describes ({} when it names none)."""
+    return getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
+
+
+def rope_type(config) -> str:
+    """The kind of rotary table a transformers config names: 'default' (fixed), 'dynamic', 'llama3', ..."""
+    rope = rope_parameters(config)
+    return rope.get("rope_type", rope.get("type", "default"))
 
 
 EAGER_MB_ENV, EAGER_MB = "ATTNVIZ_EAGER_MB", 512

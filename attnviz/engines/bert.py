@@ -8,14 +8,13 @@ mask: what BERT's heads would do if they could not look ahead.
 from __future__ import annotations
 
 import re
-import threading
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnviz.engines.base import Backend, rename_weights, share_weights, to_weights
+from attnviz.engines.base import Backend, passes, rename_weights, share_weights, to_weights
 from attnviz.engines.hf import HFEngine
 from attnviz.engines.hooks import Hooks, point
 from attnviz.engines.scratch import MultiHeadAttention, causal_mask, key_padding_mask
@@ -188,7 +187,7 @@ class ScratchBertEngine:
         self.model = from_hf(hf_engine.model)
         self.n_layers, self.n_heads = self.model.config.num_hidden_layers, self.model.config.num_attention_heads
         self.n_kv_heads = self.n_heads
-        self._lock = threading.Lock()
+        self._passes = passes(shared=True)  # our own forward pass keeps no state: every session's at once
 
     def encode(self, text: str) -> Encoded:
         """The text as BERT's tokenizer cuts it."""
@@ -208,7 +207,7 @@ class ScratchBertEngine:
     def _run(self, text: str, *, causal: bool, progress=None) -> Results:
         enc = self.encode(text)
         hooks = Hooks(read=("value_norms",), progress=progress, n_layers=self.n_layers)
-        with self._lock, torch.inference_mode():
+        with self._passes, torch.inference_mode():
             _, per_layer = self.model(self._ids(enc), causal=causal, hooks=hooks)
         kind: AttentionKind = "causal" if causal else "self"
         axis, weights = enc.axis, to_weights(per_layer)  # (L, H, T, T)
@@ -218,7 +217,7 @@ class ScratchBertEngine:
 
     def forward(self, enc: Encoded, hooks: Hooks, *, causal: bool = False) -> Tensor:
         """One pass with these hooks (engines.hooks): (1, T, D) hidden states of the last layer."""
-        with self._lock, torch.inference_mode():
+        with self._passes, torch.inference_mode():
             return self.model(self._ids(enc), causal=causal, hooks=hooks)[0]
 
     def steps(self, text: str, layer: int, *, causal: bool = False) -> tuple[Encoded, AttentionSteps]:
@@ -240,7 +239,7 @@ class ScratchBertEngine:
         ha, hb = Hooks(read=("resid",)), Hooks(read=("resid",))  # the hidden states entering every layer
         self.forward(a, ha)
         self.forward(b, hb)
-        with self._lock, torch.inference_mode():
+        with self._passes, torch.inference_mode():
             weights = [
                 block.attention(hb.get("resid", i), ha.get("resid", i), ha.get("resid", i))[1]
                 for i, block in enumerate(self.model.layers)

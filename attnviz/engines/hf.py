@@ -8,7 +8,6 @@ the model's own output when no target is given).
 from __future__ import annotations
 
 import os
-import threading
 
 import torch
 from transformers import (
@@ -34,7 +33,9 @@ from attnviz.engines.base import (
     eager_tokens,
     goes_lazy,
     make_generation,
+    passes,
     redact,
+    rope_type,
     shift_right,
     to_weights,
 )
@@ -153,7 +154,10 @@ KINDS_OF: dict[str, tuple[AttentionKind, ...]] = {
 
 
 class HFEngine:
-    """A Hugging Face model and tokenizer, shared by every caller; a lock serialises their use. An Engine."""
+    """A Hugging Face model and tokenizer, shared by every caller. An Engine.
+
+    Passes of the families attnviz knows run at once (engines.base.passes); any other model's, one at a time.
+    """
 
     backend: Backend = "hf"
 
@@ -191,7 +195,11 @@ class HFEngine:
             self.max_tokens = min(self.max_tokens, eager_tokens(self.n_layers, self.n_heads))
         self.kinds = KINDS_OF[self.architecture]
         self.device_name = describe_device(self.device)
-        self._lock = threading.Lock()
+        self._passes = passes(self._stateless())
+
+    def _stateless(self) -> bool:
+        """Whether a pass changes nothing in the model: BERT's encoder (its eager attention keeps no state)."""
+        return self.family == "bert"
 
     lazy = False  # whether inputs past the eager budget get a LazyAttention (else the budget limits the input)
 
@@ -210,7 +218,7 @@ class HFEngine:
     def run(self, text: str, target: str | None = None, progress=None) -> Results:
         """Self or causal attention; all three kinds for an encoder-decoder (teacher-forced over `target`)."""
         src = self.encode(text)
-        with self._lock, torch.inference_mode():
+        with self._passes, torch.inference_mode():
             ids = torch.tensor([src.ids], device=self.device)  # (1, T)
             if self.architecture == "encoder-decoder":
                 return Results(self._run_seq2seq(src, ids, target))
@@ -276,6 +284,10 @@ class HFDecoderEngine(HFEngine):
     def _attention(self) -> str:
         return ATTENTION if self.lazy else "eager"
 
+    def _stateless(self) -> bool:
+        """Llama-family decoders on attnviz's attention with a fixed rotary table (a 'dynamic' one grows in place)."""
+        return self.lazy and rope_type(self.config) == "default"
+
     def _decoder_loader(self):
         return AutoModelForCausalLM
 
@@ -283,7 +295,7 @@ class HFDecoderEngine(HFEngine):
         """Causal attention: every weight for a short input, a LazyAttention past the eager budget."""
         src = self.encode(text)
         if not goes_lazy(self, len(src.ids)):
-            with self._lock, torch.inference_mode():
+            with self._passes, torch.inference_mode():
                 weights = self.weights_of(src.ids)
             return Results({"causal": AttentionResult(weights, src.axis, src.axis, "causal", self.name,
                                                       self.device_name, src.truncated)})  # fmt: skip
@@ -293,14 +305,14 @@ class HFDecoderEngine(HFEngine):
         """One pass over the text with these hooks (engines.hooks; Llama-family models): the model's output."""
         if not self.lazy:
             raise ValueError(f"hook points are read in Llama-family decoders; '{self.name}' is a {self.family} model")
-        with self._lock, torch.inference_mode():
+        with self._passes, torch.inference_mode():
             ids = torch.tensor([enc.ids], device=self.device)  # (1, T)
             return self.model(input_ids=ids, use_cache=False, **{HOOKS_KW: hooks})
 
     def lazy_run(self, src: Encoded, progress=None) -> LazyAttention:
         """One fused pass that reads each layer's Q and K at the hook points: linear in N, weights on demand."""
         hooks = Hooks(read=("q", "k"), fused=True, progress=progress, n_layers=self.n_layers)
-        with self._lock, torch.inference_mode():
+        with self._passes, torch.inference_mode():
             ids = torch.tensor([src.ids], device=self.device)  # (1, N)
             self.model.base_model(input_ids=ids, use_cache=False, **{HOOKS_KW: hooks})  # no logits, no cache
         q, k = hooks.stacked("q").float().cpu(), hooks.stacked("k").float().cpu()  # (L, H, N, Dh), (L, Hkv, N, Dh)
@@ -342,13 +354,13 @@ class HFDecoderEngine(HFEngine):
     def logits(self, ids, hooks: Hooks | None = None) -> torch.Tensor:
         """(T, V) float32 on the CPU: the next-token logits at every position of one pass over `ids`, with hooks."""
         kw = self._hooks_kw(hooks)
-        with self._lock, torch.inference_mode():
+        with self._passes, torch.inference_mode():
             out = self.model(input_ids=torch.tensor([list(ids)], device=self.device), use_cache=False, **kw)
             return out.logits[0].float().cpu()
 
     def residuals(self, ids) -> torch.Tensor:
         """(L, T, D) on the model's device: the residual stream entering each layer, one clean pass."""
-        with self._lock, torch.inference_mode():
+        with self._passes, torch.inference_mode():
             out = self.model.base_model(
                 input_ids=torch.tensor([list(ids)], device=self.device), use_cache=False, output_hidden_states=True
             )
@@ -360,7 +372,7 @@ class HFDecoderEngine(HFEngine):
         if not self.hooked:
             raise ValueError(f"'{self.name}' is a {self.family} model: attnviz runs its layers only for Llama decoders")
         inner = self.model.base_model
-        with self._lock, torch.inference_mode():
+        with self._passes, torch.inference_mode():
             positions = torch.arange(x.shape[1], device=x.device)[None]  # (1, T)
             turn = inner.rotary_emb(x, position_ids=positions)
             for block in inner.layers[layer:]:
@@ -370,7 +382,7 @@ class HFDecoderEngine(HFEngine):
             return self.model.lm_head(hidden).float().cpu()
 
     def weights_of(self, ids) -> torch.Tensor:
-        """(L, H, T, T): the attention of one pass over `ids` (hold the lock)."""
+        """(L, H, T, T): the attention of one pass over `ids` (inside self._passes)."""
         out = self.model.base_model(input_ids=torch.tensor([list(ids)], device=self.device), output_attentions=True)
         check_layers(self.name, "self", out.attentions, _layers(self.config, "num_hidden_layers", "n_layer"))
         return to_weights(out.attentions)
@@ -380,7 +392,7 @@ class HFDecoderEngine(HFEngine):
         limit = min(self.max_tokens, eager_tokens(self.n_layers, self.n_heads))  # the steps keep every weight
         enc = self.tokenizer.encode(self.chat_prompt(prompt) if chat else prompt, limit, specials_by_id=chat)
         ids, stop = list(enc.ids), self.stop_ids
-        with self._lock, torch.inference_mode():
+        with self._passes, torch.inference_mode():
             past, feed = None, list(ids)
             for step in range(max_new_tokens):
                 if len(ids) >= limit:

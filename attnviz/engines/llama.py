@@ -9,7 +9,6 @@ model shares the Hugging Face model's tensors instead of copying them: one set o
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -23,7 +22,10 @@ from attnviz.engines.base import (
     eager_tokens,
     goes_lazy,
     make_generation,
+    passes,
     rename_weights,
+    rope_parameters,
+    rope_type,
     share_weights,
     to_weights,
 )
@@ -57,9 +59,9 @@ class LlamaConfig:
         """Our config from a transformers LlamaConfig; a ValueError for anything we do not rebuild."""
         if getattr(cfg, "model_type", None) != "llama":
             raise ValueError(f"the scratch Llama engine needs a Llama model, not {getattr(cfg, 'model_type', None)!r}")
-        rope = getattr(cfg, "rope_parameters", None) or getattr(cfg, "rope_scaling", None) or {}
-        if rope.get("rope_type", "default") != "default":
-            raise ValueError(f"the scratch Llama engine supports plain rotary positions, not {rope.get('rope_type')!r}")
+        rope = rope_parameters(cfg)
+        if rope_type(cfg) != "default":
+            raise ValueError(f"the scratch Llama engine supports plain rotary positions, not {rope_type(cfg)!r}")
         if cfg.hidden_act != "silu" or getattr(cfg, "attention_bias", False) or getattr(cfg, "mlp_bias", False):
             raise ValueError("the scratch Llama engine needs a SiLU feed-forward and no biases")
         theta = rope.get("rope_theta", getattr(cfg, "rope_theta", 10000.0))
@@ -219,7 +221,7 @@ class ScratchLlamaEngine:
         self.n_layers, self.n_heads, self.n_kv_heads = c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads
         self.stop_ids = hf_engine.stop_ids
         self._chat = hf_engine.chat_prompt
-        self._lock = threading.Lock()
+        self._passes = passes(shared=True)  # our own forward pass keeps no state: every session's at once
 
     def encode(self, text: str) -> Encoded:
         """The text as the model's tokenizer cuts it."""
@@ -242,7 +244,7 @@ class ScratchLlamaEngine:
 
     def forward(self, enc: Encoded, hooks: Hooks | None = None) -> tuple[Tensor, tuple[Tensor | None, ...]]:
         """One pass over the text with these hooks (engines.hooks): the final hidden states and the weights."""
-        with self._lock, torch.inference_mode():
+        with self._passes, torch.inference_mode():
             return self.model(self._ids(enc), hooks)
 
     def lazy_run(self, enc: Encoded, progress=None) -> LazyAttention:
@@ -257,21 +259,21 @@ class ScratchLlamaEngine:
 
     def logits(self, ids: Sequence[int], hooks: Hooks | None = None) -> Tensor:
         """(T, V) float32 on the CPU: the next-token logits at every position of one pass over `ids`, with hooks."""
-        with self._lock, torch.inference_mode():
+        with self._passes, torch.inference_mode():
             hidden, _ = self.model(torch.tensor([list(ids)], device=self.device), hooks)
             return self.model.logits(hidden)[0].float().cpu()
 
     def residuals(self, ids: Sequence[int]) -> Tensor:
         """(L, T, D) on the model's device: the residual stream entering each layer, one clean pass."""
         hooks = Hooks(read=("resid",))
-        with self._lock, torch.inference_mode():
+        with self._passes, torch.inference_mode():
             self.model(torch.tensor([list(ids)], device=self.device), hooks)
         return hooks.stacked("resid")
 
     def logits_from(self, layer: int, x: Tensor, hooks: Hooks | None = None, *, last: bool = False) -> Tensor:
         """x (B, T, D) entering `layer` -> logits (B, T, V), or (B, V) at the last position: the layers before it
         are not run again (a batch of interventions that differ from `layer` on). float32 on the CPU."""
-        with self._lock, torch.inference_mode():
+        with self._passes, torch.inference_mode():
             t = x.shape[1]
             positions, mask = torch.arange(t, device=x.device), causal_mask(t, device=x.device)  # (T,), (T, T)
             for block in self.model.layers[layer:]:
@@ -280,7 +282,7 @@ class ScratchLlamaEngine:
             return self.model.logits(hidden).float().cpu()
 
     def weights_of(self, ids) -> Tensor:
-        """(L, H, T, T): one pass over `ids` (hold the lock)."""
+        """(L, H, T, T): one pass over `ids` (inside self._passes)."""
         return to_weights(self.model(torch.tensor([list(ids)], device=self.device))[1])
 
     def steps(self, text: str, layer: int, *, causal: bool = True) -> tuple[Encoded, AttentionSteps]:
@@ -299,7 +301,7 @@ class ScratchLlamaEngine:
         limit = min(self.max_tokens, eager_tokens(self.n_layers, self.n_heads))  # the steps keep every weight
         enc = self.tokenizer.encode(self._chat(prompt) if chat else prompt, limit, specials_by_id=chat)
         ids = list(enc.ids)
-        with self._lock, torch.inference_mode():
+        with self._passes, torch.inference_mode():
             for step in range(max_new_tokens):
                 if len(ids) >= limit:
                     break

@@ -1,6 +1,7 @@
 """The engine contract (engines/base.py): every engine offers what callers use; capabilities are checked by type."""
 
 import pytest
+import torch
 
 from attnviz.engines import registry
 from attnviz.engines.base import Engine, SteppingEngine, WhatIfEngine, run_with_cpu_fallback
@@ -51,3 +52,87 @@ def test_engines_say_their_family_and_architecture(engines):
 def test_the_cpu_fallback_calls_whatever_it_is_given(bundled_scratch):
     value, notice = run_with_cpu_fallback(bundled_scratch, lambda: bundled_scratch, lambda e: e.run_causal("a b"))
     assert notice is None and set(value) == {"causal"}
+
+
+# -- passes of many sessions at once ------------------------------------------------------------------------------
+
+
+def _held_pass(engine, text: str):
+    """A pass that stops at its first layer until released: (thread, entered, release)."""
+    import threading
+
+    from attnviz.engines.hooks import Hooks
+
+    entered, release = threading.Event(), threading.Event()
+
+    def hold(done: int, total: int) -> None:
+        if done == 1:
+            entered.set()
+            release.wait(30)
+
+    hooks = Hooks(read=("q",), progress=hold, n_layers=engine.n_layers)
+    thread = threading.Thread(target=engine.forward, args=(engine.encode(text), hooks), daemon=True)
+    thread.start()
+    if not entered.wait(30):
+        raise AssertionError("the held pass never reached its first layer")
+    return thread, release
+
+
+def _second_pass(engine, text: str):
+    import threading
+
+    out = {}
+    thread = threading.Thread(target=lambda: out.setdefault("r", engine.run(text)), daemon=True)
+    thread.start()
+    return thread, out
+
+
+@pytest.fixture(scope="module")
+def dynamic_rope_llama_dir(tiny_llama_dir, tmp_path_factory):
+    """The tiny Llama with a 'dynamic' rotary table: transformers grows it in place, so its passes take turns."""
+    import json
+    import shutil
+
+    folder = tmp_path_factory.mktemp("tiny-llama-dynamic")
+    shutil.copytree(tiny_llama_dir, folder, dirs_exist_ok=True)
+    config = json.loads((folder / "config.json").read_text())
+    config["rope_scaling"] = {"rope_type": "dynamic", "factor": 2.0}
+    config.pop("rope_parameters", None)
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+@pytest.mark.parametrize("which", ["llama hf", "llama scratch", "bert scratch"])
+def test_a_short_pass_never_waits_for_another_sessions_pass_on_a_model_attnviz_knows(which, tiny_llama_dir,
+                                                                                     bundled_scratch):  # fmt: skip
+    if which == "bert scratch":
+        engine = bundled_scratch
+    else:
+        hf = registry.load(str(tiny_llama_dir), "hf", "cpu")
+        engine = hf if which == "llama hf" else registry.scratch_engine(hf)
+    held, release = _held_pass(engine, "a long text that another page sent " * 4)
+    try:
+        second, out = _second_pass(engine, "The animal was tired.")
+        second.join(30)
+        assert not second.is_alive(), f"{which}: a typed sentence waited for another page's pass"
+        weights = out["r"].main.weights  # (L, H, T, T)
+        assert torch.allclose(weights.sum(-1), torch.ones(weights.shape[:-1]), atol=1e-5)
+        assert held.is_alive()  # the first pass is still held at its first layer
+    finally:
+        release.set()
+        held.join(30)
+    assert not held.is_alive()
+
+
+def test_a_model_whose_pass_changes_its_state_runs_one_pass_at_a_time(dynamic_rope_llama_dir):
+    engine = registry.load(str(dynamic_rope_llama_dir), "hf", "cpu")
+    assert engine.lazy  # a Llama on attnviz's attention: hooks work, only the rotary table keeps it in turn
+    held, release = _held_pass(engine, "a long text that another page sent " * 4)
+    second, out = _second_pass(engine, "The animal was tired.")
+    second.join(1.0)
+    waited = second.is_alive()
+    release.set()
+    held.join(30)
+    second.join(30)
+    assert waited, "a pass on a model with a dynamic rotary table ran beside another"
+    assert not second.is_alive() and out["r"].main.weights.shape[-1] == len(engine.encode("The animal was tired.").ids)
