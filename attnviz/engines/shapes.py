@@ -77,7 +77,7 @@ def repeated_lists(model: nn.Module) -> dict[str, int]:
 
 
 def engine_trace(engine: Engine, text: str, max_depth: int | None = None) -> list[ShapeStep]:
-    """The shapes of one engine.run(text), module by module (the engine's own forward, under its own lock)."""
+    """The shapes of one engine.run(text), module by module."""
     steps = trace(engine.model, lambda: engine.run(text))
     return [s for s in steps if max_depth is None or s.depth <= max_depth]
 
