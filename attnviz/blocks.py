@@ -120,9 +120,10 @@ def pooled_means(sums: Tensor, n: int, f: int) -> np.ndarray:
 class BlockPass:
     """Running sums over blocks of rows, layer by layer: the statistics, pooled maps and attention received.
 
-    `add` takes one block of one layer: the exact weights w (H, r, c) of rows `rows` over the first c keys (the
-    keys those rows may see), the scores s they came from, shifted so that w = exp(s) / z with log_z (H, r), and
-    0 (not -inf) where a key is masked. An eager result passes s = log w (0 where w is 0) and log_z = 0.
+    `add` takes one block of one layer: the exact weights w (h, r, c) of heads `heads` and rows `rows` over the
+    first c keys (the keys those rows may see), the scores s they came from, shifted so that w = exp(s) / z with
+    log_z (h, r), and 0 (not -inf) where a key is masked. An eager result passes s = log w (0 where w is 0) and
+    log_z = 0. The sums live on `device` (where the weights are computed) and come to the CPU once, when read.
     """
 
     def __init__(
@@ -134,6 +135,7 @@ class BlockPass:
         *,
         factors: tuple[int, ...] = (),
         confidence_excludes: str = "end",
+        device: torch.device | str = "cpu",
     ) -> None:
         n = len(axis)
         self.n, self.kind, self.factors = n, kind, factors
@@ -145,48 +147,50 @@ class BlockPass:
         punct = torch.tensor(punctuation(axis), dtype=torch.bool)
         # one matrix product per block gives every share at once: columns cls, sep, punct, first, position
         keys = torch.stack([cls, special & ~cls, punct, first]).float()  # (4, N)
-        self.keys = torch.cat([keys, torch.arange(n, dtype=torch.float32)[None]]).T.contiguous()  # (N, 5)
-        self.excluded = ~confidence_keys(axis, confidence_excludes)  # (N,)
-        self.acc = {name: torch.zeros(n_layers, n_heads, dtype=torch.float64) for name in STATS}
-        self.received_sum = torch.zeros(n_layers, n_heads, n, dtype=torch.float64)
-        self.pooled_sums = [torch.zeros(n_layers, n_heads, math.ceil(n / f), math.ceil(n / f), dtype=torch.float64)
+        self.keys = torch.cat([keys, torch.arange(n, dtype=torch.float32)[None]]).T.contiguous().to(device)  # (N, 5)
+        self.excluded = (~confidence_keys(axis, confidence_excludes)).to(device)  # (N,)
+        self.any_excluded = bool(self.excluded.any())
+        zeros = {"dtype": torch.float64, "device": device}
+        self.acc = {name: torch.zeros(n_layers, n_heads, **zeros) for name in STATS}
+        self.received_sum = torch.zeros(n_layers, n_heads, n, **zeros)
+        self.pooled_sums = [torch.zeros(n_layers, n_heads, math.ceil(n / f), math.ceil(n / f), **zeros)
                             for f in factors]  # fmt: skip
 
-    def add(self, layer: int, rows: slice, w: Tensor, s: Tensor, log_z: Tensor) -> None:
-        """Add one block of rows of one layer (see the class docstring); w and s are not changed."""
+    def add(self, layer: int, rows: slice, w: Tensor, s: Tensor, log_z: Tensor, heads: slice = slice(None)) -> None:
+        """Add one block of rows of one layer, of some heads (see the class docstring); w and s are not changed."""
         c = w.shape[-1]
-        keys, excluded = self.keys[:c].to(w.device), self.excluded[:c].to(w.device)
-        acc = self.acc
+        keys, excluded = self.keys[:c], self.excluded[:c]
+        acc = {name: total[layer, heads] for name, total in self.acc.items()}  # (h,) views: added to in place
         # entropy: -sum_j w log w = -sum_j w (s - log z) = log z - sum_j w s (the weights sum to 1)
-        acc["entropy"][layer] += (log_z - torch.linalg.vecdot(w, s)).sum(-1).double().cpu()
-        shares = (w @ keys).sum(1).double().cpu()  # (H, 5): summed over the rows: on cls, sep, punct, first; sum w_ij j
+        acc["entropy"] += (log_z - torch.linalg.vecdot(w, s)).sum(-1).double()
+        shares = (w @ keys).sum(1).double()  # (h, 5): summed over the rows: on cls, sep, punct, first; sum w_ij j
         for i, name in enumerate(("cls", "sep", "punct", "first")):
-            acc[name][layer] += shares[:, i]
-        pos = torch.arange(rows.start, rows.stop, dtype=torch.float32, device=w.device)  # (r,)
+            acc[name] += shares[:, i]
         if self.kind == "causal":  # every key j <= i: |i - j| = i - j, so the distance is i - sum_j w_ij j
-            acc["distance"][layer] += pos.sum().double().cpu() - shares[:, 4]
+            acc["distance"] += (rows.stop - rows.start) * (rows.start + rows.stop - 1) / 2 - shares[:, 4]
         else:
+            pos = torch.arange(rows.start, rows.stop, dtype=torch.float32, device=w.device)  # (r,)
             j = torch.arange(c, device=w.device, dtype=torch.float32)
-            acc["distance"][layer] += (w * (j[None, :] - pos[:, None]).abs()).sum((-1, -2)).double().cpu()
+            acc["distance"] += (w * (j[None, :] - pos[:, None]).abs()).sum((-1, -2)).double()
         i = torch.arange(rows.start, rows.stop, device=w.device)
         for name, offset in (("prev", -1), ("next", 1), ("self", 0)):
             j = i + offset
             ok = (j >= 0) & (j < c)
-            acc[name][layer] += w[:, (i - rows.start)[ok], j[ok]].sum(-1).double().cpu()
-        top = (w.masked_fill(excluded, 0.0) if excluded.any() else w).amax(-1)  # (H, r)
-        acc["confidence"][layer] += top.sum(-1).double().cpu()
-        self.received_sum[layer, :, :c] += w.sum(1).double().cpu()
+            acc[name] += w[:, (i - rows.start)[ok], j[ok]].sum(-1).double()
+        top = (w.masked_fill(excluded, 0.0) if self.any_excluded else w).amax(-1)  # (h, r)
+        acc["confidence"] += top.sum(-1).double()
+        self.received_sum[layer, heads, :c] += w.sum(1).double()
         for f, sums in zip(self.factors, self.pooled_sums, strict=True):
-            pool_rows(sums[layer], w, rows, f)
+            pool_rows(sums[layer, heads], w, rows, f)
 
     def stats(self) -> dict[str, Tensor]:
         """{statistic: (L, H) float32}, each averaged over the queries (prev and next: over those that have one)."""
         n = self.n
-        return {k: (v / max(1, n - 1 if k in ("prev", "next") else n)).float() for k, v in self.acc.items()}
+        return {k: (v / max(1, n - 1 if k in ("prev", "next") else n)).float().cpu() for k, v in self.acc.items()}
 
     def received(self) -> Tensor:
         """(L, H, N): the attention each token receives, averaged over the queries."""
-        return (self.received_sum / max(1, self.n)).float()
+        return (self.received_sum / max(1, self.n)).float().cpu()
 
     def pooled(self, index: int) -> np.ndarray:
         """(L, H, P, P): the means of the pooled map made with the index-th factor."""

@@ -31,10 +31,28 @@ from attnviz.blocks import BlockPass, block_counts, pool_factor, pool_rows
 from attnviz.result import GRID_SIDE, THUMB_SIDE, AttentionKind, AttentionResult, Progress, as_axis
 from attnviz.tokens import TokenAxis
 
-BLOCK_BYTES = 64 * 2**20  # the most weights one block of rows holds at once (all heads of one layer)
+BLOCK_BYTES = 16 * 2**20  # on the CPU, the most weights one block holds at once: it stays in the cache (block_size)
+OOM_NOTICE = "The GPU ran out of memory, so this text's weights were computed on the CPU (slower, same numbers)."
 MASKED = float("-inf")  # a masked score: its weight is exactly 0 (exp of the float minimum, or of anything below
 # -104, takes torch's slow path: 3x to 7x the time of exp(-inf); the analysis zeroes these before it multiplies)
 MAX_ROWS = 256  # at most this many rows a block: a causal block computes (and discards) its own triangle, r / N of all
+GPU_BLOCK_BYTES = (64 * 2**20, 2 * 2**30)  # on a GPU: an eighth of its free memory, within these
+GPU_MAX_ROWS = 4096
+
+
+def block_size(device: torch.device) -> tuple[int, int]:
+    """(block_bytes, max_rows) for blocks computed on `device`.
+
+    CPU: 16 MB and 256 rows, measured on this 2-core machine (bench/RESULTS.md): the several passes over a block
+    (max, exp, sums, products) then find it in the cache; 64 MB blocks took 1.7x as long at N = 8,192. GPU: an
+    eighth of the memory free when the pass starts (a block's scores, weights and one temporary copy live at once),
+    64 MB to 2 GB, and up to 4,096 rows: few, large blocks, since every block is a handful of kernel launches.
+    """
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        low, high = GPU_BLOCK_BYTES
+        return int(min(high, max(low, free // 8))), GPU_MAX_ROWS
+    return BLOCK_BYTES, MAX_ROWS
 
 
 @dataclass(eq=False)
@@ -50,9 +68,10 @@ class LazyAttention:
     device: str = "cpu"
     truncated: int = 0
     scale: float | None = None  # the score scale; default 1 / sqrt(Dh)
-    block_bytes: int = BLOCK_BYTES
-    max_rows: int = MAX_ROWS
+    block_bytes: int | None = None  # default: block_size(the device of q)
+    max_rows: int | None = None
     value_norms: Tensor | None = None  # (L, H, N) like AttentionResult's
+    notice: str | None = None  # set when the GPU ran out of memory and the queries and keys moved to the CPU
     _cache: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -66,6 +85,11 @@ class LazyAttention:
         if self.kind not in ("self", "causal"):
             raise ValueError("lazy attention is self or causal attention")
         self.scale = self.scale if self.scale is not None else 1.0 / math.sqrt(dh)
+        if self.k.device != self.q.device:
+            raise ValueError(f"queries on {self.q.device} and keys on {self.k.device}: they must be on one device")
+        block_bytes, max_rows = block_size(self.q.device)
+        self.block_bytes = self.block_bytes or block_bytes
+        self.max_rows = self.max_rows or max_rows
 
     # --- what views read, as from an AttentionResult ---
 
@@ -108,19 +132,30 @@ class LazyAttention:
 
     # --- the kernel: scores of a block of rows, one layer ---
 
-    def _scores(self, layer: int, rows: slice, cols: slice | None = None, head: int | None = None) -> Tensor:
+    def _heads(self, head: int | slice | None) -> slice:
+        return slice(0, self.n_heads) if head is None else slice(head, head + 1) if isinstance(head, int) else head
+
+    def _kv(self, heads: slice) -> tuple[slice, int]:
+        """The key heads a block of query heads reads, and how many query heads share each of them there."""
+        g = self.n_heads // self.k.shape[1]  # query heads per key head (grouped-query attention)
+        if heads.start % g == 0 and (heads.stop - heads.start) % g == 0:  # whole groups
+            return slice(heads.start // g, heads.stop // g), g
+        if heads.start // g == (heads.stop - 1) // g:  # inside one group
+            return slice(heads.start // g, heads.start // g + 1), heads.stop - heads.start
+        raise ValueError(f"query heads {heads.start}..{heads.stop - 1} split a group of {g} that shares a key head")
+
+    def _scores(self, layer: int, rows: slice, cols: slice | None = None, head: int | slice | None = None) -> Tensor:
         """(H, r, c): scaled scores of the rows over the columns (all keys by default), MASKED where masked.
 
-        Given `head`, only that head's, (1, r, c).
+        Given `head` (one head, or a slice of whole groups of heads), only those heads', (h, r, c).
         """
         n = self.n_tokens
         rows, cols = slice(*rows.indices(n)), slice(*(cols or slice(None)).indices(n))
-        if head is None:
-            q, k = self.q[layer, :, rows], self.k[layer, :, cols]  # (H, r, Dh), (Hkv, c, Dh)
-        else:
-            kv = head // (self.n_heads // self.k.shape[1])  # the key head this query head shares
-            q, k = self.q[layer, head : head + 1, rows], self.k[layer, kv : kv + 1, cols]
-        g = q.shape[0] // k.shape[0]
+        heads = self._heads(head)
+        kv, g = self._kv(heads)
+        q = self.q[layer, heads, rows]  # (h, r, Dh)
+        k = self.k[layer, kv, cols].to(q.device)  # (h / g, c, Dh); .to: a no-op unless a GPU fallback moved them
+        # (h/g, g, r, Dh) @ (h/g, 1, Dh, c) -> (h/g, g, r, c): each key head once for the query heads that share it
         s = ((q * self.scale).unflatten(0, (k.shape[0], g)) @ k.unsqueeze(1).transpose(-1, -2)).flatten(0, 1)
         tail = self._masked_tail(rows, cols)
         if tail is not None:
@@ -132,9 +167,10 @@ class LazyAttention:
         (r, c') mask from there on), or None where every row sees every column. Only the block's own triangle."""
         if self.kind != "causal" or cols.stop <= rows.start + 1:
             return None
-        r = torch.arange(rows.start, rows.stop)[:, None]  # (r, 1)
-        c = torch.arange(max(cols.start, rows.start), cols.stop)[None, :]  # (1, c')
-        return int(c[0, 0]) - cols.start, c > r
+        device = self.q.device
+        r = torch.arange(rows.start, rows.stop, device=device)[:, None]  # (r, 1)
+        c = torch.arange(max(cols.start, rows.start), cols.stop, device=device)[None, :]  # (1, c')
+        return max(cols.start, rows.start) - cols.start, c > r
 
     def _row_blocks(self, heads: int | None = None):
         """Row slices whose weights (all heads, or `heads` of them, every key) fit block_bytes."""
@@ -142,6 +178,23 @@ class LazyAttention:
         size = max(1, min(self.max_rows, self.block_bytes // per_row))
         for r0 in range(0, self.n_tokens, size):
             yield slice(r0, min(self.n_tokens, r0 + size))
+
+    def _blocks(self):
+        """(heads, rows): blocks of whole groups of heads and of rows whose weights fit block_bytes.
+
+        Rows come first: up to max_rows a block, since a matrix product over few rows runs far below the machine's
+        speed; then as many heads as fit beside them. Measured on this 2-core CPU at N = 8,192 (SmolLM2): blocks of
+        all 9 heads at 64 MB took 1.7x the time of blocks of 3 heads x 256 rows (25 MB); at 4 MB, 2x.
+        """
+        n, n_h = self.n_tokens, self.n_heads
+        g = n_h // self.k.shape[1]
+        fits = [h for h in range(n_h, 0, -1) if n_h % h == 0 and (h % g == 0 or g % h == 0)]  # whole groups, or in one
+        per_row = 4 * n  # one head's row of weights, every key
+        h = next((h for h in fits if h * per_row * self.max_rows <= self.block_bytes), 1)
+        size = max(1, min(self.max_rows, self.block_bytes // (h * per_row)))
+        for r0 in range(0, n, size):
+            for h0 in range(0, n_h, h):
+                yield slice(h0, h0 + h), slice(r0, min(n, r0 + size))
 
     def _seen(self, rows: slice) -> slice:
         """The keys a block of rows can see: all of them, or those up to its last row (causal)."""
@@ -157,7 +210,7 @@ class LazyAttention:
         """(H, r) (or (1, r) for one head): the normalisers of some rows: from the first pass when it has run, else
         from these rows alone."""
         if "lse" in self._cache:
-            lse = self._cache["lse"][layer, :, rows]
+            lse = self._cache["lse"][layer, :, rows].to(self.q.device)
             return lse if head is None else lse[head : head + 1]
         return torch.logsumexp(self._scores(layer, rows, self._seen(rows), head), -1)
 
@@ -174,14 +227,14 @@ class LazyAttention:
         rows, cols = slice(*rows.indices(n)), slice(*cols.indices(n))
         heads = list(heads)
         if len(heads) == 1:  # one head: only its scores are computed
-            return torch.stack([self._weights(layer, rows, cols, heads[0]) for layer in layers])
-        return torch.stack([self._weights(layer, rows, cols)[heads] for layer in layers])
+            return torch.stack([self._weights(layer, rows, cols, heads[0]) for layer in layers]).cpu()
+        return torch.stack([self._weights(layer, rows, cols)[heads] for layer in layers]).cpu()
 
     def rows(self, indices: Sequence[int]) -> Tensor:
         """(L, H, len(indices), N): the exact rows of these queries, every layer and head."""
         out = [torch.cat([self._weights(layer, slice(i, i + 1), slice(None)) for i in indices], 1) for layer in
                range(self.n_layers)]  # fmt: skip
-        return torch.stack(out)
+        return torch.stack(out).cpu()
 
     def window(self, start: int, stop: int) -> tuple[Tensor, Tensor]:
         """The exact weights of queries and keys start..stop-1, (L, H, w, w), and each row's share outside it (L, H, w).
@@ -225,12 +278,12 @@ class LazyAttention:
         if key not in self._cache:
             n = self.n_tokens
             f = pool_factor(n, max_side)
-            out = torch.zeros(math.ceil(n / f), math.ceil(n / f), dtype=torch.float64)
+            out = torch.zeros(math.ceil(n / f), math.ceil(n / f), dtype=torch.float64, device=self.q.device)
             for rows in self._row_blocks(heads=1):
                 s = self._scores(layer, rows, self._seen(rows), head)[0]  # (r, c): this head's scores only
                 pool_rows(out, torch.exp(s - s.logsumexp(-1, keepdim=True)), rows, f)
             counts = block_counts(n, f).double()
-            self._cache[key] = ((out / (counts[:, None] * counts[None, :])).float().numpy(), f)
+            self._cache[key] = ((out.cpu() / (counts[:, None] * counts[None, :])).float().numpy(), f)
         return self._cache[key]
 
     def stats(self, progress: Progress | None = None, *, confidence_excludes: str = "end") -> dict[str, Tensor]:
@@ -256,35 +309,56 @@ class LazyAttention:
         confidence_excludes: str = "end",
         progress: Progress | None = None,
     ) -> None:
-        """One pass through every layer, row block by row block: the row normalisers, the pooled map, the head
-        statistics and the attention each token receives. Holds at most one block of weights at a time."""
+        """One pass through every layer, block by block: the row normalisers, the pooled map, the head statistics
+        and the attention each token receives. Holds at most one block of weights at a time. On a GPU that runs out
+        of memory, the queries and keys move to the CPU and the pass runs there (`notice` says so)."""
         with self._lock:  # one pass at a time; a second caller finds the results cached
             if ("stats", confidence_excludes) in self._cache and all(("pooled", m) in self._cache for m in max_sides):
                 return
-            n, n_l, n_h = self.n_tokens, self.n_layers, self.n_heads
-            blocks = BlockPass(n_l, n_h, self.source, self.kind, factors=tuple(pool_factor(n, m) for m in max_sides),
-                               confidence_excludes=confidence_excludes)  # fmt: skip
-            lse = torch.empty(n_l, n_h, n, dtype=torch.float32)
-            for layer in range(n_l):
-                for rows in self._row_blocks():
-                    seen = self._seen(rows)
-                    s = self._scores(layer, rows, seen)  # (H, r, c): scores, masked
-                    top = s.amax(-1)  # (H, r)
-                    s.sub_(top[..., None])  # shifted scores: each row's largest is 0 (in place)
-                    w = s.exp()
-                    tail = self._masked_tail(rows, seen)
-                    if tail is not None:  # masked scores are -inf: 0 from here on, so that w * s is 0 there
-                        s[..., tail[0] :].masked_fill_(tail[1], 0.0)
-                    z = w.sum(-1)  # (H, r)
-                    w.div_(z[..., None])  # (H, r, c): exact weights
-                    log_z = z.log()
-                    lse[layer, :, rows] = top + log_z
-                    blocks.add(layer, rows, w, s, log_z)
-                if progress:
-                    progress(layer + 1, n_l)
-            for i, m in enumerate(max_sides):
-                f = blocks.factors[i]
-                self._cache[("pooled", m)] = (blocks.pooled(i), f, f)
-            self._cache["lse"] = lse
-            self._cache[("stats", confidence_excludes)] = blocks.stats()
-            self._cache["received"] = blocks.received()
+            try:
+                self._analyse(max_sides, confidence_excludes, progress)
+            except torch.OutOfMemoryError:
+                if self.q.device.type != "cuda":
+                    raise
+                self._to_cpu()
+                self._analyse(max_sides, confidence_excludes, progress)
+
+    def _to_cpu(self) -> None:
+        """The GPU ran out of memory: queries, keys and normalisers to the CPU, blocks sized for it, and a notice."""
+        q, k = self.q.cpu(), self.k.cpu()
+        self.q, self.k = q, k
+        if "lse" in self._cache:
+            self._cache["lse"] = self._cache["lse"].cpu()
+        self.block_bytes, self.max_rows = block_size(torch.device("cpu"))
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        self.notice = OOM_NOTICE
+
+    def _analyse(self, max_sides: tuple[int, ...], confidence_excludes: str, progress: Progress | None) -> None:
+        n, n_l, n_h = self.n_tokens, self.n_layers, self.n_heads
+        blocks = BlockPass(n_l, n_h, self.source, self.kind, factors=tuple(pool_factor(n, m) for m in max_sides),
+                           confidence_excludes=confidence_excludes, device=self.q.device)  # fmt: skip
+        lse = torch.empty(n_l, n_h, n, dtype=torch.float32, device=self.q.device)
+        for layer in range(n_l):
+            for heads, rows in self._blocks():
+                seen = self._seen(rows)
+                s = self._scores(layer, rows, seen, heads)  # (h, r, c): scores, masked
+                top = s.amax(-1)  # (h, r)
+                s.sub_(top[..., None])  # shifted scores: each row's largest is 0 (in place)
+                w = s.exp()
+                tail = self._masked_tail(rows, seen)
+                if tail is not None:  # masked scores are -inf: 0 from here on, so that w * s is 0 there
+                    s[..., tail[0] :].masked_fill_(tail[1], 0.0)
+                z = w.sum(-1)  # (h, r)
+                w.div_(z[..., None])  # (h, r, c): exact weights
+                log_z = z.log()
+                lse[layer, heads, rows] = top + log_z
+                blocks.add(layer, rows, w, s, log_z, heads)
+            if progress:
+                progress(layer + 1, n_l)
+        for i, m in enumerate(max_sides):
+            f = blocks.factors[i]
+            self._cache[("pooled", m)] = (blocks.pooled(i), f, f)
+        self._cache["lse"] = lse
+        self._cache[("stats", confidence_excludes)] = blocks.stats()
+        self._cache["received"] = blocks.received()

@@ -74,3 +74,73 @@ def test_head_count_models_and_mask_kernels_on_gpu():
     out, band = kernels.sliding_window_attention(q, k, v, 64, block=128)
     ref_out, ref_w = scaled_dot_product_attention(q, k, v, kernels.sliding_window(2048, 64).cuda())
     assert (out - ref_out).abs().max() < 1e-5 and (kernels.band_to_dense(band, 64) - ref_w).abs().max() < 1e-5
+
+
+# -- SmolLM2's exact shape with seeded random weights (what travels to a GPU machine; the parity is about our code) --
+
+
+@pytest.fixture(scope="module")
+def shaped_dir(tmp_path_factory):
+    from attnviz.engines import smollm2
+
+    return smollm2.shaped(tmp_path_factory.mktemp("smollm2-shaped"), seed=0)
+
+
+def _shaped_text(engine, n: int):
+    from test_lazy import PARAGRAPH
+
+    enc = engine.tokenizer.encode(PARAGRAPH * (n // 30 + 1), n)
+    assert len(enc.ids) == n
+    return enc
+
+
+def test_smollm2_shaped_scratch_equals_hugging_face_eager_on_cuda(shaped_dir):
+    from conftest import eager_reference
+
+    ours = registry.scratch_engine(registry.load(str(shaped_dir), "hf", "cuda"))
+    reference = eager_reference(shaped_dir).cuda()  # transformers' own eager attention, on the GPU
+    enc = _shaped_text(ours, 1024)
+    with torch.inference_mode():
+        w = ours.weights_of(enc.ids)  # (L, H, N, N) on the GPU
+        out = reference(input_ids=torch.tensor([list(enc.ids)], device="cuda"), output_attentions=True)
+        ref = torch.stack([a[0] for a in out.attentions])
+    assert w.is_cuda and ref.is_cuda and w.shape == ref.shape == (30, 9, 1024, 1024)
+    assert (w - ref).abs().max().item() < 1e-4
+
+
+@pytest.mark.parametrize("n", [1024, 4096])
+@pytest.mark.parametrize("backend", ["hf", "scratch"])
+def test_smollm2_shaped_lazy_on_cuda_equals_eager_on_cuda(shaped_dir, backend, n):
+    """Q and K stay on the GPU; every tile, row, pooled map and statistic computed there equals eager's."""
+    from test_lazy import _assert_matches
+
+    from attnviz.result import AttentionResult
+
+    engine = registry.load(str(shaped_dir), "hf", "cuda")
+    engine = registry.scratch_engine(engine) if backend == "scratch" else engine
+    enc = _shaped_text(engine, n)
+    with torch.inference_mode():
+        w = engine.weights_of(enc.ids).cpu()  # computed on the GPU; 18 GB at 4,096, held on the CPU for the check
+    lazy = engine.lazy_run(enc)
+    assert lazy.q.is_cuda and lazy.k.is_cuda and lazy.device.startswith("cuda")
+    _assert_matches(lazy, AttentionResult(w, enc.axis, enc.axis, "causal", engine.name))
+    assert lazy.notice is None
+
+
+def test_a_gpu_out_of_memory_in_the_first_pass_moves_it_to_the_cpu_with_a_notice(tiny_long_llama_dir):
+    from attnviz.lazy import OOM_NOTICE
+
+    engine = registry.load(str(tiny_long_llama_dir), "hf", "cuda")
+    enc = engine.tokenizer.encode("The animal didn't cross the street because it was too tired. " * 250, 2048)
+    assert len(enc.ids) == 2048  # a block of a layer: 6 x 2,048 x 2,048 floats (100 MB), scores and weights
+    reference = engine.lazy_run(enc)
+    reference.analyse()
+    lazy = engine.lazy_run(enc)
+    lazy.block_bytes, lazy.max_rows = 2**40, 2**20  # one block of every head and row: more than the GPU allows
+    torch.cuda.set_per_process_memory_fraction(0.001)  # about 80 MB of an H100
+    try:
+        lazy.analyse()
+    finally:
+        torch.cuda.set_per_process_memory_fraction(1.0)
+    assert lazy.notice == OOM_NOTICE and not lazy.q.is_cuda
+    assert (lazy.received() - reference.received()).abs().max() < 1e-5

@@ -73,9 +73,13 @@ def test_lazy_equals_eager_on_a_tiny_llama(long_tiny, backend, n):
     assert len(enc.ids) == n
     with torch.inference_mode():
         w = engine.weights_of(enc.ids)  # every weight, the eager way: the reference
+    eager = AttentionResult(w, enc.axis, enc.axis, "causal", engine.name)
     lazy = engine.lazy_run(enc)
-    lazy.block_bytes = 4 * 6 * n * 37  # 37 rows a block: many blocks, none aligned to anything
-    _assert_matches(lazy, AttentionResult(w, enc.axis, enc.axis, "causal", engine.name))
+    for heads in (6, 3, 1):  # every head a block, one group of 3 sharing a key head, one head: 37 rows a block
+        blocked = LazyAttention(lazy.q, lazy.k, lazy.target, lazy.source, "causal", lazy.model, scale=lazy.scale,
+                                block_bytes=4 * heads * n * 37, max_rows=37)  # fmt: skip
+        assert {h.stop - h.start for h, _ in blocked._blocks()} == {heads}
+        _assert_matches(blocked, eager)
 
 
 def test_smollm2_lazy_equals_its_eager_weights_at_1024_tokens(smollm2_hf, smollm2_eager):

@@ -315,7 +315,8 @@ class HFDecoderEngine(HFEngine):
         with self._passes, torch.inference_mode():
             ids = torch.tensor([src.ids], device=self.device)  # (1, N)
             self.model.base_model(input_ids=ids, use_cache=False, **{HOOKS_KW: hooks})  # no logits, no cache
-        q, k = hooks.stacked("q").float().cpu(), hooks.stacked("k").float().cpu()  # (L, H, N, Dh), (L, Hkv, N, Dh)
+        q, k = hooks.stacked("q").float(), hooks.stacked("k").float()  # (L, H, N, Dh), (L, Hkv, N, Dh): stay on
+        # the model's device; LazyAttention computes every block there and sends back only what a view draws
         scale = self.model.base_model.layers[0].self_attn.scaling
         return LazyAttention(q, k, src.axis, src.axis, "causal", self.name, self.device_name, src.truncated,
                              scale=scale)  # fmt: skip

@@ -251,7 +251,8 @@ class ScratchLlamaEngine:
         """One fused pass that reads each layer's turned Q and K at the hook points: linear in N, weights on demand."""
         hooks = Hooks(read=("q", "k", "value_norms"), fused=True, progress=progress, n_layers=self.n_layers)
         self.forward(enc, hooks)
-        q, k = hooks.stacked("q").float().cpu(), hooks.stacked("k").float().cpu()  # (L, H, N, Dh), (L, Hkv, N, Dh)
+        q, k = hooks.stacked("q").float(), hooks.stacked("k").float()  # (L, H, N, Dh), (L, Hkv, N, Dh): stay on
+        # the model's device; LazyAttention computes every block there and sends back only what a view draws
         return LazyAttention(q, k, enc.axis, enc.axis, "causal", self.name, self.device_name, enc.truncated,
                              value_norms=hooks.stacked("value_norms").float().cpu())  # fmt: skip
 

@@ -110,3 +110,32 @@ def _convert(gguf: Path, folder: Path) -> None:
         raise ModelLoadError(
             redact(f"SmolLM2 could not be converted for loading ({type(err).__name__}: {err})")
         ) from err
+
+
+# SmolLM2-135M-Instruct's shape, as its converted config.json states it (a test compares them where SmolLM2 is
+# installed). A Llama of this shape with seeded random weights is what travels to a GPU machine: its 540 MB of
+# weights do not, and the parity and timings measured there are about attnviz's code, not the weights.
+SHAPE = {
+    "vocab_size": 49152, "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30,
+    "num_attention_heads": 9, "num_key_value_heads": 3, "head_dim": 64, "hidden_act": "silu",
+    "max_position_embeddings": 8192, "rms_norm_eps": 9.999999747378752e-06, "rope_theta": 100000.0,
+    "tie_word_embeddings": True, "attention_bias": False, "mlp_bias": False, "initializer_range": 0.02,
+    "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 2,
+}  # fmt: skip
+
+
+def shaped(folder: Path, *, seed: int = 0, max_positions: int = 8192) -> Path:
+    """A Llama with SmolLM2's exact shape and seeded random weights, saved in `folder` with the bundled BERT's
+    tokenizer (its ids all fall inside SmolLM2's vocabulary). max_positions past 8,192 extends the rotary table
+    (a synthetic configuration: SmolLM2 was trained to 8,192)."""
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from attnviz.engines import registry
+
+    config = LlamaConfig(**{**SHAPE, "max_position_embeddings": max_positions})
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config).eval()
+    folder = Path(folder)
+    model.save_pretrained(folder)
+    AutoTokenizer.from_pretrained(registry.default_model_dir(), model_max_length=max_positions).save_pretrained(folder)
+    return folder

@@ -128,3 +128,26 @@ def test_smollm2_writes_the_same_answer_on_both_backends_and_shows_every_step(sm
     p = a.prompt_tokens
     assert torch.equal(a.steps[:, :, 0], a.result.weights[:, :, p - 1])
     assert a.result.target.tokens[0] == "<|im_start|>" and a.result.target.special[0]  # the chat template's marker
+
+
+def test_the_smollm2_shaped_llama_has_smollm2s_exact_shape_and_runs_on_both_backends(tmp_path):
+    """What travels to a GPU machine in SmolLM2's place: its config field for field, seeded random weights."""
+    import json
+
+    from attnviz.engines import smollm2
+
+    real = json.loads((smollm2.prepared() / "config.json").read_text())
+    real_rope = real.pop("rope_parameters", {})
+    for key, value in smollm2.SHAPE.items():
+        expected = real_rope.get("rope_theta") if key == "rope_theta" else real[key]
+        assert value == expected, key
+    assert real_rope.get("rope_type", "default") == "default"
+    folder = smollm2.shaped(tmp_path / "a", seed=3)
+    hf = registry.load(str(folder), "hf", "cpu")
+    ours = registry.scratch_engine(hf)
+    assert (hf.n_layers, hf.n_heads, ours.n_kv_heads, hf.max_tokens) == (30, 9, 3, 8192)
+    text = "The animal didn't cross the street because it was too tired."
+    a, b = hf.run(text)["causal"].weights, ours.run(text)["causal"].weights
+    assert (a - b).abs().max() < 1e-5
+    again = registry.load(str(smollm2.shaped(tmp_path / "b", seed=3)), "hf", "cpu").run(text)["causal"].weights
+    assert torch.equal(a, again)  # seeded: the same weights wherever it is built
