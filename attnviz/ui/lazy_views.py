@@ -37,6 +37,8 @@ def intro(lazy: LazyAttention) -> None:
         "a view asks. Every number shown is exact; maps of the whole text are pooled (each cell is the mean of the "
         "weights of a block of queries on a block of keys), and the window and the row below are not pooled at all."
     )
+    if lazy.notice:  # the GPU ran out of memory while its weights were computed: they moved to the CPU
+        st.info(lazy.notice)
 
 
 def options_note(engine_layers: int, engine_heads: int) -> None:
