@@ -17,7 +17,18 @@ Exactness (lazy vs eager within 1e-5: every weight, rows, pooled maps, statistic
 --eager-gb (default 8: half this machine's memory): that is reported, not run. The growth rate between two sizes
 is log(t2 / t1) / log(N2 / N1): 1 is linear, 2 quadratic.
 
-Usage: python bench/long_inputs.py [--sizes 256,512,...] [--backend hf|scratch] [--plot PNG] [--markdown]
+The FLOP floor: the arithmetic a lazy request cannot avoid (the projections of the forward pass, causal attention's
+two products over the pairs a query sees, and the statistics' second QK^T over the same pairs), divided by this
+device's measured float32 matrix-product speed (a 2,048-square product on the CPU, 8,192 on a GPU, best of five).
+The last column is our time over that floor.
+
+--device cuda runs on the GPU. SmolLM2's weights are not on a GPU machine (they do not travel): --model shaped is
+a Llama with SmolLM2's exact configuration and seeded random weights (engines/smollm2.shaped; time does not depend
+on the weights); --positions 32768 extends its rotary table to 32,768 positions (a synthetic configuration:
+SmolLM2 was trained to 8,192). --profile N prints where a lazy request's time goes at N tokens (torch.profiler).
+
+Usage: python bench/long_inputs.py [--sizes 256,512,...] [--backend hf|scratch] [--device cpu|cuda]
+       [--model smollm2|shaped] [--positions N] [--plot PNG] [--profile N]
 """
 
 from __future__ import annotations
@@ -47,7 +58,8 @@ def _status() -> dict[str, int]:
     return {k: int(re.search(rf"{k}:\s+(\d+)", text).group(1)) * 1024 for k in ("VmRSS", "VmHWM")}
 
 
-def _engine(backend: str):
+def _engine(backend: str, device: str = "cpu", model: str = "smollm2"):
+    """SmolLM2, or the folder of a SmolLM2-shaped Llama (--model shaped), on a backend and a device."""
     import torch
     from transformers.utils import logging as hf_logging
 
@@ -55,8 +67,42 @@ def _engine(backend: str):
 
     hf_logging.set_verbosity_error()
     torch.set_grad_enabled(False)
-    hf = registry.load("smollm2", "hf", "cpu")
+    hf = registry.load(model, "hf", device)
     return hf if backend == "hf" else registry.scratch_engine(hf)
+
+
+def _sync(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def gflops(device: str) -> float:
+    """This device's float32 matrix-product speed, GFLOP/s: the best of five square products."""
+    import torch
+
+    n = 8192 if device.startswith("cuda") else 2048
+    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
+    a @ b
+    best = math.inf
+    for _ in range(5):
+        _sync(device)
+        start = time.perf_counter()
+        a @ b
+        _sync(device)
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / best / 1e9
+
+
+def flops(config, n: int) -> float:
+    """The arithmetic of a lazy request at n tokens: projections, causal attention (two products) and the
+    statistics' second QK^T, each over the (n + 1) n / 2 pairs a query sees."""
+    d, layers, heads = config.hidden_size, config.num_hidden_layers, config.num_attention_heads
+    kv, dh = config.num_key_value_heads, getattr(config, "head_dim", None) or d // heads
+    per_token = layers * (2 * d * heads * dh + 2 * d * kv * dh + 3 * d * config.intermediate_size)  # multiply-adds
+    pairs = n * (n + 1) / 2
+    return 2 * per_token * n + 3 * (2 * dh * pairs * heads * layers)
 
 
 def _encode(engine, n: int):
@@ -70,8 +116,9 @@ def _encode(engine, n: int):
     return enc
 
 
-def child(mode: str, n: int, backend: str) -> dict:
-    """One request in this process: its seconds (forward, analysis) and the peak memory it added."""
+def child(mode: str, n: int, backend: str, device: str = "cpu", model: str = "smollm2") -> dict:
+    """One request in this process: its seconds (forward, analysis) and the peak memory it added (the process's
+    resident set on the CPU; allocated GPU memory on a GPU)."""
     import torch
 
     from attnviz.analysis.head_stats import head_stats
@@ -79,17 +126,23 @@ def child(mode: str, n: int, backend: str) -> dict:
     from attnviz.lazy import GRID_SIDE, THUMB_SIDE
     from attnviz.result import AttentionResult
 
-    engine = _engine(backend)
+    engine = _engine(backend, device, model)
     enc = _encode(engine, n)
     warm = _encode(engine, 32)  # the weights are memory-mapped: a first pass reads them all in (~0.5 GB resident)
     with torch.inference_mode():
         engine.weights_of(warm.ids) if mode == "eager" else engine.lazy_run(warm).analyse()
-    Path("/proc/self/clear_refs").write_text("5")  # the peak resident set starts again from here
-    before = _status()["VmRSS"]
+    gpu = device.startswith("cuda")
+    _sync(device)
+    if gpu:
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+    else:
+        Path("/proc/self/clear_refs").write_text("5")  # the peak resident set starts again from here
+        before = _status()["VmRSS"]
     start = time.perf_counter()
     if mode == "eager":
         with torch.inference_mode():
-            w = engine.weights_of(enc.ids)  # (L, H, N, N)
+            w = engine.weights_of(enc.ids).cpu()  # (L, H, N, N)
         forward = time.perf_counter() - start
         eager = AttentionResult(w, enc.axis, enc.axis, "causal", engine.name)
         head_stats(eager)
@@ -98,13 +151,43 @@ def child(mode: str, n: int, backend: str) -> dict:
             block_mean(w, f, f)
     else:
         lazy = engine.lazy_run(enc)
+        _sync(device)
         forward = time.perf_counter() - start
         lazy.analyse()
+        _sync(device)
     total = time.perf_counter() - start
-    return {"mode": mode, "n": n, "forward_s": forward, "total_s": total, "added_bytes": _status()["VmHWM"] - before}
+    added = torch.cuda.max_memory_allocated() - before if gpu else _status()["VmHWM"] - before
+    config = engine.model.config
+    return {"mode": mode, "n": n, "forward_s": forward, "total_s": total, "added_bytes": added,
+            "flops": flops(config, n)}  # fmt: skip
 
 
-def exactness(n: int, backend: str) -> dict:
+def profile(n: int, backend: str, device: str, model: str) -> str:
+    """Where a lazy request's time goes at n tokens: the forward pass and the analysis, each by operator."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    engine = _engine(backend, device, model)
+    enc = _encode(engine, n)
+    engine.lazy_run(_encode(engine, 32)).analyse()
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.startswith("cuda") else [])
+    sort = "self_cuda_time_total" if device.startswith("cuda") else "self_cpu_time_total"
+    out = []
+    for part in ("forward", "analysis"):
+        start = time.perf_counter()
+        with torch_profile(activities=activities) as prof:
+            if part == "forward":
+                lazy = engine.lazy_run(enc)
+            else:
+                lazy.analyse()
+            _sync(device)
+        took = time.perf_counter() - start
+        table = prof.key_averages().table(sort_by=sort, row_limit=12, max_name_column_width=40)
+        out.append(f"## {part} at N = {n:,}: {took:.1f} s (under the profiler)\n\n{table}")
+    return "\n".join(out)
+
+
+def exactness(n: int, backend: str, device: str = "cpu", model: str = "smollm2") -> dict:
     """Largest differences of lazy from eager: weights, picked rows, pooled maps, attention received, statistics."""
     import torch
 
@@ -112,10 +195,10 @@ def exactness(n: int, backend: str) -> dict:
     from attnviz.blocks import block_mean
     from attnviz.result import AttentionResult
 
-    engine = _engine(backend)
+    engine = _engine(backend, device, model)
     enc = _encode(engine, n)
     with torch.inference_mode():
-        w = engine.weights_of(enc.ids)
+        w = engine.weights_of(enc.ids).cpu()
     lazy = engine.lazy_run(enc)
     n_l, n_h = w.shape[:2]
     out = {"n": n}
@@ -182,28 +265,49 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
     parser.add_argument("--backend", choices=("hf", "scratch"), default="hf")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--model", choices=("smollm2", "shaped"), default="smollm2")
+    parser.add_argument("--positions", type=int, default=8192, help="--model shaped: its rotary table's length")
+    parser.add_argument("--profile", type=int, default=0, metavar="N", help="print where the time goes at N tokens")
     parser.add_argument("--eager-gb", type=float, default=8.0, help="eager is not run where its weights pass this")
     parser.add_argument("--no-exact", action="store_true")
     parser.add_argument("--plot", type=Path, default=None, help="write the time and memory plot (PNG) here")
     parser.add_argument("--markdown", action="store_true")
-    parser.add_argument("--child", nargs=3, metavar=("MODE", "N", "BACKEND"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=5, metavar=("MODE", "N", "BACKEND", "DEVICE", "MODEL"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        mode, n, backend = args.child
-        result = exactness(int(n), backend) if mode == "exact" else child(mode, int(n), backend)
-        print(json.dumps(result))
+        mode, n, backend, device, model = args.child
+        run = exactness if mode == "exact" else lambda *a: child(mode, *a)
+        print(json.dumps(run(int(n), backend, device, model)))
         return
 
     import torch
 
+    model, label = "smollm2", "SmolLM2"
+    if args.model == "shaped":
+        import tempfile
+
+        from attnviz.engines import smollm2
+
+        folder = Path(tempfile.mkdtemp(prefix="smollm2-shaped-"))
+        model = str(smollm2.shaped(folder, seed=0, max_positions=args.positions))
+        label = f"a Llama of SmolLM2's shape, seeded random weights, rotary table to {args.positions:,} positions"
+        if args.positions > 8192:
+            label += " (synthetic: SmolLM2 was trained to 8,192)"
+    if args.profile:
+        print(profile(args.profile, args.backend, args.device, model))
+        return
     sizes = [int(s) for s in args.sizes.split(",")]
-    print(f"# long inputs: SmolLM2 ({args.backend}), {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} cores, torch {torch.__version__}, cpu")  # fmt: skip
+    speed = gflops(args.device)
+    device_name = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "cpu"
+    print(f"# long inputs: {label} ({args.backend}), {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} cores, torch {torch.__version__}, {device_name}; float32 matrix products "
+          f"{speed:,.0f} GFLOP/s")  # fmt: skip
     failed = False
     if not args.no_exact:
         print("\n| N | weights | rows | pooled | received | statistics | within 1e-5 |\n|---|---|---|---|---|---|---|")
         for n in EXACT_SIZES:
-            e = _run_child("exact", str(n), args.backend)
+            e = _run_child("exact", str(n), args.backend, args.device, model)
             if "error" in e:
                 print(f"| {n} | error: {e['error']} |")
                 failed = True
@@ -219,13 +323,13 @@ def main() -> None:
             if mode == "eager" and weights_gb > args.eager_gb:
                 table[mode].append({"n": n, "skipped": f"not run: its weights alone are {weights_gb:.0f} GB"})
                 continue
-            r = _run_child(mode, str(n), args.backend)
+            r = _run_child(mode, str(n), args.backend, args.device, model)
             r["n"] = n
             table[mode].append(r)
             shown = f"{r['total_s']:.1f} s, +{r['added_bytes'] / 2**30:.2f} GiB" if "total_s" in r else r["error"]
             print(f"  {mode} N={n}: {shown}", file=sys.stderr, flush=True)
     print("\n| N | eager: seconds | eager: peak added | lazy: forward | lazy: total seconds | lazy: peak added | "
-          "eager / lazy time |\n|---|---|---|---|---|---|---|")  # fmt: skip
+          "eager / lazy time | FLOP floor | lazy / floor |\n|---|---|---|---|---|---|---|---|---|")  # fmt: skip
     for e, z in zip(table["eager"], table["lazy"], strict=True):
         eager_t = f"{e['total_s']:.1f}" if "total_s" in e else e.get("skipped", e.get("error", "–"))
         eager_m = f"{e['added_bytes'] / 2**30:.2f} GiB" if "total_s" in e else "–"
@@ -233,7 +337,9 @@ def main() -> None:
         lazy_f = f"{z['forward_s']:.1f}" if "total_s" in z else "–"
         lazy_m = f"{z['added_bytes'] / 2**30:.2f} GiB" if "total_s" in z else "–"
         ratio = f"{e['total_s'] / z['total_s']:.1f}x" if "total_s" in e and "total_s" in z else "–"
-        print(f"| {e['n']:,} | {eager_t} | {eager_m} | {lazy_f} | {lazy_t} | {lazy_m} | {ratio} |")
+        floor = z["flops"] / (speed * 1e9) if "total_s" in z else None
+        floor_s, over = (f"{floor:.2f} s", f"{z['total_s'] / floor:.1f}x") if floor else ("–", "–")
+        print(f"| {e['n']:,} | {eager_t} | {eager_m} | {lazy_f} | {lazy_t} | {lazy_m} | {ratio} | {floor_s} | {over} |")
     for mode in ("eager", "lazy"):
         rows = [r for r in table[mode] if "total_s" in r]
         if len(rows) > 1:
@@ -244,10 +350,9 @@ def main() -> None:
     if args.plot:
         _plot(table, args.plot)
         print(f"\nplot: {args.plot}")
-    if torch.cuda.is_available():
-        print("\nCUDA is available, but this benchmark runs on the CPU; N = 32,768 on CUDA is not measured here.")
-    else:
-        print("\nNo GPU on this machine: N = 32,768 on CUDA was not run.")
+    if not args.device.startswith("cuda"):
+        gpu = "a GPU is here" if torch.cuda.is_available() else "no GPU on this machine"
+        print(f"\nRan on the CPU ({gpu}): --device cuda --model shaped measures a GPU.")
     sys.exit(1 if failed else 0)
 
 
