@@ -287,10 +287,10 @@ def main() -> None:
     if args.model == "shaped":
         import tempfile
 
-        from attnviz.engines import smollm2
+        from attnviz.engines import registry, smollm2
 
         folder = Path(tempfile.mkdtemp(prefix="smollm2-shaped-"))
-        model = str(smollm2.shaped(folder, seed=0, max_positions=args.positions))
+        model = str(smollm2.shaped(folder, registry.default_model_dir(), seed=0, max_positions=args.positions))
         label = f"a Llama of SmolLM2's shape, seeded random weights, rotary table to {args.positions:,} positions"
         if args.positions > 8192:
             label += " (synthetic: SmolLM2 was trained to 8,192)"

@@ -83,7 +83,7 @@ def test_head_count_models_and_mask_kernels_on_gpu():
 def shaped_dir(tmp_path_factory):
     from attnviz.engines import smollm2
 
-    return smollm2.shaped(tmp_path_factory.mktemp("smollm2-shaped"), seed=0)
+    return smollm2.shaped(tmp_path_factory.mktemp("smollm2-shaped"), registry.default_model_dir(), seed=0)
 
 
 def _shaped_text(engine, n: int):

@@ -124,18 +124,17 @@ SHAPE = {
 }  # fmt: skip
 
 
-def shaped(folder: Path, *, seed: int = 0, max_positions: int = 8192) -> Path:
-    """A Llama with SmolLM2's exact shape and seeded random weights, saved in `folder` with the bundled BERT's
-    tokenizer (its ids all fall inside SmolLM2's vocabulary). max_positions past 8,192 extends the rotary table
-    (a synthetic configuration: SmolLM2 was trained to 8,192)."""
+def shaped(folder: Path, tokenizer: Path, *, seed: int = 0, max_positions: int = 8192) -> Path:
+    """A Llama with SmolLM2's exact shape and seeded random weights, saved in `folder` with the tokenizer of the
+    folder `tokenizer` (the bundled BERT's, registry.default_model_dir(): its ids all fall inside SmolLM2's
+    vocabulary). max_positions past 8,192 extends the rotary table (a synthetic configuration: SmolLM2 was trained
+    to 8,192)."""
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    from attnviz.engines import registry
 
     config = LlamaConfig(**{**SHAPE, "max_position_embeddings": max_positions})
     torch.manual_seed(seed)
     model = LlamaForCausalLM(config).eval()
     folder = Path(folder)
     model.save_pretrained(folder)
-    AutoTokenizer.from_pretrained(registry.default_model_dir(), model_max_length=max_positions).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(tokenizer, model_max_length=max_positions).save_pretrained(folder)
     return folder

@@ -142,12 +142,13 @@ def test_the_smollm2_shaped_llama_has_smollm2s_exact_shape_and_runs_on_both_back
         expected = real_rope.get("rope_theta") if key == "rope_theta" else real[key]
         assert value == expected, key
     assert real_rope.get("rope_type", "default") == "default"
-    folder = smollm2.shaped(tmp_path / "a", seed=3)
+    folder = smollm2.shaped(tmp_path / "a", registry.default_model_dir(), seed=3)
     hf = registry.load(str(folder), "hf", "cpu")
     ours = registry.scratch_engine(hf)
     assert (hf.n_layers, hf.n_heads, ours.n_kv_heads, hf.max_tokens) == (30, 9, 3, 8192)
     text = "The animal didn't cross the street because it was too tired."
     a, b = hf.run(text)["causal"].weights, ours.run(text)["causal"].weights
     assert (a - b).abs().max() < 1e-5
-    again = registry.load(str(smollm2.shaped(tmp_path / "b", seed=3)), "hf", "cpu").run(text)["causal"].weights
+    twin = smollm2.shaped(tmp_path / "b", registry.default_model_dir(), seed=3)
+    again = registry.load(str(twin), "hf", "cpu").run(text)["causal"].weights
     assert torch.equal(a, again)  # seeded: the same weights wherever it is built
