@@ -172,28 +172,26 @@ class LazyAttention:
         c = torch.arange(max(cols.start, rows.start), cols.stop, device=device)[None, :]  # (1, c')
         return max(cols.start, rows.start) - cols.start, c > r
 
-    def _row_blocks(self, heads: int | None = None):
-        """Row slices whose weights (all heads, or `heads` of them, every key) fit block_bytes."""
-        per_row = 4 * (heads or self.n_heads) * self.n_tokens
-        size = max(1, min(self.max_rows, self.block_bytes // per_row))
-        for r0 in range(0, self.n_tokens, size):
-            yield slice(r0, min(self.n_tokens, r0 + size))
-
-    def _blocks(self):
-        """(heads, rows): blocks of whole groups of heads and of rows whose weights fit block_bytes.
+    def _blocks(self, head: int | None = None):
+        """(heads, rows): blocks of whole groups of heads (or of the one head given) and of rows whose weights fit
+        block_bytes.
 
         Rows come first: up to max_rows a block, since a matrix product over few rows runs far below the machine's
         speed; then as many heads as fit beside them. Measured on this 2-core CPU at N = 8,192 (SmolLM2): blocks of
         all 9 heads at 64 MB took 1.7x the time of blocks of 3 heads x 256 rows (25 MB); at 4 MB, 2x.
         """
         n, n_h = self.n_tokens, self.n_heads
-        g = n_h // self.k.shape[1]
-        fits = [h for h in range(n_h, 0, -1) if n_h % h == 0 and (h % g == 0 or g % h == 0)]  # whole groups, or in one
         per_row = 4 * n  # one head's row of weights, every key
-        h = next((h for h in fits if h * per_row * self.max_rows <= self.block_bytes), 1)
+        if head is None:
+            g = n_h // self.k.shape[1]
+            fits = [h for h in range(n_h, 0, -1) if n_h % h == 0 and (h % g == 0 or g % h == 0)]  # groups, or in one
+            h = next((h for h in fits if h * per_row * self.max_rows <= self.block_bytes), 1)
+            starts = range(0, n_h, h)
+        else:
+            h, starts = 1, range(head, head + 1)
         size = max(1, min(self.max_rows, self.block_bytes // (h * per_row)))
         for r0 in range(0, n, size):
-            for h0 in range(0, n_h, h):
+            for h0 in starts:
                 yield slice(h0, h0 + h), slice(r0, min(n, r0 + size))
 
     def _seen(self, rows: slice) -> slice:
@@ -279,7 +277,7 @@ class LazyAttention:
             n = self.n_tokens
             f = pool_factor(n, max_side)
             out = torch.zeros(math.ceil(n / f), math.ceil(n / f), dtype=torch.float64, device=self.q.device)
-            for rows in self._row_blocks(heads=1):
+            for _, rows in self._blocks(head):
                 s = self._scores(layer, rows, self._seen(rows), head)[0]  # (r, c): this head's scores only
                 pool_rows(out, torch.exp(s - s.logsumexp(-1, keepdim=True)), rows, f)
             counts = block_counts(n, f).double()
@@ -325,8 +323,7 @@ class LazyAttention:
 
     def _to_cpu(self) -> None:
         """The GPU ran out of memory: queries, keys and normalisers to the CPU, blocks sized for it, and a notice."""
-        q, k = self.q.cpu(), self.k.cpu()
-        self.q, self.k = q, k
+        self.q, self.k = self.q.cpu(), self.k.cpu()
         if "lse" in self._cache:
             self._cache["lse"] = self._cache["lse"].cpu()
         self.block_bytes, self.max_rows = block_size(torch.device("cpu"))

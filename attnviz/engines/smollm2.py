@@ -132,8 +132,9 @@ def shaped(folder: Path, tokenizer: Path, *, seed: int = 0, max_positions: int =
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
     config = LlamaConfig(**{**SHAPE, "max_position_embeddings": max_positions})
-    torch.manual_seed(seed)
-    model = LlamaForCausalLM(config).eval()
+    with torch.random.fork_rng(devices=[]):  # the caller's random state is left as it was
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(config).eval()
     folder = Path(folder)
     model.save_pretrained(folder)
     AutoTokenizer.from_pretrained(tokenizer, model_max_length=max_positions).save_pretrained(folder)
