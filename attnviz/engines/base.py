@@ -14,7 +14,6 @@ own engine). "kind" only ever means the kind of attention: self, causal or cross
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import threading
@@ -201,14 +200,19 @@ def make_generation(
     return Generation(result, len(prompt.ids), tokens, tokenizer.decode(written), stopped)
 
 
-def passes(shared: bool) -> contextlib.AbstractContextManager:
+SHARED_PASSES = 2  # passes of one model at once, where a pass changes no state of the model
+
+
+def passes(shared: bool) -> threading.Semaphore | threading.Lock:
     """What an engine's forward passes hold while they run.
 
-    shared: the pass changes no state of the model (its inputs, hooks and caches are the call's own), so the passes
-    of every session run at once and a typed sentence never waits for another page's long pass. Otherwise one lock:
-    a model attnviz does not know (a dynamic rotary table grows in place, `generate` keeps state) runs one at a time.
+    shared: the pass changes no state of the model (its inputs, hooks and caches are the call's own), so two passes
+    run at once: a long text's pass (heavy work, admitted one at a time) and a typed sentence beside it, which then
+    never waits for it. No more than two, since each short pass may hold up to ATTNVIZ_EAGER_MB of weights and two
+    cores gain nothing from a third. Otherwise one lock: a model attnviz does not know (a dynamic rotary table grows
+    in place, `generate` keeps state) runs one pass at a time.
     """
-    return contextlib.nullcontext() if shared else threading.Lock()
+    return threading.BoundedSemaphore(SHARED_PASSES) if shared else threading.Lock()
 
 
 def rope_parameters(config) -> dict:

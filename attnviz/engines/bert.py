@@ -187,7 +187,7 @@ class ScratchBertEngine:
         self.model = from_hf(hf_engine.model)
         self.n_layers, self.n_heads = self.model.config.num_hidden_layers, self.model.config.num_attention_heads
         self.n_kv_heads = self.n_heads
-        self._passes = passes(shared=True)  # our own forward pass keeps no state: every session's at once
+        self._passes = passes(shared=True)  # our own forward pass keeps no state: two at once
 
     def encode(self, text: str) -> Encoded:
         """The text as BERT's tokenizer cuts it."""

@@ -156,7 +156,7 @@ KINDS_OF: dict[str, tuple[AttentionKind, ...]] = {
 class HFEngine:
     """A Hugging Face model and tokenizer, shared by every caller. An Engine.
 
-    Passes of the families attnviz knows run at once (engines.base.passes); any other model's, one at a time.
+    Passes of the families attnviz knows run two at once (engines.base.passes); any other model's, one at a time.
     """
 
     backend: Backend = "hf"

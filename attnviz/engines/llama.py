@@ -221,7 +221,7 @@ class ScratchLlamaEngine:
         self.n_layers, self.n_heads, self.n_kv_heads = c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads
         self.stop_ids = hf_engine.stop_ids
         self._chat = hf_engine.chat_prompt
-        self._passes = passes(shared=True)  # our own forward pass keeps no state: every session's at once
+        self._passes = passes(shared=True)  # our own forward pass keeps no state: two at once
 
     def encode(self, text: str) -> Encoded:
         """The text as the model's tokenizer cuts it."""

@@ -136,3 +136,23 @@ def test_a_model_whose_pass_changes_its_state_runs_one_pass_at_a_time(dynamic_ro
     second.join(30)
     assert waited, "a pass on a model with a dynamic rotary table ran beside another"
     assert not second.is_alive() and out["r"].main.weights.shape[-1] == len(engine.encode("The animal was tired.").ids)
+
+
+def test_no_more_than_two_passes_of_one_model_run_at_once(bundled_scratch):
+    """Each short pass may hold up to ATTNVIZ_EAGER_MB of weights: a third session waits for one of the two."""
+    from attnviz.engines.base import SHARED_PASSES
+
+    assert SHARED_PASSES == 2
+    first, release_first = _held_pass(bundled_scratch, "one page's text " * 10)
+    second, release_second = _held_pass(bundled_scratch, "another page's text " * 10)
+    third, out = _second_pass(bundled_scratch, "The animal was tired.")
+    third.join(1.0)
+    waited = third.is_alive()
+    release_first.set()
+    third.join(30)
+    release_second.set()
+    first.join(30)
+    second.join(30)
+    assert waited, "a third pass ran beside two others"
+    weights = out["r"].main.weights  # (L, H, T, T)
+    assert torch.allclose(weights.sum(-1), torch.ones(weights.shape[:-1]), atol=1e-5)
