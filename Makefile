@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8501
 
-.PHONY: run test lint hadolint pytest bench browser container-check clean
+.PHONY: run test lint hadolint pytest bench browser postgres container-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,17 @@ browser:
 	    || echo "warning: could not install chromium; the browser tests will be skipped"; \
 	else echo "warning: no apt-get; install Chromium yourself or the browser tests will be skipped"; fi
 
+# PostgreSQL's server binaries for the class store's tests (tests/pgserver.py starts its own server): the system's
+# where present, else Debian's package where apt is available; without either, those tests are skipped with the reason.
+postgres:
+	@if command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	  echo "postgresql: $$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -1 || command -v initdb)"; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo -n ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq postgresql >/dev/null \
+	    || echo "warning: could not install postgresql; the PostgreSQL tests will be skipped"; \
+	else echo "warning: no apt-get; install PostgreSQL's server yourself or its tests will be skipped"; fi
+
 run: $(VENV)/.runtime
 	$(BIN)/python -m attnviz serve --port $(PORT)
 
@@ -43,12 +54,12 @@ hadolint: $(VENV)/.dev
 container-check: $(VENV)/.dev browser
 	PY=$(BIN)/python bash scripts/container-check.sh
 
-pytest: $(VENV)/.dev browser
+pytest: $(VENV)/.dev browser postgres
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
 
 test: lint pytest
 
-bench: $(VENV)/.dev browser
+bench: $(VENV)/.dev browser postgres
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/engines.py
 
 clean:

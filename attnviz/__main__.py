@@ -358,10 +358,14 @@ def cmd_class(args: argparse.Namespace) -> int:
     """Start a class ahead of a lesson: its code, the teacher's and the students' links, when it ends."""
     import datetime as dt
 
-    from attnviz.liveclass.store import Store, links
+    from attnviz.liveclass.store import DATABASE_ERRORS, Store, links
 
     links(args.base_url, "CHECK")  # a bad address fails before a class is made
-    store = Store(args.db) if args.db else Store()
+    try:
+        store = Store(args.db) if args.db else Store()
+    except DATABASE_ERRORS as err:  # an unusable setting or an unreachable server: one line, not a traceback
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(f"the class database cannot be used: {first}") from None
     code, secret, expires = store.create_class(hours=args.hours)
     urls = links(args.base_url, code, secret)
     when = dt.datetime.fromtimestamp(expires, dt.UTC).isoformat(timespec="seconds")
@@ -379,6 +383,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from streamlit.web import cli as streamlit_cli
 
+    from attnviz.liveclass import store
+
+    try:  # the class database (ATTNVIZ_DB) opens now, or the server does not start
+        db = store.Store()
+    except store.DATABASE_ERRORS as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        print(f"attnviz: error: the class database ({store.DB_ENV}) cannot be used: {first}", file=sys.stderr)
+        return BAD_INPUT
+    print(f"attnviz: classes are stored in {db.describe()}", flush=True)
+    db.close()
     app = Path(__file__).resolve().parent.parent / "app.py"
     if not args.no_preload:
         from attnviz import service
@@ -547,7 +561,11 @@ def build_parser() -> argparse.ArgumentParser:
     cc = cl_sub.add_parser("create", help="start a class ahead of a lesson and print its links")
     cc.add_argument("--base-url", default="http://localhost:8501", help="the address students open")
     cc.add_argument("--hours", type=float, default=None, help="how long it lasts (default: ATTNVIZ_CLASS_HOURS or 8)")
-    cc.add_argument("--db", default=None, help="the database file (default: ATTNVIZ_DB or the user's data folder)")
+    cc.add_argument(
+        "--db",
+        default=None,
+        help="a database file or postgresql:// URL (default: ATTNVIZ_DB, else a file in the user's data folder)",
+    )
     cc.add_argument(
         "--json", default=None, metavar="OUT", help='write {"code", "teacher_url", "student_url", "expires"}'
     )

@@ -131,3 +131,25 @@ def bundled_hf():
 @pytest.fixture(scope="session")
 def bundled_scratch():
     return registry.load("default", "scratch", "cpu")
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server for this test session (tests/pgserver.py); skipped, with the reason, where none can
+    run (no server binaries, or root with no postgres user)."""
+    import pgserver
+
+    folder, why = pgserver.binaries()
+    if folder is None:
+        pytest.skip(f"PostgreSQL cannot run here: {why}")
+    server = pgserver.Server()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_target(request, tmp_path) -> str:
+    """Where a class store lives, once for each database: a fresh SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "classes.db")
+    return request.getfixturevalue("postgres").create()

@@ -1,14 +1,25 @@
-"""The classroom's store: classes, the teacher's view, followers, polls and answers, in SQLite.
+"""The classroom's store: classes, the teacher's view, followers, polls and answers, in SQLite or PostgreSQL.
 
-The one module that talks to the database. One file (`ATTNVIZ_DB`, else `attnviz/classes.db` under the user's data
-folder: $XDG_DATA_HOME or ~/.local/share), in WAL mode so that readers (every follower, every second) never wait
-for a writer, with a busy timeout so that 30 answers in the same second queue instead of failing. Each thread has
-its own connection. Everything survives a server restart.
+The one module that talks to the database, through SQLAlchemy Core (one set of statements, the same tables and
+constraints on both; the driver for PostgreSQL is psycopg 3). `ATTNVIZ_DB` chooses:
+
+- a file path (default `attnviz/classes.db` under the user's data folder: $XDG_DATA_HOME or ~/.local/share): SQLite,
+  one file on one machine, in WAL mode so that readers (every follower, twice a second) never wait for a writer,
+  with a busy timeout so that 30 answers in the same second queue instead of failing; every write is one
+  `BEGIN IMMEDIATE` transaction;
+- a `postgresql://user:password@host:port/database` URL: PostgreSQL, which several servers (replicas) share. Reads
+  run in autocommit; every write is one transaction that first locks its class's row (`SELECT ... FOR UPDATE`), so
+  the writes of one class run one at a time, as SQLite's are, and a reveal cannot slip between an answer's checks
+  and its insert; connections are pooled and checked before use (a restarted database is reconnected).
+
+Any other value (another scheme, a URL without a database) is `BadDatabase` at once, with what to write instead.
+The tables are created on start, and columns newer than an existing database are added (under an advisory lock on
+PostgreSQL, so that replicas starting together do not race). Everything survives a server restart.
 
 Only the teacher leads: every call that changes a class (its view, a poll) takes the teacher's secret, which is
 stored hashed and compared in constant time (`hmac.compare_digest`); a wrong or missing secret raises
 `NotTeacher` and changes nothing. A student's answer is one row per (poll, student): a second answer is refused by
-the primary key, not by a read-then-write that two requests could race through.
+the primary key (`ON CONFLICT DO NOTHING`), not by a read-then-write that two requests could race through.
 
 One voice per student: a poll takes answers only from the students who were following the class when it was
 asked (its voters, written when it starts), never after its reveal; the teacher can close the class to new
@@ -18,6 +29,7 @@ students and remove one (their answers to open polls go with them). The answers 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import hmac
@@ -25,13 +37,17 @@ import io
 import json
 import math
 import os
+import re
 import secrets
-import sqlite3
-import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy import event, text
+from sqlalchemy.engine import Connection, RowMapping
 
 DB_ENV = "ATTNVIZ_DB"
 HOURS_ENV = "ATTNVIZ_CLASS_HOURS"
@@ -43,54 +59,60 @@ MAX_STUDENT_NAME = 40
 MAX_ANSWER = 200
 FOLLOWING_WITHIN = 30.0  # a student seen this recently (seconds) counts as here
 NUMBER_RANGE = (0.0, 100.0)  # a number poll asks for a percentage
+POSTGRES_SCHEMES = ("postgresql://", "postgres://", "postgresql+psycopg://")
+SCHEMA_LOCK = 0x617474  # the advisory lock replicas take to create or migrate the tables ("att")
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS classes (
-    code TEXT PRIMARY KEY,
-    secret_hash TEXT NOT NULL,
-    created REAL NOT NULL,
-    expires REAL NOT NULL,
-    view TEXT NOT NULL DEFAULT '{}',
-    version INTEGER NOT NULL DEFAULT 0,
-    changed REAL NOT NULL DEFAULT 0,
-    locked INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS students (
-    code TEXT NOT NULL REFERENCES classes(code),
-    student TEXT NOT NULL,
-    name TEXT NOT NULL DEFAULT '',
-    following INTEGER NOT NULL DEFAULT 1,
-    seen REAL NOT NULL,
-    joined REAL NOT NULL DEFAULT 0,
-    removed INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (code, student)
-);
-CREATE TABLE IF NOT EXISTS polls (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    code TEXT NOT NULL REFERENCES classes(code),
-    kind TEXT NOT NULL,
-    question TEXT NOT NULL,
-    options TEXT NOT NULL,
-    view TEXT NOT NULL,
-    created REAL NOT NULL,
-    revealed INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS answers (
-    poll INTEGER NOT NULL REFERENCES polls(id),
-    student TEXT NOT NULL,
-    answer TEXT NOT NULL,
-    at REAL NOT NULL,
-    PRIMARY KEY (poll, student)
-);
-CREATE TABLE IF NOT EXISTS voters (
-    poll INTEGER NOT NULL REFERENCES polls(id),
-    student TEXT NOT NULL,
-    PRIMARY KEY (poll, student)
-);
-"""
-ADDED_COLUMNS = {  # columns newer than a database file may be: added on start (table -> column -> definition)
+metadata = sa.MetaData()
+Time = sa.Float(precision=53)  # time.time(): SQLite's REAL, PostgreSQL's double precision
+sa.Table(
+    "classes", metadata,
+    sa.Column("code", sa.Text, primary_key=True),
+    sa.Column("secret_hash", sa.Text, nullable=False),
+    sa.Column("created", Time, nullable=False),
+    sa.Column("expires", Time, nullable=False),
+    sa.Column("view", sa.Text, nullable=False, server_default="{}"),
+    sa.Column("version", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("changed", Time, nullable=False, server_default="0"),
+    sa.Column("locked", sa.Integer, nullable=False, server_default="0"),
+)  # fmt: skip
+sa.Table(
+    "students", metadata,
+    sa.Column("code", sa.Text, sa.ForeignKey("classes.code"), primary_key=True),
+    sa.Column("student", sa.Text, primary_key=True),
+    sa.Column("name", sa.Text, nullable=False, server_default=""),
+    sa.Column("following", sa.Integer, nullable=False, server_default="1"),
+    sa.Column("seen", Time, nullable=False),
+    sa.Column("joined", Time, nullable=False, server_default="0"),
+    sa.Column("removed", sa.Integer, nullable=False, server_default="0"),
+)  # fmt: skip
+sa.Table(
+    "polls", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("code", sa.Text, sa.ForeignKey("classes.code"), nullable=False),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("question", sa.Text, nullable=False),
+    sa.Column("options", sa.Text, nullable=False),
+    sa.Column("view", sa.Text, nullable=False),
+    sa.Column("created", Time, nullable=False),
+    sa.Column("revealed", sa.Integer, nullable=False, server_default="0"),
+    sa.Index("polls_by_class", "code", "id"),
+    sqlite_autoincrement=True,
+)  # fmt: skip
+sa.Table(
+    "answers", metadata,
+    sa.Column("poll", sa.Integer, sa.ForeignKey("polls.id"), primary_key=True),
+    sa.Column("student", sa.Text, primary_key=True),
+    sa.Column("answer", sa.Text, nullable=False),
+    sa.Column("at", Time, nullable=False),
+)  # fmt: skip
+sa.Table(
+    "voters", metadata,
+    sa.Column("poll", sa.Integer, sa.ForeignKey("polls.id"), primary_key=True),
+    sa.Column("student", sa.Text, primary_key=True),
+)  # fmt: skip
+ADDED_COLUMNS = {  # columns newer than a database may be: added on start (table -> column -> definition)
     "classes": {"locked": "INTEGER NOT NULL DEFAULT 0"},
-    "students": {"joined": "REAL NOT NULL DEFAULT 0", "removed": "INTEGER NOT NULL DEFAULT 0"},
+    "students": {"joined": "DOUBLE PRECISION NOT NULL DEFAULT 0", "removed": "INTEGER NOT NULL DEFAULT 0"},
 }
 
 
@@ -105,6 +127,12 @@ class ClassNotFound(LookupError):
 class NotAdmitted(PermissionError):
     """The class is closed to new students, or the teacher removed this student."""
 
+
+class BadDatabase(ValueError):
+    """ATTNVIZ_DB (or --db) is neither a file path nor a postgresql:// URL the store can use."""
+
+
+DATABASE_ERRORS = (OSError, sa.exc.SQLAlchemyError, BadDatabase)  # what opening or using the store can raise
 
 REMOVED = "The teacher removed this page from the class."
 
@@ -136,11 +164,45 @@ class Poll:
 
 
 def default_path() -> Path:
-    """$ATTNVIZ_DB, else attnviz/classes.db under $XDG_DATA_HOME (default ~/.local/share)."""
+    """The SQLite file when ATTNVIZ_DB is a path: $ATTNVIZ_DB, else attnviz/classes.db under $XDG_DATA_HOME
+    (default ~/.local/share)."""
     if os.environ.get(DB_ENV):
         return Path(os.environ[DB_ENV])
     base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
     return base / "attnviz" / "classes.db"
+
+
+def configured() -> str:
+    """What the store opens when it is given nothing: $ATTNVIZ_DB as written, else the default file."""
+    return os.environ.get(DB_ENV) or str(default_path())
+
+
+def database_url(target: Path | str) -> sa.URL:
+    """The SQLAlchemy URL of a store target: a `postgresql://` URL (driven by psycopg 3), or a file path (SQLite).
+
+    BadDatabase, saying what would work, for anything else: another scheme (mysql://, sqlite://, http://), a
+    PostgreSQL URL the parser refuses or that names no database, a value that looks like a scheme without its `//`
+    ("postgresql:host/db", which would otherwise become a folder named "postgresql:" holding a SQLite file).
+    """
+    raw = str(target).strip()
+    example = "a file path (SQLite) or postgresql://user:password@host:5432/database"
+    if raw.lower().startswith(POSTGRES_SCHEMES):
+        try:
+            url = sa.make_url(raw)
+        except (sa.exc.ArgumentError, ValueError) as err:
+            raise BadDatabase(f"{DB_ENV} is not a URL PostgreSQL can take ({err}); write {example}.") from None
+        if not url.database:
+            raise BadDatabase(f"{DB_ENV} names no database: write {example}.")
+        return url.set(drivername="postgresql+psycopg")
+    if not raw:
+        raise BadDatabase(f"{DB_ENV} is empty: write {example}.")
+    scheme = re.match(r"^([A-Za-z][A-Za-z0-9+.-]+):", raw)
+    if "://" in raw or (scheme and scheme.group(1).lower().startswith(("postgres", "sqlite", "mysql", "http"))):
+        raise BadDatabase(f"{raw[:60]!r} is not a database attnviz can use: write {example}.")
+    path = Path(raw).expanduser()
+    if path.is_dir():
+        raise BadDatabase(f"{raw[:60]!r} is a folder: name a file in it (for example {path / 'classes.db'}).")
+    return sa.URL.create("sqlite", database=str(path.resolve()))
 
 
 def class_hours() -> float:
@@ -173,31 +235,93 @@ def clean_code(code: object) -> str:
     return text if len(text) == CODE_LENGTH and all(c in CODE_ALPHABET for c in text) else ""
 
 
+def _sqlite_engine(url: sa.URL) -> sa.Engine:
+    """SQLite: WAL, a 30 s busy timeout, and `BEGIN IMMEDIATE` for writes (reads run without a transaction)."""
+    Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+    # No pool: a connection per call (about 0.3 ms), so a file replaced or damaged under a running server is seen
+    # at the next call, never read through a connection that still holds the old file's pages.
+    engine = sa.create_engine(url, connect_args={"timeout": 30}, poolclass=sa.pool.NullPool)
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi, _record) -> None:
+        dbapi.isolation_level = None  # the driver begins nothing by itself; writes begin below
+        for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "busy_timeout=30000"):
+            dbapi.execute(f"PRAGMA {pragma}")  # NORMAL in WAL: a crash may lose the last commit, never corrupt
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        if conn.get_execution_options().get("attnviz_write"):
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+def _postgres_engine(url: sa.URL) -> sa.Engine:
+    """PostgreSQL: a pool checked before use, a 10 s connect timeout, the class's name in pg_stat_activity."""
+    return sa.create_engine(url, pool_pre_ping=True, pool_size=8, max_overflow=32, pool_timeout=60,
+                            connect_args={"connect_timeout": 10, "application_name": "attnviz"})  # fmt: skip
+
+
 class Store:
-    """The classroom database. Safe to share between threads: each thread opens its own connection."""
+    """The classroom database. Safe to share between threads: connections come from a pool, one per call."""
 
-    def __init__(self, path: Path | str | None = None) -> None:
-        self.path = Path(path) if path is not None else default_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
-        db = self._db().db
-        db.executescript(SCHEMA)
-        for table, columns in ADDED_COLUMNS.items():  # a file from an older attnviz: migrated in place
-            have = {row["name"] for row in db.execute(f"PRAGMA table_info({table})")}
-            for name, definition in columns.items():
-                if name not in have:
-                    db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {definition}")
+    def __init__(self, target: Path | str | None = None) -> None:
+        """target: a file path or a postgresql:// URL (default: ATTNVIZ_DB, else the user's data folder).
+        BadDatabase for a value that is neither; OSError or SQLAlchemyError when it cannot be opened."""
+        self.url = database_url(configured() if target is None else target)
+        self.postgres = self.url.get_backend_name() == "postgresql"
+        self.path = None if self.postgres else Path(self.url.database)  # the SQLite file, if that is the store
+        self.engine = _postgres_engine(self.url) if self.postgres else _sqlite_engine(self.url)
+        self._writer = self.engine.execution_options(attnviz_write=True)
+        self._reader = self.engine.execution_options(isolation_level="AUTOCOMMIT") if self.postgres else self.engine
+        self._create()
 
-    def _db(self) -> _Transaction:
-        db = getattr(self._local, "db", None)
-        if db is None:
-            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)  # autocommit; explicit transactions
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")  # WAL: a crash may lose the last commit, never corrupt
-            db.execute("PRAGMA busy_timeout=30000")
-            db.row_factory = sqlite3.Row
-            self._local.db = db
-        return _Transaction(db)
+    def __repr__(self) -> str:
+        return f"Store({self.url.render_as_string(hide_password=True)!r})"
+
+    def describe(self) -> str:
+        """Where the classes live, for a person: "SQLite file /path" or "PostgreSQL host:port/db" (no password)."""
+        if self.postgres:
+            return f"PostgreSQL {self.url.host or 'localhost'}:{self.url.port or 5432}/{self.url.database}"
+        return f"SQLite file {self.path}"
+
+    def close(self) -> None:
+        """Close the pooled connections (a later call opens new ones)."""
+        self.engine.dispose()
+
+    def _create(self) -> None:
+        """The tables, created where missing, and columns newer than an older attnviz's database, added."""
+        with self._writer.begin() as db:
+            if self.postgres:  # replicas starting together: one creates, the others wait and find the tables
+                db.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
+            metadata.create_all(db)
+            inspector = sa.inspect(db)
+            for table, columns in ADDED_COLUMNS.items():
+                have = {c["name"] for c in inspector.get_columns(table)}
+                for name, definition in columns.items():
+                    if name not in have:
+                        db.execute(text(f"ALTER TABLE {table} ADD COLUMN {name} {definition}"))
+
+    @contextlib.contextmanager
+    def _write(self, code: str | None = None) -> Iterator[Connection]:
+        """One write transaction (committed at the end of the block, rolled back on an error). On PostgreSQL it
+        first locks the class's row: the writes of one class run one at a time (SQLite's lock is the file's)."""
+        with self._writer.begin() as db:
+            if code is not None and self.postgres:
+                db.execute(text("SELECT 1 FROM classes WHERE code = :code FOR UPDATE"), {"code": code})
+            yield db
+
+    def _one(self, sql: str, **params) -> RowMapping | None:
+        with self._reader.connect() as db:
+            return db.execute(text(sql), params).mappings().first()
+
+    def _all(self, sql: str, **params) -> list[RowMapping]:
+        with self._reader.connect() as db:
+            return list(db.execute(text(sql), params).mappings())
+
+    def _value(self, sql: str, **params):
+        with self._reader.connect() as db:
+            return db.execute(text(sql), params).scalar()
 
     # --- classes -------------------------------------------------------------------------------------------------
 
@@ -209,22 +333,29 @@ class Store:
         secret = secrets.token_urlsafe(24)
         now = time.time()
         expires = now + 3600 * hours
-        with self._db() as db:
+        with self._write() as db:
             for _ in range(20):
                 code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
-                try:
-                    db.execute(
-                        "INSERT INTO classes (code, secret_hash, created, expires, view, changed) VALUES (?,?,?,?,?,?)",
-                        (code, _hash(secret), now, expires, json.dumps(view or {}), now),
-                    )
+                cur = db.execute(
+                    text(
+                        "INSERT INTO classes (code, secret_hash, created, expires, view, changed) "
+                        "VALUES (:code, :hash, :now, :expires, :view, :now) ON CONFLICT (code) DO NOTHING"
+                    ),
+                    {
+                        "code": code,
+                        "hash": _hash(secret),
+                        "now": now,
+                        "expires": expires,
+                        "view": json.dumps(view or {}),
+                    },
+                )
+                if cur.rowcount == 1:  # else that code is taken: draw another
                     return code, secret, expires
-                except sqlite3.IntegrityError:  # that code is taken: draw another
-                    continue
         raise RuntimeError("could not find a free class code")
 
     def get(self, code: str) -> ClassInfo:
         """The class, or ClassNotFound (also once it has expired)."""
-        row = self._db().execute("SELECT * FROM classes WHERE code = ?", (clean_code(code),)).fetchone()
+        row = self._one("SELECT * FROM classes WHERE code = :code", code=clean_code(code))
         if row is None or row["expires"] < time.time():
             raise ClassNotFound(f"No class has the code {clean_code(code) or '(none)'}, or it has ended.")
         return ClassInfo(row["code"], row["created"], row["expires"], json.loads(row["view"]), row["version"],
@@ -233,14 +364,10 @@ class Store:
     def pulse(self, code: str) -> tuple[int, int | None, bool] | None:
         """What a follower checks every beat, in one read: (view version, newest poll id, revealed); None when the
         class does not exist or has ended."""
-        row = (
-            self._db()
-            .execute(
-                "SELECT c.version, c.expires, p.id AS poll, p.revealed FROM classes c LEFT JOIN polls p ON p.id = "
-                "(SELECT MAX(id) FROM polls WHERE code = c.code) WHERE c.code = ?",
-                (clean_code(code),),
-            )
-            .fetchone()
+        row = self._one(
+            "SELECT c.version, c.expires, p.id AS poll, p.revealed FROM classes c LEFT JOIN polls p ON p.id = "
+            "(SELECT MAX(id) FROM polls WHERE code = c.code) WHERE c.code = :code",
+            code=clean_code(code),
         )
         if row is None or row["expires"] < time.time():
             return None
@@ -250,8 +377,8 @@ class Store:
         """Whether `secret` is this class's: compared in constant time; False for no secret or no class."""
         if not secret:
             return False
-        row = self._db().execute("SELECT secret_hash FROM classes WHERE code = ?", (clean_code(code),)).fetchone()
-        return row is not None and hmac.compare_digest(row["secret_hash"], _hash(secret))
+        stored = self._value("SELECT secret_hash FROM classes WHERE code = :code", code=clean_code(code))
+        return stored is not None and hmac.compare_digest(stored, _hash(secret))
 
     def _check(self, code: str, secret: str | None) -> str:
         code = clean_code(code)
@@ -263,13 +390,16 @@ class Store:
     def set_view(self, code: str, secret: str | None, view: dict) -> int:
         """The teacher's view becomes the class's; its new version number. Unchanged views keep their version."""
         code = self._check(code, secret)
-        text = json.dumps(view, sort_keys=True)
-        with self._db() as db:
+        view_text = json.dumps(view, sort_keys=True)
+        with self._write(code) as db:
             db.execute(
-                "UPDATE classes SET view = ?, version = version + 1, changed = ? WHERE code = ? AND view != ?",
-                (text, time.time(), code, text),
+                text(
+                    "UPDATE classes SET view = :view, version = version + 1, changed = :now "
+                    "WHERE code = :code AND view != :view"
+                ),
+                {"view": view_text, "now": time.time(), "code": code},
             )
-            return db.execute("SELECT version FROM classes WHERE code = ?", (code,)).fetchone()["version"]
+            return db.execute(text("SELECT version FROM classes WHERE code = :code"), {"code": code}).scalar()
 
     # --- students ------------------------------------------------------------------------------------------------
 
@@ -278,80 +408,87 @@ class Store:
         NotAdmitted for a new student of a closed class, or a student the teacher removed."""
         code = self.get(code).code
         student = student[:64]
-        with self._db() as db:
-            row = db.execute("SELECT removed FROM students WHERE code = ? AND student = ?", (code, student)).fetchone()
-            if row is not None and row["removed"]:
+        with self._write(code) as db:
+            removed = db.execute(
+                text("SELECT removed FROM students WHERE code = :code AND student = :student"),
+                {"code": code, "student": student},
+            ).first()
+            if removed is not None and removed[0]:
                 raise NotAdmitted(REMOVED)
-            if row is None and db.execute("SELECT locked FROM classes WHERE code = ?", (code,)).fetchone()["locked"]:
+            locked = db.execute(text("SELECT locked FROM classes WHERE code = :code"), {"code": code}).scalar()
+            if removed is None and locked:
                 raise NotAdmitted("The teacher has closed this class to new students.")
             now = time.time()
             db.execute(
-                "INSERT INTO students (code, student, name, seen, joined) VALUES (?,?,?,?,?) "
-                "ON CONFLICT (code, student) DO UPDATE SET name = CASE WHEN excluded.name != '' THEN excluded.name "
-                "ELSE students.name END, seen = excluded.seen",
-                (code, student, str(name or "")[:MAX_STUDENT_NAME], now, now),
+                text(
+                    "INSERT INTO students (code, student, name, seen, joined) VALUES (:code, :student, :name, :now, "
+                    ":now) ON CONFLICT (code, student) DO UPDATE SET name = CASE WHEN excluded.name != '' THEN "
+                    "excluded.name ELSE students.name END, seen = excluded.seen"
+                ),
+                {"code": code, "student": student, "name": str(name or "")[:MAX_STUDENT_NAME], "now": now},
             )
 
     def lock(self, code: str, secret: str | None, locked: bool) -> None:
         """The teacher closes the class to new students (those already in stay), or opens it again."""
         code = self._check(code, secret)
-        with self._db() as db:
-            db.execute("UPDATE classes SET locked = ? WHERE code = ?", (int(locked), code))
+        with self._write(code) as db:
+            db.execute(text("UPDATE classes SET locked = :locked WHERE code = :code"),
+                       {"locked": int(locked), "code": code})  # fmt: skip
 
     def locked(self, code: str) -> bool:
         """Whether the class takes no new students."""
-        return bool(self._db().execute("SELECT locked FROM classes WHERE code = ?", (clean_code(code),)).fetchone()[0])
+        return bool(self._value("SELECT locked FROM classes WHERE code = :code", code=clean_code(code)))
 
     def remove(self, code: str, secret: str | None, student: str) -> None:
         """The teacher removes a student: they cannot come back or answer, and their answers to the polls not yet
         revealed are dropped."""
         code = self._check(code, secret)
-        with self._db() as db:
-            db.execute("UPDATE students SET removed = 1 WHERE code = ? AND student = ?", (code, student))
-            open_polls = "SELECT id FROM polls WHERE code = ? AND revealed = 0"
-            db.execute(f"DELETE FROM answers WHERE student = ? AND poll IN ({open_polls})", (student, code))
-            db.execute(f"DELETE FROM voters WHERE student = ? AND poll IN ({open_polls})", (student, code))
+        params = {"code": code, "student": student}
+        open_polls = "SELECT id FROM polls WHERE code = :code AND revealed = 0"
+        with self._write(code) as db:
+            db.execute(text("UPDATE students SET removed = 1 WHERE code = :code AND student = :student"), params)
+            db.execute(text(f"DELETE FROM answers WHERE student = :student AND poll IN ({open_polls})"), params)
+            db.execute(text(f"DELETE FROM voters WHERE student = :student AND poll IN ({open_polls})"), params)
 
     def removed(self, code: str, student: str) -> bool:
         """Whether the teacher removed this student."""
-        row = self._db().execute("SELECT removed FROM students WHERE code = ? AND student = ?",
-                                 (clean_code(code), student)).fetchone()  # fmt: skip
-        return row is not None and bool(row["removed"])
+        return bool(self._value("SELECT removed FROM students WHERE code = :code AND student = :student",
+                                code=clean_code(code), student=student))  # fmt: skip
 
     def roster(self, code: str, secret: str | None) -> list[dict]:
         """The teacher's list of the students seen in the last FOLLOWING_WITHIN seconds: id, name, following."""
         code = self._check(code, secret)
-        rows = self._db().execute(
-            "SELECT student, name, following FROM students WHERE code = ? AND removed = 0 AND seen >= ? "
+        rows = self._all(
+            "SELECT student, name, following FROM students WHERE code = :code AND removed = 0 AND seen >= :since "
             "ORDER BY joined",
-            (code, time.time() - FOLLOWING_WITHIN),
+            code=code,
+            since=time.time() - FOLLOWING_WITHIN,
         )
         return [{"student": r["student"], "name": r["name"], "following": bool(r["following"])} for r in rows]
 
     def set_following(self, code: str, student: str, following: bool) -> None:
         """A student follows the teacher, or explores alone (and can rejoin)."""
-        with self._db() as db:
+        with self._write() as db:
             db.execute(
-                "UPDATE students SET following = ?, seen = ? WHERE code = ? AND student = ?",
-                (int(following), time.time(), clean_code(code), student),
+                text(
+                    "UPDATE students SET following = :following, seen = :now WHERE code = :code AND student = :student"
+                ),
+                {"following": int(following), "now": time.time(), "code": clean_code(code), "student": student},
             )
 
     def seen(self, code: str, student: str) -> None:
-        """A student's page checked in (followers do, every second or two)."""
-        with self._db() as db:
-            db.execute("UPDATE students SET seen = ? WHERE code = ? AND student = ?",
-                       (time.time(), clean_code(code), student))  # fmt: skip
+        """A student's page checked in (followers do, every ten seconds)."""
+        with self._write() as db:
+            db.execute(text("UPDATE students SET seen = :now WHERE code = :code AND student = :student"),
+                       {"now": time.time(), "code": clean_code(code), "student": student})  # fmt: skip
 
     def students(self, code: str, within: float = FOLLOWING_WITHIN) -> tuple[int, int]:
         """(students seen in the last `within` seconds, of whom following); removed students are not counted."""
-        row = (
-            self._db()
-            .execute(
-                "SELECT COUNT(*) AS n, COALESCE(SUM(following), 0) AS f FROM students WHERE code = ? AND seen >= ? "
-                "AND removed = 0",
-                (clean_code(code), time.time() - within),
-            )
-            .fetchone()
+        row = self._one(
+            "SELECT COUNT(*) AS n, COALESCE(SUM(following), 0) AS f FROM students WHERE code = :code "
+            "AND seen >= :since AND removed = 0",
+            code=clean_code(code),
+            since=time.time() - within,
         )
         return int(row["n"]), int(row["f"])
 
@@ -365,34 +502,42 @@ class Store:
             raise ValueError(f"unknown poll kind {kind!r}: one of {', '.join(POLL_KINDS)}")
         code = self._check(code, secret)
         now = time.time()
-        with self._db() as db:
-            cur = db.execute(
-                "INSERT INTO polls (code, kind, question, options, view, created) VALUES (?,?,?,?,?,?)",
-                (code, kind, question[:500], json.dumps(list(options)), json.dumps(view, sort_keys=True), now),
-            )
-            poll = int(cur.lastrowid)
+        with self._write(code) as db:
+            poll = db.execute(
+                text(
+                    "INSERT INTO polls (code, kind, question, options, view, created) "
+                    "VALUES (:code, :kind, :question, :options, :view, :now) RETURNING id"
+                ),
+                {
+                    "code": code,
+                    "kind": kind,
+                    "question": question[:500],
+                    "options": json.dumps(list(options)),
+                    "view": json.dumps(view, sort_keys=True),
+                    "now": now,
+                },  # fmt: skip
+            ).scalar_one()
             db.execute(
-                "INSERT INTO voters (poll, student) SELECT ?, student FROM students WHERE code = ? AND following = 1 "
-                "AND removed = 0 AND seen >= ?",
-                (poll, code, now - FOLLOWING_WITHIN),
+                text(
+                    "INSERT INTO voters (poll, student) SELECT CAST(:poll AS INTEGER), student FROM students "
+                    "WHERE code = :code AND following = 1 AND removed = 0 AND seen >= :since"
+                ),
+                {"poll": poll, "code": code, "since": now - FOLLOWING_WITHIN},
             )
-            return poll
+            return int(poll)
 
     def voters(self, poll_id: int) -> int:
         """How many students may answer a poll (those following when it was asked, less any removed since)."""
-        return int(self._db().execute("SELECT COUNT(*) FROM voters WHERE poll = ?", (int(poll_id),)).fetchone()[0])
+        return int(self._value("SELECT COUNT(*) FROM voters WHERE poll = :poll", poll=int(poll_id)))
 
-    def _standing(self, db, poll_id: int, student: str):
-        """(revealed, voter) of a poll for a student, in one read; None when the poll does not exist."""
-        return db.execute(
-            "SELECT p.revealed, v.student IS NOT NULL AS voter FROM polls p LEFT JOIN voters v ON v.poll = p.id "
-            "AND v.student = ? WHERE p.id = ?",
-            (student[:64], int(poll_id)),
-        ).fetchone()
+    _STANDING = (
+        "SELECT p.revealed, CASE WHEN v.student IS NULL THEN 0 ELSE 1 END AS voter FROM polls p "
+        "LEFT JOIN voters v ON v.poll = p.id AND v.student = :student WHERE p.id = :poll"
+    )
 
     def may_answer(self, poll_id: int, student: str) -> bool:
         """Whether this student was following when the poll was asked (and it is not revealed yet)."""
-        row = self._standing(self._db(), poll_id, student)
+        row = self._one(self._STANDING, student=student[:64], poll=int(poll_id))
         return row is not None and bool(row["voter"]) and not row["revealed"]
 
     def _poll(self, row) -> Poll | None:
@@ -403,16 +548,12 @@ class Store:
 
     def current_poll(self, code: str) -> Poll | None:
         """The class's newest poll, or None."""
-        row = (
-            self._db()
-            .execute("SELECT * FROM polls WHERE code = ? ORDER BY id DESC LIMIT 1", (clean_code(code),))
-            .fetchone()
-        )
-        return self._poll(row)
+        return self._poll(self._one("SELECT * FROM polls WHERE code = :code ORDER BY id DESC LIMIT 1",
+                                    code=clean_code(code)))  # fmt: skip
 
     def poll(self, poll_id: int) -> Poll | None:
         """A poll by id, or None."""
-        return self._poll(self._db().execute("SELECT * FROM polls WHERE id = ?", (int(poll_id),)).fetchone())
+        return self._poll(self._one("SELECT * FROM polls WHERE id = :poll", poll=int(poll_id)))
 
     def answer(self, poll_id: int, student: str, answer: str) -> bool:
         """A student's answer: True if kept, False if they had already answered (one answer per student per poll).
@@ -436,8 +577,8 @@ class Store:
             answer = f"{value:g}"
         elif answer not in poll.options:
             raise ValueError("That answer is not one of the poll's choices.")
-        with self._db() as db:
-            row = self._standing(db, poll.id, student)  # inside the transaction: no reveal slips in between
+        with self._write(poll.code) as db:  # the checks and the insert in one transaction: no reveal slips between
+            row = db.execute(text(self._STANDING), {"student": student[:64], "poll": poll.id}).mappings().first()
             if row["revealed"]:
                 raise ValueError("The teacher has revealed this question's answers: it takes no more.")
             if not row["voter"]:
@@ -446,34 +587,34 @@ class Store:
                     "it can answer the next one."
                 )
             cur = db.execute(
-                "INSERT OR IGNORE INTO answers (poll, student, answer, at) VALUES (?,?,?,?)",
-                (poll.id, student[:64], answer, time.time()),
+                text(
+                    "INSERT INTO answers (poll, student, answer, at) VALUES (:poll, :student, :answer, :now) "
+                    "ON CONFLICT (poll, student) DO NOTHING"
+                ),
+                {"poll": poll.id, "student": student[:64], "answer": answer, "now": time.time()},
             )
             return cur.rowcount == 1
 
     def answered(self, poll_id: int, student: str) -> str | None:
         """The student's answer to a poll, or None."""
-        row = (
-            self._db()
-            .execute("SELECT answer FROM answers WHERE poll = ? AND student = ?", (int(poll_id), student))
-            .fetchone()
-        )
-        return None if row is None else row["answer"]
+        return self._value("SELECT answer FROM answers WHERE poll = :poll AND student = :student",
+                           poll=int(poll_id), student=student)  # fmt: skip
 
     def count(self, poll_id: int) -> int:
         """How many students have answered."""
-        return int(self._db().execute("SELECT COUNT(*) FROM answers WHERE poll = ?", (int(poll_id),)).fetchone()[0])
+        return int(self._value("SELECT COUNT(*) FROM answers WHERE poll = :poll", poll=int(poll_id)))
 
     def reveal(self, code: str, secret: str | None, poll_id: int) -> None:
         """The teacher shows the class's answers."""
         code = self._check(code, secret)
-        with self._db() as db:
-            db.execute("UPDATE polls SET revealed = 1 WHERE id = ? AND code = ?", (int(poll_id), code))
+        with self._write(code) as db:
+            db.execute(text("UPDATE polls SET revealed = 1 WHERE id = :poll AND code = :code"),
+                       {"poll": int(poll_id), "code": code})  # fmt: skip
 
     def results(self, poll_id: int) -> Counter:
         """{answer: how many students gave it}."""
-        rows = self._db().execute("SELECT answer, COUNT(*) AS n FROM answers WHERE poll = ? GROUP BY answer",
-                                  (int(poll_id),)).fetchall()  # fmt: skip
+        rows = self._all("SELECT answer, COUNT(*) AS n FROM answers WHERE poll = :poll GROUP BY answer",
+                         poll=int(poll_id))  # fmt: skip
         return Counter({r["answer"]: int(r["n"]) for r in rows})
 
     def results_csv(self, code: str, secret: str | None, poll_id: int) -> str:
@@ -483,22 +624,19 @@ class Store:
         poll = self.poll(poll_id)
         if poll is None or poll.code != code:
             raise ValueError("That poll is not this class's.")
-        rows = (
-            self._db()
-            .execute(
-                "SELECT a.student, a.answer, a.at, COALESCE(s.name, '') AS name FROM answers a "
-                "LEFT JOIN students s ON s.code = ? AND s.student = a.student WHERE a.poll = ? ORDER BY a.at",
-                (poll.code if poll else "", int(poll_id)),
-            )
-            .fetchall()
+        rows = self._all(
+            "SELECT a.student, a.answer, a.at, COALESCE(s.name, '') AS name FROM answers a "
+            "LEFT JOIN students s ON s.code = :code AND s.student = a.student WHERE a.poll = :poll ORDER BY a.at",
+            code=poll.code,
+            poll=int(poll_id),
         )
         out = io.StringIO()
         writer = csv.writer(out)
         writer.writerow(["poll", "question", "student", "answer", "answered_at_utc"])
         for r in rows:
             at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(r["at"]))
-            writer.writerow([poll_id, poll.question if poll else "", _csv_safe(r["name"] or r["student"][:8]),
-                             _csv_safe(r["answer"]), at])  # fmt: skip
+            writer.writerow([poll_id, poll.question, _csv_safe(r["name"] or r["student"][:8]), _csv_safe(r["answer"]),
+                             at])  # fmt: skip
         return out.getvalue()
 
 
@@ -516,20 +654,3 @@ def _csv_safe(text: str) -> str:
         pass
     risky = text[:1] in ("\t", "\r", "\n") or text.lstrip()[:1] in FORMULA_STARTS
     return "'" + text if risky else text
-
-
-class _Transaction:
-    """`with store._db() as db:` runs the block in one IMMEDIATE transaction (BEGIN ... COMMIT, or ROLLBACK)."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-
-    def execute(self, *args):
-        return self.db.execute(*args)
-
-    def __enter__(self) -> sqlite3.Connection:
-        self.db.execute("BEGIN IMMEDIATE")
-        return self.db
-
-    def __exit__(self, kind, value, tb) -> None:
-        self.db.execute("COMMIT" if kind is None else "ROLLBACK")

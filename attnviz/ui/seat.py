@@ -21,14 +21,13 @@ from __future__ import annotations
 import io
 import os
 import secrets
-import sqlite3
 import time
 from dataclasses import dataclass
 
 import streamlit as st
 
 from attnviz import escape
-from attnviz.liveclass.store import REMOVED, ClassNotFound, NotAdmitted, Store, clean_code
+from attnviz.liveclass.store import DATABASE_ERRORS, REMOVED, ClassNotFound, NotAdmitted, Store, clean_code
 from attnviz.liveclass.store import links as store_links
 from attnviz.ui import state
 
@@ -70,13 +69,13 @@ def links(code: str, secret: str | None = None) -> dict[str, str]:
 
 STORE_FAILED = (
     "The class database could not be opened ({err}). The person running this server can set ATTNVIZ_DB to a "
-    "file in a writable folder."
+    "file in a writable folder, or to a postgresql:// URL of a database it can reach."
 )
 CLASS_FAILED = (
     "The class could not be reached just now ({err}): the class database failed (a full disk or a damaged file?). "
     "The rest of attnviz works; the person running this server can check its log and ATTNVIZ_DB."
 )
-STORE_ERRORS = (OSError, sqlite3.Error)  # what the database can raise: each becomes CLASS_FAILED
+STORE_ERRORS = DATABASE_ERRORS  # what the database can raise (SQLite or PostgreSQL): each becomes CLASS_FAILED
 
 
 def store_error() -> str | None:

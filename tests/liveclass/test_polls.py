@@ -17,8 +17,10 @@ APP = str(ROOT / "app.py")
 TEXT = "The animal didn't cross the street because it was too tired."
 
 
-def test_class_create_on_the_command_line(tmp_path):
-    out, db = tmp_path / "class.json", tmp_path / "c.db"
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_class_create_on_the_command_line(tmp_path, database, request):
+    out = tmp_path / "class.json"
+    db = str(tmp_path / "c.db") if database == "sqlite" else request.getfixturevalue("postgres").create()
     assert main(["class", "create", "--base-url", "http://room:8501/", "--db", str(db), "--json", str(out)]) == 0
     made = json.loads(out.read_text())
     assert set(made) == {"code", "teacher_url", "student_url", "expires"}
@@ -27,6 +29,22 @@ def test_class_create_on_the_command_line(tmp_path):
     assert Store(db).is_teacher(made["code"], secret)
     assert main(["class", "create", "--base-url", "ftp://x", "--db", str(db)]) == 2
     assert main(["class", "create", "--hours", "0", "--db", str(db)]) == 2
+
+
+def test_a_database_setting_that_cannot_be_used_stops_the_server_at_start(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    for value, says in [
+        ("postgresql:db.school/attnviz", "is not a database attnviz can use"),
+        ("mysql://u@h/x", "is not a database attnviz can use"),
+        ("postgresql://postgres@127.0.0.1:1/attnviz", "Connection refused"),
+    ]:
+        monkeypatch.setenv("ATTNVIZ_DB", value)
+        assert main(["serve", "--no-preload", "--port", "1"]) == 2
+        err = capsys.readouterr().err
+        assert "class database (ATTNVIZ_DB) cannot be used" in err and says in err and "Traceback" not in err
+        assert main(["class", "create", "--base-url", "http://room/"]) == 2
+        assert says in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # no "postgresql:" folder, no SQLite file
 
 
 def test_links_refuse_other_schemes():
@@ -145,6 +163,18 @@ def test_an_unwritable_class_database_is_a_message(monkeypatch, tmp_path):
     blocker.write_text("not a folder")
     monkeypatch.setenv("ATTNVIZ_DB", str(blocker / "classes.db"))  # its folder is a file: cannot be made
     seat.store.clear()
+    _database_failure_is_a_message(seat, monkeypatch)
+
+
+def test_an_unreachable_postgresql_is_a_message(monkeypatch):
+    from attnviz.ui import seat
+
+    monkeypatch.setenv("ATTNVIZ_DB", "postgresql://postgres@127.0.0.1:1/attnviz")  # nothing listens there
+    seat.store.clear()
+    _database_failure_is_a_message(seat, monkeypatch)
+
+
+def _database_failure_is_a_message(seat, monkeypatch) -> None:
     try:
         at = AppTest.from_file(APP, default_timeout=120)
         at.switch_page("app_pages/classroom.py").run()

@@ -10,8 +10,20 @@ from attnviz.liveclass.store import ClassNotFound, NotTeacher, Store, clean_code
 
 
 @pytest.fixture
-def db(tmp_path):
-    return Store(tmp_path / "classes.db")
+def db(store_target):
+    """A store on each database in turn (SQLite and a real PostgreSQL, tests/conftest.py)."""
+    store = Store(store_target)
+    yield store
+    store.close()
+
+
+def _everything(db: Store) -> str:
+    """Every value in every table, as text."""
+    with db.engine.connect() as conn:
+        return " ".join(
+            str(value) for table in store_module.metadata.sorted_tables for row in conn.execute(table.select())
+            for value in row
+        )  # fmt: skip
 
 
 def test_a_class_has_a_code_a_secret_and_an_expiry(db):
@@ -26,8 +38,10 @@ def test_a_class_has_a_code_a_secret_and_an_expiry(db):
 
 def test_the_secret_is_stored_hashed(db):
     code, secret, _ = db.create_class()
-    raw = db.path.read_bytes() + (db.path.parent / (db.path.name + "-wal")).read_bytes()
-    assert secret.encode() not in raw
+    assert code in _everything(db) and secret not in _everything(db)
+    if db.path is not None:  # SQLite: not in the file's bytes either
+        raw = b"".join(f.read_bytes() for f in db.path.parent.glob(db.path.name + "*"))  # with its WAL, if any
+        assert secret.encode() not in raw
 
 
 def test_only_the_teacher_changes_the_view_and_starts_or_reveals_polls(db):
@@ -77,8 +91,7 @@ def test_students_follow_or_explore_and_names_are_kept_as_typed(db):
     db.set_following(code, "s2", False)
     assert db.students(code) == (2, 1)
     db.join(code, "s1")  # a rejoin without a name keeps the name
-    row = db._db().execute("SELECT name FROM students WHERE student = 's1'").fetchone()
-    assert row["name"] == "<b>Ada</b>"
+    assert db._value("SELECT name FROM students WHERE student = 's1'") == "<b>Ada</b>"
 
 
 def test_csv_results_name_students_and_defuse_formulas(db):
@@ -109,19 +122,20 @@ def test_an_expired_class_is_gone(db):
         db.set_view(code, secret, {})
 
 
-def test_everything_survives_a_new_store_on_the_same_file(tmp_path):
-    path = tmp_path / "c.db"
+def test_everything_survives_a_new_store_on_the_same_database(store_target):
+    path = store_target
     first = Store(path)
     code, secret, _ = first.create_class()
     first.set_view(code, secret, {"page": "inside", "params": {"head": "5"}})
     first.join(code, "s1")
     poll = first.start_poll(code, secret, "head type", "Kind?", ["self", "broad"], {})
     first.answer(poll, "s1", "self")
-    del first
+    first.close()
     again = Store(path)  # a restarted server
     assert again.get(code).view["params"] == {"head": "5"}
     assert again.is_teacher(code, secret)
     assert again.results(poll) == {"self": 1}
+    again.close()
 
 
 def test_thirty_students_answering_in_the_same_second_lose_nothing(db):
@@ -219,21 +233,101 @@ def test_the_teacher_closes_the_class_and_removes_a_student(db):
     assert db.students(code) == (2, 2)
 
 
-def test_a_database_from_an_older_attnviz_is_migrated_on_start(tmp_path):
-    import sqlite3
+def test_a_database_from_an_older_attnviz_is_migrated_on_start(store_target):
+    import sqlalchemy as sa
 
-    path = tmp_path / "old.db"
-    old = sqlite3.connect(path)
-    old.executescript(
-        "CREATE TABLE classes (code TEXT PRIMARY KEY, secret_hash TEXT NOT NULL, created REAL NOT NULL, "
-        "expires REAL NOT NULL, view TEXT NOT NULL DEFAULT '{}', version INTEGER NOT NULL DEFAULT 0, "
-        "changed REAL NOT NULL DEFAULT 0);"
-        "CREATE TABLE students (code TEXT NOT NULL, student TEXT NOT NULL, name TEXT NOT NULL DEFAULT '', "
-        "following INTEGER NOT NULL DEFAULT 1, seen REAL NOT NULL, PRIMARY KEY (code, student));"
-    )
-    old.close()
-    db = Store(path)
+    # REAL in SQLite files of older attnviz; DOUBLE PRECISION here, which SQLite reads the same way (PostgreSQL's
+    # REAL is single precision: a time.time() in it is off by up to a minute).
+    old = sa.create_engine(store_module.database_url(store_target))
+    with old.begin() as conn:
+        conn.exec_driver_sql(
+            "CREATE TABLE classes (code TEXT PRIMARY KEY, secret_hash TEXT NOT NULL, created DOUBLE PRECISION NOT NULL, "
+            "expires DOUBLE PRECISION NOT NULL, view TEXT NOT NULL DEFAULT '{}', version INTEGER NOT NULL DEFAULT 0, "
+            "changed DOUBLE PRECISION NOT NULL DEFAULT 0)"
+        )
+        conn.exec_driver_sql(
+            "CREATE TABLE students (code TEXT NOT NULL, student TEXT NOT NULL, name TEXT NOT NULL DEFAULT '', "
+            "following INTEGER NOT NULL DEFAULT 1, seen DOUBLE PRECISION NOT NULL, PRIMARY KEY (code, student))"
+        )
+    old.dispose()
+    db = Store(store_target)
     code, secret, _ = db.create_class()
     db.join(code, "s1")
     db.lock(code, secret, True)
     assert db.locked(code) and db.students(code) == (1, 1)
+    db.close()
+
+
+def test_the_database_setting_is_a_path_or_a_postgresql_url_and_nothing_else(tmp_path):
+    url = store_module.database_url("postgresql://teacher:pw@db.school:5432/attnviz")
+    assert url.drivername == "postgresql+psycopg" and url.host == "db.school" and url.database == "attnviz"
+    assert store_module.database_url("postgres://u@h/x").drivername == "postgresql+psycopg"
+    assert store_module.database_url(tmp_path / "c.db").database == str(tmp_path / "c.db")
+    for bad, says in [
+        ("mysql://u@h/x", "not a database attnviz can use"),
+        ("sqlite:///tmp/x.db", "not a database attnviz can use"),
+        ("postgresql:host/db", "not a database attnviz can use"),  # no //: would be a folder named "postgresql:"
+        ("postgresql://u@h:5432", "names no database"),
+        ("postgresql://u@h:notaport/x", "not a URL PostgreSQL can take"),
+        ("  ", "empty"),
+        (str(tmp_path), "is a folder"),
+    ]:
+        with pytest.raises(store_module.BadDatabase, match=says):
+            Store(bad)
+    assert not (tmp_path / "postgresql:").exists()
+
+
+def test_an_unreachable_postgresql_is_an_error_and_never_a_sqlite_file(tmp_path, monkeypatch):
+    import sqlalchemy as sa
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(sa.exc.OperationalError):
+        Store("postgresql://postgres@127.0.0.1:1/attnviz")  # nothing listens on port 1
+    assert list(tmp_path.iterdir()) == []  # no "postgresql:" folder, no SQLite file
+
+
+def test_two_servers_share_one_class(store_target):
+    """Replicas: a teacher's store and a student's store on the same database see one class."""
+    teacher, student = Store(store_target), Store(store_target)
+    code, secret, _ = teacher.create_class()
+    student.join(code, "s1")
+    teacher.set_view(code, secret, {"page": "inside", "params": {"head": "2"}})
+    assert student.get(code).view["params"] == {"head": "2"} and student.pulse(code) == (1, None, False)
+    poll = teacher.start_poll(code, secret, "head type", "Kind?", ["self", "broad"], {})
+    assert student.answer(poll, "s1", "broad") and not student.answer(poll, "s1", "self")
+    teacher.reveal(code, secret, poll)
+    assert student.pulse(code) == (1, poll, True) and teacher.results(poll) == {"broad": 1}
+    teacher.close()
+    student.close()
+
+
+def test_no_answer_is_kept_after_the_reveal_even_when_they_race(db):
+    """Answers sent while the teacher reveals: each is kept before the reveal or refused after it, never kept after."""
+    code, secret, _ = db.create_class()
+    for i in range(40):
+        db.join(code, f"s{i}")
+    poll = db.start_poll(code, secret, "head type", "Kind?", ["self", "broad"], {})
+    start, at_reveal, outcomes = threading.Barrier(41), [], []
+
+    def student(i: int) -> None:
+        start.wait()
+        try:
+            outcomes.append(db.answer(poll, f"s{i}", "self"))
+        except ValueError as err:
+            outcomes.append(str(err))
+
+    def teacher() -> None:
+        start.wait()
+        time.sleep(0.005)
+        db.reveal(code, secret, poll)
+        at_reveal.append(db.count(poll))
+
+    threads = [threading.Thread(target=student, args=(i,)) for i in range(40)] + [threading.Thread(target=teacher)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    kept = outcomes.count(True)
+    refused = [o for o in outcomes if isinstance(o, str)]
+    assert kept + len(refused) == 40 and all("revealed" in o for o in refused)
+    assert db.count(poll) == kept == at_reveal[0]  # nothing arrived after the reveal
