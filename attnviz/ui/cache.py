@@ -168,6 +168,22 @@ _figures: collections.OrderedDict = collections.OrderedDict()
 _figures_lock = threading.Lock()
 
 
+def chart(view_key: tuple, build: Callable[[], object], key: str, theme: str | None = "streamlit") -> object:
+    """A plotly chart drawn as every session that shows the same view draws it, built and serialised once.
+
+    The figure comes from `figure` (built once); the chart element (its JSON, its id) is made by the first session
+    and replayed to the others by Streamlit's cached-element replay, so 100 followers of a class pay for one
+    `to_json` of a new view, not 100. Returns the figure (for a snapshot of the view)."""
+    fig = figure(view_key, build)
+    _chart(repr(view_key), key, theme, fig)
+    return fig
+
+
+@st.cache_resource(show_spinner=False, max_entries=FIGURES_KEPT)
+def _chart(ident: str, key: str, theme: str | None, _fig) -> None:
+    st.plotly_chart(_fig, key=key, theme=theme)  # on st, not a container: a replay lands where the caller is
+
+
 def figure(key: tuple, build: Callable[[], object]) -> object:
     """A figure built once for every session that shows the same view (a class following its teacher draws one
     view 30 times at once); the last FIGURES_KEPT views are kept. Figures are never changed after they are built."""

@@ -90,10 +90,12 @@ def render() -> None:
     if view == "Layer":
         st.caption("Rows are queries (the token looking), columns are keys (the token looked at). One colour scale.")
         view_key = ("heads", model, backend, text, kind, repr(opts), inputs.style, layer)
-        fig = cache.figure(
-            (*view_key, "grid"), lambda: interactive.head_grid(result, layer, style=inputs.style, note=note)
+        fig = cache.chart(
+            (*view_key, "grid"),
+            lambda: interactive.head_grid(result, layer, style=inputs.style, note=note),
+            "heads.chart.grid",
+            theme=None,
         )
-        st.plotly_chart(fig, key="heads.chart.grid", theme=None)
         widgets.export_buttons(inputs, fetch, layer, None, opts, "heads.export.layer")
         widgets.snapshot_row(
             inputs, {"view": "layer", "layer": layer + 1, **opts.as_dict()}, lambda: [fig], "heads.snap"
@@ -103,16 +105,21 @@ def render() -> None:
         if opts.value_weight:
             panels = value_panels(results[kind], layer, head, opts)
             fig = interactive.side_by_side(panels, style=inputs.style)
+            st.plotly_chart(fig, key="heads.chart.head")
         else:
             view_key = ("heads", model, backend, text, kind, repr(opts), inputs.style, layer, head)
-            fig = cache.figure(
-                view_key, lambda: interactive.head_map(result, layer, head, style=inputs.style, note=note)
+            fig = cache.chart(
+                view_key,
+                lambda: interactive.head_map(result, layer, head, style=inputs.style, note=note),
+                "heads.chart.head",
             )
-        st.plotly_chart(fig, key="heads.chart.head")
         widgets.export_buttons(inputs, fetch, layer, head, opts, "heads.export.head")
         snap = {"view": "head", "layer": layer + 1, "head": head + 1, **opts.as_dict()}
         widgets.snapshot_row(inputs, snap, lambda: [fig], "heads.snap")
     else:
         st.caption("Every layer (rows) and head (columns) as a small map. Hover to see which is which.")
-        st.plotly_chart(interactive.overview(result, style=inputs.style, note=note), key="heads.chart.overview")
+        view_key = ("heads", model, backend, text, kind, repr(opts), inputs.style, "overview")
+        cache.chart(
+            view_key, lambda: interactive.overview(result, style=inputs.style, note=note), "heads.chart.overview"
+        )
         widgets.export_overview(inputs, fetch, opts, "heads.export.overview")

@@ -203,3 +203,23 @@ def test_a_long_text_is_heavy_work_refused_when_the_server_is_busy_then_drawn(sm
     at.run()
     _ok(at)
     assert _charts(at) and service.admission().status()["running"] == []
+
+
+def test_one_view_is_built_and_serialised_once_for_every_session_that_shows_it(monkeypatch):
+    """A class following its teacher: the second session's chart is the first's, replayed, with no new to_json."""
+    import plotly.io
+
+    calls = []
+    to_json = plotly.io.to_json
+    monkeypatch.setattr(plotly.io, "to_json", lambda *a, **k: calls.append(1) or to_json(*a, **k))
+    view = {"text": "One view for the whole class.", "view": "Head", "layer": "2", "head": "7"}
+    first = _app(**view)
+    _ok(first)
+    assert len(calls) == 1
+    second = _app(**view)
+    _ok(second)
+    assert len(calls) == 1  # replayed: not serialised again
+    assert _charts(second) == _charts(first) and _charts(second)[0]["layout"]["title"]["text"] == "Layer 2, head 7"
+    other = _app(**{**view, "head": "8"})  # another view is its own chart
+    _ok(other)
+    assert len(calls) == 2 and _charts(other)[0]["layout"]["title"]["text"] == "Layer 2, head 8"
