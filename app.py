@@ -5,6 +5,7 @@ old folder-based mode server-wide, and a first request for a page's URL then run
 this file (no navigation, no layout) until some session loads "/".
 """
 
+import copy
 import logging
 
 import streamlit as st
@@ -18,8 +19,13 @@ FAILED = (
 
 guards.install()  # once per server: what a visitor's browser may not do to everyone (clear every cache)
 st.set_page_config(page_title="attnviz — see where attention goes", page_icon="🔍", layout="wide")
-navigation = st.navigation(
-    [
+
+
+@st.cache_resource(show_spinner=False)
+def _pages() -> tuple:
+    """The pages, made once per server (each st.Page resolves its file: a class of 100 redrawing at once paid for
+    it 1,200 times); every run navigates over its own copies, since a run marks the page it shows."""
+    return (
         st.Page("app_pages/heads.py", title="Heads", icon=":material/grid_view:", default=True),
         st.Page("app_pages/inside.py", title="Inside multi-head attention", icon=":material/calculate:"),
         st.Page("app_pages/compare.py", title="Self vs masked vs cross", icon=":material/compare:"),
@@ -32,8 +38,10 @@ navigation = st.navigation(
         st.Page("app_pages/induction.py", title="Induction heads", icon=":material/repeat:"),
         st.Page("app_pages/knockout.py", title="Knock out and patch", icon=":material/science:"),
         st.Page("app_pages/classroom.py", title="Class", icon=":material/groups:"),
-    ]
-)
+    )
+
+
+navigation = st.navigation([copy.copy(page) for page in _pages()])
 try:  # before any widget: a follower takes the teacher's view
     here = seat.seat()
     if here is not None:

@@ -64,6 +64,29 @@ echo "== no network at all: a fresh container with --network none computes atten
 "${ENGINE[@]}" run --rm --network none "$TAG" \
   python -m attnviz attention "A decoder reads left to right." --model smollm2 --backend scratch
 
+echo "== two replicas, one PostgreSQL, a sticky proxy (compose.yaml)"
+if "${ENGINE[@]}" compose version >/dev/null 2>&1; then
+  ATTNVIZ_DB_PASSWORD=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n'); export ATTNVIZ_DB_PASSWORD
+  COMPOSE=("${ENGINE[@]}" compose -p attnviz-check)
+  trap '"${COMPOSE[@]}" down -v >/dev/null 2>&1 || true; cleanup' EXIT
+  "${COMPOSE[@]}" up -d --build
+  for _ in $(seq 240); do
+    [ "$(curl -fs http://127.0.0.1:8080/_stcore/health 2>/dev/null)" = ok ] && break; sleep 0.5
+  done
+  [ "$(curl -fs http://127.0.0.1:8080/_stcore/health)" = ok ] || { "${COMPOSE[@]}" logs; exit 1; }
+  curl -s -D - -o /dev/null http://127.0.0.1:8080/ | grep -qi '^set-cookie: attnviz_replica=' \
+    || { echo "the proxy set no sticky cookie" >&2; exit 1; }
+  code=$("${COMPOSE[@]}" exec -T app1 python -m attnviz class create --base-url http://localhost:8080 \
+         | awk 'NR == 1 {sub(",", "", $2); print $2}')
+  seen=$("${COMPOSE[@]}" exec -T app2 python -c \
+         "import sys; from attnviz.liveclass.store import Store; print(Store().get(sys.argv[1]).code)" "$code")
+  [ "$seen" = "$code" ] || { echo "a class made on app1 ($code) is not seen by app2 ($seen)" >&2; exit 1; }
+  echo "class $code made on app1, seen by app2 through PostgreSQL; the proxy keeps a browser on one replica"
+  "${COMPOSE[@]}" down -v
+else
+  echo "(no 'compose' for ${ENGINE[*]} here: the replicas check did not run)"
+fi
+
 echo "== summary"
 echo "image size: $(echo "scale=1; $size / 1048576" | bc) MiB"
 echo "run to healthy: ${healthy} s"

@@ -599,3 +599,88 @@ def test_an_html_snapshot_of_a_view_opens_offline_and_draws_its_heatmaps(browser
         assert [u for u in asked if not u.startswith("file://")] == []  # nothing from the network
     finally:
         context.close()
+
+
+def test_a_class_over_two_servers_and_one_postgresql_follow_poll_reveal_and_restart(browser, tmp_path, postgres):
+    """Replicas: the teacher on one server, three students on another, one PostgreSQL between them. The students
+    follow, answer and see the reveal; the students' server restarts mid-class and nothing is lost."""
+    from attnviz.liveclass.store import Store
+
+    db = postgres.create()
+    ports = [_free_port(), _free_port()]
+    teacher_base, student_base = (f"http://127.0.0.1:{p}" for p in ports)
+    env = {"ATTNVIZ_DB": db}
+    procs = [start_server(p, tmp_path / f"server{i}.log", env) for i, p in enumerate(ports)]
+    store, pages = Store(db), []
+    try:
+        teacher = browser.new_page(viewport={"width": 1400, "height": 1400})
+        pages.append(teacher)
+        teacher.goto(f"{teacher_base}/classroom")
+        teacher.get_by_role("button", name="Start a class").click()
+        teacher.get_by_text("Keep your teacher link").wait_for(timeout=60_000)
+        _wait_for_view(teacher, ("teacher=",))
+        params = teacher.evaluate("() => Object.fromEntries(new URL(location.href).searchParams)")
+        code, secret = params["class"], params["teacher"]
+        assert store.is_teacher(code, secret)  # the class is in PostgreSQL
+
+        students = []
+        for _ in range(3):
+            pg = browser.new_page(viewport={"width": 1200, "height": 1000})
+            pg.goto(f"{student_base}/?class={code}")
+            pg.get_by_text("Follow the teacher").wait_for(timeout=60_000)
+            students.append(pg)
+        pages += students
+
+        teacher.goto(f"{teacher_base}/?class={code}&teacher={secret}&view=Head&layer=3&head=2")
+        teacher.locator("[data-testid=stMain] .js-plotly-plot").first.wait_for(timeout=60_000)
+        waits = [_wait_for_view(s, ("view=Head", "layer=3", "head=2")) for s in students]
+        for s in students:
+            s.get_by_text("Layer 3, head 2").first.wait_for(timeout=5_000)
+        print("follow waits across servers (s):", [round(w, 2) for w in waits])
+
+        teacher.goto(f"{teacher_base}/classroom?class={code}&teacher={secret}")
+        main = teacher.locator("[data-testid=stMain]")
+        main.get_by_text("Ask the class about layer 3").wait_for(timeout=60_000)
+        main.locator("[data-testid=stRadio]").filter(has_text="Question").get_by_text("What kind of head?").click()
+        main.get_by_role("button", name="Ask").click()
+        main.get_by_text("answered 0 of 3 following when it was asked").wait_for(timeout=10_000)
+        for pg, choice in zip(students[:2], ("broad", "self"), strict=True):
+            answer = pg.locator("[data-testid=stMain] [data-testid=stRadio]").filter(has_text="Your answer")
+            answer.wait_for(timeout=15_000)
+            answer.get_by_text(choice, exact=True).click()
+            pg.locator("[data-testid=stMain]").get_by_role("button", name="Send").click()
+            pg.get_by_text("Waiting for the teacher to reveal").wait_for(timeout=15_000)
+        main.get_by_text("answered 2 of 3").wait_for(timeout=10_000)
+
+        # the students' server restarts mid-poll: their answers are kept, the third student still answers
+        procs[1].terminate()
+        procs[1].wait(timeout=30)
+        procs[1] = start_server(ports[1], tmp_path / "server1-again.log", env)
+        for pg in students:
+            pg.reload()
+        students[0].get_by_text("Your answer: broad").wait_for(timeout=60_000)
+        answer = students[2].locator("[data-testid=stMain] [data-testid=stRadio]").filter(has_text="Your answer")
+        answer.wait_for(timeout=60_000)
+        answer.get_by_text("broad", exact=True).click()
+        students[2].locator("[data-testid=stMain]").get_by_role("button", name="Send").click()
+        students[2].get_by_text("Waiting for the teacher to reveal").wait_for(timeout=15_000)
+        main.get_by_text("answered 3 of 3").wait_for(timeout=10_000)
+
+        main.get_by_role("button", name="Reveal").click()
+        main.get_by_text("The model:").wait_for(timeout=30_000)
+        class_bars = dict(zip(*_bars(teacher)[0].values(), strict=True))
+        assert class_bars["broad"] == 2 and class_bars["self"] == 1 and sum(class_bars.values()) == 3
+        for pg in students:
+            pg.get_by_text("The model:").wait_for(timeout=15_000)
+            assert dict(zip(*_bars(pg)[0].values(), strict=True)) == class_bars
+        poll = store.current_poll(code)
+        assert poll.revealed and store.results(poll.id) == {"broad": 2, "self": 1}
+        for pg in pages:
+            assert pg.locator("[data-testid=stException]").count() == 0
+    finally:
+        for pg in pages:
+            pg.close()
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=30)
+        store.close()

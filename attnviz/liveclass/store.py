@@ -60,6 +60,7 @@ MAX_ANSWER = 200
 FOLLOWING_WITHIN = 30.0  # a student seen this recently (seconds) counts as here
 NUMBER_RANGE = (0.0, 100.0)  # a number poll asks for a percentage
 POSTGRES_SCHEMES = ("postgresql://", "postgres://", "postgresql+psycopg://")
+FILE_CHECK_SECONDS = 1.0  # SQLite: how often a pooled connection checks that its file is still the one it opened
 SCHEMA_LOCK = 0x617474  # the advisory lock replicas take to create or migrate the tables ("att")
 
 metadata = sa.MetaData()
@@ -123,6 +124,11 @@ class NotTeacher(PermissionError):
 class ClassNotFound(LookupError):
     """No class has this code, or it has expired."""
 
+    @staticmethod
+    def message(code: str) -> str:
+        """What a person is told."""
+        return f"No class has the code {clean_code(code) or '(none)'}, or it has ended."
+
 
 class NotAdmitted(PermissionError):
     """The class is closed to new students, or the teacher removed this student."""
@@ -147,6 +153,19 @@ class ClassInfo:
     view: dict
     version: int  # how many times the teacher's view has changed
     changed: float  # when it last changed (time.time())
+
+
+@dataclass(frozen=True)
+class Moment:
+    """A class as a follower checks it: the class and its newest poll."""
+
+    info: ClassInfo
+    poll: int | None  # the newest poll's id, None before the first
+    revealed: bool  # whether that poll's answers are shown
+
+    def pulse(self) -> tuple[int, int | None, bool]:
+        """(view version, newest poll id, revealed): what tells a follower's page to draw again."""
+        return self.info.version, self.poll, self.revealed
 
 
 @dataclass(frozen=True)
@@ -239,27 +258,33 @@ def _sqlite_engine(url: sa.URL) -> sa.Engine:
     """SQLite: WAL, a 30 s busy timeout, and `BEGIN IMMEDIATE` for writes (reads run without a transaction).
 
     Connections are pooled (opening one costs about 0.3 ms, and a class of 100 asks several times a second). A
-    pooled connection is handed out only while its file, and its WAL, are the ones it opened: a database replaced,
-    restored or damaged under a running server (its WAL deleted) is opened afresh, so the next call sees it."""
+    pooled connection is handed out only while its file, and its WAL, are the ones it opened (checked at most once
+    a second): a database replaced, restored or damaged under a running server (its WAL deleted) is opened afresh,
+    so a call a second later sees it."""
     path = Path(url.database)
     path.parent.mkdir(parents=True, exist_ok=True)
     engine = sa.create_engine(url, connect_args={"timeout": 30, "check_same_thread": False}, pool_size=8,
                               max_overflow=56, pool_timeout=60)  # fmt: skip
 
+    wal = path.with_name(path.name + "-wal")
+
     def identity() -> tuple:
-        return tuple(_inode(p) for p in (path, path.with_name(path.name + "-wal")))
+        return _inode(path), _inode(wal)
 
     @event.listens_for(engine, "connect")
     def _connect(dbapi, record) -> None:
         dbapi.isolation_level = None  # the driver begins nothing by itself; writes begin below
         for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "busy_timeout=30000"):
             dbapi.execute(f"PRAGMA {pragma}")  # NORMAL in WAL: a crash may lose the last commit, never corrupt
-        record.info["file"] = identity()
+        record.info["file"], record.info["checked"] = identity(), time.monotonic()
 
     @event.listens_for(engine, "checkout")
     def _checkout(_dbapi, record, _proxy) -> None:
+        if time.monotonic() - record.info["checked"] < FILE_CHECK_SECONDS:
+            return
         if record.info.get("file") != identity():
             raise sa.exc.DisconnectionError("the database file changed under this connection")  # the pool reconnects
+        record.info["checked"] = time.monotonic()
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
@@ -378,21 +403,28 @@ class Store:
         """The class, or ClassNotFound (also once it has expired)."""
         row = self._one("SELECT * FROM classes WHERE code = :code", code=clean_code(code))
         if row is None or row["expires"] < time.time():
-            raise ClassNotFound(f"No class has the code {clean_code(code) or '(none)'}, or it has ended.")
+            raise ClassNotFound(ClassNotFound.message(code))
         return ClassInfo(row["code"], row["created"], row["expires"], json.loads(row["view"]), row["version"],
                          row["changed"])  # fmt: skip
 
-    def pulse(self, code: str) -> tuple[int, int | None, bool] | None:
-        """What a follower checks every beat, in one read: (view version, newest poll id, revealed); None when the
+    def moment(self, code: str) -> Moment | None:
+        """The class and its newest poll, in one read (what a follower needs each beat and each run); None when the
         class does not exist or has ended."""
         row = self._one(
-            "SELECT c.version, c.expires, p.id AS poll, p.revealed FROM classes c LEFT JOIN polls p ON p.id = "
+            "SELECT c.*, p.id AS poll, p.revealed FROM classes c LEFT JOIN polls p ON p.id = "
             "(SELECT MAX(id) FROM polls WHERE code = c.code) WHERE c.code = :code",
             code=clean_code(code),
         )
         if row is None or row["expires"] < time.time():
             return None
-        return int(row["version"]), row["poll"], bool(row["revealed"])
+        info = ClassInfo(row["code"], row["created"], row["expires"], json.loads(row["view"]), row["version"],
+                         row["changed"])  # fmt: skip
+        return Moment(info, row["poll"], bool(row["revealed"]))
+
+    def pulse(self, code: str) -> tuple[int, int | None, bool] | None:
+        """(view version, newest poll id, revealed) in one read; None when the class does not exist or has ended."""
+        now = self.moment(code)
+        return None if now is None else (now.info.version, now.poll, now.revealed)
 
     def is_teacher(self, code: str, secret: str | None) -> bool:
         """Whether `secret` is this class's: compared in constant time; False for no secret or no class."""

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from attnviz import escape
-from attnviz.liveclass.store import DATABASE_ERRORS, REMOVED, ClassNotFound, NotAdmitted, Store, clean_code
+from attnviz.liveclass.store import DATABASE_ERRORS, REMOVED, ClassNotFound, Moment, NotAdmitted, Store, clean_code
 from attnviz.liveclass.store import links as store_links
 from attnviz.ui import state
 
@@ -113,10 +113,8 @@ def seat() -> Seat | None:
             st.sidebar.warning(f"“{escape.md(raw)}” is not a class code: a code has six letters and digits.")
         st.session_state.pop("class.code", None)
         return None
-    try:
-        store().get(code)
-    except ClassNotFound as err:
-        st.sidebar.warning(escape.md(err))
+    if moment(code) is None:
+        st.sidebar.warning(escape.md(ClassNotFound.message(code)))
         st.session_state.pop("class.code", None)
         return None
     given = st.query_params.get(TEACHER)
@@ -167,13 +165,16 @@ def follow(here: Seat, page_url: str) -> None:
     """A following student takes the class's view if it is newer than theirs (call before the sidebar draws)."""
     if here.teacher:
         return
-    pulse = store().pulse(here.code)
+    now = moment(here.code)
+    if now is None:
+        return  # ended between the seat and here: the heartbeat says so
+    pulse = now.pulse()
     # What this run draws of the polls. Set here, in the whole page's run, never in the heartbeat: a heartbeat that
     # noted it and asked for a rerun which another request then superseded would leave the page behind for good.
-    st.session_state["class.poll_mark"] = [pulse[1], pulse[2]] if pulse and pulse[1] is not None else None
+    st.session_state["class.poll_mark"] = [pulse[1], pulse[2]] if pulse[1] is not None else None
     if not st.session_state.get("class.following", True):
         return
-    info = store().get(here.code)
+    info = now.info
     if st.session_state.get("class.version") == info.version:
         return
     st.session_state["class.version"] = info.version
@@ -201,24 +202,25 @@ def publish(here: Seat | None, page_url: str, params: dict[str, str]) -> None:
     )
 
 
-_pulses: dict[str, tuple[float, tuple | None]] = {}
-_pulses_lock = threading.Lock()
+_moments: dict[str, tuple[float, Moment | None]] = {}
+_moments_lock = threading.Lock()
 
 
-def shared_pulse(code: str) -> tuple[int, int | None, bool] | None:
-    """The class's pulse (Store.pulse), read at most once per PULSE_SHARED seconds for all its followers on this
-    server: 100 heartbeats a second cost the database about 10 reads, and a change is seen at most 0.1 s later."""
+def moment(code: str) -> Moment | None:
+    """The class and its newest poll (Store.moment), read at most once per PULSE_SHARED seconds for all its
+    followers on this server: 100 heartbeats a second cost the database about 10 reads, and a change is seen at
+    most 0.1 s later. None when the class does not exist or has ended."""
     now = time.monotonic()
-    with _pulses_lock:
-        hit = _pulses.get(code)
+    with _moments_lock:
+        hit = _moments.get(code)
         if hit is not None and now - hit[0] < PULSE_SHARED:
             return hit[1]
-    value = store().pulse(code)  # stamped with the time before the read: never newer than it claims
-    with _pulses_lock:
-        _pulses[code] = (now, value)
-        if len(_pulses) > 256:  # classes that ended or moved on
-            for stale in [c for c, (at, _) in _pulses.items() if now - at > 60]:
-                del _pulses[stale]
+    value = store().moment(code)  # stamped with the time before the read: never newer than it claims
+    with _moments_lock:
+        _moments[code] = (now, value)
+        if len(_moments) > 256:  # classes that ended or moved on
+            for stale in [c for c, (at, _) in _moments.items() if now - at > 60]:
+                del _moments[stale]
     return value
 
 
@@ -235,11 +237,11 @@ def _beat() -> None:
     code, student = st.session_state.get("class.code"), st.session_state.get("class.student")
     if not code or not student:
         return
-    pulse = shared_pulse(code)
-    if pulse is None:
+    now = moment(code)
+    if now is None:
         st.caption("This class has ended.")
         return
-    version, poll, revealed = pulse
+    version, poll, revealed = now.pulse()
     if time.time() - st.session_state.get("class.seen_at", 0.0) > SEEN_SECONDS:
         store().seen(code, student)
         st.session_state["class.seen_at"] = time.time()
@@ -285,7 +287,9 @@ def _student_panel(here: Seat) -> None:
         st.session_state["class.following"] = following
         store().set_following(here.code, here.student, following)
         if following:
-            st.session_state.pop("class.version", None)  # rejoin: the teacher's view at once
+            st.session_state.pop("class.version", None)  # rejoin: the teacher's view at once, read afresh
+            with _moments_lock:
+                _moments.pop(here.code, None)
             st.rerun()
     name = st.text_input("Your name (optional)", key="class.name", max_chars=40)
     if name and name != st.session_state.get("class.name_sent"):

@@ -241,8 +241,9 @@ def test_a_database_from_an_older_attnviz_is_migrated_on_start(store_target):
     old = sa.create_engine(store_module.database_url(store_target))
     with old.begin() as conn:
         conn.exec_driver_sql(
-            "CREATE TABLE classes (code TEXT PRIMARY KEY, secret_hash TEXT NOT NULL, created DOUBLE PRECISION NOT NULL, "
-            "expires DOUBLE PRECISION NOT NULL, view TEXT NOT NULL DEFAULT '{}', version INTEGER NOT NULL DEFAULT 0, "
+            "CREATE TABLE classes (code TEXT PRIMARY KEY, secret_hash TEXT NOT NULL, "
+            "created DOUBLE PRECISION NOT NULL, expires DOUBLE PRECISION NOT NULL, view TEXT NOT NULL DEFAULT '{}', "
+            "version INTEGER NOT NULL DEFAULT 0, "
             "changed DOUBLE PRECISION NOT NULL DEFAULT 0)"
         )
         conn.exec_driver_sql(

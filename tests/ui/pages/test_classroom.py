@@ -1,12 +1,14 @@
 """AppTest of the Class page and the class seat: one voice per page, who may answer, whose answers, failures."""
 
+import time
+
 import pytest
 from apptest import APP, _ok
 from conftest import SENTENCE
 from streamlit.testing.v1 import AppTest
 
 from attnviz.liveclass import polls
-from attnviz.liveclass.store import Store
+from attnviz.liveclass.store import FILE_CHECK_SECONDS, Store
 
 VIEW = {"model": "default", "backend": "hf", "text": SENTENCE, "layer": 0, "head": 0, "query": 1, "key": 0,
         "kind": "self"}  # fmt: skip
@@ -90,6 +92,7 @@ def test_a_class_database_that_fails_mid_class_is_the_apps_message_not_a_traceba
     db.path.write_bytes(b"this is not a database" * 500)  # the file is damaged while the class runs
     for wal in db.path.parent.glob("classes.db-*"):
         wal.unlink()
+    time.sleep(FILE_CHECK_SECONDS + 0.1)  # a pooled connection checks its file at most once a second
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     said = " ".join(e.value for e in [*at.error, *at.sidebar.error, *at.sidebar.warning])
