@@ -93,6 +93,12 @@ def pick(label: str, prefix: str, url_key: str, count: int) -> int:
     return value - 1
 
 
+def following_a_class() -> bool:
+    """Whether this run's page is a student's following a teacher (app.py keeps this run's seat in the session)."""
+    here = st.session_state.get("class.seat")
+    return here is not None and not here.teacher and st.session_state.get("class.following", True)
+
+
 def download_row(
     stem: str,
     key: str,
@@ -103,8 +109,12 @@ def download_row(
 ) -> None:
     """PNG, SVG, CSV and JSON buttons; each file is built only when its button is pressed.
 
-    figure(fmt) -> bytes for "png" and "svg"; csv() -> str; bundle() -> str (JSON).
+    figure(fmt) -> bytes for "png" and "svg"; csv() -> str; bundle() -> str (JSON). A student following a class gets
+    them behind one switch ("Export this view"): each button registers a file with the server on every run, and a
+    class of 100 redrawing a view at once spent a seventh of the server's time on 400 buttons few would press.
     """
+    if following_a_class() and not st.toggle("Export this view", key=f"{key}.open", value=False):
+        return
     cols = st.columns(4)
     files = (
         ("PNG", lambda: figure("png"), "png", "image/png"),

@@ -138,3 +138,21 @@ def test_a_visitors_clear_cache_clears_their_own_session_not_the_servers_caches(
 
     AppSession._handle_clear_cache_request(Session())
     assert Session._session_state.cleared and loaded() == 1 and calls == [1]  # still cached
+
+
+def test_a_following_student_gets_the_export_buttons_behind_one_switch(db):
+    code, secret, _ = db.create_class()
+    db.set_view(code, secret, {"page": "", "params": {"view": "Head", "layer": "2", "head": "3"}})
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update({"class": code, "sid": "h" * 16})
+    at.run()
+    _ok(at)
+    assert at.slider(key="heads.head").value == 3 and len(at.get("download_button")) == 0
+    at.toggle(key="heads.export.head.open").set_value(True).run()
+    assert [b.proto.label for b in at.get("download_button")] == ["PNG", "SVG", "CSV", "JSON"]
+    at.toggle(key="class.follow_toggle").set_value(False).run()  # exploring alone: the buttons as for anyone
+    assert len(at.get("download_button")) == 4
+    teacher = AppTest.from_file(APP, default_timeout=120)
+    teacher.query_params.update({"class": code, "teacher": secret, "view": "Head"})
+    teacher.run()
+    assert len(teacher.get("download_button")) == 4
