@@ -38,6 +38,7 @@ IDS = "_class.ids"  # {class code: student id} of this browser session: never dr
 TICK_SECONDS = 0.5  # how often a follower's page asks the store for a newer view (one read)
 SEEN_SECONDS = 10.0  # how often a follower's page says it is still here (one write)
 CLASS_PAGE = "classroom"  # the Class page's URL path
+MOMENTS_KEPT = 256  # classes whose shared read a server keeps
 PULSE_SHARED = 0.1  # seconds: one read of a class's pulse serves every heartbeat of it on this server in this window
 
 
@@ -216,11 +217,13 @@ def moment(code: str) -> Moment | None:
         if hit is not None and now - hit[0] < PULSE_SHARED:
             return hit[1]
     value = store().moment(code)  # stamped with the time before the read: never newer than it claims
+    if value is None:
+        return None  # no class: not kept (a script trying codes would fill the dict)
     with _moments_lock:
         _moments[code] = (now, value)
-        if len(_moments) > 256:  # classes that ended or moved on
-            for stale in [c for c, (at, _) in _moments.items() if now - at > 60]:
-                del _moments[stale]
+        if len(_moments) > MOMENTS_KEPT:  # classes that ended or moved on: the oldest half goes
+            for old in sorted(_moments, key=lambda c: _moments[c][0])[: MOMENTS_KEPT // 2]:
+                del _moments[old]
     return value
 
 

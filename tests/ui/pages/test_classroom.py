@@ -156,3 +156,20 @@ def test_a_following_student_gets_the_export_buttons_behind_one_switch(db):
     teacher.query_params.update({"class": code, "teacher": secret, "view": "Head"})
     teacher.run()
     assert len(teacher.get("download_button")) == 4
+
+
+def test_followers_on_one_server_share_one_read_of_the_class_per_tenth_of_a_second(db, monkeypatch):
+    from attnviz.ui import seat
+
+    code, secret, _ = db.create_class()
+    shared = seat.store()
+    reads = []
+    moment = shared.moment
+    monkeypatch.setattr(shared, "moment", lambda c: reads.append(c) or moment(c))
+    monkeypatch.setattr(seat, "_moments", {})
+    first = [seat.moment(code) for _ in range(50)]  # fifty heartbeats at once
+    assert len(reads) == 1 and all(m == first[0] for m in first) and first[0].info.version == 0
+    db.set_view(code, secret, {"page": "inside", "params": {}})
+    time.sleep(seat.PULSE_SHARED + 0.02)
+    assert seat.moment(code).info.version == 1 and len(reads) == 2  # a change is seen a tenth of a second later
+    assert seat.moment("ZZZZZZ") is None and seat.moment("ZZZZZZ") is None and "ZZZZZZ" not in seat._moments
