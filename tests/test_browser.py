@@ -468,6 +468,66 @@ def _bars(pg) -> list[dict]:
     )
 
 
+def _start_class(teacher, base: str) -> tuple[str, str]:
+    """The teacher starts a class on the Class page: (code, secret), read off the teacher link it lands on."""
+    teacher.goto(f"{base}/classroom")
+    teacher.get_by_role("button", name="Start a class").click()
+    teacher.get_by_text("Keep your teacher link").wait_for(timeout=60_000)
+    _wait_for_view(teacher, ("teacher=",))
+    params = teacher.evaluate("() => Object.fromEntries(new URL(location.href).searchParams)")
+    return params["class"], params["teacher"]
+
+
+def _students(browser, base: str, code: str, n: int = 3) -> list:
+    """n students open the student link on `base` and wait for the class panel."""
+    students = []
+    for _ in range(n):
+        pg = browser.new_page(viewport={"width": 1200, "height": 1000})
+        pg.goto(f"{base}/?class={code}")
+        pg.get_by_text("Follow the teacher").wait_for(timeout=60_000)
+        students.append(pg)
+    return students
+
+
+def _teacher_shows_a_head(teacher, base: str, code: str, secret: str, students: list, layer: int, head: int):
+    """The teacher opens one head's view through the URL's own state; every student takes it. Returns the waits."""
+    teacher.goto(f"{base}/?class={code}&teacher={secret}&view=Head&layer={layer}&head={head}")
+    teacher.locator("[data-testid=stMain] .js-plotly-plot").first.wait_for(timeout=60_000)
+    waits = [_wait_for_view(s, ("view=Head", f"layer={layer}", f"head={head}")) for s in students]
+    for s in students:
+        s.get_by_text(f"Layer {layer}, head {head}").first.wait_for(timeout=5_000)
+    return waits
+
+
+def _ask(teacher, base: str, code: str, secret: str, layer: int):
+    """The teacher goes to the Class page (the students follow) and asks what kind of head this is; its main area."""
+    teacher.goto(f"{base}/classroom?class={code}&teacher={secret}")
+    main = teacher.locator("[data-testid=stMain]")
+    main.get_by_text(f"Ask the class about layer {layer}").wait_for(timeout=60_000)
+    main.locator("[data-testid=stRadio]").filter(has_text="Question").get_by_text("What kind of head?").click()
+    main.get_by_role("button", name="Ask").click()
+    main.get_by_text("answered 0 of 3 following when it was asked").wait_for(timeout=10_000)
+    return main
+
+
+def _reveal(teacher, main) -> dict:
+    """The teacher reveals; the class's bars, which must count two "broad" and one "self"."""
+    main.get_by_role("button", name="Reveal").click()
+    main.get_by_text("The model:").wait_for(timeout=30_000)
+    bars = dict(zip(*_bars(teacher)[0].values(), strict=True))
+    assert bars["broad"] == 2 and bars["self"] == 1 and sum(bars.values()) == 3
+    return bars
+
+
+def _answer(pg, choice: str, timeout: float = 15_000) -> None:
+    """A student picks an answer to the poll on their page and sends it; returns once the page says it was kept."""
+    answer = pg.locator("[data-testid=stMain] [data-testid=stRadio]").filter(has_text="Your answer")
+    answer.wait_for(timeout=timeout)
+    answer.get_by_text(choice, exact=True).click()
+    pg.locator("[data-testid=stMain]").get_by_role("button", name="Send").click()
+    pg.get_by_text("Waiting for the teacher to reveal").wait_for(timeout=15_000)
+
+
 def test_a_class_led_live_teacher_and_three_students_poll_reveal_and_restart(browser, tmp_path):
     """A teacher starts a class; three students follow it within 2 s; they answer a poll; the reveal counts them;
     the server restarts and the class and answers are still there; a student's browser cannot lead."""
@@ -481,28 +541,14 @@ def test_a_class_led_live_teacher_and_three_students_poll_reveal_and_restart(bro
     try:
         teacher = browser.new_page(viewport={"width": 1400, "height": 1400})
         pages.append(teacher)
-        teacher.goto(f"{base}/classroom")
-        teacher.get_by_role("button", name="Start a class").click()
-        teacher.get_by_text("Keep your teacher link").wait_for(timeout=60_000)
-        _wait_for_view(teacher, ("teacher=",))
-        params = teacher.evaluate("() => Object.fromEntries(new URL(location.href).searchParams)")
-        code, secret = params["class"], params["teacher"]
+        code, secret = _start_class(teacher, base)
         assert Store(db).is_teacher(code, secret)
 
-        students = []
-        for _ in range(3):
-            pg = browser.new_page(viewport={"width": 1200, "height": 1000})
-            pg.goto(f"{base}/?class={code}")
-            pg.get_by_text("Follow the teacher").wait_for(timeout=60_000)
-            students.append(pg)
+        students = _students(browser, base, code)
         pages += students
 
         # the teacher changes the view through the URL's own state, then through a widget
-        teacher.goto(f"{base}/?class={code}&teacher={secret}&view=Head&layer=2&head=4")
-        teacher.locator("[data-testid=stMain] .js-plotly-plot").first.wait_for(timeout=60_000)
-        waits = [_wait_for_view(s, ("view=Head", "layer=2", "head=4")) for s in students]
-        for s in students:
-            s.get_by_text("Layer 2, head 4").first.wait_for(timeout=5_000)
+        waits = _teacher_shows_a_head(teacher, base, code, secret, students, 2, 4)
         main = teacher.locator("[data-testid=stMain]")
         main.locator("[data-testid=stButtonGroup]").get_by_text("Layer", exact=True).click()
         _wait_for_view(teacher, ("view=Layer",))
@@ -512,22 +558,11 @@ def test_a_class_led_live_teacher_and_three_students_poll_reveal_and_restart(bro
         print("follow waits (s):", [round(w, 2) for w in waits])
 
         # a poll: the teacher goes to the Class page (the students follow), asks what kind of head this is
-        teacher.goto(f"{base}/classroom?class={code}&teacher={secret}")
-        main.get_by_text("Ask the class about layer 2").wait_for(timeout=60_000)
-        main.locator("[data-testid=stRadio]").filter(has_text="Question").get_by_text("What kind of head?").click()
-        main.get_by_role("button", name="Ask").click()
-        main.get_by_text("answered 0 of 3 following when it was asked").wait_for(timeout=10_000)
+        main = _ask(teacher, base, code, secret, 2)
         for pg, choice in zip(students, ("broad", "broad", "self"), strict=True):
-            answer = pg.locator("[data-testid=stMain] [data-testid=stRadio]").filter(has_text="Your answer")
-            answer.wait_for(timeout=15_000)
-            answer.get_by_text(choice, exact=True).click()
-            pg.locator("[data-testid=stMain]").get_by_role("button", name="Send").click()
-            pg.get_by_text("Waiting for the teacher to reveal").wait_for(timeout=15_000)
+            _answer(pg, choice)
         main.get_by_text("answered 3 of 3").wait_for(timeout=10_000)
-        main.get_by_role("button", name="Reveal").click()
-        main.get_by_text("The model:").wait_for(timeout=30_000)
-        class_bars = dict(zip(*_bars(teacher)[0].values(), strict=True))
-        assert class_bars["broad"] == 2 and class_bars["self"] == 1 and sum(class_bars.values()) == 3
+        class_bars = _reveal(teacher, main)
         for pg in students:
             pg.get_by_text("The model:").wait_for(timeout=10_000)
             assert pg.get_by_role("button", name="Answers (CSV)").count() == 0  # the names are the teacher's
@@ -615,41 +650,17 @@ def test_a_class_over_two_servers_and_one_postgresql_follow_poll_reveal_and_rest
     try:
         teacher = browser.new_page(viewport={"width": 1400, "height": 1400})
         pages.append(teacher)
-        teacher.goto(f"{teacher_base}/classroom")
-        teacher.get_by_role("button", name="Start a class").click()
-        teacher.get_by_text("Keep your teacher link").wait_for(timeout=60_000)
-        _wait_for_view(teacher, ("teacher=",))
-        params = teacher.evaluate("() => Object.fromEntries(new URL(location.href).searchParams)")
-        code, secret = params["class"], params["teacher"]
+        code, secret = _start_class(teacher, teacher_base)
         assert store.is_teacher(code, secret)  # the class is in PostgreSQL
 
-        students = []
-        for _ in range(3):
-            pg = browser.new_page(viewport={"width": 1200, "height": 1000})
-            pg.goto(f"{student_base}/?class={code}")
-            pg.get_by_text("Follow the teacher").wait_for(timeout=60_000)
-            students.append(pg)
+        students = _students(browser, student_base, code)
         pages += students
-
-        teacher.goto(f"{teacher_base}/?class={code}&teacher={secret}&view=Head&layer=3&head=2")
-        teacher.locator("[data-testid=stMain] .js-plotly-plot").first.wait_for(timeout=60_000)
-        waits = [_wait_for_view(s, ("view=Head", "layer=3", "head=2")) for s in students]
-        for s in students:
-            s.get_by_text("Layer 3, head 2").first.wait_for(timeout=5_000)
+        waits = _teacher_shows_a_head(teacher, teacher_base, code, secret, students, 3, 2)
         print("follow waits across servers (s):", [round(w, 2) for w in waits])
 
-        teacher.goto(f"{teacher_base}/classroom?class={code}&teacher={secret}")
-        main = teacher.locator("[data-testid=stMain]")
-        main.get_by_text("Ask the class about layer 3").wait_for(timeout=60_000)
-        main.locator("[data-testid=stRadio]").filter(has_text="Question").get_by_text("What kind of head?").click()
-        main.get_by_role("button", name="Ask").click()
-        main.get_by_text("answered 0 of 3 following when it was asked").wait_for(timeout=10_000)
+        main = _ask(teacher, teacher_base, code, secret, 3)
         for pg, choice in zip(students[:2], ("broad", "self"), strict=True):
-            answer = pg.locator("[data-testid=stMain] [data-testid=stRadio]").filter(has_text="Your answer")
-            answer.wait_for(timeout=15_000)
-            answer.get_by_text(choice, exact=True).click()
-            pg.locator("[data-testid=stMain]").get_by_role("button", name="Send").click()
-            pg.get_by_text("Waiting for the teacher to reveal").wait_for(timeout=15_000)
+            _answer(pg, choice)
         main.get_by_text("answered 2 of 3").wait_for(timeout=10_000)
 
         # the students' server restarts mid-poll: their answers are kept, the third student still answers
@@ -659,17 +670,10 @@ def test_a_class_over_two_servers_and_one_postgresql_follow_poll_reveal_and_rest
         for pg in students:
             pg.reload()
         students[0].get_by_text("Your answer: broad").wait_for(timeout=60_000)
-        answer = students[2].locator("[data-testid=stMain] [data-testid=stRadio]").filter(has_text="Your answer")
-        answer.wait_for(timeout=60_000)
-        answer.get_by_text("broad", exact=True).click()
-        students[2].locator("[data-testid=stMain]").get_by_role("button", name="Send").click()
-        students[2].get_by_text("Waiting for the teacher to reveal").wait_for(timeout=15_000)
+        _answer(students[2], "broad", timeout=60_000)
         main.get_by_text("answered 3 of 3").wait_for(timeout=10_000)
 
-        main.get_by_role("button", name="Reveal").click()
-        main.get_by_text("The model:").wait_for(timeout=30_000)
-        class_bars = dict(zip(*_bars(teacher)[0].values(), strict=True))
-        assert class_bars["broad"] == 2 and class_bars["self"] == 1 and sum(class_bars.values()) == 3
+        class_bars = _reveal(teacher, main)
         for pg in students:
             pg.get_by_text("The model:").wait_for(timeout=15_000)
             assert dict(zip(*_bars(pg)[0].values(), strict=True)) == class_bars
