@@ -358,14 +358,13 @@ def cmd_class(args: argparse.Namespace) -> int:
     """Start a class ahead of a lesson: its code, the teacher's and the students' links, when it ends."""
     import datetime as dt
 
-    from attnviz.liveclass.store import DATABASE_ERRORS, Store, links
+    from attnviz.liveclass.store import DATABASE_ERRORS, Store, error_line, links
 
     links(args.base_url, "CHECK")  # a bad address fails before a class is made
     try:
         store = Store(args.db) if args.db else Store()
     except DATABASE_ERRORS as err:  # an unusable setting or an unreachable server: one line, not a traceback
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ValueError(f"the class database cannot be used: {first}") from None
+        raise ValueError(f"the class database cannot be used: {error_line(err)}") from None
     code, secret, expires = store.create_class(hours=args.hours)
     urls = links(args.base_url, code, secret)
     when = dt.datetime.fromtimestamp(expires, dt.UTC).isoformat(timespec="seconds")
@@ -388,8 +387,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:  # the class database (ATTNVIZ_DB) opens now, or the server does not start
         db = store.Store()
     except store.DATABASE_ERRORS as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        print(f"attnviz: error: the class database ({store.DB_ENV}) cannot be used: {first}", file=sys.stderr)
+        print(f"attnviz: error: the class database ({store.DB_ENV}) cannot be used: {store.error_line(err)}",
+              file=sys.stderr)  # fmt: skip
         return BAD_INPUT
     print(f"attnviz: classes are stored in {db.describe()}", flush=True)
     db.close()

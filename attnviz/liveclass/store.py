@@ -139,6 +139,20 @@ class BadDatabase(ValueError):
 
 
 DATABASE_ERRORS = (OSError, sa.exc.SQLAlchemyError, BadDatabase)  # what opening or using the store can raise
+PASSWORD = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
+
+
+def masked(text: str) -> str:
+    """Text with the password of any URL in it hidden (postgresql://user:***@host/db)."""
+    return PASSWORD.sub(r"\1***@", text)
+
+
+def error_line(err: BaseException) -> str:
+    """A database failure in one line a person may see: its first line (SQLAlchemy appends the statement and its
+    parameters on the next ones), any URL's password hidden, at most 200 characters."""
+    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return masked(first)[:200]
+
 
 REMOVED = "The teacher removed this page from the class."
 
@@ -217,10 +231,10 @@ def database_url(target: Path | str) -> sa.URL:
         raise BadDatabase(f"{DB_ENV} is empty: write {example}.")
     scheme = re.match(r"^([A-Za-z][A-Za-z0-9+.-]+):", raw)
     if "://" in raw or (scheme and scheme.group(1).lower().startswith(("postgres", "sqlite", "mysql", "http"))):
-        raise BadDatabase(f"{raw[:60]!r} is not a database attnviz can use: write {example}.")
+        raise BadDatabase(f"{masked(raw)[:60]!r} is not a database attnviz can use: write {example}.")
     path = Path(raw).expanduser()
     if path.is_dir():
-        raise BadDatabase(f"{raw[:60]!r} is a folder: name a file in it (for example {path / 'classes.db'}).")
+        raise BadDatabase(f"{masked(raw)[:60]!r} is a folder: name a file in it (for example {path / 'classes.db'}).")
     return sa.URL.create("sqlite", database=str(path.resolve()))
 
 
@@ -420,11 +434,6 @@ class Store:
         info = ClassInfo(row["code"], row["created"], row["expires"], json.loads(row["view"]), row["version"],
                          row["changed"])  # fmt: skip
         return Moment(info, row["poll"], bool(row["revealed"]))
-
-    def pulse(self, code: str) -> tuple[int, int | None, bool] | None:
-        """(view version, newest poll id, revealed) in one read; None when the class does not exist or has ended."""
-        now = self.moment(code)
-        return None if now is None else (now.info.version, now.poll, now.revealed)
 
     def is_teacher(self, code: str, secret: str | None) -> bool:
         """Whether `secret` is this class's: compared in constant time; False for no secret or no class."""

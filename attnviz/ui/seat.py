@@ -28,7 +28,16 @@ from dataclasses import dataclass
 import streamlit as st
 
 from attnviz import escape
-from attnviz.liveclass.store import DATABASE_ERRORS, REMOVED, ClassNotFound, Moment, NotAdmitted, Store, clean_code
+from attnviz.liveclass.store import (
+    DATABASE_ERRORS,
+    REMOVED,
+    ClassNotFound,
+    Moment,
+    NotAdmitted,
+    Store,
+    clean_code,
+    error_line,
+)
 from attnviz.liveclass.store import links as store_links
 from attnviz.ui import state
 
@@ -86,13 +95,13 @@ def store_error() -> str | None:
     try:
         store()
     except STORE_ERRORS as err:
-        return STORE_FAILED.format(err=escape.md(err))
+        return STORE_FAILED.format(err=escape.md(error_line(err)))
     return None
 
 
 def failed(err: Exception, where=None) -> None:
     """A class database failure as the app's message (in the sidebar unless `where` says)."""
-    (where or st.sidebar).error(CLASS_FAILED.format(err=escape.md(str(err)[:200])))
+    (where or st.sidebar).error(CLASS_FAILED.format(err=escape.md(error_line(err))))
 
 
 def seat() -> Seat | None:
@@ -203,7 +212,7 @@ def publish(here: Seat | None, page_url: str, params: dict[str, str]) -> None:
     )
 
 
-_moments: dict[str, tuple[float, Moment | None]] = {}
+_moments: dict[str, tuple[float, Moment]] = {}
 _moments_lock = threading.Lock()
 
 

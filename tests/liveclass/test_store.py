@@ -17,6 +17,12 @@ def db(store_target):
     store.close()
 
 
+def _pulse(db: Store, code: str):
+    """(view version, newest poll, revealed): what a follower's heartbeat compares; None without a class."""
+    now = db.moment(code)
+    return None if now is None else now.pulse()
+
+
 def _everything(db: Store) -> str:
     """Every value in every table, as text."""
     with db.engine.connect() as conn:
@@ -170,16 +176,16 @@ def test_the_default_path_follows_the_environment(monkeypatch, tmp_path):
     assert store_module.class_hours() == store_module.DEFAULT_HOURS
 
 
-def test_a_pulse_is_the_version_and_the_newest_poll_in_one_read(db):
+def test_a_moment_is_the_class_and_its_newest_poll_in_one_read(db):
     code, secret, _ = db.create_class()
-    assert db.pulse(code) == (0, None, False)
+    assert _pulse(db, code) == (0, None, False)
     db.set_view(code, secret, {"page": "inside", "params": {}})
     first = db.start_poll(code, secret, "number", "?", [], {})
     second = db.start_poll(code, secret, "number", "?", [], {})
-    assert db.pulse(code) == (1, second, False) and first < second
+    assert _pulse(db, code) == (1, second, False) and first < second
     db.reveal(code, secret, second)
-    assert db.pulse(code) == (1, second, True)
-    assert db.pulse("ZZZZZZ") is None
+    assert _pulse(db, code) == (1, second, True)
+    assert _pulse(db, "ZZZZZZ") is None
 
 
 def test_a_poll_takes_answers_only_from_the_students_following_when_it_was_asked(db):
@@ -276,6 +282,20 @@ def test_the_database_setting_is_a_path_or_a_postgresql_url_and_nothing_else(tmp
         with pytest.raises(store_module.BadDatabase, match=says):
             Store(bad)
     assert not (tmp_path / "postgresql:").exists()
+    with pytest.raises(store_module.BadDatabase) as said:
+        Store("mysql://teacher:hunter2@db/x")
+    assert "hunter2" not in str(said.value) and "teacher:***@db" in str(said.value)
+
+
+def test_a_database_error_is_one_line_with_no_statement_and_no_password():
+    import sqlalchemy as sa
+
+    err = sa.exc.OperationalError("SELECT secret_hash FROM classes WHERE code = :code", {"code": "ABCDEF"},
+                                  Exception("could not reach postgresql://u:pw@db:5432/x"))  # fmt: skip
+    assert "SELECT" in str(err) and "ABCDEF" in str(err)  # SQLAlchemy's own text names both
+    line = store_module.error_line(err)
+    assert "\n" not in line and "SELECT" not in line and "ABCDEF" not in line and "pw" not in line
+    assert "could not reach postgresql://u:***@db:5432/x" in line
 
 
 def test_an_unreachable_postgresql_is_an_error_and_never_a_sqlite_file(tmp_path, monkeypatch):
@@ -293,11 +313,11 @@ def test_two_servers_share_one_class(store_target):
     code, secret, _ = teacher.create_class()
     student.join(code, "s1")
     teacher.set_view(code, secret, {"page": "inside", "params": {"head": "2"}})
-    assert student.get(code).view["params"] == {"head": "2"} and student.pulse(code) == (1, None, False)
+    assert student.get(code).view["params"] == {"head": "2"} and _pulse(student, code) == (1, None, False)
     poll = teacher.start_poll(code, secret, "head type", "Kind?", ["self", "broad"], {})
     assert student.answer(poll, "s1", "broad") and not student.answer(poll, "s1", "self")
     teacher.reveal(code, secret, poll)
-    assert student.pulse(code) == (1, poll, True) and teacher.results(poll) == {"broad": 1}
+    assert _pulse(student, code) == (1, poll, True) and teacher.results(poll) == {"broad": 1}
     teacher.close()
     student.close()
 
