@@ -5,7 +5,7 @@ that a reload, a typed URL state (?layer=3&head=5&view=Head) or a restarted serv
 never reaches the class's view or a page's text (project the app full screen, or the student link, not the address
 bar). After every run of the teacher's page, the page and its URL state (model, text, layer, head, palette, projector
 mode: everything `state` publishes) become the class's view in the store. A student opens the student link
-(?class=CODE); a fragment asks the store twice a second and,
+(?class=CODE); a fragment asks the store every 0.4 s and,
 while the student follows, a newer view replaces theirs before their page draws: the widgets' values are dropped
 and restored from the teacher's URL state, on the teacher's page. A student exploring alone keeps their own view
 until they rejoin.
@@ -31,6 +31,7 @@ from attnviz import escape
 from attnviz.liveclass.store import (
     DATABASE_ERRORS,
     REMOVED,
+    ClassInfo,
     ClassNotFound,
     Moment,
     NotAdmitted,
@@ -44,11 +45,11 @@ from attnviz.ui import state
 CLASS, TEACHER, STUDENT = "class", "teacher", "sid"
 KEEP = ("class.", "_")  # session keys that survive taking the teacher's view (the class's own, Streamlit's)
 IDS = "_class.ids"  # {class code: student id} of this browser session: never dropped, never taken from a later URL
-TICK_SECONDS = 0.5  # how often a follower's page asks the store for a newer view (one read)
+TICK_SECONDS = 0.4  # how often a follower's page asks the store for a newer view (one read)
 SEEN_SECONDS = 10.0  # how often a follower's page says it is still here (one write)
 CLASS_PAGE = "classroom"  # the Class page's URL path
 MOMENTS_KEPT = 256  # classes whose shared read a server keeps
-PULSE_SHARED = 0.1  # seconds: one read of a class's pulse serves every heartbeat of it on this server in this window
+PULSE_SHARED = 0.05  # seconds: one read of a class's pulse serves every heartbeat of it on this server in this window
 
 
 @dataclass(frozen=True)
@@ -182,11 +183,15 @@ def follow(here: Seat, page_url: str) -> None:
     # What this run draws of the polls. Set here, in the whole page's run, never in the heartbeat: a heartbeat that
     # noted it and asked for a rerun which another request then superseded would leave the page behind for good.
     st.session_state["class.poll_mark"] = [pulse[1], pulse[2]] if pulse[1] is not None else None
+    st.session_state["class.page"] = page_url  # the page this run draws (the heartbeat reads it)
     if not st.session_state.get("class.following", True):
         return
-    info = now.info
-    if st.session_state.get("class.version") == info.version:
-        return
+    if st.session_state.get("class.version") != now.info.version:
+        _take(here, now.info, page_url)
+
+
+def _take(here: Seat, info: ClassInfo, page_url: str) -> None:
+    """This student's page takes the class's view: its URL state, and its page (a switch ends this run)."""
     st.session_state["class.version"] = info.version
     if not info.view:
         return  # the teacher has not shown anything yet
@@ -218,8 +223,8 @@ _moments_lock = threading.Lock()
 
 def moment(code: str) -> Moment | None:
     """The class and its newest poll (Store.moment), read at most once per PULSE_SHARED seconds for all its
-    followers on this server: 100 heartbeats a second cost the database about 10 reads, and a change is seen at
-    most 0.1 s later. None when the class does not exist or has ended."""
+    followers on this server: 250 heartbeats a second cost the database about 20 reads, and a change is seen at
+    most 0.05 s later. None when the class does not exist or has ended."""
     now = time.monotonic()
     with _moments_lock:
         hit = _moments.get(code)
@@ -260,6 +265,8 @@ def _beat() -> None:
     mark = [poll, revealed] if poll is not None else None
     following = st.session_state.get("class.following", True)
     stale = following and version != st.session_state.get("class.version")
+    if stale and now.info.view and now.info.view.get("page", "") != st.session_state.get("class.page"):
+        _take(Seat(code, False, student), now.info, st.session_state.get("class.page", ""))  # to the teacher's page
     if stale or mark != st.session_state.get("class.poll_mark"):
         st.rerun(scope="app")  # the whole page's run takes the view and notes the poll (follow)
     st.caption(f"{'Following the teacher' if following else 'Exploring alone'} · view {version}")

@@ -158,7 +158,7 @@ def test_a_following_student_gets_the_export_buttons_behind_one_switch(db):
     assert len(teacher.get("download_button")) == 4
 
 
-def test_followers_on_one_server_share_one_read_of_the_class_per_tenth_of_a_second(db, monkeypatch):
+def test_followers_on_one_server_share_one_read_of_the_class_per_pulse_window(db, monkeypatch):
     from attnviz.ui import seat
 
     code, secret, _ = db.create_class()
@@ -171,5 +171,5 @@ def test_followers_on_one_server_share_one_read_of_the_class_per_tenth_of_a_seco
     assert len(reads) == 1 and all(m == first[0] for m in first) and first[0].info.version == 0
     db.set_view(code, secret, {"page": "inside", "params": {}})
     time.sleep(seat.PULSE_SHARED + 0.02)
-    assert seat.moment(code).info.version == 1 and len(reads) == 2  # a change is seen a tenth of a second later
+    assert seat.moment(code).info.version == 1 and len(reads) == 2  # a change is seen one window later
     assert seat.moment("ZZZZZZ") is None and seat.moment("ZZZZZZ") is None and "ZZZZZZ" not in seat._moments
