@@ -4,7 +4,7 @@ The one module that talks to the database, through SQLAlchemy Core (one set of s
 constraints on both; the driver for PostgreSQL is psycopg 3). `ATTNVIZ_DB` chooses:
 
 - a file path (default `attnviz/classes.db` under the user's data folder: $XDG_DATA_HOME or ~/.local/share): SQLite,
-  one file on one machine, in WAL mode so that readers (every follower's heartbeat, every 0.4 s) never wait for a writer,
+  one file on one machine, in WAL mode so that readers (every heartbeat, every 0.4 s) never wait for a writer,
   with a busy timeout so that 30 answers in the same second queue instead of failing; every write is one
   `BEGIN IMMEDIATE` transaction;
 - a `postgresql://user:password@host:port/database` URL: PostgreSQL, which several servers (replicas) share. Reads
