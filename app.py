@@ -68,3 +68,4 @@ try:
     seat.publish(here, navigation.url_path, state.publish())
 except seat.STORE_ERRORS as err:
     seat.failed(err)
+seat.drawn(here)  # the end of a student's whole run: what it drew, in the URL (a heartbeat checks the browser got it)

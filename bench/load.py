@@ -457,7 +457,8 @@ class Follower:
         self.url, self.index = url, index
         self.query = f"class={code}&sid={sid}"
         self.seen: dict[int, float] = {}  # view version -> when this page had drawn it whole (time.time())
-        self.drawing: int | None = None  # a version whose run has begun drawing
+        self.drawing: int | None = None  # a version whose whole run has begun drawing
+        self.whole = False  # whether the run being received is a whole page's (not the heartbeat's alone)
         self.pages: dict[str, str] = {}
         self.fragment: tuple[str, float] | None = None
         self.timer: asyncio.Task | None = None  # the heartbeat's interval, as the browser keeps it
@@ -492,6 +493,7 @@ class Follower:
             w.id = wid
             setattr(w, field, value)
         await ws.send(msg.SerializeToString())
+        self.last_kinds.append(f"> rerun {'heartbeat' if fragment else 'whole page'}")
 
     async def _beat(self, ws, interval: float, deadline: float) -> None:
         """What the browser does for a fragment with run_every: ask the server to rerun it, every interval."""
@@ -499,6 +501,25 @@ class Follower:
             await asyncio.sleep(interval)
             if self.fragment and time.monotonic() >= self.quiet_until:
                 await self._send(ws, self.fragment[0])
+
+    def last_run(self) -> int:
+        """Where the last whole page's run begins in the trace."""
+        starts = [i for i, k in enumerate(self.last_kinds) if k == "new_session whole page"]
+        return starts[-1] if starts else 0
+
+    @staticmethod
+    def _describe(fwd, kind: str) -> str:
+        """One received message, as the trace of a follower that got stuck shows it."""
+        if kind == "delta":
+            which = fwd.delta.new_element.WhichOneof("type")
+            said = f" {fwd.delta.new_element.markdown.body[-12:]!r}" if which == "markdown" else ""
+            said = f" {fwd.delta.new_element.alert.body[:40]!r}" if which == "alert" else said
+            return f"delta:{which}{said}" + (" (fragment)" if fwd.delta.fragment_id else "")
+        if kind == "new_session":
+            return f"new_session {'fragment' if fwd.metadata.run.fragment_ids else 'whole page'}"
+        if kind == "script_finished":
+            return f"script_finished {ForwardMsg.ScriptFinishedStatus.Name(fwd.script_finished)}"
+        return kind
 
     def _stop_timer(self) -> None:
         if self.timer is not None:
@@ -516,16 +537,20 @@ class Follower:
             fwd = ForwardMsg()
             fwd.ParseFromString(raw)
             kind = fwd.WhichOneof("type")
-            self.last_kinds.append(kind if kind != "delta" else f"delta:{fwd.delta.new_element.WhichOneof('type')}")
+            self.last_kinds.append(self._describe(fwd, kind))
+            if kind == "new_session":
+                self.whole = not fwd.metadata.run.fragment_ids
             if kind == "new_session" and fwd.new_session.page_script_hash:
                 self.page_hash = fwd.new_session.page_script_hash  # the page this session shows now
             if kind == "new_session" and not fwd.metadata.run.fragment_ids:
                 self._stop_timer()  # as Streamlit's frontend does: a whole page's run clears every interval
+                self.last_kinds.append("(interval cleared)")
             if kind == "auto_rerun":
                 key = (fwd.auto_rerun.fragment_id, fwd.auto_rerun.interval)
                 if self.timer_key != key:  # a new interval starts from now; the same one keeps its phase
                     self._stop_timer()
                     self.timer, self.timer_key = asyncio.create_task(self._beat(ws, key[1], deadline)), key
+                    self.last_kinds.append("(interval started)")
                 self.fragment = (fwd.auto_rerun.fragment_id, fwd.auto_rerun.interval)
             elif kind == "page_info_changed":
                 self.query = fwd.page_info_changed.query_string
@@ -539,8 +564,8 @@ class Follower:
                     found = re.search(r"· view (\d+)", el.markdown.body)
                     if found and fwd.delta.fragment_id and self.fragment:  # the heartbeat as the page has it now
                         self.fragment = (fwd.delta.fragment_id, self.fragment[1])
-                    if found and int(found.group(1)) not in self.seen:
-                        self.drawing = int(found.group(1))  # seen once the page's run finishes
+                    if found and self.whole and int(found.group(1)) not in self.seen:
+                        self.drawing = int(found.group(1))  # seen once the page's whole run finishes
                 elif which == "alert" and "Waiting for the teacher" in el.alert.body:
                     self.confirmed = True  # the page says the answer was kept
                 elif which == "radio" and el.radio.label == "Your answer":
@@ -550,7 +575,8 @@ class Follower:
                 elif which == "exception":
                     self.errors.append(f"exception: {el.exception.message[:200]}")
             elif kind == "script_finished" and self.drawing is not None:
-                self.seen.setdefault(self.drawing, time.time())  # the whole page, sidebar and main area, drawn
+                if fwd.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:  # not a run cut for a rerun
+                    self.seen.setdefault(self.drawing, time.time())  # the whole page, sidebar and main area, drawn
                 self.drawing = None
             if kind == "script_finished" and self.radio and self.send_id and not self.answered:
                 self.answered = True  # the poll's form is drawn: pick an answer, then press Send (two reruns)
@@ -662,7 +688,8 @@ def class_run(
         if f.radio is None or f.send_id is None:
             print(
                 f"follower {f.index} never drew the poll's form: {sorted(f.seen)[-3:]}, radio {f.radio is not None}, "
-                f"send {f.send_id is not None}, fragment {f.fragment}, last {f.last_kinds[-8:]}"
+                f"send {f.send_id is not None}, fragment {f.fragment}, "
+                f"its last whole run and after {f.last_kinds[f.last_run() :][:40]} ... {f.last_kinds[-6:]}"
             )
     print("| measure | value | target |\n|---|---:|---|")
     print(f"| database / replicas | {db.describe() if postgres else 'SQLite'} / {replicas} | - |")

@@ -109,3 +109,54 @@ def test_a_visitors_clear_cache_message_clears_their_session_not_the_servers_cac
     asyncio.run(session())
     said = log.read_text()
     assert CLEARED_OWN in said and "Traceback" not in said
+
+
+def test_a_heartbeat_keeps_its_interval_and_redraws_a_page_that_never_got_its_runs_end(server):
+    """Streamlit drops the rest of a finished run's messages when a heartbeat's request lands before they were sent
+    (attnviz/ui/seat.py, _redraw_if_lost): the page is left drawn halfway, and with no heartbeat if the interval was
+    in the part lost. Here the browser's side of that: a heartbeat whose URL still has an older `drawn`."""
+    from attnviz.ui import seat
+
+    url, db, log = server
+    code, secret, _ = db.create_class()
+    db.set_view(code, secret, {"page": "", "params": {"view": "Head", "layer": "2"}})
+
+    async def messages(ws) -> list:
+        out = []
+        while True:
+            fwd = ForwardMsg()
+            fwd.ParseFromString(await asyncio.wait_for(ws.recv(), timeout=120))
+            out.append(fwd)
+            if fwd.WhichOneof("type") == "script_finished":
+                return out
+
+    async def beat(ws, query: str, fragment: str) -> list:
+        msg = BackMsg()
+        msg.rerun_script.query_string, msg.rerun_script.fragment_id = query, fragment
+        msg.rerun_script.is_auto_rerun = True
+        await ws.send(msg.SerializeToString())
+        return await messages(ws)
+
+    async def session() -> None:
+        async with websockets.connect(url, subprotocols=["streamlit"], max_size=64 * 2**20) as ws:
+            query = f"class={code}&sid={'e' * 16}"
+            await ws.send(BackMsg(rerun_script={"query_string": query}).SerializeToString())
+            whole = await messages(ws)
+            armed = [m.auto_rerun for m in whole if m.WhichOneof("type") == "auto_rerun"]
+            urls = [m.page_info_changed.query_string for m in whole if m.WhichOneof("type") == "page_info_changed"]
+            assert len(armed) == 1 and f"{seat.DRAWN}=1.None.0" in urls[-1]  # the run's end, in the URL
+            fragment = armed[0].fragment_id
+            got = await beat(ws, urls[-1], fragment)  # a page that has it: a heartbeat, which sets its interval again
+            runs = [list(m.metadata.run.fragment_ids) for m in got if m.WhichOneof("type") == "new_session"]
+            assert runs == [[fragment]] and got[-1].script_finished == ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY
+            assert [m.auto_rerun.fragment_id for m in got if m.WhichOneof("type") == "auto_rerun"] == [fragment]
+            got = await beat(ws, query, fragment)  # the run's end never arrived, but it only just ended: wait
+            assert got[-1].script_finished == ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY
+            await asyncio.sleep(seat.DRAWN_GRACE + 0.2)
+            got = await beat(ws, query, fragment)  # still not: the whole page is drawn again
+            got += await messages(ws)
+            runs = [list(m.metadata.run.fragment_ids) for m in got if m.WhichOneof("type") == "new_session"]
+            assert runs == [[fragment], []] and got[-1].script_finished == ForwardMsg.FINISHED_SUCCESSFULLY
+
+    asyncio.run(session())
+    assert "missed the end of its run; drawn again" in log.read_text()

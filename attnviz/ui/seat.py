@@ -19,6 +19,7 @@ database is a message in the app's words (`failed`), never Streamlit's error pag
 from __future__ import annotations
 
 import io
+import logging
 import os
 import secrets
 import threading
@@ -26,6 +27,9 @@ import time
 from dataclasses import dataclass
 
 import streamlit as st
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
 
 from attnviz import escape
 from attnviz.liveclass.store import (
@@ -50,6 +54,9 @@ SEEN_SECONDS = 10.0  # how often a follower's page says it is still here (one wr
 CLASS_PAGE = "classroom"  # the Class page's URL path
 MOMENTS_KEPT = 256  # classes whose shared read a server keeps
 PULSE_SHARED = 0.05  # seconds: one read of a class's pulse serves every heartbeat of it on this server in this window
+DRAWN = "drawn"  # the URL parameter where a student's whole run, at its end, writes what it drew (view, poll)
+DRAWN_GRACE = 3.0  # seconds after a whole run's end before a heartbeat still carrying an older `drawn` redraws
+REDRAWS = 2  # at most this many whole runs a heartbeat asks for per drawn state, for a page that never got one whole
 
 
 @dataclass(frozen=True)
@@ -195,7 +202,8 @@ def _take(here: Seat, info: ClassInfo, page_url: str) -> None:
     st.session_state["class.version"] = info.version
     if not info.view:
         return  # the teacher has not shown anything yet
-    params = {k: str(v) for k, v in info.view.get("params", {}).items() if k not in (CLASS, TEACHER, STUDENT)}
+    params = {k: str(v) for k, v in info.view.get("params", {}).items() if k not in (CLASS, TEACHER, STUDENT, DRAWN)}
+    st.session_state["class.drawn"] = None  # until this run's end says what it drew
     params.update({CLASS: here.code, STUDENT: here.student})
     for key in list(st.session_state):
         if not str(key).startswith(KEEP):
@@ -205,11 +213,24 @@ def _take(here: Seat, info: ClassInfo, page_url: str) -> None:
         st.switch_page(page_path(info.view.get("page", "")), query_params=params)
 
 
+def drawn(here: Seat | None) -> None:
+    """The end of a student's whole run: what it drew (view, poll, reveal) goes into the page's URL, `?drawn=`, and
+    into the session, with the time. The browser sends its URL with every heartbeat, so a heartbeat that still
+    carries an older `drawn` some seconds later belongs to a page that never received this run's end (see `_beat`).
+    A run that stopped itself (st.stop) writes nothing: after a stop, Streamlit takes no more calls."""
+    if here is None or here.teacher:
+        return
+    mark = st.session_state.get("class.poll_mark") or [None, False]
+    drawn_state = f"{st.session_state.get('class.version')}.{mark[0]}.{int(bool(mark[1]))}"
+    st.query_params[DRAWN] = drawn_state
+    st.session_state["class.drawn"] = (drawn_state, time.time())
+
+
 def publish(here: Seat | None, page_url: str, params: dict[str, str]) -> None:
     """After the teacher's run: the page and its URL state become the class's view."""
     if here is None or not here.teacher:
         return
-    shared = {k: v for k, v in params.items() if k not in (CLASS, TEACHER, STUDENT)}
+    shared = {k: v for k, v in params.items() if k not in (CLASS, TEACHER, STUDENT, DRAWN)}
     # What a poll asks about: the last view that was not the Class page (kept in the store: a reload keeps it).
     lesson = shared if page_url != CLASS_PAGE else store().get(here.code).view.get("lesson", {})
     store().set_view(
@@ -269,7 +290,48 @@ def _beat() -> None:
         _take(Seat(code, False, student), now.info, st.session_state.get("class.page", ""))  # to the teacher's page
     if stale or mark != st.session_state.get("class.poll_mark"):
         st.rerun(scope="app")  # the whole page's run takes the view and notes the poll (follow)
+    if _heartbeat_alone():
+        _keep_beating()
+        _redraw_if_lost(code)
     st.caption(f"{'Following the teacher' if following else 'Exploring alone'} · view {version}")
+
+
+def _keep_beating() -> None:
+    """Set this heartbeat's interval again in the browser (which ignores an interval it already has). A browser
+    clears every interval when a whole run begins and sets it again when the run draws the heartbeat; a run whose
+    end never reached the browser would leave the page with no heartbeat at all."""
+    fragment = getattr(ThreadState.get(), "fragment_id", None)
+    ctx = get_script_run_ctx()
+    if fragment and ctx is not None:
+        msg = ForwardMsg()
+        msg.auto_rerun.interval = TICK_SECONDS
+        msg.auto_rerun.fragment_id = fragment
+        ctx.enqueue(msg)
+
+
+def _redraw_if_lost(code: str) -> None:
+    """Draw the whole page again when the browser never received the last whole run's end.
+
+    Streamlit 1.67 drops what a finished run had not yet sent when a heartbeat's request arrives in between: the
+    request starts a new script runner, and the session ignores the old runner's remaining messages (its
+    AppSession: "Ignoring event from non-current ScriptRunner"). Under load that left a page drawn halfway, and in
+    bench/load.py's lecture hall (100 followers, two replicas) 1 to 5 followers stuck so in 3 of 5 runs. The sign
+    is the page's URL: the run's end writes `?drawn=`, and the browser sends its URL with every heartbeat."""
+    want = st.session_state.get("class.drawn")
+    if not want or st.query_params.get(DRAWN) == want[0] or time.time() - want[1] < DRAWN_GRACE:
+        return
+    tries = st.session_state.get("class.redraws", (None, 0))
+    tries = tries if tries[0] == want[0] else (want[0], 0)
+    if tries[1] < REDRAWS:
+        st.session_state["class.redraws"] = (want[0], tries[1] + 1)
+        logging.getLogger("attnviz").warning("class %s: a student's page missed the end of its run; drawn again", code)
+        st.rerun(scope="app")
+
+
+def _heartbeat_alone() -> bool:
+    """Whether this run is the heartbeat's own (the browser's timer), not the heartbeat drawn inside a whole run."""
+    ctx = get_script_run_ctx()
+    return bool(ctx is not None and ctx.fragment_ids_this_run)
 
 
 def sidebar_panel(here: Seat) -> None:

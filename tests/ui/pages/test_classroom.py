@@ -173,3 +173,65 @@ def test_followers_on_one_server_share_one_read_of_the_class_per_pulse_window(db
     time.sleep(seat.PULSE_SHARED + 0.02)
     assert seat.moment(code).info.version == 1 and len(reads) == 2  # a change is seen one window later
     assert seat.moment("ZZZZZZ") is None and seat.moment("ZZZZZZ") is None and "ZZZZZZ" not in seat._moments
+
+
+def test_a_students_whole_run_ends_by_writing_what_it_drew_into_the_url_and_a_stopped_page_writes_nothing(db):
+    from attnviz.ui import seat
+
+    code, secret, _ = db.create_class()
+    db.set_view(code, secret, {"page": "", "params": {"view": "Head", "layer": "2", "head": "3"}})
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update({"class": code, "sid": "d" * 16})
+    at.run()
+    _ok(at)
+    drawn, when = at.session_state["class.drawn"]
+    assert drawn == "1.None.0" and abs(time.time() - when) < 60 and at.query_params[seat.DRAWN] == "1.None.0"
+    poll = _poll(db, code, secret)
+    time.sleep(seat.PULSE_SHARED + 0.02)  # the server's shared read of the class sees it
+    at.run()
+    assert at.session_state["class.drawn"][0] == f"1.{poll}.0" and at.query_params[seat.DRAWN] == f"1.{poll}.0"
+    db.set_view(code, secret, {"page": "", "params": {"text": " "}})  # an empty text: the page says so and stops
+    time.sleep(seat.PULSE_SHARED + 0.02)
+    at.run()
+    assert [w.value for w in at.warning] == ["The text is empty\\: type a sentence to see its attention\\."]
+    assert at.session_state["class.version"] == 2 and at.session_state["class.drawn"] is None  # no redraw of it
+    teacher = AppTest.from_file(APP, default_timeout=120)
+    teacher.query_params.update({"class": code, "teacher": secret})
+    teacher.run()
+    assert seat.DRAWN not in teacher.query_params and "class.drawn" not in teacher.session_state
+
+
+def test_a_heartbeat_redraws_a_page_that_never_got_its_runs_end_after_a_grace_at_most_twice(db, monkeypatch):
+    import streamlit as st
+
+    from attnviz.ui import seat
+
+    code, secret, _ = db.create_class()
+    db.set_view(code, secret, {"page": "", "params": {}})
+    seat.store().join(code, "c" * 16)
+    asked, beats = [], []
+    monkeypatch.setattr(st, "rerun", lambda scope="app": asked.append(scope))
+    monkeypatch.setattr(st, "caption", lambda *a, **k: None)
+    monkeypatch.setattr(st, "session_state", {})
+    monkeypatch.setattr(st, "query_params", {})
+    monkeypatch.setattr(seat, "_moments", {})
+    monkeypatch.setattr(seat, "_heartbeat_alone", lambda: True)  # the browser's timer, not a whole run's own call
+    monkeypatch.setattr(seat, "_keep_beating", lambda: beats.append(1))
+    version = db.get(code).version
+    st.session_state.update({"class.code": code, "class.student": "c" * 16, "class.version": version,
+                             "class.page": "", "class.poll_mark": None, "class.seen_at": time.time()})  # fmt: skip
+    st.session_state["class.drawn"] = ("1.None.0", time.time() - 10)
+    st.query_params[seat.DRAWN] = "1.None.0"
+    seat._beat()
+    assert asked == [] and beats == [1]  # the browser has the run's end: a heartbeat is one read
+    st.query_params[seat.DRAWN] = "0.None.0"  # it does not: the run's end never reached it
+    st.session_state["class.drawn"] = ("1.None.0", time.time())
+    seat._beat()
+    assert asked == []  # not yet: a heartbeat sent before the end arrived may still be on its way
+    st.session_state["class.drawn"] = ("1.None.0", time.time() - seat.DRAWN_GRACE - 0.1)
+    for _ in range(4):
+        seat._beat()
+    assert asked == ["app"] * seat.REDRAWS and len(beats) == 6  # bounded; the interval is set again every beat
+    st.session_state["class.drawn"] = ("2.None.0", time.time() - seat.DRAWN_GRACE - 0.1)  # a later run, also lost
+    seat._beat()
+    assert asked == ["app"] * (seat.REDRAWS + 1)
