@@ -459,6 +459,7 @@ class Follower:
         self.seen: dict[int, float] = {}  # view version -> when this page had drawn it whole (time.time())
         self.drawing: int | None = None  # a version whose whole run has begun drawing
         self.whole = False  # whether the run being received is a whole page's (not the heartbeat's alone)
+        self.whole_done = False  # whether the last whole page's run that began has finished (its end received)
         self.pages: dict[str, str] = {}
         self.fragment: tuple[str, float] | None = None
         self.timer: asyncio.Task | None = None  # the heartbeat's interval, as the browser keeps it
@@ -540,6 +541,7 @@ class Follower:
             self.last_kinds.append(self._describe(fwd, kind))
             if kind == "new_session":
                 self.whole = not fwd.metadata.run.fragment_ids
+                self.whole_done = self.whole_done and not self.whole
             if kind == "new_session" and fwd.new_session.page_script_hash:
                 self.page_hash = fwd.new_session.page_script_hash  # the page this session shows now
             if kind == "new_session" and not fwd.metadata.run.fragment_ids:
@@ -564,8 +566,8 @@ class Follower:
                     found = re.search(r"· view (\d+)", el.markdown.body)
                     if found and fwd.delta.fragment_id and self.fragment:  # the heartbeat as the page has it now
                         self.fragment = (fwd.delta.fragment_id, self.fragment[1])
-                    if found and self.whole and int(found.group(1)) not in self.seen:
-                        self.drawing = int(found.group(1))  # seen once the page's whole run finishes
+                    if found and int(found.group(1)) not in self.seen:
+                        self.drawing = int(found.group(1))  # seen once its run, and the last whole run, finished
                 elif which == "alert" and "Waiting for the teacher" in el.alert.body:
                     self.confirmed = True  # the page says the answer was kept
                 elif which == "radio" and el.radio.label == "Your answer":
@@ -574,10 +576,17 @@ class Follower:
                     self.send_id = el.button.id
                 elif which == "exception":
                     self.errors.append(f"exception: {el.exception.message[:200]}")
-            elif kind == "script_finished" and self.drawing is not None:
-                if fwd.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:  # not a run cut for a rerun
+            elif kind == "script_finished":
+                # Streamlit's message queue may carry a whole run's heartbeat caption over into the heartbeat's run
+                # just after it (one element, the later wins), so the caption may come in either; a page counts as
+                # drawn once the whole run that took the view has finished too (its end can be lost: seat.py).
+                self.whole_done = self.whole_done or (
+                    self.whole and fwd.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY
+                )
+                if self.drawing is not None and self.whole_done:
                     self.seen.setdefault(self.drawing, time.time())  # the whole page, sidebar and main area, drawn
-                self.drawing = None
+                if fwd.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN or self.whole_done:
+                    self.drawing = None
             if kind == "script_finished" and self.radio and self.send_id and not self.answered:
                 self.answered = True  # the poll's form is drawn: pick an answer, then press Send (two reruns)
                 self.page_hash = self.pages.get("classroom", self.page_hash)  # the page the form is on
