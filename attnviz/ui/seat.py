@@ -193,7 +193,10 @@ def follow(here: Seat, page_url: str) -> None:
     st.session_state["class.page"] = page_url  # the page this run draws (the heartbeat reads it)
     if not st.session_state.get("class.following", True):
         return
-    if st.session_state.get("class.version") != now.info.version:
+    elsewhere = bool(now.info.view) and now.info.view.get("page", "") != page_url
+    if st.session_state.get("class.version") != now.info.version or elsewhere:
+        # Elsewhere though taken: a heartbeat sent before the switch to the teacher's page reached the browser
+        # carries the old page and runs the session there again (seen at 100 followers); take the view again.
         _take(here, now.info, page_url)
 
 
@@ -286,7 +289,10 @@ def _beat() -> None:
     mark = [poll, revealed] if poll is not None else None
     following = st.session_state.get("class.following", True)
     stale = following and version != st.session_state.get("class.version")
-    if stale and now.info.view and now.info.view.get("page", "") != st.session_state.get("class.page"):
+    elsewhere = (
+        following and bool(now.info.view) and now.info.view.get("page", "") != st.session_state.get("class.page")
+    )
+    if elsewhere:
         _take(Seat(code, False, student), now.info, st.session_state.get("class.page", ""))  # to the teacher's page
     if stale or mark != st.session_state.get("class.poll_mark"):
         st.rerun(scope="app")  # the whole page's run takes the view and notes the poll (follow)

@@ -235,3 +235,20 @@ def test_a_heartbeat_redraws_a_page_that_never_got_its_runs_end_after_a_grace_at
     st.session_state["class.drawn"] = ("2.None.0", time.time() - seat.DRAWN_GRACE - 0.1)  # a later run, also lost
     seat._beat()
     assert asked == ["app"] * (seat.REDRAWS + 1)
+
+
+def test_a_follower_run_on_another_page_than_the_teachers_goes_back_to_it_though_the_view_is_taken(db):
+    from attnviz.ui import seat
+
+    code, secret, _ = db.create_class()
+    db.set_view(code, secret, {"page": "inside", "params": {}})
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update({"class": code, "sid": "f" * 16})
+    at.run()
+    _ok(at)
+    assert at.session_state["class.version"] == 1 and at.session_state["class.page"] == "inside"
+    # A heartbeat sent before the switch reached the browser carries the old page: the session runs there again.
+    time.sleep(seat.PULSE_SHARED + 0.02)
+    at.switch_page("app_pages/heads.py").run()
+    _ok(at)
+    assert at.session_state["class.version"] == 1 and at.session_state["class.page"] == "inside"
