@@ -35,6 +35,17 @@ def _poll(db, code, secret) -> int:
     return db.start_poll(code, secret, "head type", "What kind?", list(polls.HEAD_TYPES), VIEW)
 
 
+def _following(db, view: dict, sid: str):
+    """A class showing `view`, and a student's page that follows it, after its first run: (at, code, secret)."""
+    code, secret, _ = db.create_class()
+    db.set_view(code, secret, view)
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update({"class": code, "sid": sid * 16})
+    at.run()
+    _ok(at)
+    return at, code, secret
+
+
 def test_one_page_session_cycling_its_sid_and_class_stores_one_answer(db):
     code, secret, _ = db.create_class()
     a, b = "a" * 16, "b" * 16
@@ -141,12 +152,7 @@ def test_a_visitors_clear_cache_clears_their_own_session_not_the_servers_caches(
 
 
 def test_a_following_student_gets_the_export_buttons_behind_one_switch(db):
-    code, secret, _ = db.create_class()
-    db.set_view(code, secret, {"page": "", "params": {"view": "Head", "layer": "2", "head": "3"}})
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.query_params.update({"class": code, "sid": "h" * 16})
-    at.run()
-    _ok(at)
+    at, code, secret = _following(db, {"page": "", "params": {"view": "Head", "layer": "2", "head": "3"}}, "h")
     assert at.slider(key="heads.head").value == 3 and len(at.get("download_button")) == 0
     at.toggle(key="heads.export.head.open").set_value(True).run()
     assert [b.proto.label for b in at.get("download_button")] == ["PNG", "SVG", "CSV", "JSON"]
@@ -178,12 +184,7 @@ def test_followers_on_one_server_share_one_read_of_the_class_per_pulse_window(db
 def test_a_students_whole_run_ends_by_writing_what_it_drew_into_the_url_and_a_stopped_page_writes_nothing(db):
     from attnviz.ui import seat
 
-    code, secret, _ = db.create_class()
-    db.set_view(code, secret, {"page": "", "params": {"view": "Head", "layer": "2", "head": "3"}})
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.query_params.update({"class": code, "sid": "d" * 16})
-    at.run()
-    _ok(at)
+    at, code, secret = _following(db, {"page": "", "params": {"view": "Head", "layer": "2", "head": "3"}}, "d")
     drawn, when = at.session_state["class.drawn"]
     assert drawn == "1.None.0" and abs(time.time() - when) < 60 and at.query_params[seat.DRAWN] == "1.None.0"
     poll = _poll(db, code, secret)
@@ -240,12 +241,7 @@ def test_a_heartbeat_redraws_a_page_that_never_got_its_runs_end_after_a_grace_at
 def test_a_follower_run_on_another_page_than_the_teachers_goes_back_to_it_though_the_view_is_taken(db):
     from attnviz.ui import seat
 
-    code, secret, _ = db.create_class()
-    db.set_view(code, secret, {"page": "inside", "params": {}})
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.query_params.update({"class": code, "sid": "f" * 16})
-    at.run()
-    _ok(at)
+    at, _, _ = _following(db, {"page": "inside", "params": {}}, "f")
     assert at.session_state["class.version"] == 1 and at.session_state["class.page"] == "inside"
     # A heartbeat sent before the switch reached the browser carries the old page: the session runs there again.
     time.sleep(seat.PULSE_SHARED + 0.02)
