@@ -65,17 +65,35 @@ echo "== no network at all: a fresh container with --network none computes atten
   python -m attnviz attention "A decoder reads left to right." --model smollm2 --backend scratch
 
 echo "== two replicas, one PostgreSQL, a sticky proxy (compose.yaml)"
+COMPOSE=(); UP=(up -d --build)
 if "${ENGINE[@]}" compose version >/dev/null 2>&1; then
-  ATTNVIZ_DB_PASSWORD=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n'); export ATTNVIZ_DB_PASSWORD
   COMPOSE=("${ENGINE[@]}" compose -p attnviz-check)
+elif [ "${ENGINE[0]}" != docker ] && PODMAN_COMPOSE=$(command -v podman-compose || ls "$(dirname "$PY")/podman-compose" 2>/dev/null); then
+  COMPOSE=("$PODMAN_COMPOSE" --podman-path "${ENGINE[0]}" -p attnviz-check)
+fi
+if [ "${ENGINE[0]}" = ../shared/tools/podman ] && [ ${#COMPOSE[@]} -gt 0 ]; then
+  # no registry here: stand-ins for postgres:15 and caddy:2, and the image built above (with the machine's wheels)
+  scripts/compose-standins.sh "${ENGINE[@]}"
+  [ "$TAG" = attnviz ] || "${ENGINE[@]}" tag "$TAG" attnviz
+  UP=(up -d --no-build)
+fi
+if [ ${#COMPOSE[@]} -gt 0 ]; then
+  ATTNVIZ_DB_PASSWORD=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n'); export ATTNVIZ_DB_PASSWORD
+  echo "compose: ${COMPOSE[*]}"
   trap '"${COMPOSE[@]}" down -v >/dev/null 2>&1 || true; cleanup' EXIT
-  "${COMPOSE[@]}" up -d --build
+  "${COMPOSE[@]}" "${UP[@]}"
   for _ in $(seq 240); do
     [ "$(curl -fs http://127.0.0.1:8080/_stcore/health 2>/dev/null)" = ok ] && break; sleep 0.5
   done
   [ "$(curl -fs http://127.0.0.1:8080/_stcore/health)" = ok ] || { "${COMPOSE[@]}" logs; exit 1; }
   curl -s -D - -o /dev/null http://127.0.0.1:8080/ | grep -qi '^set-cookie: attnviz_replica=' \
     || { echo "the proxy set no sticky cookie" >&2; exit 1; }
+  cookie=$(curl -s -D - -o /dev/null http://127.0.0.1:8080/ | tr -d '\r' | awk -F'[ ;]' 'tolower($1) == "set-cookie:" {print $2}')
+  for _ in 1 2 3 4 5; do  # a browser that carries the cookie is kept where it is: no new cookie
+    ! curl -s -D - -o /dev/null -H "Cookie: $cookie" http://127.0.0.1:8080/ | grep -qi '^set-cookie: attnviz_replica=' \
+      || { echo "the proxy moved a browser that carried its cookie" >&2; exit 1; }
+  done
+  "$PY" scripts/browser_check.py http://127.0.0.1:8080/  # the page and its websocket through the proxy
   code=$("${COMPOSE[@]}" exec -T app1 python -m attnviz class create --base-url http://localhost:8080 \
          | awk 'NR == 1 {sub(",", "", $2); print $2}')
   seen=$("${COMPOSE[@]}" exec -T app2 python -c \
@@ -84,7 +102,7 @@ if "${ENGINE[@]}" compose version >/dev/null 2>&1; then
   echo "class $code made on app1, seen by app2 through PostgreSQL; the proxy keeps a browser on one replica"
   "${COMPOSE[@]}" down -v
 else
-  echo "(no 'compose' for ${ENGINE[*]} here: the replicas check did not run)"
+  echo "(no 'compose' for ${ENGINE[*]} and no podman-compose here: the replicas check did not run)"
 fi
 
 echo "== summary"

@@ -200,6 +200,13 @@ def follow(here: Seat, page_url: str) -> None:
         _take(here, now.info, page_url)
 
 
+def note_poll(poll_id: int | None, revealed: bool) -> None:
+    """The poll this whole run draws, read from the database by the page itself: newer than follow()'s shared read
+    (up to PULSE_SHARED older), so a poll asked just after the view changed does not cost the page a second run when
+    the next heartbeat sees it."""
+    st.session_state["class.poll_mark"] = [poll_id, bool(revealed)] if poll_id is not None else None
+
+
 def _take(here: Seat, info: ClassInfo, page_url: str) -> None:
     """This student's page takes the class's view: its URL state, and its page (a switch ends this run)."""
     st.session_state["class.version"] = info.version

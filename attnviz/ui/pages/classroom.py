@@ -200,6 +200,7 @@ def _poll_status(here: Seat, poll_id: int) -> None:
 def student_view(here: Seat) -> None:
     """A student: the current question and an answer; then the reveal."""
     poll = seat.store().current_poll(here.code)
+    seat.note_poll(poll.id if poll else None, poll.revealed if poll else False)
     if poll is None:
         st.info("No question yet. Your page follows the teacher's; a question will appear here.")
         return

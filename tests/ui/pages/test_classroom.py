@@ -248,3 +248,18 @@ def test_a_follower_run_on_another_page_than_the_teachers_goes_back_to_it_though
     at.switch_page("app_pages/heads.py").run()
     _ok(at)
     assert at.session_state["class.version"] == 1 and at.session_state["class.page"] == "inside"
+
+
+def test_a_followers_class_page_marks_the_poll_it_read_itself_not_the_servers_older_shared_read(db, monkeypatch):
+    from attnviz.ui import seat
+
+    at, code, secret = _following(db, {"page": seat.CLASS_PAGE, "params": {}}, "g")
+    assert at.session_state["class.poll_mark"] is None and at.session_state["class.drawn"][0] == "1.None.0"
+    monkeypatch.setattr(seat, "PULSE_SHARED", 60.0)  # the shared read stays the one from before the question
+    poll = _poll(db, code, secret)
+    assert seat.moment(code).poll is None
+    at.run()  # the teacher moved to the Class page and asked at once: this run sees the question itself
+    _ok(at)
+    assert [r.key for r in at.radio] == [f"class.answer.{poll}"]
+    # What it drew is what it marks: the next heartbeat, on a fresh shared read, finds nothing new to draw.
+    assert at.session_state["class.poll_mark"] == [poll, False] and at.query_params[seat.DRAWN] == f"1.{poll}.0"
