@@ -317,9 +317,12 @@ def _inode(path: Path) -> tuple[int, int] | None:
 
 
 def _postgres_engine(url: sa.URL) -> sa.Engine:
-    """PostgreSQL: a pool checked before use, a 10 s connect timeout, the class's name in pg_stat_activity."""
+    """PostgreSQL: a pool checked before use, a 10 s connect timeout, the class's name in pg_stat_activity, and text
+    in UTF-8 whatever the database's encoding (in a SQL_ASCII database, made by an initdb with no UTF-8 locale,
+    psycopg would hand back bytes: SQLAlchemy's first query failed on them)."""
     return sa.create_engine(url, pool_pre_ping=True, pool_size=8, max_overflow=32, pool_timeout=60,
-                            connect_args={"connect_timeout": 10, "application_name": "attnviz"})  # fmt: skip
+                            connect_args={"connect_timeout": 10, "application_name": "attnviz",
+                                          "client_encoding": "utf8"})  # fmt: skip
 
 
 class Store:

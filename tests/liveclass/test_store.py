@@ -352,3 +352,23 @@ def test_no_answer_is_kept_after_the_reveal_even_when_they_race(db):
     refused = [o for o in outcomes if isinstance(o, str)]
     assert kept + len(refused) == 40 and all("revealed" in o for o in refused)
     assert db.count(poll) == kept == at_reveal[0]  # nothing arrived after the reveal
+
+
+def test_a_postgresql_database_in_sql_ascii_works_and_keeps_text_that_is_not_ascii(postgres):
+    """A cluster made without a UTF-8 locale (initdb in a bare container: seen in the compose check's stand-in) has
+    SQL_ASCII databases; psycopg hands back bytes there, and SQLAlchemy's start failed on the server's version."""
+    import psycopg
+
+    name = "attnviz_sql_ascii"
+    with psycopg.connect(postgres.url(), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name} ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
+    store = Store(postgres.url(name))
+    try:
+        code, secret, _ = store.create_class()
+        view = {"page": "", "params": {"text": "Le café 🐍 <b>n'a</b> pas traversé"}}
+        store.set_view(code, secret, view)
+        again = Store(postgres.url(name))  # a second server reads it back
+        assert again.get(code).view == view and again.moment(code).info.view == view
+        again.close()
+    finally:
+        store.close()
