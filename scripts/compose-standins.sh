@@ -31,7 +31,8 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
   pwfile=$(mktemp)
   printf '%s\n' "$POSTGRES_PASSWORD" > "$pwfile"
   chown postgres "$pwfile"
-  as_postgres initdb -D "$PGDATA" -U "$user" --pwfile="$pwfile" --auth-host=scram-sha-256 --auth-local=trust >/dev/null
+  as_postgres initdb -D "$PGDATA" -U "$user" --pwfile="$pwfile" --auth-host=scram-sha-256 --auth-local=trust \
+    -E UTF8 --locale=C.UTF-8 >/dev/null  # the official image: a UTF-8 locale
   rm -f "$pwfile"
   echo "host all all all scram-sha-256" >> "$PGDATA/pg_hba.conf"
   if [ "$db" != postgres ]; then

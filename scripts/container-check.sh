@@ -69,7 +69,7 @@ COMPOSE=(); UP=(up -d --build)
 if "${ENGINE[@]}" compose version >/dev/null 2>&1; then
   COMPOSE=("${ENGINE[@]}" compose -p attnviz-check)
 elif [ "${ENGINE[0]}" != docker ] && PODMAN_COMPOSE=$(command -v podman-compose || ls "$(dirname "$PY")/podman-compose" 2>/dev/null); then
-  COMPOSE=("$PODMAN_COMPOSE" --podman-path "${ENGINE[0]}" -p attnviz-check)
+  COMPOSE=("$PODMAN_COMPOSE" --podman-path "$(cd "$(dirname "${ENGINE[0]}")" && pwd)/$(basename "${ENGINE[0]}")" -p attnviz-check)
 fi
 if [ "${ENGINE[0]}" = ../shared/tools/podman ] && [ ${#COMPOSE[@]} -gt 0 ]; then
   # no registry here: stand-ins for postgres:15 and caddy:2, and the image built above (with the machine's wheels)
