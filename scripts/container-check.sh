@@ -24,7 +24,7 @@ echo "== build"
 "${BUILD[@]}"
 size=$("${ENGINE[@]}" image inspect "$TAG" --format '{{.Size}}')
 
-cleanup() { "${ENGINE[@]}" rm -f "$NAME" >/dev/null 2>&1 || true; }
+cleanup() { "${ENGINE[@]}" rm -f -v "$NAME" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 cleanup
 
