@@ -466,6 +466,7 @@ class Follower:
         self.timer_key: tuple[str, float] | None = None  # the (fragment id, interval) it was started for
         self.radio: tuple[str, list[str]] | None = None
         self.send_id: str | None = None
+        self.form_fragment = ""  # the fragment the poll's form is drawn in ("" when in the whole page)
         self.answered = self.confirmed = False
         self.kept: list = []  # widget values this page holds (the browser sends them with every rerun)
         self.quiet_until = 0.0
@@ -483,18 +484,19 @@ class Follower:
         finally:
             self._stop_timer()
 
-    async def _send(self, ws, fragment: str = "", widgets: list | None = None) -> None:
+    async def _send(self, ws, fragment: str = "", widgets: list | None = None, timer: bool = True) -> None:
+        """A rerun, as the browser asks it: the whole page, or one fragment (its timer, or a widget drawn in it)."""
         msg = BackMsg()
         msg.rerun_script.query_string = self.query
         msg.rerun_script.page_script_hash = self.page_hash
         if fragment:
-            msg.rerun_script.fragment_id, msg.rerun_script.is_auto_rerun = fragment, True
+            msg.rerun_script.fragment_id, msg.rerun_script.is_auto_rerun = fragment, timer
         for wid, field, value in self.kept + (widgets or []):
             w = msg.rerun_script.widget_states.widgets.add()
             w.id = wid
             setattr(w, field, value)
         await ws.send(msg.SerializeToString())
-        self.last_kinds.append(f"> rerun {'heartbeat' if fragment else 'whole page'}")
+        self.last_kinds.append(f"> rerun {'whole page' if not fragment else 'heartbeat' if timer else 'fragment'}")
 
     async def _beat(self, ws, interval: float, deadline: float) -> None:
         """What the browser does for a fragment with run_every: ask the server to rerun it, every interval."""
@@ -572,6 +574,7 @@ class Follower:
                     self.confirmed = True  # the page says the answer was kept
                 elif which == "radio" and el.radio.label == "Your answer":
                     self.radio = (el.radio.id, list(el.radio.options))
+                    self.form_fragment = fwd.delta.fragment_id
                 elif which == "button" and el.button.label == "Send":
                     self.send_id = el.button.id
                 elif which == "exception":
@@ -593,9 +596,10 @@ class Follower:
                 choice = self.radio[1][self.index % len(self.radio[1])]
                 self.quiet_until = time.monotonic() + 3  # as a person would, between a click and the next
                 self.kept = [(self.radio[0], "string_value", choice)]  # a radio sends its formatted option
-                await self._send(ws)
+                # A widget drawn in a fragment reruns that fragment alone (the browser sends its id), else the page.
+                await self._send(ws, self.form_fragment, timer=False)
                 await asyncio.sleep(0.5)
-                await self._send(ws, widgets=[(self.send_id, "trigger_value", True)])
+                await self._send(ws, self.form_fragment, widgets=[(self.send_id, "trigger_value", True)], timer=False)
 
 
 async def teacher_opens(url: str, query: str, page_hash: str = "") -> None:

@@ -160,3 +160,64 @@ def test_a_heartbeat_keeps_its_interval_and_redraws_a_page_that_never_got_its_ru
 
     asyncio.run(session())
     assert "missed the end of its run; drawn again" in log.read_text()
+
+
+def test_a_students_answer_reruns_only_the_questions_part_of_the_page(server):
+    """Picking an answer and pressing Send rerun the answer's fragment alone, as a browser asks (the widget's
+    fragment id): a class answering at once costs no whole page's run each (bench/load.py --class)."""
+    url, db, _ = server
+    code, secret, _ = db.create_class()
+    db.set_view(code, secret, {"page": "classroom", "params": {}})
+    query = f"class={code}&sid={'f' * 16}"
+
+    async def until(ws, done: tuple) -> list:
+        out = []
+        while True:
+            fwd = ForwardMsg()
+            fwd.ParseFromString(await asyncio.wait_for(ws.recv(), timeout=120))
+            out.append(fwd)
+            if fwd.WhichOneof("type") == "script_finished" and fwd.script_finished in done:
+                return out
+
+    async def send(ws, page_hash: str, fragment: str = "", widgets: tuple = ()) -> None:
+        msg = BackMsg()
+        msg.rerun_script.query_string, msg.rerun_script.page_script_hash = query, page_hash
+        msg.rerun_script.fragment_id = fragment
+        for wid, field, value in widgets:
+            w = msg.rerun_script.widget_states.widgets.add()
+            w.id = wid
+            setattr(w, field, value)
+        await ws.send(msg.SerializeToString())
+
+    def element(got: list, which: str, label: str):
+        return next((m for m in got if m.WhichOneof("type") == "delta" and m.delta.WhichOneof("type") == "new_element"
+                     and m.delta.new_element.WhichOneof("type") == which
+                     and getattr(m.delta.new_element, which).label == label), None)  # fmt: skip
+
+    async def session() -> None:
+        async with websockets.connect(url, subprotocols=["streamlit"], max_size=64 * 2**20) as ws:
+            await send(ws, "")
+            got = await until(ws, DONE)  # the Heads page, switched to the teacher's Class page
+            page_hash = [m.navigation.page_script_hash for m in got if m.WhichOneof("type") == "navigation"][-1]
+            assert element(got, "radio", "Your answer") is None  # no question yet
+            poll = db.start_poll(code, secret, "head type", "What kind?", list(polls.HEAD_TYPES), {})
+            await send(ws, page_hash)  # the whole page's run that the heartbeat would ask for
+            got = await until(ws, DONE)
+            radio, button = element(got, "radio", "Your answer"), element(got, "button", "Send")
+            assert radio is not None and button is not None and radio.delta.fragment_id
+            fragment, rid = radio.delta.fragment_id, radio.delta.new_element.radio.id
+            assert button.delta.fragment_id == fragment
+            alone = (ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY,)
+            await send(ws, page_hash, fragment, ((rid, "string_value", "self"),))
+            got = await until(ws, alone)
+            sent = (button.delta.new_element.button.id, "trigger_value", True)
+            await send(ws, page_hash, fragment, ((rid, "string_value", "self"), sent))
+            got += await until(ws, alone)  # the answer stored, then the fragment drawn again: the answer kept
+            runs = [list(m.metadata.run.fragment_ids) for m in got if m.WhichOneof("type") == "new_session"]
+            assert runs and all(r == [fragment] for r in runs)  # never the whole page
+            kept = [m.delta.new_element.alert.body for m in got if m.WhichOneof("type") == "delta"
+                    and m.delta.new_element.WhichOneof("type") == "alert"]  # fmt: skip
+            assert any("Your answer: **self**" in k and "Waiting for the teacher" in k for k in kept)
+            assert db.answered(poll, "f" * 16) == "self" and db.count(poll) == 1
+
+    asyncio.run(session())

@@ -343,6 +343,11 @@ def _redraw_if_lost(code: str) -> None:
 
 def _heartbeat_alone() -> bool:
     """Whether this run is the heartbeat's own (the browser's timer), not the heartbeat drawn inside a whole run."""
+    return fragment_run()
+
+
+def fragment_run() -> bool:
+    """Whether this run is a fragment's alone (its timer, or a widget in it), not the whole page's."""
     ctx = get_script_run_ctx()
     return bool(ctx is not None and ctx.fragment_ids_this_run)
 

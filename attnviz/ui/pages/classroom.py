@@ -205,18 +205,31 @@ def student_view(here: Seat) -> None:
         st.info("No question yet. Your page follows the teacher's; a question will appear here.")
         return
     st.subheader(escape.md(poll.question))
-    mine = seat.store().answered(poll.id, here.student)
-    if mine is None and not poll.revealed and not seat.store().may_answer(poll.id, here.student):
-        st.info("This question was asked before this page joined the class (or while it was exploring alone): "
-                "you can answer the next one.")  # fmt: skip
-    elif mine is None and not poll.revealed:
-        answer_form(here, poll)
-    elif not poll.revealed:
-        st.success(f"Your answer: **{escape.md(mine)}**. Waiting for the teacher to reveal the class's answers.")
-    else:
+    if poll.revealed:
+        mine = seat.store().answered(poll.id, here.student)
         if mine is not None:
             st.caption(f"Your answer: {escape.md(mine)}")
         results(poll, controls.current(), here)
+    else:
+        answering(here, poll)
+
+
+@st.fragment
+def answering(here: Seat, poll: Poll) -> None:
+    """The answer to an open question: picking one and sending it rerun only this part of the page (a fragment), not
+    the whole page: a whole class answers within seconds of the question, beside the followers still drawing it.
+    The reveal comes with a whole run (the heartbeat sees it)."""
+    try:
+        mine = seat.store().answered(poll.id, here.student)
+        if mine is None and not seat.store().may_answer(poll.id, here.student):
+            st.info("This question was asked before this page joined the class (or while it was exploring alone): "
+                    "you can answer the next one.")  # fmt: skip
+        elif mine is None:
+            answer_form(here, poll)
+        else:
+            st.success(f"Your answer: **{escape.md(mine)}**. Waiting for the teacher to reveal the class's answers.")
+    except seat.STORE_ERRORS as err:
+        seat.failed(err, st)
 
 
 def answer_form(here: Seat, poll: Poll) -> None:
@@ -237,7 +250,9 @@ def answer_form(here: Seat, poll: Poll) -> None:
             return
         if not kept:
             st.info("You had already answered this question: your first answer counts.")
-        st.rerun()
+        # The form gives way to the answer that counts: this part alone when the click reran it alone (a browser),
+        # else the page (a whole run that carried the click).
+        st.rerun(scope="fragment" if seat.fragment_run() else "app")
 
 
 def results(poll: Poll, inputs: Inputs, here: Seat) -> None:
