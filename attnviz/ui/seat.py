@@ -189,7 +189,7 @@ def follow(here: Seat, page_url: str) -> None:
     pulse = now.pulse()
     # What this run draws of the polls. Set here, in the whole page's run, never in the heartbeat: a heartbeat that
     # noted it and asked for a rerun which another request then superseded would leave the page behind for good.
-    st.session_state["class.poll_mark"] = [pulse[1], pulse[2]] if pulse[1] is not None else None
+    note_poll(pulse[1], pulse[2])
     st.session_state["class.page"] = page_url  # the page this run draws (the heartbeat reads it)
     if not st.session_state.get("class.following", True):
         return
@@ -201,10 +201,15 @@ def follow(here: Seat, page_url: str) -> None:
 
 
 def note_poll(poll_id: int | None, revealed: bool) -> None:
-    """The poll this whole run draws, read from the database by the page itself: newer than follow()'s shared read
-    (up to PULSE_SHARED older), so a poll asked just after the view changed does not cost the page a second run when
-    the next heartbeat sees it."""
-    st.session_state["class.poll_mark"] = [poll_id, bool(revealed)] if poll_id is not None else None
+    """What this whole run draws of the polls: follow() notes the server's shared read; the Class page notes the poll
+    it read from the database itself, up to PULSE_SHARED newer, so a poll asked just after the view changed does not
+    cost the page a second run when the next heartbeat sees it."""
+    st.session_state["class.poll_mark"] = _poll_mark(poll_id, revealed)
+
+
+def _poll_mark(poll_id: int | None, revealed: bool) -> list | None:
+    """What a page draws of the polls, as the session keeps it and the heartbeat compares it."""
+    return [poll_id, bool(revealed)] if poll_id is not None else None
 
 
 def _take(here: Seat, info: ClassInfo, page_url: str) -> None:
@@ -293,7 +298,7 @@ def _beat() -> None:
     if time.time() - st.session_state.get("class.seen_at", 0.0) > SEEN_SECONDS:
         store().seen(code, student)
         st.session_state["class.seen_at"] = time.time()
-    mark = [poll, revealed] if poll is not None else None
+    mark = _poll_mark(poll, revealed)
     following = st.session_state.get("class.following", True)
     stale = following and version != st.session_state.get("class.version")
     elsewhere = (
@@ -303,7 +308,7 @@ def _beat() -> None:
         _take(Seat(code, False, student), now.info, st.session_state.get("class.page", ""))  # to the teacher's page
     if stale or mark != st.session_state.get("class.poll_mark"):
         st.rerun(scope="app")  # the whole page's run takes the view and notes the poll (follow)
-    if _heartbeat_alone():
+    if fragment_run():  # the browser's timer, not the heartbeat drawn inside a whole run
         _keep_beating()
         _redraw_if_lost(code)
     st.caption(f"{'Following the teacher' if following else 'Exploring alone'} · view {version}")
@@ -339,11 +344,6 @@ def _redraw_if_lost(code: str) -> None:
         st.session_state["class.redraws"] = (want[0], tries[1] + 1)
         logging.getLogger("attnviz").warning("class %s: a student's page missed the end of its run; drawn again", code)
         st.rerun(scope="app")
-
-
-def _heartbeat_alone() -> bool:
-    """Whether this run is the heartbeat's own (the browser's timer), not the heartbeat drawn inside a whole run."""
-    return fragment_run()
 
 
 def fragment_run() -> bool:

@@ -216,7 +216,7 @@ def test_a_heartbeat_redraws_a_page_that_never_got_its_runs_end_after_a_grace_at
     monkeypatch.setattr(st, "session_state", {})
     monkeypatch.setattr(st, "query_params", {})
     monkeypatch.setattr(seat, "_moments", {})
-    monkeypatch.setattr(seat, "_heartbeat_alone", lambda: True)  # the browser's timer, not a whole run's own call
+    monkeypatch.setattr(seat, "fragment_run", lambda: True)  # the browser's timer, not a whole run's own call
     monkeypatch.setattr(seat, "_keep_beating", lambda: beats.append(1))
     version = db.get(code).version
     st.session_state.update({"class.code": code, "class.student": "c" * 16, "class.version": version,
