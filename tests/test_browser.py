@@ -370,8 +370,11 @@ def test_markdown_and_html_from_links_boxes_and_files_make_no_link_no_request_an
         settle("[data-testid=stRadio]")
         pg.get_by_role("tab", name="Benchmark").click()
         pg.locator("[data-testid=stMain] [data-testid=stFileUploaderDropzoneInput]").set_input_files(str(cases))
-        pg.get_by_text("cases.jsonl").first.wait_for(timeout=60_000)  # uploaded: a click before would score the lesson
-        pg.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=90_000)
+        # Uploaded, and the upload finished (the file's chip shows a spinner until then): a click before it would score
+        # the built-in lesson instead, whose 273 cases outlast the wait below and load the machine for the next tests.
+        pg.locator("[data-testid=stFileChipName]", has_text="cases.jsonl").first.wait_for(timeout=60_000)
+        pg.wait_for_function("() => !document.querySelector('[data-testid=stFileChipIconSpinner]')"
+                             " && !document.querySelector('[data-testid=stStatusWidget]')", timeout=90_000)  # fmt: skip
         pg.get_by_role("button", name="Run the benchmark").click()
         pg.wait_for_selector("[data-testid=stAlertContentError]", timeout=60_000)
         assert "line 2: the answer" in pg.locator("[data-testid=stAlertContentError]").first.text_content()
