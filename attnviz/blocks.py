@@ -156,29 +156,38 @@ class BlockPass:
         self.pooled_sums = [torch.zeros(n_layers, n_heads, math.ceil(n / f), math.ceil(n / f), **zeros)
                             for f in factors]  # fmt: skip
 
-    def add(self, layer: int, rows: slice, w: Tensor, s: Tensor, log_z: Tensor, heads: slice = slice(None)) -> None:
-        """Add one block of rows of one layer, of some heads (see the class docstring); w and s are not changed."""
+    def row_values(self, rows: slice, w: Tensor, s: Tensor, log_z: Tensor) -> dict[str, Tensor]:
+        """{statistic: (h, r)}: each statistic of each row of one block (arguments as `add`'s), the values a text's
+        statistic averages; prev and next are NaN on a row with no previous or next token in the text."""
         c = w.shape[-1]
         keys, excluded = self.keys[:c], self.excluded[:c]
-        acc = {name: total[layer, heads] for name, total in self.acc.items()}  # (h,) views: added to in place
+        out = {}
         # entropy: -sum_j w log w = -sum_j w (s - log z) = log z - sum_j w s (the weights sum to 1)
-        acc["entropy"] += (log_z - torch.linalg.vecdot(w, s)).sum(-1).double()
-        shares = (w @ keys).sum(1).double()  # (h, 5): summed over the rows: on cls, sep, punct, first; sum w_ij j
+        out["entropy"] = log_z - torch.linalg.vecdot(w, s)
+        shares = w @ keys  # (h, r, 5): on cls, sep, punct, first; sum_j w_ij j
         for i, name in enumerate(("cls", "sep", "punct", "first")):
-            acc[name] += shares[:, i]
+            out[name] = shares[..., i]
+        pos = torch.arange(rows.start, rows.stop, dtype=torch.float32, device=w.device)  # (r,)
         if self.kind == "causal":  # every key j <= i: |i - j| = i - j, so the distance is i - sum_j w_ij j
-            acc["distance"] += (rows.stop - rows.start) * (rows.start + rows.stop - 1) / 2 - shares[:, 4]
+            out["distance"] = pos - shares[..., 4]
         else:
-            pos = torch.arange(rows.start, rows.stop, dtype=torch.float32, device=w.device)  # (r,)
             j = torch.arange(c, device=w.device, dtype=torch.float32)
-            acc["distance"] += (w * (j[None, :] - pos[:, None]).abs()).sum((-1, -2)).double()
+            out["distance"] = (w * (j[None, :] - pos[:, None]).abs()).sum(-1)
         i = torch.arange(rows.start, rows.stop, device=w.device)
         for name, offset in (("prev", -1), ("next", 1), ("self", 0)):
             j = i + offset
-            ok = (j >= 0) & (j < c)
-            acc[name] += w[:, (i - rows.start)[ok], j[ok]].sum(-1).double()
-        top = (w.masked_fill(excluded, 0.0) if self.any_excluded else w).amax(-1)  # (h, r)
-        acc["confidence"] += top.sum(-1).double()
+            seen = (j >= 0) & (j < c)  # a key this block's rows may see (a masked one has weight 0)
+            value = torch.zeros(w.shape[:-1], dtype=w.dtype, device=w.device)
+            value[:, seen] = w[:, (i - rows.start)[seen], j[seen]]
+            out[name] = value.masked_fill(((j < 0) | (j >= self.n))[None, :], float("nan"))
+        out["confidence"] = (w.masked_fill(excluded, 0.0) if self.any_excluded else w).amax(-1)
+        return out
+
+    def add(self, layer: int, rows: slice, w: Tensor, s: Tensor, log_z: Tensor, heads: slice = slice(None)) -> None:
+        """Add one block of rows of one layer, of some heads (see the class docstring); w and s are not changed."""
+        c = w.shape[-1]
+        for name, values in self.row_values(rows, w, s, log_z).items():
+            self.acc[name][layer, heads] += values.nansum(-1).double()  # prev, next: the rows that have one
         self.received_sum[layer, heads, :c] += w.sum(1).double()
         for f, sums in zip(self.factors, self.pooled_sums, strict=True):
             pool_rows(sums[layer, heads], w, rows, f)

@@ -237,6 +237,28 @@ class Tokenizer:
             )
         return Encoded(ids, axis, full - len(ids))
 
+    def cut(self, text: str, max_tokens: int) -> list[str]:
+        """`text` in pieces of at most `max_tokens` tokens each with the special tokens added, cut where a word starts
+        (inside a word only when one word is longer than a piece); the whitespace at a cut is dropped."""
+        with self._lock:
+            specials = len(self.hf("", add_special_tokens=True)["input_ids"])
+            enc = self.hf(text, add_special_tokens=False, return_offsets_mapping=self.hf.is_fast, verbose=False)
+        room, ids = max(1, max_tokens - specials), enc["input_ids"]
+        if not self.hf.is_fast:  # no offsets: the pieces are the ids decoded
+            return [self.decode(ids[i : i + room]) for i in range(0, len(ids), room)]
+        offsets, words, pieces, start = enc["offset_mapping"], enc.word_ids(), [], 0
+        while start < len(ids):
+            stop = min(len(ids), start + room)
+            back = stop
+            while stop < len(ids) and back > start and words[back] is not None and words[back] == words[back - 1]:
+                back -= 1
+            stop = back if back > start else stop
+            piece = text[offsets[start][0] : offsets[stop - 1][1]].strip()
+            if piece:
+                pieces.append(piece)
+            start = stop
+        return pieces
+
     def extended(self, axis: TokenAxis, ids: Sequence[int]) -> TokenAxis:
         """The axis with tokens a model wrote after it: each its own word, special by its id, no characters."""
         pieces, special, names = self._read(ids)

