@@ -492,6 +492,53 @@ def _text_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--file", metavar="PATH", default=None, help="read the text from a UTF-8 file (a long text)")
 
 
+def corpus_printer():
+    """A (fraction, what) callback: a bar with the time left on a terminal's stderr (quiet in a pipe)."""
+    import time
+
+    if not sys.stderr.isatty():
+        return None
+    started = time.monotonic()
+    first = [None]
+
+    def report(fraction: float, what: str) -> None:
+        now = time.monotonic()
+        if first[0] is None:  # resumed work counts from where it started
+            first[0] = (fraction, now)
+        f0, t0 = first[0]
+        rate = (fraction - f0) / (now - t0) if now > t0 and fraction > f0 else 0.0
+        left = f"{(1 - fraction) / rate:,.0f} s left" if rate > 0 and fraction < 1 else "…"
+        bar = "#" * int(fraction * 30)
+        print(f"\rcorpus [{bar:<30}] {fraction:5.1%} {what} · {left} ({now - started:,.0f} s)   ", end="",
+              file=sys.stderr, flush=True)  # fmt: skip
+        if fraction >= 1:
+            print(file=sys.stderr)
+
+    return report
+
+
+def cmd_corpus(args: argparse.Namespace) -> int:
+    """What every head does across a corpus: a run's Parquet tables (resumable)."""
+    from attnviz import api
+
+    run = api.corpus(args.path, args.model, args.out, engine=args.engine, text_column=args.text_column,
+                     window=args.window, device=args.device, actors=args.actors, threads=args.threads,
+                     progress=corpus_printer(), batch_mb=args.batch_mb)  # fmt: skip
+    m = run.manifest
+    c = m["counts"]
+    skipped = sum(m["corpus"]["skipped"].values())
+    print(f"wrote {run.folder}: {c['windows']:,} windows ({c['tokens']:,} tokens) of {m['corpus']['documents']:,} "
+          f"documents{f' ({skipped:,} skipped: see manifest.json)' if skipped else ''}, {m['layers']} layers x "
+          f"{m['heads']} heads, {m['engine']}, {m['seconds']:,.1f} s")  # fmt: skip
+    print("tables: " + ", ".join(f"{t}.parquet" for t in ("heads", "examples", "texts", "text_stats")))
+    heads = run.heads
+    for stat in ("prev", "first", "entropy"):
+        rows = heads[heads["stat"] == stat].sort_values("mean", ascending=False).head(3)
+        print(f"highest mean {stat}: " + ", ".join(f"{head_name(int(r['layer']), int(r['head']))} {r['mean']:.3f}"
+                                                   for _, r in rows.iterrows()))  # fmt: skip
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Every command and its flags."""
     parser = argparse.ArgumentParser(
@@ -588,6 +635,23 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--root", default=None, help="checkpoints folder (default: the shipped ones)")
     ev.add_argument("--json", default=None, metavar="OUT", help='write {"task", "models": [...]} to OUT')
     ev.set_defaults(func=cmd_eval_heads)
+    co = _common(sub.add_parser("corpus", help="what every head does across a corpus: Parquet tables (docs/corpus.md)"),
+                 json_out=False)  # fmt: skip
+    co.add_argument("path", help="a folder of .txt files, a .jsonl / .csv / .parquet / .txt file, or 'builtin'")
+    co.add_argument("--out", default=None, metavar="FOLDER", help="the run's folder (default: under "
+                    "ATTNVIZ_CORPUS_DIR or ~/.cache/attnviz/corpus); run again on it to resume")  # fmt: skip
+    co.add_argument(
+        "--engine",
+        choices=("embedded", "ray"),
+        default="embedded",
+        help="embedded (this process) or ray (Ray Data actors; RAY_ADDRESS names a cluster)",
+    )
+    co.add_argument("--text-column", default="text", help="the text's field or column (JSONL, CSV, Parquet)")
+    co.add_argument("--window", type=int, default=256, help="tokens per window; a longer document is cut")
+    co.add_argument("--actors", type=int, default=2, help="Ray: model-holding actors (a GPU each on a GPU machine)")
+    co.add_argument("--threads", type=int, default=1, help="Ray on CPUs: threads per actor")
+    co.add_argument("--batch-mb", type=int, default=256, help="the weights of one sub-batch stay under this")
+    co.set_defaults(func=cmd_corpus)
     return parser
 
 

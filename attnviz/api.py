@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from torch import Tensor
 
 from attnviz import service
+from attnviz.corpus.readers import CorpusError
+from attnviz.corpus.run import CorpusRun
 from attnviz.engines import registry
 from attnviz.engines.base import (  # the capability types a front end names (re-exported: the door is its one import)
     Backend,
@@ -45,9 +47,10 @@ from attnviz.service import ANALYSING, READING
 
 __all__ = [
     "ANALYSING", "DEFAULT_MODEL", "READING", "AttentionSteps", "Backend", "Engine", "GeneratingEngine", "Generation",
-    "ModelLoadError", "Prepared", "SteppingEngine", "View", "Work", "ablate", "attention", "can_rebuild", "decoded",
-    "describe_device", "eager_tokens", "engine", "generate", "has_learned_positions", "importance", "induction",
-    "patch", "prepare", "resolve_device", "shape_trace", "show",
+    "CorpusError", "CorpusRun", "ModelLoadError", "Prepared", "SteppingEngine", "View", "Work", "ablate", "attention",
+    "can_rebuild", "corpus", "corpus_runs", "decoded", "describe_device", "eager_tokens", "engine", "generate",
+    "has_learned_positions", "importance", "induction", "open_corpus_run", "patch", "prepare", "qk_space",
+    "resolve_device", "shape_trace", "show",
 ]  # fmt: skip
 
 
@@ -322,3 +325,50 @@ def show(attention=None, tokens=None, *, key_tokens=None, model: str | None = No
     else:
         result = result_of(attention, tokens, key_tokens=key_tokens, model=model or "your model")
     return View(result, layer, head, statistic, Style(projector=projector))
+
+
+def corpus(source="builtin", model: str = "default", out=None, *, engine: str = "embedded", text_column: str = "text",
+           window: int = 256, device: str | None = None, actors: int = 2, threads: int = 1, progress=None,
+           **settings) -> CorpusRun:  # fmt: skip
+    """What every head of `model` does across a corpus: a run's folder of Parquet tables (CorpusRun).
+
+    source: a folder of .txt files, a .jsonl / .csv / .parquet file (its `text_column`), a .txt file, a list of
+    strings, or "builtin" (Python's documentation topics, offline). Each document is cut into windows of at most
+    `window` tokens. out: the run's folder (default: one per model, corpus and settings under corpus_runs_dir());
+    a run started again on its folder resumes. engine "ray": Ray Data with `actors` model-holding actors, `threads`
+    CPU threads each (or a GPU each). progress: called with (fraction done, what). Other settings: see
+    attnviz.corpus.measure.Settings (top, sample, keys, bins, batch_chars, batch_mb, seed, confidence_excludes)."""
+    from attnviz.corpus import measure
+    from attnviz.corpus import run as corpus_run
+
+    docs = corpus_run.read(source, text_column)
+    chosen = measure.Settings(window=window, **settings)
+    folder = out if out is not None else corpus_run.default_folder(model, docs, chosen)
+    kept = lambda: service.engine(model, "hf", _source(model), device)  # noqa: E731  (the door's kept engine)
+    return corpus_run.run(docs, model, folder, engine=engine, settings=chosen, device=device, actors=actors,
+                          threads=threads, progress=progress, engine_of=kept)  # fmt: skip
+
+
+def open_corpus_run(folder) -> CorpusRun:
+    """A finished corpus run's folder: its manifest, `.heads`, `.examples`, `.texts` (pandas), `.grid(stat)`."""
+    from attnviz.corpus.run import CorpusRun
+
+    return CorpusRun.open(folder)
+
+
+def corpus_runs(folder=None) -> list[CorpusRun]:
+    """The finished runs under `folder` (default: corpus_runs_dir(), ATTNVIZ_CORPUS_DIR), newest first."""
+    from attnviz.corpus import run as corpus_run
+
+    return corpus_run.finished_runs(folder)
+
+
+def qk_space(texts, layer: int, head: int, model: str = "default", *, method: str = "pca"):
+    """A head's queries and keys on a text (or a list of texts), normalised as AttentionViz does and projected
+    jointly to 2-D (corpus.qk.Space: the points, the tokens, and how faithful the plot is). 0-based layer, head."""
+    from attnviz.corpus import qk
+
+    eng = engine(model)
+    if not hasattr(eng, "forward") and registry.can_rebuild(eng):  # an encoder's hook points: the scratch backend
+        eng = engine(model, "scratch")
+    return qk.of_texts(eng, [texts] if isinstance(texts, str) else list(texts), layer, head, method=method)

