@@ -117,6 +117,57 @@ def pooled_means(sums: Tensor, n: int, f: int) -> np.ndarray:
 # --- the pass ---
 
 
+def key_columns(axis: TokenAxis) -> Tensor:
+    """(N, 5) float32: which keys are [CLS], another special token, punctuation, the first token, and each key's
+    position: one matrix product with a block of weights gives every share and sum_j w_ij j at once."""
+    n = len(axis)
+    special = torch.tensor(axis.special, dtype=torch.bool)
+    cls = torch.zeros(n, dtype=torch.bool)
+    cls[0] = special[0] if n else False
+    first = torch.zeros(n, dtype=torch.bool)
+    first[:1] = True
+    punct = torch.tensor(punctuation(axis), dtype=torch.bool)
+    keys = torch.stack([cls, special & ~cls, punct, first]).float()  # (4, N)
+    return torch.cat([keys, torch.arange(n, dtype=torch.float32)[None]]).T.contiguous()
+
+
+def row_values(w: Tensor, s: Tensor | None, log_z: Tensor | float, keys: Tensor, excluded: Tensor | None, n, start: int,
+               kind: str) -> dict[str, Tensor]:  # fmt: skip
+    """{statistic: (..., r)}: every statistic of each row of a block, the values a text's statistic averages; the one
+    place each is written (see the module's docstring).
+
+    w (..., r, c): rows start, start + 1, ... of one or more texts' weights over their first c keys, with s and log_z
+    as BlockPass.add takes them (s None: the weights are exact and complete, w log w is taken from them); keys
+    (..., c, 5): key_columns, per text where there is a batch of texts (padded keys: weight 0); excluded (..., c) or
+    None: what a row's maximum leaves out; n: the text's length (a number, or a tensor broadcasting over the rows,
+    one per text). prev and next are NaN on a row with no previous or next token in the text."""
+    c = w.shape[-1]
+    out = {}
+    if s is None:  # the weights are all there is (an eager result): -sum_j w log w, 0 log 0 = 0
+        out["entropy"] = -torch.special.xlogy(w, w).sum(-1)
+    else:  # -sum_j w log w = -sum_j w (s - log z) = log z - sum_j w s (the weights sum to 1)
+        out["entropy"] = log_z - torch.linalg.vecdot(w, s)
+    shares = w @ keys  # (..., r, 5): on cls, sep, punct, first; sum_j w_ij j
+    for i, name in enumerate(("cls", "sep", "punct", "first")):
+        out[name] = shares[..., i]
+    r = w.shape[-2]
+    pos = torch.arange(start, start + r, dtype=torch.float32, device=w.device)  # (r,)
+    if kind == "causal":  # every key j <= i: |i - j| = i - j, so the distance is i - sum_j w_ij j
+        out["distance"] = pos - shares[..., 4]
+    else:
+        j = torch.arange(c, device=w.device, dtype=torch.float32)
+        out["distance"] = (w * (j[None, :] - pos[:, None]).abs()).sum(-1)
+    i = torch.arange(start, start + r, device=w.device)
+    for name, offset in (("prev", -1), ("next", 1), ("self", 0)):
+        j = i + offset
+        seen = (j >= 0) & (j < c)  # a key these rows may see (a masked one has weight 0)
+        value = torch.zeros(w.shape[:-1], dtype=w.dtype, device=w.device)
+        value[..., seen] = w[..., (i - start)[seen], j[seen]]
+        out[name] = value.masked_fill((j < 0) | (j >= n), float("nan"))
+    out["confidence"] = (w.masked_fill(excluded, 0.0) if excluded is not None else w).amax(-1)
+    return out
+
+
 class BlockPass:
     """Running sums over blocks of rows, layer by layer: the statistics, pooled maps and attention received.
 
@@ -139,15 +190,7 @@ class BlockPass:
     ) -> None:
         n = len(axis)
         self.n, self.kind, self.factors = n, kind, factors
-        special = torch.tensor(axis.special, dtype=torch.bool)
-        cls = torch.zeros(n, dtype=torch.bool)
-        cls[0] = special[0] if n else False
-        first = torch.zeros(n, dtype=torch.bool)
-        first[:1] = True
-        punct = torch.tensor(punctuation(axis), dtype=torch.bool)
-        # one matrix product per block gives every share at once: columns cls, sep, punct, first, position
-        keys = torch.stack([cls, special & ~cls, punct, first]).float()  # (4, N)
-        self.keys = torch.cat([keys, torch.arange(n, dtype=torch.float32)[None]]).T.contiguous().to(device)  # (N, 5)
+        self.keys = key_columns(axis).to(device)  # (N, 5)
         self.excluded = (~confidence_keys(axis, confidence_excludes)).to(device)  # (N,)
         self.any_excluded = bool(self.excluded.any())
         zeros = {"dtype": torch.float64, "device": device}
@@ -157,31 +200,10 @@ class BlockPass:
                             for f in factors]  # fmt: skip
 
     def row_values(self, rows: slice, w: Tensor, s: Tensor, log_z: Tensor) -> dict[str, Tensor]:
-        """{statistic: (h, r)}: each statistic of each row of one block (arguments as `add`'s), the values a text's
-        statistic averages; prev and next are NaN on a row with no previous or next token in the text."""
+        """{statistic: (h, r)}: each statistic of each row of one block (arguments as `add`'s): `row_values`."""
         c = w.shape[-1]
-        keys, excluded = self.keys[:c], self.excluded[:c]
-        out = {}
-        # entropy: -sum_j w log w = -sum_j w (s - log z) = log z - sum_j w s (the weights sum to 1)
-        out["entropy"] = log_z - torch.linalg.vecdot(w, s)
-        shares = w @ keys  # (h, r, 5): on cls, sep, punct, first; sum_j w_ij j
-        for i, name in enumerate(("cls", "sep", "punct", "first")):
-            out[name] = shares[..., i]
-        pos = torch.arange(rows.start, rows.stop, dtype=torch.float32, device=w.device)  # (r,)
-        if self.kind == "causal":  # every key j <= i: |i - j| = i - j, so the distance is i - sum_j w_ij j
-            out["distance"] = pos - shares[..., 4]
-        else:
-            j = torch.arange(c, device=w.device, dtype=torch.float32)
-            out["distance"] = (w * (j[None, :] - pos[:, None]).abs()).sum(-1)
-        i = torch.arange(rows.start, rows.stop, device=w.device)
-        for name, offset in (("prev", -1), ("next", 1), ("self", 0)):
-            j = i + offset
-            seen = (j >= 0) & (j < c)  # a key this block's rows may see (a masked one has weight 0)
-            value = torch.zeros(w.shape[:-1], dtype=w.dtype, device=w.device)
-            value[:, seen] = w[:, (i - rows.start)[seen], j[seen]]
-            out[name] = value.masked_fill(((j < 0) | (j >= self.n))[None, :], float("nan"))
-        out["confidence"] = (w.masked_fill(excluded, 0.0) if self.any_excluded else w).amax(-1)
-        return out
+        mask = self.excluded[:c] if self.any_excluded else None
+        return row_values(w, s, log_z, self.keys[:c], mask, self.n, rows.start, self.kind)
 
     def add(self, layer: int, rows: slice, w: Tensor, s: Tensor, log_z: Tensor, heads: slice = slice(None)) -> None:
         """Add one block of rows of one layer, of some heads (see the class docstring); w and s are not changed."""

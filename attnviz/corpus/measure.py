@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from attnviz.blocks import STATS, BlockPass, log_weights
+from attnviz.blocks import STATS, confidence_keys, key_columns, row_values
 
 ID_COLUMNS = ("doc", "window", "query")
 
@@ -193,27 +193,51 @@ def sub_batches(encoded: list, n_layers: int, n_heads: int, batch_mb: int) -> li
     return out
 
 
-def _rows(weights: tuple[torch.Tensor, ...], b: int, enc, kind: str, settings: Settings):
-    """One window's row values (S, L, H, n) float32 with its statistics (S, L, H), and each row's top keys and
-    their weights (L, H, n, K)."""
-    n, n_l = len(enc.ids), len(weights)
-    n_h = weights[0].shape[1]
-    blocks = BlockPass(1, n_h, enc.axis, kind, confidence_excludes=settings.confidence_excludes)
-    rows = torch.empty(len(STATS), n_l, n_h, n)
-    kk = min(settings.keys, n)
-    keys = torch.zeros(n_l, n_h, n, settings.keys, dtype=torch.int32)
-    kw = torch.zeros(n_l, n_h, n, settings.keys)
+def _sub_batch(weights: tuple[torch.Tensor, ...], encs: list, kind: str, settings: Settings):
+    """A sub-batch's row values (S, L, H, Q) over its Q real queries (texts in turn), each window's statistics
+    (W, S, L, H), and where each real query is: (B, T) -> Q."""
+    n_l, (b, n_h, t, _) = len(weights), weights[0].shape
+    lengths = torch.tensor([len(e.ids) for e in encs])
+    real = torch.arange(t)[None, :] < lengths[:, None]  # (B, T): the real queries (rows past a text are padding)
+    keys = torch.zeros(b, 1, t, 5)
+    excluded = torch.zeros(b, 1, 1, t, dtype=torch.bool)
+    for i, enc in enumerate(encs):
+        n = len(enc.ids)
+        keys[i, 0, :n] = key_columns(enc.axis)
+        excluded[i, 0, 0, :n] = ~confidence_keys(enc.axis, settings.confidence_excludes)
+    keys[..., 4] = torch.arange(t, dtype=torch.float32)  # positions past a text: their weights are 0
+    rows = torch.empty(len(STATS), n_l, b, n_h, t)
     for layer in range(n_l):
-        w = weights[layer][b, :, :n, :n].float()  # (H, n, n): this window's own weights
-        values = blocks.row_values(slice(0, n), w, log_weights(w), torch.zeros(n_h, n))
+        w = weights[layer]  # (B, H, T, T): padded keys have weight 0
+        values = row_values(w, None, 0.0, keys, excluded if excluded.any() else None, lengths[:, None, None], 0, kind)
         for i, name in enumerate(STATS):
             rows[i, layer] = values[name]
-        top = torch.topk(w, kk, dim=-1)
-        keys[layer, :, :, :kk], kw[layer, :, :, :kk] = top.indices.int(), top.values
-    # a statistic of the window: its rows averaged as blocks.BlockPass.stats does (prev, next over n - 1 rows)
-    counts = torch.tensor([max(1, n - 1 if s in ("prev", "next") else n) for s in STATS], dtype=torch.float64)
-    stats = (rows.nansum(-1).double() / counts[:, None, None]).float()
-    return rows, stats, keys, kw
+    # a window's statistic: its rows averaged as blocks.BlockPass.stats does (prev and next over n - 1 rows)
+    summed = rows.masked_fill(~real[None, None, :, None, :], float("nan")).nansum(-1).double()  # (S, L, B, H)
+    counts = torch.stack([(lengths - 1 if s in ("prev", "next") else lengths).clamp_min(1) for s in STATS])  # (S, B)
+    stats = (summed / counts[:, None, :, None]).float().permute(2, 0, 1, 3)  # (B, S, L, H)
+    flat = real.flatten()
+    values = rows.permute(0, 1, 3, 2, 4).flatten(3)[..., flat]  # (S, L, H, Q)
+    return values, stats, real.flatten().nonzero().squeeze(1)
+
+
+def _keys_of(weights: tuple[torch.Tensor, ...], lengths: torch.Tensor, b: torch.Tensor, h: torch.Tensor,
+             q: torch.Tensor, k: int, *, by_layer: bool) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """The k keys each chosen (text b, head h, query q) looked at most, read from the sub-batch's weights for the
+    chosen queries only: indices (-1: none) and weights. by_layer: b, h, q are (S, L, ...), the query chosen in each
+    layer (out: (S, L, ..., k)); else the same queries in every layer (out: (L, ..., k))."""
+    kk = min(k, weights[0].shape[-1])
+    both = torch.broadcast_shapes(b.shape, h.shape, q.shape)
+    shape = both if by_layer else (len(weights), *both)
+    idx, wt = np.full((*shape, k), -1, np.int32), np.zeros((*shape, k), np.float32)
+    for layer, w in enumerate(weights):
+        at = (slice(None), layer) if by_layer else (layer,)
+        sel = (b[:, layer], h[:, layer], q[:, layer]) if by_layer else (b, h, q)
+        top = torch.topk(w[sel], kk, dim=-1)  # (..., kk) of the chosen rows only
+        seen = top.indices < lengths[sel[0]][..., None]  # a padded key is no key
+        idx[(*at, ..., slice(0, kk))] = top.indices.int().masked_fill(~seen, -1).numpy()
+        wt[(*at, ..., slice(0, kk))] = top.values.masked_fill(~seen, 0.0).numpy()
+    return idx, wt
 
 
 def measure(engine, batch: Batch, settings: Settings, progress=None) -> Partial:
@@ -226,36 +250,39 @@ def measure(engine, batch: Batch, settings: Settings, progress=None) -> Partial:
     out = _empty(n_s, n_l, n_h, settings)
     done = 0
     for group in sub_batches([w[3] for w in windows], n_l, n_h, settings.batch_mb):
-        weights = engine.batch_weights([windows[i][3].ids for i in group])
-        stats, values, tids, tkeys, tw = [], [], [], [], []
-        texts = []
-        for b, i in enumerate(group):
-            doc, win, source, enc = windows[i]
-            rows, window_stats, keys, kw = _rows(weights, b, enc, kind, settings)
-            n = len(enc.ids)
-            stats.append(window_stats.numpy())
-            values.append(rows.numpy())
-            tids.append(np.stack([np.full(n, doc), np.full(n, win), np.arange(n)], 1))
-            tkeys.append(keys.numpy())
-            tw.append(kw.numpy())
-            texts.append({"doc": doc, "window": win, "source": source, "text": enc.axis.text,
-                          "tokens": list(enc.axis.tokens), "special": list(enc.axis.special)})  # fmt: skip
+        encs = [windows[i][3] for i in group]
+        weights = engine.batch_weights([e.ids for e in encs])
+        values, stats, where = _sub_batch(weights, encs, kind, settings)
+        lengths = torch.tensor([len(e.ids) for e in encs])
+        t = weights[0].shape[-1]
+        qb, qt = where // t, where % t  # (Q,): each real query's text in the sub-batch and position
+        ids = np.stack([np.array([windows[group[i]][0] for i in qb.tolist()]),
+                        np.array([windows[group[i]][1] for i in qb.tolist()]), qt.numpy()], 1)  # fmt: skip
+        # the top queries of each statistic and head, and the sample: only their rows' keys are read
+        top = torch.topk(values.nan_to_num(float("-inf")), min(settings.top, values.shape[-1]), dim=-1)  # (S,L,H,k)
+        heads = torch.arange(n_h)[None, None, :, None].expand_as(top.indices)
+        top_keys, top_weights = _keys_of(
+            weights, lengths, qb[top.indices], heads, qt[top.indices], settings.keys, by_layer=True
+        )  # (S, L, H, k, K)
+        chosen = _keep_top(top.values.numpy(), ids[top.indices.numpy()], top_keys, top_weights, settings.top)
+        prio = priority(ids[:, 0], ids[:, 1], ids[:, 2], settings.seed)
+        pick = np.lexsort((ids[:, 2], ids[:, 1], ids[:, 0], prio))[: settings.sample]
+        pq = torch.from_numpy(pick)
+        sk, sw = _keys_of(
+            weights,
+            lengths,
+            qb[pq][:, None],
+            torch.arange(n_h)[None, :],
+            qt[pq][:, None],
+            settings.keys,
+            by_layer=False,
+        )  # (L, P, H, K)
         del weights
-        value = np.concatenate(values, -1)  # (S, L, H, Q): every query of the sub-batch
-        ids = np.concatenate(tids)  # (Q, 3)
-        keys = np.concatenate(tkeys, 2)  # (L, H, Q, K)
-        kw = np.concatenate(tw, 2)
-        q = value.shape[-1]
-        ranked = np.where(np.isnan(value), -np.inf, value)
-        bshape = (n_s, n_l, n_h, q)
-        sub = Partial(
-            texts, np.stack(stats),
-            *_keep_top(ranked, np.broadcast_to(ids, (*bshape, 3)), np.broadcast_to(keys, (n_s, *keys.shape)),
-                       np.broadcast_to(kw, (n_s, *kw.shape)), settings.top),
-            *_keep_sample(priority(ids[:, 0], ids[:, 1], ids[:, 2], settings.seed), ids,
-                          value.transpose(3, 0, 1, 2), keys.transpose(2, 0, 1, 3), kw.transpose(2, 0, 1, 3),
-                          settings.sample),
-        )  # fmt: skip
+        texts = [{"doc": windows[i][0], "window": windows[i][1], "source": windows[i][2], "text": e.axis.text,
+                  "tokens": list(e.axis.tokens), "special": list(e.axis.special)}
+                 for i, e in zip(group, encs, strict=True)]  # fmt: skip
+        sub = Partial(texts, stats.numpy(), *chosen, prio[pick], ids[pick], values[..., pq].permute(3, 0, 1, 2).numpy(),
+                      sk.transpose(1, 0, 2, 3), sw.transpose(1, 0, 2, 3))  # fmt: skip
         out = merge(out, sub, settings)
         done += len(group)
         if progress:
