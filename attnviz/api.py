@@ -344,7 +344,11 @@ def corpus(source="builtin", model: str = "default", out=None, *, engine: str = 
     docs = corpus_run.read(source, text_column)
     chosen = measure.Settings(window=window, **settings)
     folder = out if out is not None else corpus_run.default_folder(model, docs, chosen)
-    kept = lambda: service.engine(model, "hf", _source(model), device)  # noqa: E731  (the door's kept engine)
+
+    def kept():  # the door's kept engine, as a corpus run measures with it
+        hf = service.engine(model, "hf", _source(model), device)
+        return hf if corpus_run.corpus_engine(hf) is hf else service.engine(model, "scratch", _source(model), device)
+
     return corpus_run.run(docs, model, folder, engine=engine, settings=chosen, device=device, actors=actors,
                           threads=threads, progress=progress, engine_of=kept)  # fmt: skip
 

@@ -131,7 +131,7 @@ def key_columns(axis: TokenAxis) -> Tensor:
     return torch.cat([keys, torch.arange(n, dtype=torch.float32)[None]]).T.contiguous()
 
 
-def row_values(w: Tensor, s: Tensor | None, log_z: Tensor | float, keys: Tensor, excluded: Tensor | None, n, start: int,
+def row_values(w: Tensor, s: Tensor | None, log_z: Tensor | float, keys: Tensor, excluded, n, start: int,
                kind: str) -> dict[str, Tensor]:  # fmt: skip
     """{statistic: (..., r)}: every statistic of each row of a block, the values a text's statistic averages; the one
     place each is written (see the module's docstring).
@@ -139,8 +139,10 @@ def row_values(w: Tensor, s: Tensor | None, log_z: Tensor | float, keys: Tensor,
     w (..., r, c): rows start, start + 1, ... of one or more texts' weights over their first c keys, with s and log_z
     as BlockPass.add takes them (s None: the weights are exact and complete, w log w is taken from them); keys
     (..., c, 5): key_columns, per text where there is a batch of texts (padded keys: weight 0); excluded (..., c) or
-    None: what a row's maximum leaves out; n: the text's length (a number, or a tensor broadcasting over the rows,
-    one per text). prev and next are NaN on a row with no previous or next token in the text."""
+    None: what a row's maximum leaves out, or for a batch (B, H, r, c), a pair of index tensors (texts, keys): those
+    weights are set to 0 for the maximum and put back (w changes during the call only); n: the text's length (a
+    number, or a tensor broadcasting over the rows, one per text). prev and next are NaN on a row with no previous
+    or next token in the text."""
     c = w.shape[-1]
     out = {}
     if s is None:  # the weights are all there is (an eager result): -sum_j w log w, 0 log 0 = 0
@@ -156,7 +158,7 @@ def row_values(w: Tensor, s: Tensor | None, log_z: Tensor | float, keys: Tensor,
         out["distance"] = pos - shares[..., 4]
     else:
         j = torch.arange(c, device=w.device, dtype=torch.float32)
-        out["distance"] = (w * (j[None, :] - pos[:, None]).abs()).sum(-1)
+        out["distance"] = torch.einsum("...ij,ij->...i", w, (j[None, :] - pos[:, None]).abs())
     i = torch.arange(start, start + r, device=w.device)
     for name, offset in (("prev", -1), ("next", 1), ("self", 0)):
         j = i + offset
@@ -164,7 +166,14 @@ def row_values(w: Tensor, s: Tensor | None, log_z: Tensor | float, keys: Tensor,
         value = torch.zeros(w.shape[:-1], dtype=w.dtype, device=w.device)
         value[..., seen] = w[..., (i - start)[seen], j[seen]]
         out[name] = value.masked_fill((j < 0) | (j >= n), float("nan"))
-    out["confidence"] = (w.masked_fill(excluded, 0.0) if excluded is not None else w).amax(-1)
+    if isinstance(excluded, tuple):  # (text, key) index pairs: zeroed for the maximum, then put back
+        texts, cols = excluded
+        saved = w[texts, ..., cols]
+        w[texts, ..., cols] = 0.0
+        out["confidence"] = w.amax(-1)
+        w[texts, ..., cols] = saved
+    else:
+        out["confidence"] = (w.masked_fill(excluded, 0.0) if excluded is not None else w).amax(-1)
     return out
 
 

@@ -206,10 +206,11 @@ def _sub_batch(weights: tuple[torch.Tensor, ...], encs: list, kind: str, setting
         keys[i, 0, :n] = key_columns(enc.axis)
         excluded[i, 0, 0, :n] = ~confidence_keys(enc.axis, settings.confidence_excludes)
     keys[..., 4] = torch.arange(t, dtype=torch.float32)  # positions past a text: their weights are 0
+    pairs = tuple(excluded[:, 0, 0].nonzero().T)  # (text, key) pairs a row's maximum leaves out
     rows = torch.empty(len(STATS), n_l, b, n_h, t)
     for layer in range(n_l):
         w = weights[layer]  # (B, H, T, T): padded keys have weight 0
-        values = row_values(w, None, 0.0, keys, excluded if excluded.any() else None, lengths[:, None, None], 0, kind)
+        values = row_values(w, None, 0.0, keys, pairs, lengths[:, None, None], 0, kind)
         for i, name in enumerate(STATS):
             rows[i, layer] = values[name]
     # a window's statistic: its rows averaged as blocks.BlockPass.stats does (prev and next over n - 1 rows)
@@ -252,7 +253,8 @@ def measure(engine, batch: Batch, settings: Settings, progress=None) -> Partial:
     for group in sub_batches([w[3] for w in windows], n_l, n_h, settings.batch_mb):
         encs = [windows[i][3] for i in group]
         weights = engine.batch_weights([e.ids for e in encs])
-        values, stats, where = _sub_batch(weights, encs, kind, settings)
+        with torch.inference_mode():  # the weights are inference tensors (a row's maximum zeroes keys in place)
+            values, stats, where = _sub_batch(weights, encs, kind, settings)
         lengths = torch.tensor([len(e.ids) for e in encs])
         t = weights[0].shape[-1]
         qb, qt = where // t, where % t  # (Q,): each real query's text in the sub-batch and position

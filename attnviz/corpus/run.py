@@ -175,11 +175,22 @@ def _prepare(folder: Path, manifest: dict) -> None:
 
 
 def load(model: str, device: str | None = None):
-    """The model as the person at this machine names it (a folder, a bundled name, a hub id), on Hugging Face's
-    attention (what `batch_weights` runs)."""
+    """The model as the person at this machine names it (a folder, a bundled name, a hub id), as a corpus run takes
+    it: `corpus_engine` of its Hugging Face engine."""
     from attnviz.engines import registry
 
-    return registry.load(model, "hf", device)
+    return corpus_engine(registry.load(model, "hf", device))
+
+
+def corpus_engine(hf):
+    """The engine a corpus run measures with: a BERT rebuilt on attnviz's attention (the scratch backend: equal
+    weights, 0.8-0.9x Hugging Face eager's time, bench/RESULTS.md), any other model as Hugging Face loads it (a Llama-
+    family decoder already runs attnviz's attention function)."""
+    from attnviz.engines import registry
+
+    if hf.architecture == "encoder" and hf.family == "bert":
+        return registry.scratch_engine(hf)
+    return hf
 
 
 def run(corpus: Corpus, model: str, out: str | Path, *, engine: str = "embedded", settings: Settings | None = None,

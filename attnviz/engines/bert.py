@@ -215,6 +215,16 @@ class ScratchBertEngine:
         result = AttentionResult(weights, axis, axis, kind, self.name, self.device_name, enc.truncated, value_norms)
         return Results({kind: result})
 
+    def batch_weights(self, ids: list[tuple[int, ...]]) -> tuple[Tensor, ...]:
+        """One pass over several texts' ids, padded on the right: each layer's (B, H, T, T) weights, T the longest
+        (text b's own are [b, :, :n_b, :n_b]: its pads are masked out as keys). HFEngine.batch_weights' contract."""
+        longest = max(len(i) for i in ids)
+        pad = self.tokenizer.hf.pad_token_id if self.tokenizer.hf.pad_token_id is not None else 0
+        batch = torch.tensor([list(i) + [pad] * (longest - len(i)) for i in ids], device=self.device)
+        mask = torch.tensor([[1] * len(i) + [0] * (longest - len(i)) for i in ids], device=self.device)
+        with self._passes, torch.inference_mode():
+            return self.model(batch, attention_mask=mask)[1]
+
     def forward(self, enc: Encoded, hooks: Hooks, *, causal: bool = False) -> Tensor:
         """One pass with these hooks (engines.hooks): (1, T, D) hidden states of the last layer."""
         with self._passes, torch.inference_mode():
