@@ -7,6 +7,7 @@ nothing until a function is called:
     results = attnviz.attention("The animal didn't cross the street because it was too tired.")
     attnviz.show(results)                        # every head of a layer, one head large, the layer x head overview
     attnviz.show(outputs.attentions, tokens)     # attention you already have (Hugging Face, a tensor, an array)
+    run = attnviz.corpus("texts.jsonl", model="default")  # what every head does across a corpus (Parquet tables)
 """
 
 from attnviz.version import __version__
@@ -20,6 +21,9 @@ DOOR = (
     "patch",
     "generate",
     "engine",
+    "corpus",
+    "open_corpus_run",
+    "qk_space",
     "View",
     "ModelLoadError",
 )

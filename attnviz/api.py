@@ -46,11 +46,11 @@ from attnviz.result import Results
 from attnviz.service import ANALYSING, READING
 
 __all__ = [
-    "ANALYSING", "DEFAULT_MODEL", "READING", "AttentionSteps", "Backend", "Engine", "GeneratingEngine", "Generation",
-    "CorpusError", "CorpusRun", "ModelLoadError", "Prepared", "SteppingEngine", "View", "Work", "ablate", "attention",
-    "can_rebuild", "corpus", "corpus_runs", "decoded", "describe_device", "eager_tokens", "engine", "generate",
-    "has_learned_positions", "importance", "induction", "open_corpus_run", "patch", "prepare", "qk_space",
-    "resolve_device", "shape_trace", "show",
+    "ANALYSING", "AttentionSteps", "Backend", "CorpusError", "CorpusRun", "DEFAULT_MODEL", "Engine",
+    "GeneratingEngine", "Generation", "ModelLoadError", "Prepared", "READING", "SteppingEngine", "View", "Work",
+    "ablate", "attention", "can_rebuild", "corpus", "corpus_runs", "corpus_work", "decoded", "describe_device",
+    "eager_tokens", "engine", "generate", "has_learned_positions", "importance", "induction", "open_corpus_run",
+    "patch", "prepare", "qk_space", "qk_work", "resolve_device", "sentences_work", "shape_trace", "show",
 ]  # fmt: skip
 
 
@@ -329,25 +329,28 @@ def show(attention=None, tokens=None, *, key_tokens=None, model: str | None = No
 
 def corpus(source="builtin", model: str = "default", out=None, *, engine: str = "embedded", text_column: str = "text",
            window: int = 256, device: str | None = None, actors: int = 2, threads: int = 1, progress=None,
-           **settings) -> CorpusRun:  # fmt: skip
+           server: bool = False, **settings) -> CorpusRun:  # fmt: skip
     """What every head of `model` does across a corpus: a run's folder of Parquet tables (CorpusRun).
 
     source: a folder of .txt files, a .jsonl / .csv / .parquet file (its `text_column`), a .txt file, a list of
     strings, or "builtin" (Python's documentation topics, offline). Each document is cut into windows of at most
     `window` tokens. out: the run's folder (default: one per model, corpus and settings under corpus_runs_dir());
     a run started again on its folder resumes. engine "ray": Ray Data with `actors` model-holding actors, `threads`
-    CPU threads each (or a GPU each). progress: called with (fraction done, what). Other settings: see
-    attnviz.corpus.measure.Settings (top, sample, keys, bins, batch_chars, batch_mb, seed, confidence_excludes)."""
+    CPU threads each (or a GPU each). progress: called with (fraction done, what). server: the model as a server's
+    policy allows (a page), the run in its default folder. Other settings: see attnviz.corpus.measure.Settings (top,
+    sample, keys, bins, batch_chars, batch_mb, seed, confidence_excludes)."""
     from attnviz.corpus import measure
+    from attnviz.corpus import models as corpus_models
     from attnviz.corpus import run as corpus_run
 
     docs = corpus_run.read(source, text_column)
     chosen = measure.Settings(window=window, **settings)
-    folder = out if out is not None else corpus_run.default_folder(model, docs, chosen)
+    folder = out if out is not None and not server else corpus_run.default_folder(model, docs, chosen)
+    source = service.policy().resolve(model) if server else _source(model)
 
     def kept():  # the door's kept engine, as a corpus run measures with it
-        hf = service.engine(model, "hf", _source(model), device)
-        return hf if corpus_run.corpus_engine(hf) is hf else service.engine(model, "scratch", _source(model), device)
+        hf = service.engine(model, "hf", source, device)
+        return hf if corpus_models.corpus_engine(hf) is hf else service.engine(model, "scratch", source, device)
 
     return corpus_run.run(docs, model, folder, engine=engine, settings=chosen, device=device, actors=actors,
                           threads=threads, progress=progress, engine_of=kept)  # fmt: skip
@@ -370,9 +373,61 @@ def corpus_runs(folder=None) -> list[CorpusRun]:
 def qk_space(texts, layer: int, head: int, model: str = "default", *, method: str = "pca"):
     """A head's queries and keys on a text (or a list of texts), normalised as AttentionViz does and projected
     jointly to 2-D (corpus.qk.Space: the points, the tokens, and how faithful the plot is). 0-based layer, head."""
+    return qk_work(model, [texts] if isinstance(texts, str) else list(texts), layer, head, method).run()
+
+
+def _hooked(model: str, source: registry.Source) -> Engine:
+    """The model where its queries and keys can be read (the hook points): an encoder rebuilt on attnviz's
+    attention, a Llama-family decoder as Hugging Face loads it."""
+    eng = service.engine(model, "hf", source)
+    if not hasattr(eng, "forward") and registry.can_rebuild(eng):
+        eng = service.engine(model, "scratch", source)
+    return eng
+
+
+def qk_work(model: str, texts: list[str], layer: int, head: int, method: str = "pca", *,
+            server: bool = False) -> Work:  # fmt: skip
+    """A head's query/key space over some texts (see qk_space), kept for every session; admitted on a page."""
     from attnviz.corpus import qk
 
-    eng = engine(model)
-    if not hasattr(eng, "forward") and registry.can_rebuild(eng):  # an encoder's hook points: the scratch backend
-        eng = engine(model, "scratch")
-    return qk.of_texts(eng, [texts] if isinstance(texts, str) else list(texts), layer, head, method=method)
+    source = service.policy().resolve(model) if server else _source(model)
+    return Work(("qk", source, tuple(texts), layer, head, method),
+                lambda: qk.of_texts(_hooked(model, source), texts, layer, head, method=method),
+                "placing a head's queries and keys", GRID_BYTES, heavy=True)  # fmt: skip
+
+
+def corpus_work(model: str, documents: int, progress=None) -> Work:
+    """A page's run: the sidebar's model (as the server allows it) on the first `documents` documents of the
+    built-in corpus, in its default folder (a finished one is read back, not run again); admitted heavy work."""
+    from attnviz.corpus import readers
+
+    def run() -> CorpusRun:
+        docs = readers.builtin()
+        docs.documents = docs.documents[:documents]
+        docs.name = f"builtin-{documents}"
+        return corpus(docs, model, server=True, progress=progress)
+
+    from attnviz.corpus.measure import Settings
+
+    held = 2 * Settings().batch_mb * 2**20  # one sub-batch's weights and what is computed from them
+    return Work(("corpus", model, "builtin", documents), run, f"a corpus run on {documents:,} documents", held,
+                heavy=True)  # fmt: skip
+
+
+def sentences_work(model: str, confidence_excludes: str = "end") -> Work:
+    """The Model overview's corpus average: a corpus run over the built-in sentences (head_stats.CORPUS): each
+    statistic's mean over the sentences, (L, H), and the uniform-attention entropy averaged over them."""
+    import torch
+
+    from attnviz.analysis import head_stats
+    from attnviz.corpus import readers
+
+    def run() -> tuple[dict, float]:
+        docs = readers.from_texts(list(head_stats.CORPUS), "built-in sentences")
+        done = corpus(docs, model, server=True, confidence_excludes=confidence_excludes)
+        stats = {s: torch.from_numpy(done.grid(s)).float() for s in done.manifest["stats"]}
+        lengths = done.texts["n_tokens"].tolist()
+        uniform = [head_stats.uniform_entropy_of(n, done.manifest["kind"]) for n in lengths]
+        return stats, sum(uniform) / len(uniform)
+
+    return Work(("sentences", model, confidence_excludes), run, "the built-in sentences", GRID_BYTES)

@@ -259,6 +259,15 @@ class Tokenizer:
             start = stop
         return pieces
 
+    def encode_whole(self, text: str) -> Encoded:
+        """Tokenize `text` with special tokens, all of it (one pass: nothing is cut, so nothing is counted)."""
+        text = check_text(text)
+        with self._lock:
+            ids, axis = self._call(text, target=False)
+        if all(axis.special):
+            raise ValueError("The text has no characters this model can read: type some words.")
+        return Encoded(ids, axis, 0)
+
     def extended(self, axis: TokenAxis, ids: Sequence[int]) -> TokenAxis:
         """The axis with tokens a model wrote after it: each its own word, special by its id, no characters."""
         pieces, special, names = self._read(ids)

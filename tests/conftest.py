@@ -7,6 +7,8 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a missing model fails in seconds, never downloads
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # Classes made by tests go to a throw-away database, never the user's own (servers started by tests inherit it).
+# Corpus runs made by tests (the Model overview's corpus average, the Corpus page) go to a throw-away folder too.
+os.environ.setdefault("ATTNVIZ_CORPUS_DIR", __import__("tempfile").mkdtemp(prefix="attnviz-corpus-"))
 os.environ.setdefault("ATTNVIZ_DB", os.path.join(__import__("tempfile").mkdtemp(prefix="attnviz-test-"), "classes.db"))
 
 from pathlib import Path  # noqa: E402

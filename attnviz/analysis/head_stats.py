@@ -19,6 +19,18 @@ from attnviz.tokens import TokenAxis
 
 __all__ = ["CONFIDENCE_EXCLUDES", "STATS", "confidence_keys", "is_punctuation", "punctuation"]  # re-exported
 
+NAMES = {  # each statistic as a page names it
+    "entropy": "entropy (nats)",
+    "distance": "mean attention distance (tokens)",
+    "cls": "share on [CLS]",
+    "sep": "share on [SEP]",
+    "punct": "share on punctuation",
+    "prev": "share on the previous token",
+    "next": "share on the next token",
+    "self": "share on itself",
+    "confidence": "confidence (mean of each row's largest weight)",
+    "first": "share on the first token (an attention sink)",
+}
 LABELS = ("previous-token", "next-token", "[SEP]", "[CLS]", "self", "first-token", "broad", "other")
 SHARE_THRESHOLD = 0.5  # a head is "previous-token" when more than half its attention goes to the previous token
 BROAD_THRESHOLD = 0.9  # a head is "broad" when its entropy is at least 90% of uniform attention's
@@ -54,6 +66,13 @@ def visible_keys(result: Attention) -> Tensor:
 def uniform_entropy(result: Attention) -> float:
     """The entropy of uniform attention over the keys each query can see, averaged over the queries (nats)."""
     return visible_keys(result).log().mean().item()
+
+
+def uniform_entropy_of(n: int, kind: str) -> float:
+    """uniform_entropy for a text of n tokens: ln n for self-attention, the mean of ln(i + 1) for causal."""
+    if kind == "causal":
+        return torch.arange(1, n + 1, dtype=torch.float32).log().mean().item()
+    return float(torch.tensor(float(n)).log().item())
 
 
 def head_stats(result: Attention, *, confidence_excludes: str = "end") -> dict[str, Tensor]:

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from attnviz.blocks import STATS, confidence_keys, key_columns, row_values
+from attnviz.engines.base import Engine
 
 ID_COLUMNS = ("doc", "window", "query")
 
@@ -52,6 +53,7 @@ class Settings:
                              f"{self.confidence_excludes!r}")  # fmt: skip
 
     def as_dict(self) -> dict:
+        """The settings as the manifest writes them."""
         return asdict(self)
 
 
@@ -77,14 +79,14 @@ def batches(documents: list[tuple[str, str]], batch_chars: int) -> list[Batch]:
     return out
 
 
-def windows_of(engine, text: str, window: int) -> list:
+def windows_of(engine: Engine, text: str, window: int) -> list:
     """The text as the model encodes it, in windows of at most `window` tokens (one when it fits)."""
     window = min(window, engine.max_tokens)
     try:
-        enc = engine.tokenizer.encode(text, window)
+        enc = engine.tokenizer.encode_whole(text)
     except ValueError:  # nothing the model can read in this text
         return []
-    if not enc.truncated:
+    if len(enc.ids) <= window:
         return [enc]
     out = []
     for piece in engine.tokenizer.cut(text, window):
@@ -139,6 +141,7 @@ class Partial:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Partial:
+        """A partial from `to_bytes`'s bytes."""
         with np.load(io.BytesIO(data), allow_pickle=False) as z:
             return cls(json.loads(z["texts"].tobytes().decode("utf-8")), *(z[name] for name in cls.ARRAYS))
 
@@ -241,7 +244,7 @@ def _keys_of(weights: tuple[torch.Tensor, ...], lengths: torch.Tensor, b: torch.
     return idx, wt
 
 
-def measure(engine, batch: Batch, settings: Settings, progress=None) -> Partial:
+def measure(engine: Engine, batch: Batch, settings: Settings, progress=None) -> Partial:
     """The partial results of one batch on one engine (an HFEngine: `batch_weights`); `progress(done, total)` is told
     after each sub-batch (windows)."""
     n_l, n_h, n_s = engine.n_layers, engine.n_heads, len(STATS)

@@ -1,6 +1,6 @@
 """The Ray engine of a corpus run: Ray Data's map_batches over the run's batches, one model-holding actor per worker.
 
-Each actor loads the model once (corpus.run.load, in its own process) and calls the same per-batch function as
+Each actor loads the model once (corpus.models.load, in its own process) and calls the same per-batch function as
 the embedded engine (corpus.measure.measure); a dataset item is one whole batch of the run (batch_size=1), so the
 batches, and with them the numbers, are the embedded run's. No scheduler, queue or pool of ours: Ray Data places the
 actors (`num_gpus=1` each on a GPU machine, else `threads` CPUs each) and streams the results back to the driver,
@@ -25,7 +25,7 @@ class MeasureActor:
     def __init__(self, model: str, settings: dict, device: str | None, threads: int) -> None:
         import torch
 
-        from attnviz.corpus.run import info_of, load
+        from attnviz.corpus.models import info_of, load
 
         torch.set_num_threads(threads)
         self.engine = load(model, device)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from attnviz.engines.base import Engine
 from attnviz.engines.hooks import Hooks
 
 METHODS = ("pca", "umap")
@@ -49,6 +50,7 @@ class Space:
 
     @property
     def n(self) -> int:
+        """How many tokens are placed (each as a query and a key)."""
         return len(self.tokens)
 
 
@@ -108,7 +110,7 @@ def project(x: np.ndarray, method: str = "pca", seed: int = 0) -> tuple[np.ndarr
     return centred @ axes.T, (float((s[:2] ** 2).sum()) / total if total > 0 else None)
 
 
-def read_qk(eng, text: str, layer: int, head: int) -> tuple[object, torch.Tensor, torch.Tensor]:
+def read_qk(eng: Engine, text: str, layer: int, head: int) -> tuple[object, torch.Tensor, torch.Tensor]:
     """A text's encoding and one head's (T, d) queries and keys at the hook points (a HookedEngine's forward)."""
     if not hasattr(eng, "forward"):
         raise ValueError(f"'{eng.name}' has no hook points here: its queries and keys are read on the scratch "
@@ -122,7 +124,7 @@ def read_qk(eng, text: str, layer: int, head: int) -> tuple[object, torch.Tensor
     return enc, q[head], k[head // (q.shape[0] // k.shape[0])]
 
 
-def of_texts(eng, texts: list[str], layer: int, head: int, *, method: str = "pca", max_tokens: int = MAX_TOKENS,
+def of_texts(eng: Engine, texts: list[str], layer: int, head: int, *, method: str = "pca", max_tokens: int = MAX_TOKENS,
              seed: int = 0) -> Space:  # fmt: skip
     """A head's query/key space over some texts (their first `max_tokens` tokens in all)."""
     causal = eng.kinds[0] == "causal"

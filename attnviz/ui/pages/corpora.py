@@ -1,0 +1,194 @@
+"""The Corpus page: what each head does across many texts, read from a corpus run (attnviz corpus, api.corpus)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from attnviz import api, escape
+from attnviz.analysis import head_stats
+from attnviz.figures import corpus_charts, interactive
+from attnviz.result import head_name
+from attnviz.ui import cache, controls, seat, state, widgets
+
+VALUES = {"mean": "mean over the windows", "sd": "spread (standard deviation)", "q50": "median",
+          "q95": "95th percentile"}  # fmt: skip
+SIZES = (50, 200, 500, 1000)  # documents of the built-in corpus a page may run on
+EXTRA_NAMES = {
+    "induction": "induction score (repeated random sequences, not the corpus)",
+    "prefix": "prefix-matching score (repeated random sequences)",
+    "duplicate": "duplicate-token score (repeated random sequences)",
+}
+QK_TEXTS = 40  # windows whose tokens are placed in the query/key space (at most corpus.qk.MAX_TOKENS tokens)
+SHOWN_TOP = 5
+
+
+def _label(run: api.CorpusRun) -> str:
+    m = run.manifest
+    return (f"{m['model']} · {m['corpus']['name']} · {m['counts']['windows']:,} windows · "
+            f"{m.get('finished', '')[:16].replace('T', ' ')}")  # fmt: skip
+
+
+def _start(inputs) -> None:
+    """A run of the sidebar's model on part of the built-in corpus (admitted heavy work, with a bar)."""
+    with st.expander("Start a run on the built-in corpus (Python's documentation topics, offline)"):
+        state.restore("co.size", "size", SIZES[1], lambda v: v in SIZES)
+        size = st.select_slider("Paragraphs", SIZES, key="co.size")
+        st.caption("A run on BERT measures about 15 paragraphs a second on this server's CPU; SmolLM2 about 2. A "
+                   "finished run is kept and listed below; the command line runs whole corpora "
+                   "(`attnviz corpus FOLDER --model NAME`).")  # fmt: skip
+        if not st.button(f"Run {inputs.model[:60]} on {size:,} paragraphs", key="co.start"):
+            return
+        bar = cache.LazyBar("measuring the corpus")
+        try:
+            work = api.corpus_work(inputs.model, size, progress=lambda f, what: bar.step(round(f * 1000), 1000))
+            run = cache.run(work)
+        except (ValueError, api.ModelLoadError) as err:
+            st.error(escape.md(err))
+            return
+        finally:
+            bar.done()
+        st.session_state["co.run"] = run.folder.name
+        state.remember("run", run.folder.name)
+
+
+def _open_heads(run: api.CorpusRun, text: str, layer: int, head: int) -> None:
+    """The Heads page on this text at this head (1-based)."""
+    st.switch_page(seat.page_path("heads"), query_params={"model": run.manifest["model"], "text": text,
+                                                          "view": "Head", "layer": layer, "head": head})  # fmt: skip
+
+
+def _examples(run: api.CorpusRun, stat: str, layer: int, head: int, texts) -> None:
+    """The top queries and a few per decile, each its row over its text, with a way to open it."""
+    ex = run.examples
+    ex = ex[(ex["stat"] == stat) & (ex["layer"] == layer) & (ex["head"] == head)]
+    if ex.empty:
+        st.info("This statistic has no examples (it is measured on repeated random sequences, not the corpus).")
+        return
+    index = texts.set_index(["doc", "window"])
+    top = ex[ex["kind"] == "top"].sort_values("rank").head(SHOWN_TOP)
+    deciles = ex[ex["kind"] == "decile"].sort_values(["decile", "rank"], ascending=[False, True])
+    tabs = st.tabs([f"Top {len(top)}", "Across the deciles"])
+    for tab, rows, what in ((tabs[0], top, "top"), (tabs[1], deciles, "decile")):
+        with tab:
+            if what == "decile":
+                st.caption("From a fixed sample of the corpus's queries (the same for every head), ranked by this "
+                           "head's value: the middle of each tenth, highest first, so that typical behaviour shows "
+                           "and not only the extremes.")  # fmt: skip
+            for i, row in enumerate(rows.itertuples()):
+                text = index.loc[(row.doc, row.window)]
+                tokens = list(text["tokens"])
+                where = f"decile {int(row.decile) + 1}" if what == "decile" else f"#{int(row.rank) + 1}"
+                st.markdown(f"**{where}** · {escape.md(head_stats.NAMES.get(stat, stat))} {row.value:.3f} · query "
+                            f"{escape.quoted(tokens[row.query], 40)} (position {row.query + 1}) in "
+                            f"{escape.md(text['source'], 60)}")  # fmt: skip
+                st.markdown(corpus_charts.example_markdown(tokens, int(row.query), list(row.keys), list(row.weights)))
+                a, b = st.columns([4, 1])
+                a.caption(corpus_charts.keys_line(tokens, list(row.keys), list(row.weights)))
+                if b.button("Open", key=f"co.open.{what}.{i}", help="This text on the Heads page, at this head"):
+                    _open_heads(run, text["text"], layer + 1, head + 1)
+
+
+def _qk(run: api.CorpusRun, layer: int, head: int, texts, style) -> None:
+    """The head's query/key space over the first windows of the run (on demand: it runs the model)."""
+    sample = texts.head(QK_TEXTS)["text"].tolist()
+    work = api.qk_work(run.manifest["model"], sample, layer, head, server=True)
+    held = work.held()
+    if held is None and not st.button("Place this head's queries and keys", key="co.qk"):
+        st.caption(f"The queries and keys of the first {len(sample)} windows' tokens, projected together to 2-D.")
+        return
+    try:
+        with st.spinner("Reading the head's queries and keys…"):
+            space = cache.run(work)
+    except (ValueError, api.ModelLoadError) as err:
+        st.error(escape.md(err))
+        return
+    title = f"{head_name(layer, head)}: queries and keys of {space.n:,} tokens (PCA)"
+    event = st.plotly_chart(corpus_charts.qk_scatter(space.points, space.contexts, title, style=style), key="co.qkplot",
+                            on_select="rerun", selection_mode="points")  # fmt: skip
+    st.caption(
+        f"Faithfulness: Spearman's ρ = {space.faithfulness:.2f} between a query–key pair's dot product and minus its "
+        f"distance in this plot, over {space.pairs:,} pairs a query may attend to (1: nearer always means more "
+        f"attention; the two axes keep {space.explained or 0:.0%} of the variance). Keys were scaled and moved to the "
+        "queries' centroid as AttentionViz does: no attention weight changes. Click a point to open its text."
+    )  # fmt: skip
+    points = event.get("selection", {}).get("points", []) if event else []
+    if points and points[0].get("customdata") is not None:
+        token = int(points[0]["customdata"][0])
+        _open_heads(run, sample[int(space.text_index[token])], layer + 1, head + 1)
+
+
+def render() -> None:
+    """Draw the page."""
+    inputs = controls.current()
+    st.header("What each head does across a corpus")
+    st.caption("A corpus run measures every head on every window of many texts (the command line: `attnviz corpus "
+               "PATH --model NAME`; Python: `attnviz.corpus(...)`), with the Model overview's statistics. Here: "
+               "their spread over the corpus, each head's histogram, the queries where it is highest and typical "
+               "ones, and its query/key space.")  # fmt: skip
+    _start(inputs)
+    runs = {r.folder.name: r for r in api.corpus_runs()}
+    if not runs:
+        st.info("No finished corpus run on this server yet: start one above, or run `attnviz corpus` here.")
+        return
+    state.restore("co.run", "run", next(iter(runs)), lambda v: v in runs)
+    name = st.selectbox("Run", list(runs), format_func=lambda k: _label(runs[k]), key="co.run")
+    state.remember("run", name)
+    run = runs[name]
+    m = run.manifest
+    skipped = sum(m["corpus"]["skipped"].values())
+    st.caption(
+        f"{escape.md(m['model'])} ({escape.md(m.get('revision', ''))}) on {escape.md(m['corpus']['described'])}: "
+        f"{m['corpus']['documents']:,} documents{f' ({skipped:,} skipped)' if skipped else ''}, "
+        f"{m['counts']['windows']:,} windows of at most {m['settings']['window']} tokens "
+        f"({m['counts']['documents_cut']:,} documents cut into several), {m['counts']['tokens']:,} tokens; "
+        f"{m['engine']} run, attnviz {escape.md(m['attnviz'])}."
+    )  # fmt: skip
+    names = {**head_stats.NAMES, **{k: v for k, v in EXTRA_NAMES.items() if k in m.get("extras", [])}}
+    state.restore("co.stat", "stat", "entropy", lambda v: v in names)
+    state.restore("co.value", "value", "mean", lambda v: v in VALUES)
+    a, b = st.columns([3, 2])
+    stat = a.selectbox("Colour by", list(names), format_func=names.get, key="co.stat")
+    value = b.selectbox("Value", list(VALUES), format_func=VALUES.get, key="co.value",
+                        disabled=stat in EXTRA_NAMES)  # fmt: skip
+    state.remember("stat", stat)
+    state.remember("value", value)
+    value = "mean" if stat in EXTRA_NAMES else value
+    means = {s: run.grid(s) for s in head_stats.NAMES}
+    texts = run.texts
+    uniform = sum(head_stats.uniform_entropy_of(n, m["kind"]) for n in texts["n_tokens"]) / len(texts)
+    labels = head_stats.labels(means, uniform)
+    grid = run.grid(stat, value)
+    event = st.plotly_chart(interactive.stat_grid(grid, labels, f"{stat} ({value})", style=inputs.style),
+                            key="co.grid", on_select="rerun", selection_mode="points")  # fmt: skip
+    st.caption("Each cell: the head's label from its mean statistics over the corpus (the Model overview's rule) and "
+               "the value chosen. Click a head for its histogram and examples.")  # fmt: skip
+    points = event.get("selection", {}).get("points", []) if event else []
+    n_l, n_h = m["layers"], m["heads"]
+    state.restore("co.layer", "layer", 1, lambda v: 1 <= v <= n_l)
+    state.restore("co.head", "head", 1, lambda v: 1 <= v <= n_h)
+    if points:
+        st.session_state["co.layer"] = int(str(points[0]["y"])[1:])
+        st.session_state["co.head"] = int(str(points[0]["x"])[1:])
+    a, b, _ = st.columns([1, 1, 3])
+    layer = a.number_input("Layer", 1, n_l, key="co.layer") - 1
+    head = b.number_input("Head", 1, n_h, key="co.head") - 1
+    state.remember("layer", layer + 1)
+    state.remember("head", head + 1)
+    st.subheader(f"Head {head_name(layer, head)}")
+    heads = run.heads
+    row = heads[(heads["stat"] == stat) & (heads["layer"] == layer) & (heads["head"] == head)].iloc[0]
+    if stat in EXTRA_NAMES:
+        st.markdown(f"{escape.md(names[stat])}: **{row['mean']:.3f}** ± {row['sd']:.3f} over {row['count']} "
+                    "sequences.")  # fmt: skip
+    else:
+        st.plotly_chart(corpus_charts.histogram(row["hist"], row["lo"], row["hi"], names[stat], style=inputs.style),
+                        key="co.hist")  # fmt: skip
+        st.caption(f"Mean {row['mean']:.3f}, sd {row['sd']:.3f}; quantiles 5% {row['q05']:.3f}, 25% {row['q25']:.3f},"
+                   f" 50% {row['q50']:.3f}, 75% {row['q75']:.3f}, 95% {row['q95']:.3f}; over {row['count']:,} "
+                   "windows (a window's value averages its queries, as the Model overview does for a text)."
+                   )  # fmt: skip
+        _examples(run, stat, layer, head, texts)
+    st.subheader("Query/key space")
+    _qk(run, layer, head, texts, inputs.style)
+    widgets.csv_button("Download every head's statistics (CSV)", lambda: heads.drop(columns=["hist"]).to_csv(
+        index=False), f"{name}-heads.csv", "co.csv")  # fmt: skip

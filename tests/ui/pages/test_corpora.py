@@ -1,0 +1,75 @@
+"""AppTest of the Corpus page: it lists the finished runs, draws a run's grid, histogram and examples from its
+tables, starts a small run as admitted work, and places a head's queries and keys."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from apptest import APP, _charts, _ok
+from plotly_data import array
+from streamlit.testing.v1 import AppTest
+
+from attnviz import api
+from attnviz.analysis import head_stats
+
+RUNS = Path(os.environ["ATTNVIZ_CORPUS_DIR"])
+
+
+@pytest.fixture(scope="module")
+def run():
+    """A finished BERT run on the built-in sentences, in the folder the page reads."""
+    return api.corpus(list(head_stats.CORPUS), "default", RUNS / "sentences-default", window=64)
+
+
+def _page(**params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=180)
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at.switch_page("app_pages/corpora.py").run()
+
+
+def test_the_page_draws_a_runs_grid_histogram_and_examples_from_its_tables(run):
+    at = _page(run=run.folder.name, stat="prev", layer="1", head="3")
+    _ok(at)
+    grid, hist = _charts(at)[:2]
+    assert np.allclose(array(grid["data"][0]["z"]), run.grid("prev"), atol=1e-6)
+    heads = run.heads
+    row = heads[(heads["stat"] == "prev") & (heads["layer"] == 0) & (heads["head"] == 2)].iloc[0]
+    assert array(hist["data"][0]["y"]).tolist() == list(row["hist"])
+    top = run.examples
+    top = top[(top["stat"] == "prev") & (top["layer"] == 0) & (top["head"] == 2) & (top["kind"] == "top")]
+    shown = [m.value for m in at.markdown if m.value.startswith("**#1**")]
+    assert shown and f"{top.sort_values('rank').iloc[0]['value']:.3f}" in shown[0]
+    assert any(":blue-background[" in m.value for m in at.markdown)  # the query marked in its text
+
+
+def test_the_url_cannot_name_a_folder_that_is_not_a_listed_run(run):
+    at = _page(run="../../etc", stat="nonsense", layer="99")
+    _ok(at)
+    assert at.selectbox(key="co.run").value in {r.folder.name for r in api.corpus_runs()}
+    assert at.selectbox(key="co.stat").value == "entropy" and at.number_input(key="co.layer").value == 1
+
+
+def test_a_heads_query_key_space_is_placed_on_demand_with_its_faithfulness(run):
+    at = _page(run=run.folder.name, layer="2", head="4")
+    assert len(_charts(at)) == 2  # grid and histogram: nothing placed until asked
+    at.button(key="co.qk").click().run()
+    _ok(at)
+    scatter = _charts(at)[-1]
+    assert [d["name"] for d in scatter["data"]] == ["queries", "keys"]
+    assert any("Spearman" in c.value for c in at.caption)
+
+
+def test_a_small_run_on_the_builtin_corpus_starts_from_the_page(tmp_path, monkeypatch):
+    shutil.rmtree(RUNS / "x", ignore_errors=True)
+    at = _page()
+    at.select_slider(key="co.size").set_value(50).run()
+    at.button(key="co.start").click().run()
+    _ok(at)
+    made = [r for r in api.corpus_runs() if r.manifest["corpus"]["name"] == "builtin-50"]
+    assert made and made[0].manifest["corpus"]["documents"] == 50
+    assert at.selectbox(key="co.run").value == made[0].folder.name
