@@ -201,6 +201,8 @@ PAGES = {  # url path -> a selector that shows the page drew its content
     # a decoder's lessons: SmolLM2 draws the predict question or the heads; BERT is told they need a decoder
     "induction": "[data-testid=stMain] [data-testid=stRadio], [data-testid=stMain] [data-testid=stAlert]",
     "knockout": "[data-testid=stMain] [data-testid=stRadio], [data-testid=stMain] [data-testid=stAlert]",
+    # a run's grid, or the note that the server has no finished run yet
+    "corpora": "[data-testid=stMain] .js-plotly-plot, [data-testid=stMain] [data-testid=stAlert]",
 }
 
 
@@ -691,3 +693,33 @@ def test_a_class_over_two_servers_and_one_postgresql_follow_poll_reveal_and_rest
             proc.terminate()
             proc.wait(timeout=30)
         store.close()
+
+
+@pytest.fixture(scope="module")
+def corpus_runs():
+    """A finished BERT run and a SmolLM2 run on the built-in sentences, where the server's Corpus page looks."""
+    from attnviz import api
+    from attnviz.analysis import head_stats
+
+    runs = Path(os.environ["ATTNVIZ_CORPUS_DIR"])
+    return {m: api.corpus(list(head_stats.CORPUS), m, runs / f"browser-{m}", window=64) for m in ("default", "smollm2")}
+
+
+@pytest.mark.parametrize("model", ["default", "smollm2"])
+def test_the_corpus_page_draws_a_run_its_examples_and_a_heads_query_key_space_in_chromium(
+    browser, server, corpus_runs, model
+):
+    run = corpus_runs[model]
+    pg = browser.new_page(viewport={"width": 1280, "height": 800})
+    try:
+        pg.goto(f"{server}/corpora?run={run.folder.name}&stat=prev&layer=2&head=3")
+        pg.wait_for_selector("[data-testid=stMain] .js-plotly-plot", timeout=90_000)
+        pg.get_by_text("#1", exact=False).first.wait_for(timeout=60_000)  # the top example's line
+        assert pg.evaluate("() => document.querySelectorAll('[data-testid=stMain] .js-plotly-plot').length") == 2
+        pg.get_by_role("button", name="Place this head's queries and keys").click()
+        pg.get_by_text("Faithfulness", exact=False).wait_for(timeout=90_000)
+        assert pg.evaluate("() => document.querySelectorAll('[data-testid=stMain] .js-plotly-plot').length") == 3
+        assert pg.locator("[data-testid=stException]").count() == 0
+        assert pg.locator("[data-testid=stAlertContentError]").count() == 0
+    finally:
+        pg.close()

@@ -223,15 +223,25 @@ def run(corpus: Corpus, model: str, out: str | Path, *, engine: str = "embedded"
                   progress)  # fmt: skip
 
 
-def merged_parts(folder: Path, n: int, settings: Settings) -> Partial:
-    """Every part, merged in batch order."""
-    merged = None
-    for index in range(n):
-        part = Partial.from_bytes(_part(folder, index).read_bytes())
-        merged = part if merged is None else measure.merge(merged, part, settings)
+def merged_parts(folder: Path, n: int, settings: Settings) -> tuple[Partial, dict]:
+    """Every part, merged in batch order; each part's windows are written to texts.parquet and text_stats.parquet
+    as it is read, so that what stays in memory is the windows' statistics and the candidates, never their texts.
+    Returns the merged partial (without texts) and the counts."""
+    merged, counts = None, {"windows": 0, "tokens": 0, "documents_cut": 0}
+    with tables.Appender(folder / "texts.parquet") as texts, tables.Appender(folder / "text_stats.parquet") as stats:
+        for index in range(n):
+            part = Partial.from_bytes(_part(folder, index).read_bytes())
+            if part.texts:
+                texts.add(tables.texts_table(part.texts))
+                stats.add(tables.text_stats_table(part.texts, part.stats))
+            counts["windows"] += len(part.texts)
+            counts["tokens"] += sum(len(t["tokens"]) for t in part.texts)
+            counts["documents_cut"] += sum(1 for t in part.texts if t["window"] == 1)
+            part.texts = []
+            merged = part if merged is None else measure.merge(merged, part, settings)
     if merged is None:
         raise CorpusError("the run has no batches")
-    return merged
+    return merged, counts
 
 
 def _extras(engine_of: Callable, kind: str) -> dict:
@@ -252,20 +262,16 @@ def finish(folder: Path, manifest: dict, settings: Settings, engine_of: Callable
     """The tables from the parts, and the manifest marked finished."""
     if progress:
         progress(0.99, "writing the tables")
-    merged = merged_parts(folder, manifest["batches"], settings)
-    if not merged.texts:
+    merged, counts = merged_parts(folder, manifest["batches"], settings)
+    if not counts["windows"]:
         raise CorpusError("no window of the corpus had tokens this model reads")
     _, _, n_l, n_h = merged.stats.shape
     more = _extras(engine_of, manifest["kind"]) if extras else {}
     tables.write(tables.heads_table(merged.stats, settings, more), folder / "heads.parquet")
     tables.write(tables.examples_table(merged, settings), folder / "examples.parquet")
-    tables.write(tables.texts_table(merged.texts), folder / "texts.parquet")
-    tables.write(tables.text_stats_table(merged.texts, merged.stats), folder / "text_stats.parquet")
-    cut = sum(1 for t in merged.texts if t["window"] == 1)
     manifest.update({
         "status": "finished", "layers": n_l, "heads": n_h, "extras": sorted(more),
-        "counts": {"windows": len(merged.texts), "tokens": sum(len(t["tokens"]) for t in merged.texts),
-                   "documents_cut": cut, "sampled_queries": int(len(merged.sample_priority))},
+        "counts": {**counts, "sampled_queries": int(len(merged.sample_priority))},
         "ranges": {s: tables.value_range(s, settings) for s in STATS},
         "seconds": round(time.time() - started, 2), "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "python": os.sys.version.split()[0],

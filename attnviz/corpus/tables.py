@@ -136,3 +136,28 @@ def write(table: pa.Table, path: Path) -> None:
     tmp = path.with_suffix(".tmp")
     pq.write_table(table, tmp)
     tmp.replace(path)
+
+
+class Appender:
+    """A Parquet file written a table at a time (one schema: the first table's), whole or not at all: the rows go
+    to a temporary file renamed on a clean exit; an empty one is written with no rows."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.tmp, self.writer = path, path.with_suffix(".tmp"), None
+
+    def add(self, table: pa.Table) -> None:
+        """Append a table's rows."""
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.tmp, table.schema)
+        self.writer.write_table(table.cast(self.writer.schema))
+
+    def __enter__(self) -> Appender:
+        return self
+
+    def __exit__(self, kind, *_) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            if kind is None:
+                self.tmp.replace(self.path)
+            else:
+                self.tmp.unlink(missing_ok=True)

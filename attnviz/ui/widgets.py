@@ -8,11 +8,11 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from attnviz import escape
+from attnviz import api, escape
 from attnviz.analysis import view_options
 from attnviz.figures.style import pooled_labels
 from attnviz.result import Attention, AttentionResult
-from attnviz.ui import state
+from attnviz.ui import cache, state
 from attnviz.ui.controls import Inputs
 
 
@@ -249,3 +249,33 @@ def rows_csv(rows: list[dict]) -> str:
     writer.writeheader()
     writer.writerows(rows)
     return out.getvalue()
+
+
+def qk_space(model: str, texts: list[str], layer: int, head: int, style, key: str, what: str) -> tuple | None:
+    """A head's query/key space on demand (a button; admitted work, kept for every session): the scatter and its
+    faithfulness. Returns (the Space, the clicked token's index or None), or None until asked or on failure."""
+    from attnviz.figures import corpus_charts
+    from attnviz.result import head_name
+
+    work = api.qk_work(model, texts, layer, head, server=True)
+    if work.held() is None and not st.button("Place this head's queries and keys", key=f"{key}.button"):
+        st.caption(f"The queries and keys of {what}, projected together to 2-D (AttentionViz).")
+        return None
+    try:
+        with st.spinner("Reading the head's queries and keys…"):
+            space = cache.run(work)
+    except (ValueError, api.ModelLoadError) as err:
+        st.info(escape.md(err))
+        return None
+    title = f"{head_name(layer, head)}: queries and keys of {space.n:,} tokens (PCA)"
+    event = st.plotly_chart(corpus_charts.qk_scatter(space.points, space.contexts, title, style=style), key=key,
+                            on_select="rerun", selection_mode="points")  # fmt: skip
+    st.caption(
+        f"Faithfulness: Spearman's ρ = {space.faithfulness:.2f} between a query–key pair's dot product and minus its "
+        f"distance in this plot, over {space.pairs:,} pairs a query may attend to (1: nearer always means more "
+        f"attention; the two axes keep {space.explained or 0:.0%} of the variance). The keys were scaled and moved "
+        "to the queries' centroid as AttentionViz does: no attention weight changes. Hover a point for its token."
+    )  # fmt: skip
+    points = event.get("selection", {}).get("points", []) if event else []
+    clicked = int(points[0]["customdata"][0]) if points and points[0].get("customdata") is not None else None
+    return space, clicked

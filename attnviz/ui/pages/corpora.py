@@ -89,31 +89,13 @@ def _examples(run: api.CorpusRun, stat: str, layer: int, head: int, texts) -> No
 
 
 def _qk(run: api.CorpusRun, layer: int, head: int, texts, style) -> None:
-    """The head's query/key space over the first windows of the run (on demand: it runs the model)."""
+    """The head's query/key space over the first windows of the run (on demand: it runs the model); a click opens
+    the point's text on the Heads page."""
     sample = texts.head(QK_TEXTS)["text"].tolist()
-    work = api.qk_work(run.manifest["model"], sample, layer, head, server=True)
-    held = work.held()
-    if held is None and not st.button("Place this head's queries and keys", key="co.qk"):
-        st.caption(f"The queries and keys of the first {len(sample)} windows' tokens, projected together to 2-D.")
-        return
-    try:
-        with st.spinner("Reading the head's queries and keys…"):
-            space = cache.run(work)
-    except (ValueError, api.ModelLoadError) as err:
-        st.error(escape.md(err))
-        return
-    title = f"{head_name(layer, head)}: queries and keys of {space.n:,} tokens (PCA)"
-    event = st.plotly_chart(corpus_charts.qk_scatter(space.points, space.contexts, title, style=style), key="co.qkplot",
-                            on_select="rerun", selection_mode="points")  # fmt: skip
-    st.caption(
-        f"Faithfulness: Spearman's ρ = {space.faithfulness:.2f} between a query–key pair's dot product and minus its "
-        f"distance in this plot, over {space.pairs:,} pairs a query may attend to (1: nearer always means more "
-        f"attention; the two axes keep {space.explained or 0:.0%} of the variance). Keys were scaled and moved to the "
-        "queries' centroid as AttentionViz does: no attention weight changes. Click a point to open its text."
-    )  # fmt: skip
-    points = event.get("selection", {}).get("points", []) if event else []
-    if points and points[0].get("customdata") is not None:
-        token = int(points[0]["customdata"][0])
+    placed = widgets.qk_space(run.manifest["model"], sample, layer, head, style, "co.qkplot",
+                              f"the first {len(sample)} windows' tokens; click a point to open its text")  # fmt: skip
+    if placed is not None and placed[1] is not None:
+        space, token = placed
         _open_heads(run, sample[int(space.text_index[token])], layer + 1, head + 1)
 
 

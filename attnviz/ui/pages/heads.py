@@ -116,6 +116,9 @@ def render() -> None:
         widgets.export_buttons(inputs, fetch, layer, head, opts, "heads.export.head")
         snap = {"view": "head", "layer": layer + 1, "head": head + 1, **opts.as_dict()}
         widgets.snapshot_row(inputs, snap, lambda: [fig], "heads.snap")
+        if kind != "cross":
+            with st.expander("This head's query/key space"):
+                widgets.qk_space(model, [text], layer, head, inputs.style, "heads.qk", "this text's tokens")
     else:
         st.caption("Every layer (rows) and head (columns) as a small map. Hover to see which is which.")
         view_key = ("heads", model, backend, text, kind, repr(opts), inputs.style, "overview")
