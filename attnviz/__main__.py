@@ -650,7 +650,7 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--window", type=int, default=256, help="tokens per window; a longer document is cut")
     co.add_argument("--actors", type=int, default=2, help="Ray: model-holding actors (a GPU each on a GPU machine)")
     co.add_argument("--threads", type=int, default=1, help="Ray on CPUs: threads per actor")
-    co.add_argument("--batch-mb", type=int, default=256, help="the weights of one sub-batch stay under this")
+    co.add_argument("--batch-mb", type=int, default=128, help="the weights of one sub-batch stay under this")
     co.set_defaults(func=cmd_corpus)
     return parser
 

@@ -371,3 +371,30 @@ def test_pronouns_on_wsc273_names_each_same_token_case_and_counts_ties_inside_he
     d = json.loads(out.read_text())
     assert d["n"] == 259 and d["head_ties"] == sum(c["head_ties"] for c in d["cases"])
     assert sum("same tokens" in s["reason"] for s in d["skipped"]) == 10
+
+
+def test_corpus_runs_a_jsonl_column_writes_its_tables_and_refuses_bad_input_in_one_line(tmp_path):
+    import pandas as pd
+
+    data = tmp_path / "d.jsonl"
+    data.write_text("\n".join(json.dumps({"review": t}) for t in ("A good film.", "Too long, and dull.", "")) + "\n")
+    out = tmp_path / "run"
+    p = _run("corpus", str(data), "--text-column", "review", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert f"wrote {out}: 2 windows" in p.stdout and "(1 skipped: see manifest.json)" in p.stdout
+    assert "highest mean prev: L" in p.stdout  # heads as people name them
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "finished" and manifest["corpus"]["skipped"] == {"empty": 1}
+    assert len(pd.read_parquet(out / "heads.parquet")) == 10 * 6 * 12
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "blob.bin").write_bytes(b"\x00\x01" * 100)
+    for args, message in (
+        ([str(data)], "has a field 'text'; its fields: review"),
+        ([str(tmp_path / "empty")], "holds no .txt files"),
+        ([str(tmp_path / "blob.bin")], "is not a corpus attnviz reads"),
+        ([str(data), "--text-column", "review", "--out", str(out), "--window", "32"], "holds another run"),
+    ):
+        p = _run("corpus", *args)
+        assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+        assert p.stderr.strip().count("\n") == 0 and message in p.stderr, p.stderr
+    assert json.loads((out / "manifest.json").read_text()) == manifest  # the finished run is untouched

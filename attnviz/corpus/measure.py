@@ -39,7 +39,7 @@ class Settings:
     bins: int = 40  # histogram bins per statistic
     confidence_excludes: str = "end"
     batch_chars: int = 50_000  # characters of documents per batch (a batch: one unit of work, one part on disk)
-    batch_mb: int = 256  # every layer's weights of one sub-batch stay under this
+    batch_mb: int = 128  # every layer's weights of one sub-batch stay under this
     seed: int = 0
 
     def __post_init__(self) -> None:

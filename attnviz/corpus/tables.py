@@ -79,34 +79,60 @@ def heads_table(stats: np.ndarray, settings: Settings, extras: dict[str, tuple[n
 
 def examples_table(merged: Partial, settings: Settings) -> pa.Table:
     """The top queries of every head and statistic, and `PER_DECILE` per decile of the sample (see the docstring)."""
-    cols: dict[str, list] = {k: [] for k in ("stat", "layer", "head", "kind", "rank", "decile", "value", "doc",
-                                             "window", "query", "keys", "weights")}  # fmt: skip
-
-    def add(stat, layer, head, kind, rank, decile, value, ids, keys, weights) -> None:
-        for k, v in zip(cols, (stat, layer, head, kind, rank, decile, float(value), int(ids[0]), int(ids[1]),
-                               int(ids[2]), keys.tolist(), weights.tolist()), strict=True):  # fmt: skip
-            cols[k].append(v)
-
-    n_s, n_l, n_h, _ = merged.top_value.shape
-    for s, name in enumerate(STATS):
-        for layer in range(n_l):
-            for head in range(n_h):
-                for r in range(merged.top_value.shape[3]):
-                    value = merged.top_value[s, layer, head, r]
-                    if np.isfinite(value):
-                        add(name, layer, head, "top", r, None, value, merged.top_ids[s, layer, head, r],
-                            merged.top_keys[s, layer, head, r], merged.top_weights[s, layer, head, r])  # fmt: skip
-                values = merged.sample_value[:, s, layer, head]
-                ok = np.flatnonzero(np.isfinite(values))
-                ranked = ok[np.argsort(values[ok], kind="stable")]
-                m = len(ranked)
-                for d in range(10):
-                    band = ranked[d * m // 10 : (d + 1) * m // 10]
-                    middle = len(band) // 2 - PER_DECILE // 2
-                    for rank, q in enumerate(band[max(0, middle) : max(0, middle) + PER_DECILE]):
-                        add(name, layer, head, "decile", rank, d, values[q], merged.sample_ids[q],
-                            merged.sample_keys[q, layer, head], merged.sample_weights[q, layer, head])  # fmt: skip
-    return pa.table(cols)
+    n_s, n_l, n_h, k = merged.top_value.shape
+    grid = np.meshgrid(np.arange(n_s), np.arange(n_l), np.arange(n_h), indexing="ij")  # (S, L, H) each
+    parts = []
+    # the top: every finite candidate, ranked
+    for r in range(k):
+        value = merged.top_value[..., r]
+        ok = np.isfinite(value)
+        parts.append({"s": grid[0][ok], "layer": grid[1][ok], "head": grid[2][ok], "kind": "top", "rank": r,
+                      "decile": None, "value": value[ok], "ids": merged.top_ids[..., r, :][ok],
+                      "keys": merged.top_keys[..., r, :][ok],
+                      "weights": merged.top_weights[..., r, :][ok]})  # fmt: skip
+    # the deciles: the sample ranked per head and statistic (NaN last), the middle of each tenth
+    values = merged.sample_value  # (Q, S, L, H)
+    if len(values):
+        order = np.argsort(np.where(np.isfinite(values), values, np.inf), axis=0, kind="stable")
+        m = np.isfinite(values).sum(0)  # (S, L, H)
+        keys = merged.sample_keys.transpose(1, 2, 0, 3)  # (L, H, Q, K)
+        weights = merged.sample_weights.transpose(1, 2, 0, 3)
+        for d in range(10):
+            lo, hi = d * m // 10, (d + 1) * m // 10
+            start = lo + np.maximum(0, (hi - lo) // 2 - PER_DECILE // 2)
+            for r in range(PER_DECILE):
+                pos = start + r
+                ok = pos < hi
+                q = np.take_along_axis(order, np.minimum(pos, len(values) - 1)[None], 0)[0]  # (S, L, H)
+                s_, l_, h_, q_ = grid[0][ok], grid[1][ok], grid[2][ok], q[ok]
+                parts.append({"s": s_, "layer": l_, "head": h_, "kind": "decile", "rank": r, "decile": d,
+                              "value": values[q_, s_, l_, h_], "ids": merged.sample_ids[q_],
+                              "keys": keys[l_, h_, q_], "weights": weights[l_, h_, q_]})  # fmt: skip
+    n_keys = settings.keys
+    cols = {
+        "stat": np.concatenate([np.asarray(STATS)[p["s"]] for p in parts]),
+        "layer": np.concatenate([p["layer"] for p in parts]),
+        "head": np.concatenate([p["head"] for p in parts]),
+        "kind": np.concatenate([np.full(len(p["s"]), p["kind"]) for p in parts]),
+        "rank": np.concatenate([np.full(len(p["s"]), p["rank"]) for p in parts]),
+        "decile": pa.array(
+            np.concatenate([np.full(len(p["s"]), -1 if p["decile"] is None else p["decile"]) for p in parts]),
+            mask=np.concatenate([np.full(len(p["s"]), p["decile"] is None) for p in parts]),
+        ),  # fmt: skip
+        "value": np.concatenate([p["value"] for p in parts]).astype(np.float64),
+    }
+    ids = np.concatenate([p["ids"] for p in parts]).reshape(-1, 3)
+    cols.update({"doc": ids[:, 0], "window": ids[:, 1], "query": ids[:, 2]})
+    keys = np.concatenate([p["keys"] for p in parts]).reshape(-1, n_keys)
+    weights = np.concatenate([p["weights"] for p in parts]).reshape(-1, n_keys)
+    cols["keys"] = pa.ListArray.from_arrays(np.arange(0, keys.size + 1, n_keys, dtype=np.int32), keys.reshape(-1))
+    cols["weights"] = pa.ListArray.from_arrays(np.arange(0, keys.size + 1, n_keys, dtype=np.int32),
+                                               weights.reshape(-1).astype(np.float64))  # fmt: skip
+    table = pa.table(cols)
+    # rows: statistic in STATS order, layer, head, the top before the deciles, decile, rank
+    order = np.lexsort((cols["rank"], table["decile"].fill_null(-1).to_numpy(), cols["kind"] == "decile",
+                        cols["head"], cols["layer"], np.concatenate([p["s"] for p in parts])))  # fmt: skip
+    return table.take(order)
 
 
 def texts_table(texts: list[dict]) -> pa.Table:

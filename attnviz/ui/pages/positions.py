@@ -192,7 +192,12 @@ def positional_heads_section(inputs: Inputs) -> None:
         "next token. Found with the Model overview's statistics, averaged over its built-in sentences "
         f"(more than {encodings.SHARE_THRESHOLD:.0%} of a head's attention on that neighbour)."
     )
-    stats, _ = overview._corpus_stats(inputs.model, inputs.backend, "end")
+    try:
+        with st.spinner("Averaging over the built-in sentences (a corpus run)…"):
+            stats, _ = cache.run(api.sentences_work(inputs.model, "end"))
+    except ValueError as err:  # a model a corpus run does not cover
+        st.info(escape.md(err))
+        return
     found = encodings.positional_heads(stats)
     if not found:
         st.info(f"No head of {escape.md(inputs.model)} puts more than half its attention on a neighbour.")

@@ -57,7 +57,7 @@ def test_the_url_cannot_name_a_folder_that_is_not_a_listed_run(run):
 def test_a_heads_query_key_space_is_placed_on_demand_with_its_faithfulness(run):
     at = _page(run=run.folder.name, layer="2", head="4")
     assert len(_charts(at)) == 2  # grid and histogram: nothing placed until asked
-    at.button(key="co.qk").click().run()
+    at.button(key="co.qkplot.button").click().run()
     _ok(at)
     scatter = _charts(at)[-1]
     assert [d["name"] for d in scatter["data"]] == ["queries", "keys"]
