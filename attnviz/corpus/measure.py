@@ -7,7 +7,7 @@ row values, averaged the same way). Windows go through the model in sub-batches 
 `Settings.batch_mb` (every layer's weights of one sub-batch: the run's memory beyond the model), and what is kept is:
 - each window's statistics, (L, H) per statistic: a corpus statistic's distribution is over windows;
 - the top `top` queries of every head and statistic (a query's value is its row's: the values a window averages),
-  with the `keys` keys each looked at most;
+  with the `keys` keys each looked at most (a decoder's first query, which sees only itself, is never one);
 - a sample of `sample` queries, the same for every head: those whose hash of (document, window, query, seed) is
   lowest, so that a merge of samples is a sample (the decile examples are drawn from it).
 No (texts x layers x heads x N x N) array is held: a sub-batch's weights are read and dropped.
@@ -263,6 +263,8 @@ def measure(engine: Engine, batch: Batch, settings: Settings, progress=None) -> 
         qb, qt = where // t, where % t  # (Q,): each real query's text in the sub-batch and position
         ids = np.stack([np.array([windows[group[i]][0] for i in qb.tolist()]),
                         np.array([windows[group[i]][1] for i in qb.tolist()]), qt.numpy()], 1)  # fmt: skip
+        if kind == "causal":  # a decoder's first query sees only itself: its row says nothing, it is no example
+            values = values.masked_fill(qt == 0, float("nan"))
         # the top queries of each statistic and head, and the sample: only their rows' keys are read
         top = torch.topk(values.nan_to_num(float("-inf")), min(settings.top, values.shape[-1]), dim=-1)  # (S,L,H,k)
         heads = torch.arange(n_h)[None, None, :, None].expand_as(top.indices)
@@ -271,6 +273,8 @@ def measure(engine: Engine, batch: Batch, settings: Settings, progress=None) -> 
         )  # (S, L, H, k, K)
         chosen = _keep_top(top.values.numpy(), ids[top.indices.numpy()], top_keys, top_weights, settings.top)
         prio = priority(ids[:, 0], ids[:, 1], ids[:, 2], settings.seed)
+        if kind == "causal":
+            prio[qt.numpy() == 0] = 2.0  # never sampled while another query is left
         pick = np.lexsort((ids[:, 2], ids[:, 1], ids[:, 0], prio))[: settings.sample]
         pq = torch.from_numpy(pick)
         sk, sw = _keys_of(

@@ -31,7 +31,7 @@ def histogram(counts: Sequence[int], lo: float, hi: float, title: str, *, style:
 
 def example_markdown(tokens: Sequence[str], query: int, keys: Sequence[int], weights: Sequence[float]) -> str:
     """One example as markdown: the query's text around it, the query on blue, the keys it looked at most on red
-    (the first), orange (2nd, 3rd) and grey (4th to 8th); every token escaped (escape.md)."""
+    (the first, in bold), orange (2nd, 3rd) and grey (4th to 8th); every token escaped (escape.md)."""
     rank = {int(k): r for r, k in enumerate(keys) if k >= 0}
     lo, hi = max(0, query - CONTEXT), min(len(tokens), query + CONTEXT + 1)
     lo = min(lo, min(rank, default=lo))
@@ -42,7 +42,8 @@ def example_markdown(tokens: Sequence[str], query: int, keys: Sequence[int], wei
         if i == query:
             words.append(f"**:blue-background[{token}]**")
         elif i in rank:
-            words.append(f":{SHADES[min(rank[i], len(SHADES) - 1)]}-background[{token}]")
+            shaded = f":{SHADES[min(rank[i], len(SHADES) - 1)]}-background[{token}]"
+            words.append(f"**{shaded}**" if rank[i] == 0 else shaded)
         else:
             words.append(token)
     return ("… " if lo > 0 else "") + " ".join(words) + (" …" if hi < len(tokens) else "")
