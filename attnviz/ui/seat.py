@@ -55,7 +55,10 @@ CLASS_PAGE = "classroom"  # the Class page's URL path
 MOMENTS_KEPT = 256  # classes whose shared read a server keeps
 PULSE_SHARED = 0.05  # seconds: one read of a class's pulse serves every heartbeat of it on this server in this window
 DRAWN = "drawn"  # the URL parameter where a student's whole run, at its end, writes what it drew (view, poll)
-DRAWN_GRACE = 3.0  # seconds after a whole run's end before a heartbeat still carrying an older `drawn` redraws
+# seconds after a whole run's end before a heartbeat still carrying an older `drawn` redraws: the browser's URL takes
+# a run's end within a tick or two; at 3 s, a page that missed its run's end (see _redraw_if_lost) was behind for more
+# than 3 s before it was drawn again, and a full `make test` saw a follower miss the two-server class test's 5 s
+DRAWN_GRACE = 1.2
 REDRAWS = 2  # at most this many whole runs a heartbeat asks for per drawn state, for a page that never got one whole
 
 
