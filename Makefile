@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8501
+# 127.0.0.1: this machine only. ADDRESS=0.0.0.0 serves a room (students' devices): the class's links carry this
+# machine's network address, or PUBLIC_URL where the machine cannot know it (docs/class.md, "Run a class").
+ADDRESS    ?= 127.0.0.1
+PUBLIC_URL ?=
 
 .PHONY: run test lint hadolint pytest bench browser postgres container-check clean
 
@@ -40,7 +44,7 @@ postgres:
 	else echo "warning: no apt-get; install PostgreSQL's server yourself or its tests will be skipped"; fi
 
 run: $(VENV)/.runtime
-	$(BIN)/python -m attnviz serve --port $(PORT)
+	$(BIN)/python -m attnviz serve --port $(PORT) --address $(ADDRESS) $(if $(PUBLIC_URL),--public-url $(PUBLIC_URL))
 
 lint: $(VENV)/.dev hadolint
 	$(BIN)/ruff check .

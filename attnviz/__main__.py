@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -355,9 +356,16 @@ def cmd_class(args: argparse.Namespace) -> int:
     """Start a class ahead of a lesson: its code, the teacher's and the students' links, when it ends."""
     import datetime as dt
 
+    from attnviz.liveclass import reach
     from attnviz.liveclass.store import DATABASE_ERRORS, Store, error_line, links
 
+    args.base_url = args.base_url or os.environ.get(reach.BASE_URL_ENV) or "http://localhost:8501"
     links(args.base_url, "CHECK")  # a bad address fails before a class is made
+    if reach.is_loopback(reach.url_host(args.base_url)):
+        found = reach.lan_address()
+        hint = f" (this machine's network address looks like http://{found}:8501)" if found else ""
+        print(f"attnviz: warning: {args.base_url} opens on this machine only: students' devices cannot reach it. "
+              f"Pass --base-url with the address students open{hint}.", file=sys.stderr)  # fmt: skip
     try:
         store = Store(args.db) if args.db else Store()
     except DATABASE_ERRORS as err:  # an unusable setting or an unreachable server: one line, not a traceback
@@ -378,7 +386,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from streamlit.web import cli as streamlit_cli
 
-    from attnviz.liveclass import store
+    from attnviz.liveclass import reach, store
 
     try:  # the class database (ATTNVIZ_DB) opens now, or the server does not start
         db = store.Store()
@@ -388,6 +396,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return BAD_INPUT
     print(f"attnviz: classes are stored in {db.describe()}", flush=True)
     db.close()
+    address = reach.EVERY_INTERFACE if args.lan else args.address
+    given = args.public_url or os.environ.get(reach.BASE_URL_ENV)
+    if given:  # the operator's address: the class's links and QR code carry it
+        os.environ[reach.BASE_URL_ENV] = url = reach.checked_url(given)
+        warning = reach.LOOPBACK_WARNING.format(url=url) if reach.is_loopback(reach.url_host(url)) else None
+    else:
+        url, warning = reach.room_url(address, args.port)
+        if url:  # for a teacher who opened the server on its own machine (localhost)
+            os.environ[reach.FOUND_URL_ENV] = url
+    where = url or "the address the teacher's browser opens"
+    print(f"attnviz: listening on {address}:{args.port}; students open {where}", flush=True)
+    if warning:
+        print(f"attnviz: warning: {warning}", file=sys.stderr, flush=True)
     app = Path(__file__).resolve().parent / "streamlit_app.py"  # inside the package: works from any folder
     if not args.no_preload:
         from attnviz import service
@@ -398,7 +419,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from attnviz.ui.frame import SETTINGS  # the server's settings as flags: nothing is written into any folder
 
     flags = [f"--{k}={v}" for k, v in SETTINGS.items()]
-    flags += ["--server.port", str(args.port), "--server.address", args.address]
+    flags += ["--server.port", str(args.port), "--server.address", address]
     sys.argv = ["streamlit", "run", str(app), *flags, *args.streamlit]
     return streamlit_cli.main()
 
@@ -604,7 +625,20 @@ def build_parser() -> argparse.ArgumentParser:
         description="Further --server.* and other streamlit flags are passed on to streamlit.",
     )
     srv.add_argument("--port", type=int, default=8501)
-    srv.add_argument("--address", default="127.0.0.1", help="0.0.0.0 to serve a room (see docs/class.md)")
+    srv.add_argument("--address", default="127.0.0.1", help="the interface to listen on (0.0.0.0: every one)")
+    srv.add_argument(
+        "--lan",
+        action="store_true",
+        help="serve the room: listen on every interface; the class's links and QR code carry this machine's "
+        "network address (see docs/class.md)",
+    )
+    srv.add_argument(
+        "--public-url",
+        default=None,
+        metavar="URL",
+        help="the address students open, where the machine cannot know it (a container, a proxy); "
+        "default: $ATTNVIZ_BASE_URL",
+    )
     srv.add_argument("--no-preload", action="store_true", help="open at once; the first visitor waits for the model")
     srv.set_defaults(func=cmd_serve)
     tr = sub.add_parser("train-dates", help="train the shipped date model from scratch (a few minutes on 2 cores)")
@@ -614,7 +648,11 @@ def build_parser() -> argparse.ArgumentParser:
     cl = sub.add_parser("class", help="a class a teacher leads live (see docs/class.md)")
     cl_sub = cl.add_subparsers(dest="class_command", required=True)
     cc = cl_sub.add_parser("create", help="start a class ahead of a lesson and print its links")
-    cc.add_argument("--base-url", default="http://localhost:8501", help="the address students open")
+    cc.add_argument(
+        "--base-url",
+        default=None,
+        help="the address students open (default: $ATTNVIZ_BASE_URL, else http://localhost:8501, with a warning)",
+    )
     cc.add_argument("--hours", type=float, default=None, help="how long it lasts (default: ATTNVIZ_CLASS_HOURS or 8)")
     cc.add_argument(
         "--db",

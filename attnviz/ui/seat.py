@@ -32,6 +32,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
 
 from attnviz import escape
+from attnviz.liveclass import reach
 from attnviz.liveclass.store import (
     DATABASE_ERRORS,
     REMOVED,
@@ -78,11 +79,11 @@ def store() -> Store:
 
 
 def base_url() -> str:
-    """The address students open: $ATTNVIZ_BASE_URL, else the address the teacher's browser used."""
-    if os.environ.get("ATTNVIZ_BASE_URL"):
-        return os.environ["ATTNVIZ_BASE_URL"].rstrip("/")
-    host = st.context.headers.get("Host") or "localhost:8501"
-    return f"http://{host}"
+    """The address students open (reach.student_base): the operator's, the teacher's browser's unless loopback, the
+    one `serve` found on the network, or the teacher's loopback one (the teacher's panel warns)."""
+    return reach.student_base(
+        st.context.headers.get("Host"), os.environ.get(reach.BASE_URL_ENV), os.environ.get(reach.FOUND_URL_ENV)
+    )
 
 
 def links(code: str, secret: str | None = None) -> dict[str, str]:
@@ -382,8 +383,11 @@ def teacher_links(here: Seat) -> None:
     """The student link, its QR code, who is here, when the class ends."""
     info = store().get(here.code)
     url = links(here.code)["student_url"]
-    st.markdown(f"Students open **{escape.md(url)}**, scan the code below, or type the class code **{here.code}** "
-                "on the Class page.")  # fmt: skip
+    st.markdown(f"Students open this address, scan the code below, or type the class code **{here.code}** on the "
+                "Class page:")  # fmt: skip
+    st.code(url, language=None, wrap_lines=True)  # the address as it is (never markup), with a copy button
+    if reach.is_loopback(reach.url_host(url)):
+        st.warning(reach.LOOPBACK_WARNING.format(url=escape.md(base_url())))
     st.image(qr_png(url), caption="The student link", width=200)
     n, following = store().students(here.code)
     st.caption(f"{n} student(s) seen in the last 30 s, {following} following. The class ends at "

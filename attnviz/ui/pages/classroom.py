@@ -69,8 +69,9 @@ def teacher_view(here: Seat, inputs: Inputs) -> None:
             "app full screen or the student link, not the address bar). Anyone with it can lead the class:"
         )
         st.code(urls["teacher_url"], language=None)  # a code block: the address is shown as it is, never as markup
-    st.markdown(f"Students open **{escape.md(urls['student_url'])}** or scan the code in the sidebar. Go to any "
-                "page: the class sees what you see. Come back here to ask a question about it.")  # fmt: skip
+    st.markdown("Students open this address or scan the code in the sidebar. Go to any page: the class sees what "
+                "you see. Come back here to ask a question about it.")  # fmt: skip
+    st.code(urls["student_url"], language=None, wrap_lines=True)
     params = seat.store().get(here.code).view.get("lesson", {})  # the last view shown before this page
     layer, head = _index(params.get("layer")), _index(params.get("head"))
     ask(here, inputs, layer, head, params.get("kind"))
