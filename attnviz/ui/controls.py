@@ -61,6 +61,17 @@ def _from_url() -> None:
         st.session_state["sb.choice"], st.session_state["sb.hub"] = "hub", name
 
 
+def model_touched(params: dict[str, str]) -> bool:
+    """Whether this session's model choice is another model than `params` (the teacher's URL state) names: a
+    following student picked one."""
+    if "model" not in params or "sb.choice" not in st.session_state:
+        return False
+    _, model, backend = CHOICES.get(st.session_state["sb.choice"], (None, None, None))
+    if st.session_state["sb.choice"] == "hub":
+        model = str(st.session_state.get("sb.hub") or "").strip() or registry.DEFAULT
+    return (model, backend) != (params["model"], params.get("backend", "hf"))
+
+
 def sidebar() -> Inputs:
     """Draw the shared sidebar and return what it says; call once per run, from app.py."""
     _from_url()

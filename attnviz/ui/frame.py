@@ -109,7 +109,7 @@ def main(pages: tuple) -> None:
         st.error(FAILED)
     controls.show_device()
     try:
-        seat.publish(here, navigation.url_path, state.publish())
+        seat.publish(here, navigation.url_path, state.publish(), state.shown_head())
     except seat.STORE_ERRORS as err:
         seat.failed(err)
     seat.drawn(here)  # the end of a student's whole run: what it drew, in the URL (a heartbeat checks it got there)

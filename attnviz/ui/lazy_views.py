@@ -53,9 +53,11 @@ def heads(inputs: Inputs, lazy: LazyAttention, view: str) -> None:
     """The Heads page's three views of a long text."""
     layer = widgets.pick("Layer", "heads", "layer", lazy.n_layers) if view != "Overview" else None
     if view == "Layer":
+        state.show_head(layer)
         layer_view(inputs, lazy, layer)
     elif view == "Head":
         head = widgets.pick("Head", "heads", "head", lazy.n_heads)
+        state.show_head(layer, head)
         head_view(inputs, lazy, layer, head)
     else:
         maps, f, _ = lazy.pooled(THUMB_SIDE)

@@ -45,7 +45,7 @@ from attnviz.liveclass.store import (
     error_line,
 )
 from attnviz.liveclass.store import links as store_links
-from attnviz.ui import state
+from attnviz.ui import controls, state
 
 CLASS, TEACHER, STUDENT = "class", "teacher", "sid"
 KEEP = ("class.", "_")  # session keys that survive taking the teacher's view (the class's own, Streamlit's)
@@ -214,6 +214,20 @@ def follow(here: Seat, page_url: str) -> None:
         # Elsewhere though taken: a heartbeat sent before the switch to the teacher's page reached the browser
         # carries the old page and runs the session there again (seen at 100 followers); take the view again.
         _take(here, now.info, page_url)
+    elif now.info.view:
+        changed = touched(now.info.view.get("params", {}))
+        if changed:  # the student changed the view: they explore alone now, and the panel says so
+            st.session_state["class.following"] = st.session_state["class.follow_toggle"] = False
+            store().set_following(here.code, here.student, False)
+            st.session_state["class.left"] = (
+                f"You changed the view ({', '.join(changed)}), so you are exploring on your own now. Switch "
+                "“Follow the teacher” on to go back to the teacher's view."
+            )
+
+
+def touched(params: dict[str, str]) -> list[str]:
+    """What a following student changed of the teacher's view (its URL keys; "model" for the model)."""
+    return (["model"] if controls.model_touched(params) else []) + state.touched(params)
 
 
 def note_poll(poll_id: int | None, revealed: bool) -> None:
@@ -236,6 +250,8 @@ def _take(here: Seat, info: ClassInfo, page_url: str) -> None:
     params = {k: str(v) for k, v in info.view.get("params", {}).items() if k not in (CLASS, TEACHER, STUDENT, DRAWN)}
     st.session_state["class.drawn"] = None  # until this run's end says what it drew
     params.update({CLASS: here.code, STUDENT: here.student})
+    state.forget_bindings()
+    st.session_state.pop("class.left", None)
     for key in list(st.session_state):
         if not str(key).startswith(KEEP):
             del st.session_state[key]  # each widget restores its value from the teacher's URL state
@@ -257,16 +273,22 @@ def drawn(here: Seat | None) -> None:
     st.session_state["class.drawn"] = (drawn_state, time.time())
 
 
-def publish(here: Seat | None, page_url: str, params: dict[str, str]) -> None:
-    """After the teacher's run: the page and its URL state become the class's view."""
+def publish(here: Seat | None, page_url: str, params: dict[str, str], head: tuple[int, int | None] | None) -> None:
+    """After the teacher's run: the page and its URL state become the class's view; the head the run showed
+    (state.show_head), if any, becomes the lesson a poll asks about."""
     if here is None or not here.teacher:
         return
     shared = {k: v for k, v in params.items() if k not in (CLASS, TEACHER, STUDENT, DRAWN)}
-    # What a poll asks about: the last view that was not the Class page (kept in the store: a reload keeps it).
-    lesson = shared if page_url != CLASS_PAGE else store().get(here.code).view.get("lesson", {})
-    store().set_view(
-        here.code, st.session_state["class.secret"], {"page": page_url, "params": shared, "lesson": lesson}
-    )
+    view = {"page": page_url, "params": shared}
+    if head is None:  # a page that showed no head (the Class page, the Model overview): the lesson stays
+        view["lesson"] = store().get(here.code).view.get("lesson", {})
+    else:
+        layer, one = head
+        if one is None:  # a whole layer: the head the lesson had, on this layer
+            before = str(store().get(here.code).view.get("lesson", {}).get("head", "1"))
+            one = int(before) - 1 if before.isdigit() and int(before) >= 1 else 0
+        view["lesson"] = {**shared, "layer": str(layer + 1), "head": str(one + 1), "page": page_url}
+    store().set_view(here.code, st.session_state["class.secret"], view)
 
 
 _moments: dict[str, tuple[float, Moment]] = {}
@@ -395,6 +417,8 @@ def teacher_links(here: Seat) -> None:
 
 
 def _student_panel(here: Seat) -> None:
+    if st.session_state.get("class.left") and not st.session_state.get("class.following", True):
+        st.warning(st.session_state["class.left"])
     following = st.toggle(
         "Follow the teacher",
         value=st.session_state.get("class.following", True),

@@ -12,6 +12,9 @@ from typing import Any
 import streamlit as st
 
 _PUBLISHED = "_url_params"
+_SHOWN = "_shown_head"
+_BOUND = "_url_bound"  # {widget key: (URL key, the type restore casts to)}: every widget restored from the URL
+LOOK = ("palette", "projector")  # how a view looks, not what it shows: a student may change it and still follow
 
 
 def _bool(raw: str) -> bool:
@@ -23,6 +26,7 @@ CASTS: dict[type, Callable[[str], Any]] = {bool: _bool, int: int, str: str}
 
 def restore(widget_key: str, url_key: str, default: Any, valid: Callable[[Any], bool] = lambda v: True) -> None:
     """Give the widget `widget_key` its value from ?url_key=..., else `default`, if it has none yet."""
+    st.session_state.setdefault(_BOUND, {})[widget_key] = (url_key, type(default))
     if widget_key in st.session_state:
         if not valid(st.session_state[widget_key]):
             st.session_state[widget_key] = default
@@ -39,9 +43,43 @@ def restore(widget_key: str, url_key: str, default: Any, valid: Callable[[Any], 
     st.session_state[widget_key] = value
 
 
+def touched(params: dict[str, str]) -> list[str]:
+    """The URL keys whose widget this session holds at another value than `params` gives it (as `restore` would
+    read it): a following student's page, restored from the teacher's URL state, that the student changed since.
+    Keys `params` does not name, and how the view looks (LOOK), are not compared."""
+    out = []
+    for widget_key, (url_key, kind) in st.session_state.get(_BOUND, {}).items():
+        if url_key in LOOK or url_key not in params or widget_key not in st.session_state:
+            continue
+        try:
+            wanted = CASTS[kind](params[url_key])
+        except (ValueError, KeyError):
+            continue  # not a value this widget could take from the URL: nothing to compare
+        if st.session_state[widget_key] != wanted:
+            out.append(url_key)
+    return out
+
+
+def forget_bindings() -> None:
+    """Drop the record of widgets restored from the URL (their values are about to be restored afresh)."""
+    st.session_state.pop(_BOUND, None)
+
+
 def remember(url_key: str, value: Any) -> None:
     """Note a value for the URL; `publish` writes them all at the end of the run."""
     st.session_state.setdefault(_PUBLISHED, {})[url_key] = value
+
+
+def show_head(layer: int, head: int | None = None) -> None:
+    """Note what this run shows: one head (0-based), or a whole layer's heads (`head` None). A class's poll asks
+    about the last head the teacher's pages showed (`seat.publish`); a page that shows no head (the Model
+    overview's rollout, whose slider also names a layer) never changes it."""
+    st.session_state[_SHOWN] = (layer, head)
+
+
+def shown_head() -> tuple[int, int | None] | None:
+    """What this run noted with show_head (once: the next run starts with nothing)."""
+    return st.session_state.pop(_SHOWN, None)
 
 
 def publish() -> dict[str, str]:

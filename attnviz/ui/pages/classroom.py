@@ -18,6 +18,7 @@ from attnviz.result import Attention, Results, head_index
 from attnviz.tokens import plain_labels
 from attnviz.ui import cache, controls, seat
 from attnviz.ui.controls import Inputs
+from attnviz.ui.frame import PAGES
 from attnviz.ui.seat import Seat
 
 KIND_TEXT = {"token": "Which word?", "head type": "What kind of head?", "number": "How much?",
@@ -72,9 +73,9 @@ def teacher_view(here: Seat, inputs: Inputs) -> None:
     st.markdown("Students open this address or scan the code in the sidebar. Go to any page: the class sees what "
                 "you see. Come back here to ask a question about it.")  # fmt: skip
     st.code(urls["student_url"], language=None, wrap_lines=True)
-    params = seat.store().get(here.code).view.get("lesson", {})  # the last view shown before this page
+    params = seat.store().get(here.code).view.get("lesson", {})  # the last head a page of the teacher's showed
     layer, head = _index(params.get("layer")), _index(params.get("head"))
-    ask(here, inputs, layer, head, params.get("kind"))
+    ask(here, inputs, layer, head, params.get("kind"), params.get("page"))
     poll = seat.store().current_poll(here.code)
     if poll is not None:
         poll_status(here, poll.id)
@@ -128,9 +129,19 @@ def shown(results: Results, kind: str | None) -> Attention:
     return results.get(kind, results.main)
 
 
-def ask(here: Seat, inputs: Inputs, layer: int, head: int, kind_shown: str | None = None) -> None:
-    """A question about layer `layer`, head `head` of the current model and text (and the kind of attention shown)."""
+def ask(
+    here: Seat, inputs: Inputs, layer: int, head: int, kind_shown: str | None = None, page: str | None = None
+) -> None:
+    """A question about layer `layer`, head `head` of the current model and text (and the kind of attention shown),
+    the last head the teacher showed, on `page`."""
     st.subheader(f"Ask the class about layer {layer + 1}, head {head + 1}")
+    titles = {stem: title for stem, title, _ in PAGES}
+    title = titles.get(page or PAGES[0][0]) if page is not None else None  # "": the first page's URL (Heads)
+    if title:
+        st.caption(f"The head you showed last, on the {title} page. Show another head on any page to ask about it.")
+    else:
+        st.caption("No head shown yet in this class: show one on the Heads page (or any page with a head) to ask "
+                   "about it.")  # fmt: skip
     result = shown(cache.attention_or_stop(inputs.model, inputs.backend, inputs.text, long_ok=True), kind_shown)
     layer, head = min(layer, result.n_layers - 1), min(head, result.n_heads - 1)
     rows, cols = plain_labels(result.target_tokens), plain_labels(result.source_tokens)

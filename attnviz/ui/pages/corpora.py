@@ -156,6 +156,7 @@ def render() -> None:
     head = b.number_input("Head", 1, n_h, key="co.head") - 1
     state.remember("layer", layer + 1)
     state.remember("head", head + 1)
+    state.show_head(layer, head)
     st.subheader(f"Head {head_name(layer, head)}")
     heads = run.heads
     row = heads[(heads["stat"] == stat) & (heads["layer"] == layer) & (heads["head"] == head)].iloc[0]

@@ -88,6 +88,7 @@ def draw(inputs: controls.Inputs, gen: api.Generation) -> None:
     rows, cols = written_labels(gen), display_labels(r.source_tokens)
     layer = widgets.pick("Layer", "gen", "layer", r.n_layers)
     head = widgets.pick("Head", "gen", "head", r.n_heads)
+    state.show_head(layer, head)
     title = f"where each written token looked\nlayer {layer + 1}, head {head + 1}"
     panel = interactive.steps_panel(gen.steps[layer, head].numpy(), tuple(rows), r.source_tokens, p, title)
     st.plotly_chart(interactive.side_by_side([panel], style=inputs.style), key="gen.steps")

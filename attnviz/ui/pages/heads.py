@@ -88,6 +88,7 @@ def render() -> None:
     note = opts.note()
 
     if view == "Layer":
+        state.show_head(layer)
         st.caption("Rows are queries (the token looking), columns are keys (the token looked at). One colour scale.")
         view_key = ("heads", model, backend, text, kind, repr(opts), inputs.style, layer)
         fig = cache.chart(
@@ -102,6 +103,7 @@ def render() -> None:
         )
     elif view == "Head":
         head = widgets.pick("Head", "heads", "head", result.n_heads)
+        state.show_head(layer, head)
         if opts.value_weight:
             panels = value_panels(results[kind], layer, head, opts)
             fig = interactive.side_by_side(panels, style=inputs.style)

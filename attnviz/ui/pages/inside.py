@@ -76,6 +76,7 @@ def step_controls(eng: api.SteppingEngine, decoder: bool) -> tuple[int, int, boo
     causal = c.toggle("Causal mask", key="inside.causal", help=help_text, disabled=decoder)
     for k, v in (("layer", layer), ("head", head), ("causal", causal)):
         state.remember(k, v)
+    state.show_head(layer - 1, head - 1)
     return layer - 1, head - 1, causal
 
 

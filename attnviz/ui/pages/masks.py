@@ -73,6 +73,7 @@ def weights_section(inputs, style: Style) -> None:
     a, b = st.columns(2)
     layer = a.slider("Layer", 1, eng.n_layers, min(3, eng.n_layers), key="mk.layer") - 1
     head = b.slider("Head", 1, eng.n_heads, 1, key="mk.head") - 1
+    state.show_head(layer, head)
     enc, steps = cache.steps_or_stop(eng, inputs.text, layer, decoder)
     n = len(enc.ids)
     kind, params, causal = mask_controls(n, decoder)

@@ -127,6 +127,7 @@ def draw_case(inputs: Inputs, case: PronounCase, res: CaseResult) -> None:
     best = pronoun_scores.best_heads(share, BEST_SHOWN)
     st.markdown("Best heads: " + ", ".join(f"layer {lay + 1} head {h + 1} ({v:.2f})" for lay, h, v in best))
     layer, head, _ = best[0]
+    state.show_head(layer, head)
     result = cache.attention(inputs.model, inputs.backend, case.text).main
     row = pronoun_scores.pronoun_row(result, case, layer, head).numpy()
     title = f"where '{case.pronoun}' looks in the best head (layer {layer + 1}, head {head + 1})"

@@ -302,3 +302,87 @@ def test_a_which_head_poll_asks_and_answers_in_the_teachers_mode_and_reveals_the
     titles = [json.loads(c.proto.spec)["layout"].get("title", {}).get("text", "") for c in teacher.get("plotly_chart")]
     assert any(t.startswith(f"Layer {layer}, head {head}") for t in titles)
     assert not any(t.startswith("Layer 1, head 1") for t in titles) or right == "L1H1"
+
+
+def _teacher(db, **params) -> tuple[AppTest, str, str]:
+    code, secret, _ = db.create_class()
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update({"class": code, "teacher": secret, **params})
+    at.run()
+    _ok(at)
+    return at, code, secret
+
+
+def _follows(at: AppTest) -> bool:
+    return "class.following" not in at.session_state or at.session_state["class.following"]
+
+
+def _asked_about(at: AppTest) -> str:
+    return next(h.value for h in at.subheader if h.value.startswith("Ask the class about"))
+
+
+def test_the_poll_asks_about_the_last_head_the_teacher_showed_not_a_layer_another_page_named(db):
+    """Heads, one head (layer 4, head 2); then the Model overview, whose rollout slider names a layer of its own;
+    then the Class page: the question is about layer 4, head 2, shown on the Heads page."""
+    at, code, _ = _teacher(db, view="Head", layer="4", head="2")
+    assert db.get(code).view["lesson"]["layer"] == "4" and db.get(code).view["lesson"]["head"] == "2"
+    at.switch_page("app_pages/overview.py").run()
+    _ok(at)
+    assert db.get(code).view["page"] == "overview"
+    at.slider(key="ov.layer").set_value(6).run()  # the rollout up to layer 6: no head is shown
+    _ok(at)
+    at.switch_page("app_pages/classroom.py").run()
+    _ok(at)
+    assert _asked_about(at) == "Ask the class about layer 4, head 2"
+    assert any("on the Heads page" in c.value for c in at.caption)
+
+
+def test_a_layer_shown_whole_keeps_the_head_the_lesson_had_and_a_fresh_class_says_none_was_shown(db):
+    code, secret, _ = db.create_class()
+    at = _page(**{"class": code, "teacher": secret})  # the Class page first: no head shown yet
+    assert _asked_about(at) == "Ask the class about layer 1, head 1"
+    assert any("No head shown yet" in c.value for c in at.caption)
+    at, code, _ = _teacher(db, view="Head", layer="2", head="5")
+    assert (db.get(code).view["lesson"]["layer"], db.get(code).view["lesson"]["head"]) == ("2", "5")
+    at.session_state["heads.view"] = "Layer"  # the segmented control, as a click sets it
+    at.run()
+    at.slider(key="heads.layer").set_value(3).run()  # every head of layer 3
+    _ok(at)
+    assert db.get(code).view["params"]["view"] == "Layer"
+    at.switch_page("app_pages/classroom.py").run()
+    assert _asked_about(at) == "Ask the class about layer 3, head 5"
+
+
+def test_a_following_student_who_moves_a_slider_stops_following_and_is_told_so(db):
+    from attnviz.ui import seat
+
+    view = {"page": "", "params": {"view": "Head", "layer": "2", "head": "3", "model": "default",
+                                        "backend": "hf", "text": SENTENCE}}  # fmt: skip
+    at, code, _ = _following(db, view, "h")
+    assert at.slider(key="heads.layer").value == 2 and _follows(at)
+    at.slider(key="heads.layer").set_value(5).run()
+    _ok(at)
+    assert not _follows(at)
+    assert db.students(code) == (1, 0)  # the teacher's count of who follows says so too
+    assert any("You changed the view (layer)" in w.value for w in at.sidebar.warning)
+    assert at.toggle(key="class.follow_toggle").value is False
+    time.sleep(seat.PULSE_SHARED + 0.02)
+    at.run()
+    assert at.slider(key="heads.layer").value == 5  # their own view: not taken back by the next run
+    at.toggle(key="class.follow_toggle").set_value(True).run()  # rejoin: the teacher's view at once
+    _ok(at)
+    assert _follows(at) and at.slider(key="heads.layer").value == 2
+    assert not any("You changed the view" in w.value for w in at.sidebar.warning)
+
+
+def test_a_following_student_who_picks_another_model_stops_following_but_a_palette_is_their_own(db):
+    view = {"page": "", "params": {"view": "Layer", "layer": "1", "model": "default", "backend": "hf",
+                                        "text": SENTENCE, "palette": "viridis"}}  # fmt: skip
+    at, code, _ = _following(db, view, "k")
+    at.sidebar.selectbox(key="sb.palette").set_value(next(p for p in at.sidebar.selectbox(key="sb.palette").options
+                                                          if p != "viridis")).run()  # fmt: skip
+    _ok(at)
+    assert _follows(at)  # how it looks is the student's own
+    at.sidebar.selectbox(key="sb.choice").set_value("scratch").run()
+    assert not _follows(at)
+    assert any("You changed the view (model)" in w.value for w in at.sidebar.warning)
