@@ -23,6 +23,7 @@ from attnviz.interventions import runs
 from attnviz.result import Results
 from attnviz.service import ANALYSING, READING, WhatIf
 from attnviz.tokens import Encoded
+from attnviz.ui.halt import halt
 from attnviz.ui.progress import TimedProgress
 
 T = TypeVar("T")
@@ -57,7 +58,7 @@ def prepare_or_stop(model: str, backend: Backend, text: str, target: str | None 
             return made[key]
     except (ModelLoadError, ValueError) as err:
         st.error(escape.md(err))
-        st.stop()
+        halt()
 
 
 def long_text(p: api.Prepared) -> bool:
@@ -101,7 +102,7 @@ def heavy(what: str, estimate: int, compute: Callable[[], T]) -> T:
     except Refused as err:
         note.empty()
         st.warning(escape.md(err))
-        st.stop()
+        halt()
 
 
 def run(work: api.Work) -> T:
@@ -145,7 +146,7 @@ def load_engine_or_stop(model: str, backend: Backend) -> Engine:
             return engine(model, backend)
     except (ModelLoadError, ValueError) as err:
         st.error(escape.md(err))
-        st.stop()
+        halt()
 
 
 def decoder_or_stop(model: str, backend: Backend) -> Engine:
@@ -154,7 +155,7 @@ def decoder_or_stop(model: str, backend: Backend) -> Engine:
     eng = load_engine_or_stop(model, backend)
     if not runs.can_intervene(eng):
         st.info(f"{runs.DECODER_ONLY} Pick **smollm2** in the sidebar's model box.")
-        st.stop()
+        halt()
     return eng
 
 
@@ -201,7 +202,7 @@ def results_or_stop(p: api.Prepared, *, long_ok: bool = False) -> Results:
         return results
     except ValueError as err:
         st.warning(escape.md(err))
-        st.stop()
+        halt()
 
 
 def stop_long(eng: Engine, what: str) -> None:
@@ -211,7 +212,7 @@ def stop_long(eng: Engine, what: str) -> None:
         f"{what}, so it takes texts up to {limit:,} tokens on this model; this one is longer. "
         f"{LONG_PAGES} show long texts (up to {eng.max_tokens:,} tokens): go there, or shorten the text."
     )
-    st.stop()
+    halt()
 
 
 def steps_or_stop(eng: SteppingEngine, text: str, layer: int, causal: bool) -> tuple[Encoded, AttentionSteps]:
@@ -222,7 +223,7 @@ def steps_or_stop(eng: SteppingEngine, text: str, layer: int, causal: bool) -> t
         return service.steps(eng, text, layer, causal)
     except ValueError as err:
         st.warning(escape.md(err))
-        st.stop()
+        halt()
 
 
 shape_trace, cross_what_if = service.shape_trace, service.cross_what_if

@@ -15,6 +15,7 @@ import logging
 import streamlit as st
 
 from attnviz.ui import cache, controls, guards, seat, state
+from attnviz.ui.halt import Halted
 
 FAILED = (
     "Something went wrong on this page. Try another text or model; if it happens again, tell the person "
@@ -102,6 +103,8 @@ def main(pages: tuple) -> None:
             seat.failed(err)
     try:
         navigation.run()
+    except Halted:  # the page ended early with its message: the rest of the run still draws
+        pass
     except seat.STORE_ERRORS as err:
         seat.failed(err, st)
     except Exception:  # a bug, not bad input (that has its own messages): a message here, the traceback in the log
@@ -113,3 +116,4 @@ def main(pages: tuple) -> None:
     except seat.STORE_ERRORS as err:
         seat.failed(err)
     seat.drawn(here)  # the end of a student's whole run: what it drew, in the URL (a heartbeat checks it got there)
+    seat.heartbeat(here)  # last: the browser starts a follower's timer when it gets this, so no tick overtakes the run

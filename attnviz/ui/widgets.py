@@ -14,6 +14,7 @@ from attnviz.figures.style import pooled_labels
 from attnviz.result import Attention, AttentionResult
 from attnviz.ui import cache, state
 from attnviz.ui.controls import Inputs
+from attnviz.ui.halt import halt
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ def prepared(result: AttentionResult, opts: Options) -> AttentionResult:
         )
     except ValueError as err:
         st.warning(escape.md(err))
-        st.stop()
+        halt()
 
 
 def truncation_notice(result: Attention) -> None:

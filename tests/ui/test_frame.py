@@ -61,3 +61,14 @@ def test_serve_runs_the_packaged_app_with_its_settings_and_never_watches_files(m
     assert argv[:3] == ["streamlit", "run", PACKAGED]
     assert "--server.fileWatcherType=none" in argv and "--server.port" in argv and "8765" in argv
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.db"]
+
+
+def test_no_page_stops_the_whole_run_so_the_frame_always_finishes_it():
+    """st.stop() would end the run before the frame publishes the class's view, writes a follower's ?drawn= and
+    draws its heartbeat; pages end early with ui/halt.py's halt(), which the frame catches."""
+    import re
+    from pathlib import Path
+
+    ui = Path(__file__).resolve().parents[2] / "attnviz" / "ui"
+    stopping = [str(p.relative_to(ui)) for p in ui.rglob("*.py") if re.search(r"\bst\.stop\(\)", p.read_text())]
+    assert stopping == ["halt.py"]  # where a fragment's own rerun still stops itself

@@ -19,6 +19,7 @@ from attnviz.tokens import plain_labels
 from attnviz.ui import cache, controls, seat
 from attnviz.ui.controls import Inputs
 from attnviz.ui.frame import PAGES
+from attnviz.ui.halt import halt
 from attnviz.ui.seat import Seat
 
 KIND_TEXT = {"token": "Which word?", "head type": "What kind of head?", "number": "How much?",
@@ -40,7 +41,7 @@ def start_or_join() -> None:
             failed = seat.store_error()
             if failed:
                 st.error(failed)
-                st.stop()
+                halt()
             code, secret, _ = seat.store().create_class()
             st.session_state["class.code"], st.session_state["class.secret"] = code, secret
             st.session_state["class.new"] = True
@@ -185,7 +186,7 @@ def _importance(view: dict):
     mode = view.get("mode", "zero")
     if mode not in ablation.MODES:
         st.error("This poll names no known way of knocking heads out: ask it again.")
-        st.stop()
+        halt()
     with st.spinner(f"Knocking out each head alone ({mode} ablation)…"):
         return cache.importance(eng, view["text"], mode)[0]
 

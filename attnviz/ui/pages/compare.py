@@ -10,6 +10,7 @@ from attnviz.figures.interactive import Panel
 from attnviz.result import AttentionKind, AttentionResult
 from attnviz.ui import cache, controls, state, widgets
 from attnviz.ui.controls import Inputs
+from attnviz.ui.halt import halt
 
 SOURCES = {
     "dates": "Our encoder-decoder, trained from scratch (dates)",
@@ -212,13 +213,13 @@ def draw_hub(inputs: Inputs) -> None:
         model = controls.model_picker("Encoder-decoder model", "cmp.hub", "e.g. Helsinki-NLP/opus-mt-en-de, t5-small")
     target = b.text_input("Target text (empty: the model's own output)", key="cmp.target")
     if model is None:
-        st.stop()
+        halt()
     state.remember("hub", model)
     state.remember("target", target)
     eng = cache.load_engine_or_stop(model, "hf")
     if eng.architecture != "encoder-decoder":
         st.warning(f"{escape.quoted(model)} is not an encoder-decoder ({eng.architecture}); it has no cross-attention.")
-        st.stop()
+        halt()
     results = cache.attention_or_stop(model, "hf", inputs.text, target or None)
     draw_three(inputs, results, inputs.text, "cmp.hub")
 

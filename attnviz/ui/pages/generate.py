@@ -8,6 +8,7 @@ from attnviz import api, escape
 from attnviz.figures import interactive
 from attnviz.tokens import display_labels
 from attnviz.ui import cache, controls, state, widgets
+from attnviz.ui.halt import halt
 
 DEFAULT_PROMPT = "What is the capital of France?"
 MAX_NEW_TOKENS = 64  # the most one click writes (greedy, one forward pass per token)
@@ -29,7 +30,7 @@ def writer(model: str, backend: str) -> api.GeneratingEngine:
     eng = cache.load_engine_or_stop(WRITER, backend)
     if not isinstance(eng, api.GeneratingEngine):
         st.error("SmolLM2 cannot write on this backend.")
-        st.stop()
+        halt()
     return eng
 
 

@@ -12,6 +12,7 @@ from attnviz.figures.style import Style
 from attnviz.lessons import cost
 from attnviz.tokens import TokenAxis, display_labels
 from attnviz.ui import cache, controls, state
+from attnviz.ui.halt import halt
 
 D_MODELS = (32, 64, 128, 256, 384, 512, 768)
 HEAD_COUNTS = (1, 2, 4, 6, 8, 12, 16)
@@ -58,7 +59,7 @@ def stepping_engine(model: str, backend: api.Backend) -> api.SteppingEngine:
     eng = cache.load_engine_or_stop(model, "scratch")
     if not isinstance(eng, api.SteppingEngine):
         st.error(f"The scratch backend of {escape.quoted(model)} cannot show its layers step by step.")
-        st.stop()
+        halt()
     return eng
 
 

@@ -13,6 +13,7 @@ from attnviz.interventions.runs import can_intervene
 from attnviz.result import Attention, AttentionResult
 from attnviz.ui import cache, controls, state, widgets
 from attnviz.ui.controls import Inputs
+from attnviz.ui.halt import halt
 from attnviz.ui.progress import TimedProgress
 
 STAT_NAMES = head_stats.NAMES
@@ -40,7 +41,7 @@ def self_result_or_stop(inputs: Inputs) -> Attention:
     result = results.get("self") or results.get("causal")
     if result is None:
         st.warning("This page needs self-attention.")
-        st.stop()
+        halt()
     return result
 
 

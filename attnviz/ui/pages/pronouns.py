@@ -12,6 +12,7 @@ from attnviz.analysis.pronoun_scores import CaseResult, PronounCase
 from attnviz.figures import interactive
 from attnviz.ui import cache, controls, state
 from attnviz.ui.controls import Inputs
+from attnviz.ui.halt import halt
 
 OWN = "Type your own…"
 MAX_BENCHMARK_CASES = 2000  # the most cases one run of the benchmark scores (stated on the page)
@@ -75,7 +76,7 @@ def score_or_stop(inputs: Inputs, case: PronounCase, method: pronoun_scores.Meth
         return pronoun_scores.score_result(results.main, case, method)
     except ValueError as err:
         st.warning(escape.md(err))
-        st.stop()
+        halt()
 
 
 def predict_then_reveal(case: PronounCase, res: CaseResult, key: str) -> bool:

@@ -181,7 +181,7 @@ def test_followers_on_one_server_share_one_read_of_the_class_per_pulse_window(db
     assert seat.moment("ZZZZZZ") is None and seat.moment("ZZZZZZ") is None and "ZZZZZZ" not in seat._moments
 
 
-def test_a_students_whole_run_ends_by_writing_what_it_drew_into_the_url_and_a_stopped_page_writes_nothing(db):
+def test_a_students_whole_run_ends_by_writing_what_it_drew_into_the_url_even_when_its_page_ended_early(db):
     from attnviz.ui import seat
 
     at, code, secret = _following(db, {"page": "", "params": {"view": "Head", "layer": "2", "head": "3"}}, "d")
@@ -191,11 +191,12 @@ def test_a_students_whole_run_ends_by_writing_what_it_drew_into_the_url_and_a_st
     time.sleep(seat.PULSE_SHARED + 0.02)  # the server's shared read of the class sees it
     at.run()
     assert at.session_state["class.drawn"][0] == f"1.{poll}.0" and at.query_params[seat.DRAWN] == f"1.{poll}.0"
-    db.set_view(code, secret, {"page": "", "params": {"text": " "}})  # an empty text: the page says so and stops
+    db.set_view(code, secret, {"page": "", "params": {"text": " "}})  # an empty text: the page says so and halts
     time.sleep(seat.PULSE_SHARED + 0.02)
     at.run()
     assert [w.value for w in at.warning] == ["The text is empty\\: type a sentence to see its attention\\."]
-    assert at.session_state["class.version"] == 2 and at.session_state["class.drawn"] is None  # no redraw of it
+    assert at.session_state["class.version"] == 2 and at.query_params[seat.DRAWN] == f"2.{poll}.0"  # the frame ran on
+    assert any("Following the teacher · view 2" in c.value for c in at.sidebar.caption)  # and its heartbeat is drawn
     teacher = AppTest.from_file(APP, default_timeout=120)
     teacher.query_params.update({"class": code, "teacher": secret})
     teacher.run()
