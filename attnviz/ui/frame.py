@@ -116,4 +116,3 @@ def main(pages: tuple) -> None:
     except seat.STORE_ERRORS as err:
         seat.failed(err)
     seat.drawn(here)  # the end of a student's whole run: what it drew, in the URL (a heartbeat checks it got there)
-    seat.heartbeat(here)  # last: the browser starts a follower's timer when it gets this, so no tick overtakes the run

@@ -1,10 +1,18 @@
-"""What one visitor's browser may not do to everyone on the server.
+"""What one visitor's browser may not do to everyone on the server, and a page's run the server must not lose.
 
 Streamlit answers a `clear_cache` message from any browser session by clearing every `st.cache_data` and
 `st.cache_resource` of the server: one student's scripted websocket (or the "Clear cache" menu item) would drop
 the loaded models and the scored benchmarks for the whole class. `install` makes that message clear the sender's
 own session state only, which is all the menu item needs to mean for one person. The operator clears the server's
 caches by restarting it.
+
+A fragment's rerun (a follower's heartbeat tick, a widget inside a fragment) that reaches a session in the moment
+between its script runner's last line and the delivery of that runner's last messages makes Streamlit 1.67 start a
+new runner, and the session then ignores the old runner's undelivered events: the run's last elements and its end
+never reach the browser (a page half drawn, or blank after a page switch; Streamlit's own comment in
+`AppSession.request_rerun` describes it, for a removed fragment only). Under a class's load this is what left a
+student's page blank or seconds behind. `install` makes such a request wait (a few milliseconds, polled) until the
+old runner has shut down and its messages are out; a request that finds no runner, or a running one, goes at once.
 """
 
 from __future__ import annotations
@@ -12,9 +20,13 @@ from __future__ import annotations
 import logging
 
 from streamlit.runtime.app_session import AppSession
+from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
 
 _INSTALLED = "_attnviz_clear_cache_guarded"
 CLEARED_OWN = "a visitor's clear_cache cleared their own session only; the server's caches stay"
+WAIT_STEP = 0.005  # seconds between looks at a finishing runner
+WAIT_MOST = 2.0  # then the request goes through as Streamlit would take it
+_request_rerun = AppSession.request_rerun  # Streamlit's own
 
 
 def _clear_own_session(session: AppSession) -> None:
@@ -23,9 +35,26 @@ def _clear_own_session(session: AppSession) -> None:
     logging.getLogger("attnviz").warning(CLEARED_OWN)
 
 
+def finishing(session: AppSession) -> bool:
+    """Whether the session's script runner has run its last line but has not shut down yet (its last messages may
+    still be on their way to the browser): a rerun request now would start a second runner."""
+    runner = session._scriptrunner
+    return runner is not None and runner._requests._state == ScriptRequestType.STOP
+
+
+def _fragment_rerun_after_the_run(session: AppSession, client_state, waited: float = 0.0) -> None:
+    """Streamlit's request_rerun, except that a fragment's rerun waits while the runner is finishing."""
+    if client_state is not None and client_state.fragment_id and waited < WAIT_MOST and finishing(session):
+        loop = session._event_loop
+        loop.call_later(WAIT_STEP, _fragment_rerun_after_the_run, session, client_state, waited + WAIT_STEP)
+        return
+    _request_rerun(session, client_state)
+
+
 def install() -> None:
     """Guard the server (once per process; later calls do nothing)."""
     if getattr(AppSession, _INSTALLED, False):
         return
     AppSession._handle_clear_cache_request = _clear_own_session
+    AppSession.request_rerun = _fragment_rerun_after_the_run
     setattr(AppSession, _INSTALLED, True)

@@ -60,7 +60,6 @@ DRAWN = "drawn"  # the URL parameter where a student's whole run, at its end, wr
 # a run's end within a tick or two; at 3 s, a page that missed its run's end (see _redraw_if_lost) was behind for more
 # than 3 s before it was drawn again, and a full `make test` saw a follower miss the two-server class test's 5 s
 DRAWN_GRACE = 1.2
-BEAT_SLOT = "_class.beat_slot"  # where the class panel keeps the heartbeat's place until the run's end
 REDRAWS = 2  # at most this many whole runs a heartbeat asks for per drawn state, for a page that never got one whole
 
 
@@ -438,26 +437,7 @@ def _student_panel(here: Seat) -> None:
     if name and name != st.session_state.get("class.name_sent"):
         store().join(here.code, here.student, name)
         st.session_state["class.name_sent"] = name
-    st.session_state[BEAT_SLOT] = st.container()  # the heartbeat is drawn here at the run's very end (heartbeat)
-
-
-def heartbeat(here: Seat | None) -> None:
-    """A student's heartbeat, drawn last in the whole run (in its place in the class panel).
-
-    The browser clears a fragment's timer when a whole run begins and starts it when the run draws the fragment. Drawn
-    before the page (as it was), it started ticking while the page was still being computed; under load a tick that
-    reached the server in the moment between the run's last line and the delivery of its last messages started a new
-    script runner, and Streamlit 1.67 drops a replaced runner's undelivered messages: the page stayed half drawn or
-    blank (see `_redraw_if_lost`, kept as the net). Drawn last, the first tick leaves the browser a whole interval
-    after the run's last message."""
-    slot = st.session_state.pop(BEAT_SLOT, None)
-    if here is None or here.teacher or slot is None:
-        return
-    try:
-        with slot:
-            _tick()
-    except STORE_ERRORS as err:
-        failed(err)
+    _tick()
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

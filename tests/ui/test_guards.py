@@ -1,0 +1,67 @@
+"""The server's guards: a fragment's rerun that reaches a session whose runner is finishing waits for it to shut
+down (Streamlit would start a second runner and drop the first one's undelivered messages). The clear_cache guard is
+tested over the websocket in test_protocol.py; the class's browser tests and bench/load.py --class run this one
+under load."""
+
+import asyncio
+from types import SimpleNamespace
+
+from streamlit.proto.ClientState_pb2 import ClientState
+from streamlit.runtime.app_session import AppSession
+from streamlit.runtime.scriptrunner_utils.script_requests import RerunData, ScriptRequests
+
+from attnviz.ui import guards
+
+
+def _session(loop, requests):
+    return SimpleNamespace(_scriptrunner=SimpleNamespace(_requests=requests), _event_loop=loop)
+
+
+def test_install_guards_rerun_requests_and_clear_cache_once():
+    guards.install()
+    guards.install()
+    assert AppSession.request_rerun is guards._fragment_rerun_after_the_run
+    assert AppSession._handle_clear_cache_request is guards._clear_own_session
+
+
+def test_a_fragments_rerun_waits_while_the_runner_finishes_and_a_whole_pages_does_not(monkeypatch):
+    taken = []
+    loop = asyncio.new_event_loop()
+    monkeypatch.setattr(guards, "_request_rerun", lambda session, state: taken.append((state, loop.time())))
+    requests = ScriptRequests()
+    requests.request_rerun(RerunData())
+    requests.on_scriptrunner_ready()  # the runner takes that run
+    assert requests.on_scriptrunner_ready().type.name == "STOP"  # its last line ran, nothing waits: it stops
+    session = _session(loop, requests)
+    assert guards.finishing(session)
+    tick = ClientState(fragment_id="heartbeat", is_auto_rerun=True)
+    page = ClientState(page_script_hash="abc")
+
+    async def scenario():
+        start = loop.time()
+        guards._fragment_rerun_after_the_run(session, page)  # a whole page's rerun: at once, as Streamlit has it
+        guards._fragment_rerun_after_the_run(session, tick)
+        assert [s for s, _ in taken] == [page]
+        await asyncio.sleep(0.05)
+        assert len(taken) == 1  # still finishing: the tick waits
+        session._scriptrunner = None  # the runner shut down (its SHUTDOWN event was handled)
+        await asyncio.sleep(0.05)
+        assert [s for s, _ in taken] == [page, tick] and taken[1][1] - start >= 0.05
+
+    loop.run_until_complete(scenario())
+    loop.close()
+
+
+def test_a_runner_that_never_shuts_down_does_not_hold_a_request_for_ever(monkeypatch):
+    taken = []
+    monkeypatch.setattr(guards, "_request_rerun", lambda session, state: taken.append(state))
+    monkeypatch.setattr(guards, "WAIT_MOST", 0.05)
+    requests = ScriptRequests()
+    requests.request_stop()
+    loop = asyncio.new_event_loop()
+    session = _session(loop, requests)
+    tick = ClientState(fragment_id="heartbeat", is_auto_rerun=True)
+    guards._fragment_rerun_after_the_run(session, tick)
+    loop.run_until_complete(asyncio.sleep(0.2))
+    loop.close()
+    assert taken == [tick]
