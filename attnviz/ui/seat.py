@@ -195,10 +195,63 @@ def page_path(url_path: str):
     return pages.get(url_path or "heads") or f"app_pages/{url_path or 'heads'}.py"
 
 
+_awake: dict[str, set[str]] = {}  # {class code: ids of this server's browser sessions following it}
+_awake_lock = threading.Lock()
+
+
+def _listen(code: str, following: bool) -> None:
+    """Note (or forget) this session as one to wake when its class's teacher, on this server, changes the view."""
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return
+    with _awake_lock:
+        if following:
+            _awake.setdefault(code, set()).add(ctx.session_id)
+        elif code in _awake:
+            _awake[code].discard(ctx.session_id)
+
+
+def wake(code: str) -> int:
+    """Ask every following session of this class on this server to run its page again now, as if its heartbeat had
+    seen the change: a teacher's change reaches them without waiting for their next tick (followers on another
+    replica still see it at their next tick). Each rerun is the session's own, with the state its browser last
+    sent (Streamlit reruns a page so when its source changes); sessions that have gone are forgotten. How many were
+    woken."""
+    from streamlit.proto.ClientState_pb2 import ClientState
+    from streamlit.runtime import Runtime
+
+    with _moments_lock:
+        _moments.pop(code, None)  # their runs read the class afresh, not this server's shared read from before
+    manager = getattr(Runtime.instance(), "_session_mgr", None) if Runtime.exists() else None
+    if manager is None:  # no server (AppTest's runtime has no sessions to wake)
+        return 0
+    with _awake_lock:
+        ids = list(_awake.get(code, ()))
+    woken = 0
+    for sid in ids:
+        info = manager.get_active_session_info(sid)
+        if info is None:
+            with _awake_lock:
+                _awake.get(code, set()).discard(sid)
+            continue
+        session = info.session
+
+        def rerun(session=session) -> None:  # on the server's event loop, as a browser's request is
+            state = ClientState()
+            state.CopyFrom(session._client_state)
+            state.fragment_id, state.is_auto_rerun = "", False  # the whole page, not the heartbeat alone
+            session.request_rerun(state)
+
+        session._event_loop.call_soon_threadsafe(rerun)
+        woken += 1
+    return woken
+
+
 def follow(here: Seat, page_url: str) -> None:
     """A following student takes the class's view if it is newer than theirs (call before the sidebar draws)."""
     if here.teacher:
         return
+    _listen(here.code, st.session_state.get("class.following", True))
     now = moment(here.code)
     if now is None:
         return  # ended between the seat and here: the heartbeat says so
@@ -219,6 +272,7 @@ def follow(here: Seat, page_url: str) -> None:
         if changed:  # the student changed the view: they explore alone now, and the panel says so
             st.session_state["class.following"] = st.session_state["class.follow_toggle"] = False
             store().set_following(here.code, here.student, False)
+            _listen(here.code, False)
             st.session_state["class.left"] = (
                 f"You changed the view ({', '.join(changed)}), so you are exploring on your own now. Switch "
                 "“Follow the teacher” on to go back to the teacher's view."
@@ -288,7 +342,10 @@ def publish(here: Seat | None, page_url: str, params: dict[str, str], head: tupl
             before = str(store().get(here.code).view.get("lesson", {}).get("head", "1"))
             one = int(before) - 1 if before.isdigit() and int(before) >= 1 else 0
         view["lesson"] = {**shared, "layer": str(layer + 1), "head": str(one + 1), "page": page_url}
-    store().set_view(here.code, st.session_state["class.secret"], view)
+    version = store().set_view(here.code, st.session_state["class.secret"], view)
+    if version != st.session_state.get("class.shown_version"):  # a new view: this server's followers take it now
+        st.session_state["class.shown_version"] = version
+        wake(here.code)
 
 
 _moments: dict[str, tuple[float, Moment]] = {}

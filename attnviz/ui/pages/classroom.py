@@ -177,6 +177,7 @@ def ask(
         options = {"token": cols, "head type": list(polls.HEAD_TYPES),
                    "which head": polls.head_names(result.n_layers, result.n_heads)}.get(kind, [])  # fmt: skip
         seat.store().start_poll(here.code, st.session_state["class.secret"], kind, question, options, view)
+        seat.wake(here.code)  # this server's followers draw the question now, not at their next heartbeat
 
 
 def _importance(view: dict):
@@ -217,6 +218,7 @@ def _poll_status(here: Seat, poll_id: int) -> None:
                 f"following when it was asked · {following} following now")  # fmt: skip
     if not poll.revealed and st.button("Reveal", key=f"class.reveal.{poll.id}", type="primary"):
         store.reveal(here.code, st.session_state["class.secret"], poll.id)
+        seat.wake(here.code)
         st.rerun(scope="app")
 
 

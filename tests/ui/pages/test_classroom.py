@@ -387,3 +387,17 @@ def test_a_following_student_who_picks_another_model_stops_following_but_a_palet
     at.sidebar.selectbox(key="sb.choice").set_value("scratch").run()
     assert not _follows(at)
     assert any("You changed the view (model)" in w.value for w in at.sidebar.warning)
+
+
+def test_a_following_session_is_one_to_wake_and_one_exploring_alone_is_not(db):
+    """The teacher's change wakes this server's following sessions at once (seat.wake; AppTest has no server to
+    wake them in, the browser tests and bench/load.py --class do)."""
+    from attnviz.ui import seat
+
+    view = {"page": "", "params": {"view": "Head", "layer": "2", "head": "3", "model": "default", "backend": "hf",
+                                   "text": SENTENCE}}  # fmt: skip
+    at, code, _ = _following(db, view, "w")
+    assert len(seat._awake[code]) == 1
+    at.slider(key="heads.layer").set_value(4).run()  # the student explores alone now
+    assert seat._awake[code] == set()
+    assert seat.wake(code) == 0
