@@ -99,8 +99,20 @@ def _title_over(text: str, x: float, y: float, **extra) -> dict:
     }
 
 
-def _grid_layout(n: int, columns: int, gap_x: float, gap_y: float, outer_ticks: bool) -> dict:
-    """Axes and titles of an n-map grid as a plain dict: 7x faster than make_subplots plus axis updates."""
+GRID_WIDTH = 900  # px: the width a grid is laid out for (Streamlit's main column at 1280x800 with the sidebar open)
+EVERY_LABEL = 64  # a token axis this long or shorter labels every token, on every map; longer ones label none
+CHAR = 0.62  # a label character's width, in font sizes (about)
+EVERY_TICK = {"tickmode": "linear", "tick0": 0, "dtick": 1}  # a category axis labelling every token, none thinned
+
+
+def _labels_fit(n_tokens: int, font: int) -> int:
+    """Pixels a map's side needs to give each of its tokens one line of label."""
+    return n_tokens * (font + 1)
+
+
+def _grid_layout(n: int, columns: int, gap_x: float, gap_y: float, labelled: bool) -> dict:
+    """Axes and titles of an n-map grid as a plain dict: 7x faster than make_subplots plus axis updates. `labelled`:
+    every map's two axes label every token (the gaps make room for them)."""
     rows = math.ceil(n / columns)
     w = (1 - gap_x * (columns - 1)) / columns
     h = (1 - gap_y * (rows - 1)) / rows
@@ -110,20 +122,13 @@ def _grid_layout(n: int, columns: int, gap_x: float, gap_y: float, outer_ticks: 
         sx = "" if i == 0 else str(i + 1)
         x0, y1 = c * (w + gap_x), 1 - r * (h + gap_y)
         clamp = lambda v: min(1.0, max(0.0, round(v, 9)))  # noqa: E731  (float error could leave [0, 1])
-        # Token labels on the outer axes only: inner ones would run into the neighbouring maps.
-        last_in_column = i + columns >= n
-        layout[f"xaxis{sx}"] = {
-            "domain": [clamp(x0), clamp(x0 + w)],
-            "anchor": f"y{sx}",
-            "tickangle": -60,
-            "showticklabels": outer_ticks and last_in_column,
-        }
-        layout[f"yaxis{sx}"] = {
-            "domain": [clamp(y1 - h), clamp(y1)],
-            "anchor": f"x{sx}",
-            "autorange": "reversed",
-            "showticklabels": outer_ticks and c == 0,
-        }
+        layout[f"xaxis{sx}"] = {"domain": [clamp(x0), clamp(x0 + w)], "anchor": f"y{sx}", "tickangle": -60,
+                                "showticklabels": labelled, "type": "category"}  # fmt: skip
+        layout[f"yaxis{sx}"] = {"domain": [clamp(y1 - h), clamp(y1)], "anchor": f"x{sx}", "autorange": "reversed",
+                                "showticklabels": labelled, "type": "category"}  # fmt: skip
+        if labelled:  # every token, not every other one: plotly thins category labels it thinks too close
+            for ax in (f"xaxis{sx}", f"yaxis{sx}"):
+                layout[ax].update(EVERY_TICK)
         layout["annotations"].append(_title_over(f"Head {i + 1}", x0 + w / 2, y1))
     return layout
 
@@ -178,22 +183,41 @@ def maps_grid(
         )
         for h in range(n)
     ]
-    layout = _grid_layout(n, columns, 0.02 if len(xs) > 20 else 0.06, 0.08 if n_rows > 1 else 0.0, len(xs) <= 48)
+    font, n_tok = style.font_size, max(len(xs), len(ys))
+    left_px = CHAR * font * max((len(y) for y in ys), default=0) + 6  # a map's row labels
+    # Every token labelled on every map up to 64 tokens, where a map as wide as the column gives each its line (on
+    # a projector's larger labels, up to about 40); past that no labels on the grid, and the title says so.
+    labelled = n_tok <= EVERY_LABEL and _labels_fit(n_tok, font) <= GRID_WIDTH - left_px
+    left_px = left_px if labelled else 0
+    below_px = 0.87 * CHAR * font * max((len(x) for x in xs), default=0) + 6 if labelled else 0  # turned 60°
+    if labelled:  # as many maps a row as leave each token a label's line
+        side_needed = _labels_fit(max(len(xs), len(ys)), font)
+        columns = max(1, min(columns, int((GRID_WIDTH - left_px) // (side_needed + left_px + 10))))
+        n_rows = math.ceil(n / columns)
+    side = (GRID_WIDTH - left_px - (columns - 1) * (left_px + 10)) / columns  # px of one map
+    if not labelled:
+        side = max(side, 260 if style.projector else 220) if columns > 1 else side
+    title_px = font + 16
+    height = n_rows * (side + below_px + title_px) + 80
+    plot_h = height - 80 - below_px
+    gap_x = (left_px + 10) / (GRID_WIDTH - left_px)
+    gap_y = (below_px + title_px) / plot_h if n_rows > 1 else 0.0
+    layout = _grid_layout(n, columns, gap_x, gap_y, labelled)
     fig = go.Figure(data=traces, layout=layout)
     pooling = "" if fq == fk == 1 else f" — pooled {fq}×{fk} tokens a cell; pick a head for full detail"
+    if not labelled and fq == fk == 1:
+        pooling = f" — {n_tok} tokens, too many to label on each map: hover, or pick a head"
     fig = _style_layout(fig, style, float(maps.max()), f"Layer {layer + 1}: every head{pooling}{_note(note)}")
-    cell = 260 if style.projector else 220
     # Room for the token labels, measured here: plotly's automargin would lay the figure out twice in the browser
     # (0.54 s against 0.35 s from Enter to 12 maps drawn), and the grid is drawn without Streamlit's theme.
-    char = 0.62 * style.font_size  # a label character's width, about
-    labels = len(xs) <= 48
-    left = 10 + (char * max((len(y) for y in ys), default=0) if labels else 0)
-    bottom = 10 + (0.87 * char * max((len(x) for x in xs), default=0) if labels else 0)  # tick labels turned 60°
-    return fig.update_layout(height=n_rows * cell + 80 + bottom, margin={"l": round(left), "b": round(bottom)})
+    return fig.update_layout(height=round(height), margin={"l": round(left_px) + 10, "b": round(below_px) + 10})
 
 
 def _note(note: str) -> str:
     return f" ({note})" if note else ""
+
+
+HEAD_LABELS = 80  # one head's map labels every token up to this many a side; past it, none (hover for the token)
 
 
 def head_map(
@@ -207,10 +231,14 @@ def head_map(
     hover = HOVER.replace("<extra>", line + "<extra>")
     trace = go.Heatmap(z=m, x=xs, y=ys, coloraxis="coloraxis", name=f"head {head + 1}", hovertemplate=hover)
     fig = go.Figure(trace.update(customdata=data))
-    fig.update_xaxes(title="key (attended to)", tickangle=-60, showticklabels=len(xs) <= 80)
-    fig.update_yaxes(title="query (attending)", showticklabels=len(ys) <= 80)
+    every = EVERY_TICK
+    fig.update_xaxes(title="key (attended to)", tickangle=-60, showticklabels=len(xs) <= HEAD_LABELS,
+                     **(every if len(xs) <= HEAD_LABELS else {}))  # fmt: skip
+    fig.update_yaxes(title="query (attending)", showticklabels=len(ys) <= HEAD_LABELS,
+                     **(every if len(ys) <= HEAD_LABELS else {}))  # fmt: skip
     fig = _style_layout(fig, style, float(m.max()), f"Layer {layer + 1}, head {head + 1}{_note(note)}")
-    side = min(900, max(420, 24 * len(ys) + 160))
+    line = style.font_size + 12  # px a row needs for its label: a projector's map grows with its font
+    side = min(1400 if style.projector else 900, max(420, line * len(ys) + 160))
     return fig.update_layout(height=side)
 
 
@@ -272,11 +300,15 @@ def matrix(
     masked: np.ndarray | None = None,
     height: int = 260,
     bound: float | None = None,
+    unit: str | None = None,
+    row_ticks: tuple[list[str], list[str], str] | None = None,
 ) -> go.Figure:
-    """Any matrix of the computation (X, Q, scores, ...): signed values on a diverging scale around 0.
+    """Any matrix of the computation (X, Q, scores, ...): signed values on a diverging scale around 0, with a colour
+    bar titled `unit` (default: "weight" unsigned, "value" signed).
 
     `masked` (bool, the matrix's shape) marks cells the mask forbids: drawn grey, left out of the scale.
     `bound`: the colour scale's end (default: the largest magnitude); values past it take the end colour.
+    `row_ticks`: (the rows labelled, their labels, the rule in words) where rows are too many to label each.
     """
     m = np.asarray(m, dtype=np.float32)
     if masked is not None:
@@ -295,20 +327,47 @@ def matrix(
             x=cols,
             y=rows,
             hoverongaps=False,
-            showscale=False,
+            colorbar={
+                "title": {"text": html_text(unit or ("value" if signed else "weight"))},
+                "thickness": 16 if style.projector else 10,
+            },  # fmt: skip
             hovertemplate="row %{y}<br>col %{x}<br>%{z:.4f}<extra></extra>",
             **scale,
         )
     )
-    fig.update_yaxes(autorange="reversed", showticklabels=rows is not None and len(rows) <= 40)
-    fig.update_xaxes(showticklabels=cols is not None and len(cols) <= 40, tickangle=-60)
+    font = style.font_size
+    height = round(height * (1.5 if style.projector else 1))  # a projector's map grows with its labels
+    if rows is not None and len(rows) <= EVERY_LABEL:
+        height = max(height, _labels_fit(len(rows), font) + 60)  # a line for each row's label
+    # A title in lines that fit a narrow column (three maps a row on the Masks page): never cut.
+    lines = textwrap.wrap(title, max(16, int(TITLE_PX / (CHAR * (font + 1))))) or [""]
+    for axis, labels, fit in ((fig.update_yaxes, rows, height - 60), (fig.update_xaxes, cols, TITLE_PX)):
+        if labels is None or len(labels) > EVERY_LABEL:
+            axis(showticklabels=False)
+            continue
+        step = max(1, math.ceil(len(labels) / max(1, fit / (font + 1))))  # every label that has a line of its own
+        axis(showticklabels=True, tickmode="array", tickvals=list(labels)[::step], ticktext=list(labels)[::step])
+        if step > 1:
+            axis(title={"text": f"every {step}{_ordinal(step)} labelled", "font": {"size": font - 1}})
+    if row_ticks is not None:
+        fig.update_yaxes(showticklabels=True, tickmode="array", tickvals=row_ticks[0], ticktext=row_ticks[1],
+                         title={"text": html_text(row_ticks[2]), "font": {"size": font - 1}})  # fmt: skip
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(tickangle=-60)
     return fig.update_layout(
-        title={"text": html_text(title), "font": {"size": style.font_size + 1}},
-        height=height,
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        font={"size": style.font_size},
+        title={"text": html_text("\n".join(lines)), "font": {"size": font + 1}},
+        height=height + 18 * (len(lines) - 1),
+        margin={"l": 10, "r": 10, "t": 40 + (font + 6) * (len(lines) - 1), "b": 10},
+        font={"size": font},
         plot_bgcolor=MASKED_COLOUR,  # masked cells show as grey gaps, not as low values
     )
+
+
+TITLE_PX = 200  # px a small map's title and columns get (a third of the main column, the colour bar aside)
+
+
+def _ordinal(n: int) -> str:
+    return "nd" if n % 10 == 2 and n % 100 != 12 else "rd" if n % 10 == 3 and n % 100 != 13 else "th"
 
 
 def cost_chart(costs, *, style: Style = Style()) -> go.Figure:
@@ -434,16 +493,18 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
             "domain": [x0, x1],
             "anchor": f"y{sx}",
             "tickangle": -60,
-            "showticklabels": len(p.cols) <= 60,
+            "showticklabels": len(p.cols) <= EVERY_LABEL,
             "showgrid": False,
             "title": {"text": "key"},
+            **(EVERY_TICK if len(p.cols) <= EVERY_LABEL else {}),
         }
         layout[f"yaxis{sx}"] = {
             "anchor": f"x{sx}",
             "autorange": "reversed",
-            "showticklabels": show_rows and len(p.rows) <= 60,
+            "showticklabels": show_rows and len(p.rows) <= EVERY_LABEL,
             "showgrid": False,
             "title": {"text": "query" if i == 0 else ""},
+            **(EVERY_TICK if len(p.rows) <= EVERY_LABEL else {}),
         }
         heading = _wrap_title(p.title, x1 - x0, style.font_size + 1)
         layout["annotations"].append(_title_over(heading, (x0 + x1) / 2, 1.0, font={"size": style.font_size + 1}))
@@ -491,9 +552,9 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
         )
     lines = max(a["text"].count("<br>") + 1 for a in layout["annotations"])
     top = 40 + lines * (style.font_size + 6)
-    fig.update_layout(
-        plot_bgcolor=MASKED_COLOUR, height=(480 if not style.projector else 600) + top - 90, margin={"t": top}
-    )
+    rows = max((len(p.rows) for p in panels if len(p.rows) <= EVERY_LABEL), default=0)  # each row label its line
+    height = max(480 if not style.projector else 600, _labels_fit(rows, style.font_size) + 200)
+    fig.update_layout(plot_bgcolor=MASKED_COLOUR, height=height + top - 90, margin={"t": top})
     return fig
 
 
@@ -502,8 +563,14 @@ def stat_grid(
 ) -> go.Figure:
     """A layer x head grid coloured by one statistic, each head's label (and value) written in its cell."""
     n_l, n_h = values.shape
+    fits = (GRID_WIDTH - 80) / n_h / (CHAR * (style.font_size - 2))  # characters a cell's line holds
+
+    def cell(label: str) -> str:  # a label too long for its cell breaks after its hyphen ("previous-" / "token")
+        shown = html_text(label, 40)
+        return shown.replace("-", "-<br>", 1) if len(label) > fits else shown
+
     text = [
-        [html_text(labels[layer][h], 40) + (f"<br>{values[layer, h]:.2f}" if show_values else "") for h in range(n_h)]
+        [cell(labels[layer][h]) + (f"<br>{values[layer, h]:.2f}" if show_values else "") for h in range(n_h)]
         for layer in range(n_l)
     ]
     stat = html_text(stat, 60)

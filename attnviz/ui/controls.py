@@ -21,8 +21,32 @@ CHOICES = {  # choice -> (what the menu says, model, backend); "hub" takes its m
     "smollm2-scratch": ("SmolLM2 · rebuilt on attnviz's from-scratch attention", "smollm2", "scratch"),
     "hub": ("Another model (Hugging Face hub id)…", None, "hf"),
 }
+GLOSSARY = (  # the words a student meets on the pages, each once, in plain words (the sidebar's "Words" popover)
+    ("Token", "A piece of the text as the model reads it: a word, part of a word (“##ing”, “ing”), a mark, or a "
+     "marker of the model's own ([CLS], [SEP])."),
+    ("Query, key", "Each token asks (its query) and offers (its key). Rows of a map are queries, the token looking; "
+     "columns are keys, the token looked at."),
+    ("Attention weight", "How much of a query's attention goes to one key: 0 to 1, each row sums to 1. The colour bar "
+     "beside a map gives the scale."),
+    ("Head, layer", "A head is one attention pattern; a layer has several heads side by side, and the model stacks "
+     "layers. “L3 H5”: layer 3, head 5 (counted from 1)."),
+    ("Masked (causal)", "A token may look only at itself and what came before it: the grey triangle of a decoder."),
+    ("Previous-token head", "A head whose queries mostly look at the token just before them (“prev” in tables)."),
+    ("Entropy, nats", "How spread out a row's attention is: 0 when all of it goes to one token, higher when it is "
+     "spread; nats are entropy measured with the natural logarithm."),
+    ("Logit", "The model's raw score for each possible next token, before softmax turns scores into probabilities."),
+    ("Loss", "How surprised the model is by the right next token (minus the log of its probability), in nats."),
+    ("Knocking out, patching", "Setting one head's output to zero (or its mean) to see what the model loses; patching "
+     "copies a head's output from another text."),
+    ("Rollout", "Attention followed through every layer, counting the residual connection: where a token's "
+     "information came from, roughly."),
+    ("Pooled", "A long text's map averages blocks of tokens into one cell (“pooled 4×4”); pick one head for detail."),
+)  # fmt: skip
 # Streamlit sizes text in rem, so raising the root font size scales every label and heading together.
-PROJECTOR_CSS = "<style>html { font-size: 22px; }</style>"
+PROJECTOR_CSS = (  # our own constant CSS: larger text, and the pages' names wrap instead of being cut
+    "<style>html { font-size: 24px; } "  # 1.5x the browser's 16 px: every label, a chart's ticks too
+    "[data-testid=stSidebarNav] a span { white-space: normal; overflow: visible; text-overflow: clip; }</style>"
+)
 
 
 @dataclass(frozen=True)
@@ -89,6 +113,8 @@ def sidebar() -> Inputs:
         long_text = long_text_input()
         palette = st.selectbox("Palette", list(PALETTES), key="sb.palette")
         projector = st.toggle("Projector mode", key="sb.projector", help="Large fonts and high contrast for classrooms")
+        with st.popover("Words used here", width="stretch"):
+            st.markdown("\n".join(f"- **{word}.** {meaning}" for word, meaning in GLOSSARY))  # our own constant words
         st.session_state["_device_slot"] = st.empty()
     if projector:
         st.markdown(PROJECTOR_CSS, unsafe_allow_html=True)  # our own constant CSS; never user text

@@ -12,6 +12,7 @@ from attnviz import api, escape
 from attnviz.analysis import view_options
 from attnviz.figures.style import pooled_labels
 from attnviz.result import Attention, AttentionResult
+from attnviz.tokens import TokenAxis
 from attnviz.ui import cache, state
 from attnviz.ui.controls import Inputs
 from attnviz.ui.halt import halt
@@ -40,23 +41,44 @@ class Options:
 
 
 TOGGLES = (  # field, URL key, label, help
-    ("hide_special", "hide", "Hide [CLS] / [SEP]", "Rows are renormalised over the tokens left."),
+    ("hide_special", "hide", "Hide special tokens", "Leave out the tokenizer's own markers ({specials}); rows are "
+     "renormalised over the tokens left."),
     ("merge_words", "merge", "Merge word pieces", "Sum over a word's key pieces, mean over its query pieces."),
     ("first_aside", "sink", "Set the first token aside",
      "Many heads park most of their attention on the first token (an attention sink), which darkens the rest of "
      "the map. This drops its row and column and renormalises every row over the tokens left."),
-    ("value_weight", "value", "Value-weighted ‖αf(x)‖",
-     "Weight each attention weight by the size of what that key sends through the head, ||f(x_j)|| (Kobayashi et "
-     "al. 2020), rows renormalised. For the models attnviz rebuilds: BERT and SmolLM2."),
+    ("value_weight", "value", "Weight by what each key sends",
+     "Multiply each attention weight α by the size of what that key sends through the head, the length of its "
+     "value vector after the output projection, ‖f(x)‖ (Kobayashi et al. 2020: the map then shows ‖α f(x)‖), rows "
+     "renormalised. A key that is attended to but sends almost nothing fades. For the models attnviz rebuilds: "
+     "BERT and SmolLM2."),
 )  # fmt: skip
 
 
-def options(prefix: str) -> Options:
-    """The view-option toggles; their values live in the URL."""
-    values = {}
-    for col, (field, url_key, label, help_text) in zip(st.columns(len(TOGGLES)), TOGGLES, strict=True):
+def applies(field: str, axis: TokenAxis | None) -> bool:
+    """Whether a view option changes anything on a text with this token axis: hiding special tokens needs some (a
+    decoder's text may have none), merging needs a word cut into pieces."""
+    if axis is None:
+        return True
+    if field == "hide_special":
+        return any(axis.special)
+    if field == "merge_words":
+        return len(set(axis.words)) < len(axis)
+    return True
+
+
+def options(prefix: str, axis: TokenAxis | None = None, projector: bool = False) -> Options:
+    """The view-option toggles that apply to the text's tokens (`axis`; all when None); their values live in the
+    URL. Two a row in projector mode, so that no label is cut."""
+    values = {field: False for field, *_ in TOGGLES}
+    shown = [t for t in TOGGLES if applies(t[0], axis)]
+    specials = ", ".join(sorted({t for t, s in zip(axis.tokens, axis.special, strict=True) if s})) if axis else ""
+    columns = st.columns(min(2, len(shown)) if projector else len(shown)) if shown else []
+    for i, (field, url_key, label, help_text) in enumerate(shown):
         state.restore(f"{prefix}.{url_key}", url_key, False)
-        values[field] = col.toggle(label, key=f"{prefix}.{url_key}", help=help_text)
+        col = columns[i % len(columns)]
+        values[field] = col.toggle(label, key=f"{prefix}.{url_key}",
+                                   help=help_text.format(specials=specials or "[CLS], [SEP], <s>"))  # fmt: skip
         state.remember(url_key, values[field])
     return Options(**values)
 

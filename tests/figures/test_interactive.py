@@ -172,3 +172,44 @@ def test_the_exact_window_keeps_its_weights_masks_and_the_share_outside_and_esca
     assert array(fig.data[1].z).ravel().tolist() == [0.5, 0.5]  # what each row gives to keys outside the window
     assert list(fig.data[0].y) == ["&lt;script&gt;x&lt;/script&gt; ·1031", "it ·1032"]  # positions 1-based
     assert list(fig.data[0].x) == ["a ·8", "b ·9"]
+
+
+def test_a_grid_labels_every_token_on_every_map_up_to_64_and_none_past_it():
+    for t in (5, 17, 40, 64):
+        fig = interactive.head_grid(_random_result(l=1, h=12, t=t), 0)
+        axes = [fig.layout[k] for k in fig.layout if k.startswith(("xaxis", "yaxis"))]
+        assert len(axes) == 24
+        assert all(a.showticklabels and a.tickmode == "linear" and a.dtick == 1 for a in axes), t
+        columns = len({a.domain for a in axes if a.anchor.startswith("y")})  # x axes: one domain per column
+        first = fig.layout.xaxis.domain
+        width = (interactive.GRID_WIDTH - fig.layout.margin.l) * (first[1] - first[0])
+        assert width >= t * (fig.layout.font.size + 1) - 1, (t, columns)  # each token a label's line
+    for t, style in ((65, interactive.Style()), (41, interactive.Style(projector=True))):  # the stated rule
+        fig = interactive.head_grid(_random_result(l=1, h=12, t=t), 0, style=style)
+        assert not any(fig.layout[k].showticklabels for k in fig.layout if k.startswith(("xaxis", "yaxis")))
+        assert "too many to label on each map" in fig.layout.title.text
+
+
+def test_projector_mode_scales_every_maps_labels_by_at_least_one_and_a_half():
+    r = _random_result(l=1, h=4, t=12)
+    plain, big = interactive.Style(), interactive.Style(projector=True)
+    for build in (lambda s: interactive.head_grid(r, 0, style=s), lambda s: interactive.head_map(r, 0, 0, style=s),
+                  lambda s: interactive.matrix(np.eye(12), "m", rows=list("abcdefghijkl"), style=s)):  # fmt: skip
+        a, b = build(plain), build(big)
+        assert b.layout.font.size >= 1.5 * a.layout.font.size
+        assert b.layout.height >= a.layout.height
+
+
+def test_every_small_matrix_has_a_colour_bar_a_title_in_lines_and_a_stated_label_rule():
+    fig = interactive.matrix(np.random.rand(64, 32), "PE: 64 positions × 32 dimensions, compared each with each",
+                             rows=[str(i) for i in range(64)], cols=[f"d{i}" for i in range(32)],
+                             style=interactive.Style(), signed=False)  # fmt: skip
+    heat = fig.data[0]
+    assert heat.showscale is not False and heat.colorbar.title.text == "weight"
+    assert "<br>" in fig.layout.title.text  # wrapped to the column, never cut
+    assert list(fig.layout.yaxis.tickvals) == [str(i) for i in range(64)]  # the map grows: a line for every row
+    labelled = fig.layout.xaxis.tickvals  # 32 columns in a third of the page: every k-th, and the axis says so
+    step = int(labelled[1][1:]) - int(labelled[0][1:])
+    assert step > 1 and fig.layout.xaxis.title.text == f"every {step}{interactive._ordinal(step)} labelled"
+    small = interactive.matrix(np.eye(6), "m", rows=list("abcdef"), cols=list("abcdef"))
+    assert list(small.layout.yaxis.tickvals) == list("abcdef") and list(small.layout.xaxis.tickvals) == list("abcdef")

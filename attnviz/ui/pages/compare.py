@@ -53,8 +53,9 @@ CROSS_NEVER_TRAINED = (
 
 
 def source_picker(inputs: Inputs) -> str:
-    """Which model to compare with (SmolLM2's masked attention when the sidebar shows SmolLM2); in the URL."""
-    default = "llm" if inputs.model == "smollm2" else "dates"
+    """Which model to compare with, in the URL: by default the sidebar's sentence, on BERT's three kinds (SmolLM2's
+    masked attention beside BERT's when the sidebar shows SmolLM2); the dates model is one click away."""
+    default = "llm" if inputs.model == "smollm2" else "bert"
     state.restore("cmp.source", "source", default, lambda v: v in SOURCES)
     source = st.radio("Model", list(SOURCES), format_func=SOURCES.get, key="cmp.source", horizontal=True)
     state.remember("source", source)

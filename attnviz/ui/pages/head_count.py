@@ -84,6 +84,7 @@ def attention_section(task: str, style: Style) -> None:
     right = head_models.answer(ids[None], task)[0].tolist()
     labels = [f"{i + 1}:{d}" for i, d in enumerate(ids.tolist())]
     st.markdown(f"The right answer: `{''.join(map(str, right))}`")
+    st.caption("Each map's rows and columns are the digits by position: “3:2” is the 3rd digit, a 2.")
     for count in head_models.HEAD_COUNTS:
         answer, weights = head_models.attention_on(_model(task, count), digits)  # (T,), (1, H, T, T)
         ok = sum(int(a == b) for a, b in zip(answer.tolist(), right, strict=True))
@@ -140,10 +141,16 @@ def cost_section(style: Style) -> None:
     st.plotly_chart(lesson_charts.heads_cost_chart(rows, style=style), key="hc.chart")
     batched = {(r.heads, r.kv_heads): r.ms for r in rows if r.method == "batched"}
     table = [
-        {"query heads": r.heads, "K/V heads": r.kv_heads, "method": r.method, "ms": round(r.ms, 3),
-         "× batched": round(r.ms / batched[(r.heads, r.kv_heads)], 2),
-         "peak GPU MB": None if r.peak_mb is None else round(r.peak_mb, 1), "weights MB": round(r.weights_mb, 1),
-         "K+V MB": round(r.kv_mb, 2)}
+        {
+            "query heads": r.heads,
+            "K/V heads": r.kv_heads,
+            "method": r.method,
+            "ms": round(r.ms, 3),
+            "× batched": round(r.ms / batched[(r.heads, r.kv_heads)], 2),
+            **({} if r.peak_mb is None else {"peak GPU MB": round(r.peak_mb, 1)}),
+            "weights MB": round(r.weights_mb, 1),
+            "K+V MB": round(r.kv_mb, 2),
+        }
         for r in rows
     ]  # fmt: skip
     st.dataframe(table, hide_index=True)

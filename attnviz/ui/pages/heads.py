@@ -66,7 +66,11 @@ def render() -> None:
         widgets.truncation_notice(lazy)
         lazy_views.heads(inputs, lazy, view_picker())
         return
-    opts = widgets.options("heads")
+    try:
+        axis = eng.encode(text).axis  # the options this text's tokens have
+    except ValueError:
+        axis = None  # bad text: the results' step below says why
+    opts = widgets.options("heads", axis, inputs.style.projector)
     read = request_for(asked, opts)
     backend = read.request.backend
     results = cache.results_or_stop(read)
@@ -107,13 +111,14 @@ def render() -> None:
         if opts.value_weight:
             panels = value_panels(results[kind], layer, head, opts)
             fig = interactive.side_by_side(panels, style=inputs.style)
-            st.plotly_chart(fig, key="heads.chart.head")
+            st.plotly_chart(fig, key="heads.chart.head", theme=None)
         else:
             view_key = ("heads", model, backend, text, kind, repr(opts), inputs.style, layer, head)
             fig = cache.chart(
                 view_key,
                 lambda: interactive.head_map(result, layer, head, style=inputs.style, note=note),
                 "heads.chart.head",
+                theme=None,  # our fonts: Streamlit's theme would keep tick labels at 12 px in projector mode
             )
         widgets.export_buttons(inputs, fetch, layer, head, opts, "heads.export.head")
         snap = {"view": "head", "layer": layer + 1, "head": head + 1, **opts.as_dict()}

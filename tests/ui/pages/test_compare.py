@@ -6,8 +6,15 @@ from conftest import SENTENCE
 from plotly_data import array
 
 
-def test_compare_page_with_the_date_model():
+def test_compare_page_opens_on_the_sidebars_sentence():
     at = _compare()
+    _ok(at)
+    assert at.radio(key="cmp.source").value == "bert"  # BERT's three kinds on the sentence the sidebar shows
+    assert "animal ·3" in _charts(at)[0]["data"][0]["x"]
+
+
+def test_compare_page_with_the_date_model():
+    at = _compare(source="dates")
     _ok(at)
     assert any("→ **2026\\-11\\-22**" in m.value for m in at.markdown)  # escaped: the model's output is text
     data = _charts(at)[0]["data"]
@@ -20,7 +27,7 @@ def test_compare_page_with_the_date_model():
 
 
 def test_compare_page_with_bert_what_ifs():
-    at = _compare()
+    at = _compare(source="dates")
     at.radio(key="cmp.source").set_value("bert").run()
     _ok(at)
     notes = [w.value for w in at.warning]
