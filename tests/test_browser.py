@@ -723,3 +723,72 @@ def test_the_corpus_page_draws_a_run_its_examples_and_a_heads_query_key_space_in
         assert pg.locator("[data-testid=stAlertContentError]").count() == 0
     finally:
         pg.close()
+
+
+READABLE_JS = """() => {
+  const out = {bars: [], clipped: [], tickFonts: [], heads: []};
+  for (const el of document.querySelectorAll('[data-testid=stMain] [data-testid=stWidgetLabel] p, '
+      + '[data-testid=stSidebar] [data-testid=stWidgetLabel] p, [data-testid=stMain] h1, [data-testid=stMain] h2, '
+      + '[data-testid=stMain] h3')) {
+    if (el.offsetParent !== null && el.scrollWidth > el.clientWidth + 1) out.clipped.push(el.innerText.slice(0, 60));
+  }
+  for (const gd of document.querySelectorAll('[data-testid=stMain] .js-plotly-plot')) {
+    const lay = gd._fullLayout || {}, maps = (gd._fullData || []).filter(t => t.type === 'heatmap');
+    if (!maps.length) continue;
+    out.bars.push(maps.some(t => t.coloraxis ? lay[t.coloraxis].showscale : t.showscale));
+    for (const t of maps) {
+      for (const a of [t.xaxis, t.yaxis]) {
+        const ax = lay[a.replace(/^x/, 'xaxis').replace(/^y/, 'yaxis')];
+        if (ax && ax.showticklabels && ax.tickfont) out.tickFonts.push(ax.tickfont.size);
+      }
+    }
+  }
+  return out;
+}"""
+READABLE_PAGES = ("", "inside", "compare", "overview", "positions", "head_count", "masks")
+
+
+def _readable(browser, server, path: str, model: str, projector: bool) -> dict:
+    pg = browser.new_page(viewport={"width": 1280, "height": 800})
+    try:
+        pg.goto(f"{server}/{path}?{model}" + ("&projector=true" if projector else ""))
+        pg.wait_for_selector("[data-testid=stMain] .js-plotly-plot", timeout=90_000)
+        pg.wait_for_timeout(1500)  # the page's later charts
+        return pg.evaluate(READABLE_JS)
+    finally:
+        pg.close()
+
+
+@pytest.mark.parametrize("model", ["model=default", "model=smollm2&backend=hf"])
+def test_every_map_has_a_colour_bar_no_label_is_cut_and_a_projector_enlarges_tick_labels(browser, server, model):
+    """Each page's first draw at 1280x800, then in projector mode: every heatmap figure has a colour bar (a grid's
+    maps share one), no heading or widget label is clipped, and the projector's tick labels are at least 1.5x."""
+    for path in READABLE_PAGES:
+        plain, big = (_readable(browser, server, path, model, projector) for projector in (False, True))
+        for mode, got in (("plain", plain), ("projector", big)):
+            assert got["bars"] and all(got["bars"]), (path, mode, got["bars"])
+            assert got["clipped"] == [], (path, mode, got["clipped"])
+        assert min(big["tickFonts"]) >= 1.5 * max(plain["tickFonts"]) - 0.01, (
+            path,
+            plain["tickFonts"],
+            big["tickFonts"],
+        )
+
+
+def test_the_heads_page_labels_every_token_on_every_map(browser, server):
+    """The layer grid and one head's map: as many tick labels as tokens on every axis (up to 64 tokens)."""
+    pg = browser.new_page(viewport={"width": 1280, "height": 800})
+    try:
+        for view in ("Layer", "Head"):
+            pg.goto(f"{server}/?view={view}&layer=2&head=3")
+            pg.wait_for_selector("[data-testid=stMain] .js-plotly-plot", timeout=90_000)
+            pg.wait_for_timeout(1000)
+            counts = pg.evaluate("""() => {
+              const gd = document.querySelector('[data-testid=stMain] .js-plotly-plot'), lay = gd._fullLayout;
+              return gd._fullData.filter(t => t.type === 'heatmap').flatMap(t => [[t.xaxis, t.x], [t.yaxis, t.y]])
+                .map(([a, v]) => [lay[a.replace(/^x/, 'xaxis').replace(/^y/, 'yaxis')]._vals.length, v.length]);
+            }""")
+            assert len(counts) == (24 if view == "Layer" else 2)
+            assert all(shown == tokens == 16 for shown, tokens in counts), (view, counts)  # the default sentence
+    finally:
+        pg.close()
