@@ -5,8 +5,9 @@ that a reload, a typed URL state (?layer=3&head=5&view=Head) or a restarted serv
 never reaches the class's view or a page's text (project the app full screen, or the student link, not the address
 bar). After every run of the teacher's page, the page and its URL state (model, text, layer, head, palette, projector
 mode: everything `state` publishes) become the class's view in the store. A student opens the student link
-(?class=CODE); a fragment asks the store every 0.4 s and,
-while the student follows, a newer view replaces theirs before their page draws: the widgets' values are dropped
+(?class=CODE); the teacher's run wakes this server's following pages at once (`wake`), and a fragment asks the
+store every 0.4 s (how followers on another replica see it); while the student follows, a newer view replaces theirs
+before their page draws: the widgets' values are dropped
 and restored from the teacher's URL state, on the teacher's page. A student exploring alone keeps their own view
 until they rejoin.
 
