@@ -13,6 +13,13 @@ never reach the browser (a page half drawn, or blank after a page switch; Stream
 `AppSession.request_rerun` describes it, for a removed fragment only). Under a class's load this is what left a
 student's page blank or seconds behind. `install` makes such a request wait (a few milliseconds, polled) until the
 old runner has shut down and its messages are out; a request that finds no runner, or a running one, goes at once.
+
+A fragment's rerun also carries the page its browser was on when its timer fired. When a run has switched the session
+to another page (a follower taking the teacher's page) and a heartbeat from the page before was already on its way,
+Streamlit 1.67 runs that fragment on the old page: the browser, told the page changed back, clears the new page's
+elements and the fragment draws only itself, leaving the main area blank under the new page's URL (a full
+`make test` saw it: a student's URL took the teacher's head, the page stayed blank). `install` drops such a request;
+the browser's timer asks again, from the page it now shows, within a tick.
 """
 
 from __future__ import annotations
@@ -42,12 +49,24 @@ def finishing(session: AppSession) -> bool:
     return runner is not None and runner._requests._state == ScriptRequestType.STOP
 
 
+def left_page(session: AppSession, client_state) -> bool:
+    """Whether a fragment's rerun was asked for on a page the session has since left: the session's latest run
+    (Streamlit notes each run's page when it starts) is on another page than the one the browser sent."""
+    now, asked = session._client_state.page_script_hash, client_state.page_script_hash
+    return bool(now) and bool(asked) and asked != now
+
+
 def _fragment_rerun_after_the_run(session: AppSession, client_state, waited: float = 0.0) -> None:
-    """Streamlit's request_rerun, except that a fragment's rerun waits while the runner is finishing."""
-    if client_state is not None and client_state.fragment_id and waited < WAIT_MOST and finishing(session):
-        loop = session._event_loop
-        loop.call_later(WAIT_STEP, _fragment_rerun_after_the_run, session, client_state, waited + WAIT_STEP)
-        return
+    """Streamlit's request_rerun, except for a fragment's rerun: dropped when it was asked for on a page the session
+    has left, and held while the runner is finishing."""
+    if client_state is not None and client_state.fragment_id:
+        if left_page(session, client_state):
+            logging.getLogger("attnviz").debug("a fragment's rerun from a page this session has left: dropped")
+            return
+        if waited < WAIT_MOST and finishing(session):
+            loop = session._event_loop
+            loop.call_later(WAIT_STEP, _fragment_rerun_after_the_run, session, client_state, waited + WAIT_STEP)
+            return
     _request_rerun(session, client_state)
 
 

@@ -26,8 +26,10 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 import streamlit as st
+from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
@@ -218,7 +220,6 @@ def wake(code: str) -> int:
     replica still see it at their next tick). Each rerun is the session's own, with the state its browser last
     sent (Streamlit reruns a page so when its source changes); sessions that have gone are forgotten. How many were
     woken."""
-    from streamlit.proto.ClientState_pb2 import ClientState
     from streamlit.runtime import Runtime
 
     with _moments_lock:
@@ -238,14 +239,29 @@ def wake(code: str) -> int:
         session = info.session
 
         def rerun(session=session) -> None:  # on the server's event loop, as a browser's request is
-            state = ClientState()
-            state.CopyFrom(session._client_state)
-            state.fragment_id, state.is_auto_rerun = "", False  # the whole page, not the heartbeat alone
-            session.request_rerun(state)
+            session.request_rerun(wake_state(session))
 
         session._event_loop.call_soon_threadsafe(rerun)
         woken += 1
     return woken
+
+
+def wake_state(session) -> ClientState:
+    """The request a wake sends a session: its whole page, with the URL state its runs have set last.
+
+    Not the URL the browser last sent, which the session keeps (`_client_state`) only from the end of its last
+    script runner: a run in progress that has just taken the teacher's view (a heartbeat saw it first) has set a new
+    URL state, and a rerun with the old one would preempt it and draw the old view under the new URL, for good (a
+    full `make test` saw a follower's URL take a head while its page never showed it)."""
+    state = ClientState()
+    state.CopyFrom(session._client_state)
+    state.fragment_id, state.is_auto_rerun = "", False  # the whole page, not the heartbeat alone
+    try:
+        now = dict(session._session_state.query_params._query_params)
+    except (AttributeError, RuntimeError):  # another Streamlit's internals, or changed while read: the browser's
+        return state
+    state.query_string = urlencode(now, doseq=True)
+    return state
 
 
 def follow(here: Seat, page_url: str) -> None:

@@ -14,7 +14,9 @@ from attnviz.ui import guards
 
 
 def _session(loop, requests):
-    return SimpleNamespace(_scriptrunner=SimpleNamespace(_requests=requests), _event_loop=loop)
+    return SimpleNamespace(
+        _scriptrunner=SimpleNamespace(_requests=requests), _event_loop=loop, _client_state=ClientState()
+    )
 
 
 def test_install_guards_rerun_requests_and_clear_cache_once():
@@ -65,3 +67,25 @@ def test_a_runner_that_never_shuts_down_does_not_hold_a_request_for_ever(monkeyp
     loop.run_until_complete(asyncio.sleep(0.2))
     loop.close()
     assert taken == [tick]
+
+
+def test_a_fragments_rerun_from_a_page_the_session_has_left_is_dropped(monkeypatch):
+    """A heartbeat sent from the Class page reaches a session whose run has just switched it to the Heads page: run,
+    it would tell the browser the page is the Class page again and blank the Heads page. Dropped; a tick from the
+    page the session is on, and a whole page's rerun from anywhere, go through."""
+    taken = []
+    monkeypatch.setattr(guards, "_request_rerun", lambda session, state: taken.append(state))
+    requests = ScriptRequests()
+    loop = asyncio.new_event_loop()
+    session = _session(loop, requests)
+    session._client_state = ClientState(page_script_hash="heads")  # the session's latest run is on Heads
+    old_tick = ClientState(fragment_id="heartbeat", is_auto_rerun=True, page_script_hash="classroom")
+    tick = ClientState(fragment_id="heartbeat", is_auto_rerun=True, page_script_hash="heads")
+    back = ClientState(page_script_hash="classroom")  # the student clicks the Class page: a whole run
+    for state in (old_tick, tick, back):
+        guards._fragment_rerun_after_the_run(session, state)
+    loop.close()
+    assert taken == [tick, back]
+    assert guards.left_page(session, old_tick) and not guards.left_page(session, tick)
+    session._client_state = ClientState()  # no run yet: nothing to compare with
+    assert not guards.left_page(session, old_tick)

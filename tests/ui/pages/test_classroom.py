@@ -401,3 +401,24 @@ def test_a_following_session_is_one_to_wake_and_one_exploring_alone_is_not(db):
     at.slider(key="heads.layer").set_value(4).run()  # the student explores alone now
     assert seat._awake[code] == set()
     assert seat.wake(code) == 0
+
+
+def test_a_wake_reruns_the_whole_page_with_the_url_state_its_runs_set_last_not_the_browsers_older_one():
+    """A heartbeat that saw the teacher's new view first has a run in progress with the new URL state; the session's
+    saved client state still holds the browser's older URL until its runner ends. The wake's rerun preempts that run:
+    with the older URL it would draw the old view under the new address bar, so it carries the session's own."""
+    from types import SimpleNamespace
+
+    from streamlit.proto.ClientState_pb2 import ClientState
+    from streamlit.runtime.state.session_state import SessionState
+
+    from attnviz.ui import seat
+
+    browser = ClientState(query_string="class=ABCDEF&sid=s1&view=Layer&layer=1", page_script_hash="heads")
+    browser.fragment_id, browser.is_auto_rerun = "heartbeat", True
+    session_state = SessionState()
+    session_state.query_params.populate_from_query_string("class=ABCDEF&sid=s1&view=Head&layer=2&head=4")
+    state = seat.wake_state(SimpleNamespace(_client_state=browser, _session_state=session_state))
+    assert state.query_string == "class=ABCDEF&sid=s1&view=Head&layer=2&head=4"
+    assert (state.fragment_id, state.is_auto_rerun, state.page_script_hash) == ("", False, "heads")
+    assert browser.fragment_id == "heartbeat"  # the session's own record is left as it was
