@@ -725,8 +725,8 @@ def test_the_corpus_page_draws_a_run_its_examples_and_a_heads_query_key_space_in
         pg.close()
 
 
-READABLE_JS = """() => {
-  const out = {bars: [], clipped: [], tickFonts: [], heads: []};
+READABLE_JS = r"""() => {
+  const out = {bars: [], clipped: [], tickFonts: [], unlabelled: []};
   for (const el of document.querySelectorAll('[data-testid=stMain] [data-testid=stWidgetLabel] p, '
       + '[data-testid=stSidebar] [data-testid=stWidgetLabel] p, [data-testid=stMain] h1, [data-testid=stMain] h2, '
       + '[data-testid=stMain] h3')) {
@@ -736,10 +736,22 @@ READABLE_JS = """() => {
     const lay = gd._fullLayout || {}, maps = (gd._fullData || []).filter(t => t.type === 'heatmap');
     if (!maps.length) continue;
     out.bars.push(maps.some(t => t.coloraxis ? lay[t.coloraxis].showscale : t.showscale));
+    const axisOf = a => lay[a.replace(/^x/, 'xaxis').replace(/^y/, 'yaxis')];
+    const labelled = t => axisOf(t.yaxis).showticklabels;
     for (const t of maps) {
-      for (const a of [t.xaxis, t.yaxis]) {
+      for (const [a, values] of [[t.xaxis, t.x], [t.yaxis, t.y]]) {
         const ax = lay[a.replace(/^x/, 'xaxis').replace(/^y/, 'yaxis')];
         if (ax && ax.showticklabels && ax.tickfont) out.tickFonts.push(ax.tickfont.size);
+        // A token (or layer, head) axis of up to 64 values: one tick label for each. Not a dimension's axis (d1..,
+        // pair 1..), which states its every-k-th rule; rows shared with a panel beside it that labels them count.
+        const dims = values && values.every(v => /^(d|pair )\d+$/.test(String(v)));
+        const shared = a.startsWith('y') && !ax.showticklabels && maps.some(o => o !== t && labelled(o)
+          && o.y && o.y.length === values.length && o.y.every((v, i) => v === values[i]));
+        const n = ax && ax.type === 'category' && values && !dims && !shared ? new Set(values).size : 0;
+        const shown = ax && ax.showticklabels
+          ? (ax._vals || []).filter(v => v.text !== undefined && v.text !== '').length : 0;
+        const title = (lay.title && lay.title.text || '').slice(0, 30);
+        if (n && n <= 64 && shown < n) out.unlabelled.push(`${title} ${a}: ${shown}/${n}`);
       }
     }
   }
@@ -748,11 +760,52 @@ READABLE_JS = """() => {
 READABLE_PAGES = ("", "inside", "compare", "overview", "positions", "head_count", "masks")
 
 
-def _readable(browser, server, path: str, model: str, projector: bool) -> dict:
+IDLE_JS = "() => !document.querySelector('[data-testid=stStatusWidget]')"
+# Pages whose maps follow a click, and the clicks in order: a button's name (the start of it), or "guess": the first
+# answer of a radio. A page that draws no map for a model (an encoder on a decoder's page) shows its message instead.
+READABLE_CLICKS = {
+    "generate": ("Write",),
+    "pronouns": ("guess", "Reveal"),
+    "induction": ("guess", "Reveal"),
+    "knockout": ("Knock out each of",),
+    "corpora": (),
+    "classroom": ("Start a class",),
+}
+MAPLESS = {("default", "induction"), ("default", "knockout"), ("smollm2", "classroom"), ("default", "classroom")}
+
+
+MAPS_JS = """() => [...document.querySelectorAll('[data-testid=stMain] .js-plotly-plot')]
+  .filter(p => (p._fullData || []).some(t => t.type === 'heatmap')).length"""
+HEATMAP_JS = f"() => ({MAPS_JS})() > 0"
+
+
+def _readable(browser, server, path: str, model: str, projector: bool, clicks: tuple = (), maps: bool = True) -> dict:
     pg = browser.new_page(viewport={"width": 1280, "height": 800})
     try:
         pg.goto(f"{server}/{path}?{model}" + ("&projector=true" if projector else ""))
-        pg.wait_for_selector("[data-testid=stMain] .js-plotly-plot", timeout=90_000)
+        if maps and not clicks:
+            pg.wait_for_function(HEATMAP_JS, timeout=90_000)
+        else:
+            pg.wait_for_selector("[data-testid=stMain] h2", timeout=90_000)  # the page's header: its run began
+            pg.wait_for_timeout(500)
+        main = pg.locator("[data-testid=stMain]")
+        for click in clicks:
+            pg.wait_for_function(IDLE_JS, timeout=120_000)
+            before = pg.evaluate(MAPS_JS)
+            if click == "guess" and maps:
+                guess = main.locator("[data-testid=stRadio]").filter(has_text="Your guess")
+                guess.locator("label").nth(1).click()  # label 0 is the question's own
+            else:
+                button = main.get_by_role("button", name=click).first
+                if not maps and button.count() == 0:
+                    continue  # an encoder on a decoder's page: its message, no button
+                button.click()
+                if maps:  # the button's maps: a figure more than before
+                    pg.wait_for_function(f"() => ({MAPS_JS})() > {before}", timeout=300_000)
+            pg.wait_for_timeout(300)
+        pg.wait_for_function(IDLE_JS, timeout=300_000)
+        if maps:
+            pg.wait_for_function(HEATMAP_JS, timeout=90_000)
         pg.wait_for_timeout(1500)  # the page's later charts
         return pg.evaluate(READABLE_JS)
     finally:
@@ -765,14 +818,40 @@ def test_every_map_has_a_colour_bar_no_label_is_cut_and_a_projector_enlarges_tic
     maps share one), no heading or widget label is clipped, and the projector's tick labels are at least 1.5x."""
     for path in READABLE_PAGES:
         plain, big = (_readable(browser, server, path, model, projector) for projector in (False, True))
-        for mode, got in (("plain", plain), ("projector", big)):
-            assert got["bars"] and all(got["bars"]), (path, mode, got["bars"])
-            assert got["clipped"] == [], (path, mode, got["clipped"])
+        _check_readable(path, plain, big, maps=True)
+
+
+# Pages whose small maps stand three a row (Inside's steps, the Masks page, One head vs many): 65-106 px a map at
+# 1280x800, too narrow for a label per token. Not met yet (issue 36): their token axes are not counted here.
+CRAMPED = ("inside", "masks", "head_count")
+
+
+def _check_readable(path: str, plain: dict, big: dict, maps: bool) -> None:
+    """Every heatmap figure has a colour bar, every token axis of up to 64 tokens a label for each (but on CRAMPED
+    pages), no label is clipped, and the projector's tick labels are at least 1.5x the plain page's."""
+    for mode, got in (("plain", plain), ("projector", big)):
+        assert all(got["bars"]) and (bool(got["bars"]) or not maps), (path, mode, got["bars"])
+        assert path in CRAMPED or got["unlabelled"] == [], (path, mode, got["unlabelled"])
+        assert got["clipped"] == [], (path, mode, got["clipped"])
+    if maps:
         assert min(big["tickFonts"]) >= 1.5 * max(plain["tickFonts"]) - 0.01, (
             path,
             plain["tickFonts"],
             big["tickFonts"],
         )
+
+
+@pytest.mark.parametrize("model", ["default", "smollm2"])
+def test_the_pages_after_their_buttons_are_readable_too(browser, server, corpus_runs, model):
+    """The pages whose maps follow a click (Generate's Write, the pronoun lesson's guess and reveal, the knock-out
+    grid, a corpus run's page, starting a class), pressed as a person would, at 1280x800 and in projector mode: the
+    same checks as every page's first draw."""
+    query = {"default": "model=default", "smollm2": "model=smollm2&backend=hf"}[model]
+    for path, clicks in READABLE_CLICKS.items():
+        where = f"{query}&run={corpus_runs[model].folder.name}&stat=prev" if path == "corpora" else query
+        maps = (model, path) not in MAPLESS
+        plain, big = (_readable(browser, server, path, where, projector, clicks, maps) for projector in (False, True))
+        _check_readable(path, plain, big, maps)
 
 
 def test_the_heads_page_labels_every_token_on_every_map(browser, server):

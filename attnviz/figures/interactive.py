@@ -302,6 +302,7 @@ def matrix(
     bound: float | None = None,
     unit: str | None = None,
     row_ticks: tuple[list[str], list[str], str] | None = None,
+    width: int | None = None,
 ) -> go.Figure:
     """Any matrix of the computation (X, Q, scores, ...): signed values on a diverging scale around 0, with a colour
     bar titled `unit` (default: "weight" unsigned, "value" signed).
@@ -309,7 +310,9 @@ def matrix(
     `masked` (bool, the matrix's shape) marks cells the mask forbids: drawn grey, left out of the scale.
     `bound`: the colour scale's end (default: the largest magnitude); values past it take the end colour.
     `row_ticks`: (the rows labelled, their labels, the rule in words) where rows are too many to label each.
+    `width`: the px its title and columns get (default TITLE_PX: a small map, three a row).
     """
+    width = width or TITLE_PX
     m = np.asarray(m, dtype=np.float32)
     if masked is not None:
         m = np.where(masked, np.nan, m)
@@ -340,8 +343,8 @@ def matrix(
     if rows is not None and len(rows) <= EVERY_LABEL:
         height = max(height, _labels_fit(len(rows), font) + 60)  # a line for each row's label
     # A title in lines that fit a narrow column (three maps a row on the Masks page): never cut.
-    lines = textwrap.wrap(title, max(16, int(TITLE_PX / (CHAR * (font + 1))))) or [""]
-    for axis, labels, fit in ((fig.update_yaxes, rows, height - 60), (fig.update_xaxes, cols, TITLE_PX)):
+    lines = textwrap.wrap(title, max(16, int(width / (CHAR * (font + 1))))) or [""]
+    for axis, labels, fit in ((fig.update_yaxes, rows, height - 60), (fig.update_xaxes, cols, width)):
         if labels is None or len(labels) > EVERY_LABEL:
             axis(showticklabels=False)
             continue
@@ -591,7 +594,8 @@ def stat_grid(
         )
     )
     fig.add_trace(click_markers(heads, layers, "open", 40))
-    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(**EVERY_TICK)  # every head and layer named, none thinned (a projector's two grids a row)
+    fig.update_yaxes(autorange="reversed", **EVERY_TICK)
     return fig.update_layout(
         height=(90 if n_l <= 12 else 44) * n_l + 120,
         font={"size": style.font_size},
@@ -616,7 +620,9 @@ def bars(values: np.ndarray, tokens: tuple[str, ...], title: str, *, style: Styl
     )
 
 
-FLIP_COLOURS = [[0, "#d95f02"], [0.5, "#dddddd"], [1, "#1b9e77"]]  # flips the wrong way, never moves, flips right
+FLIP_COLOURS = [  # flips the wrong way (orange), never moves (grey), flips right (green): three flat bands
+    [0, "#d95f02"], [1 / 3, "#d95f02"], [1 / 3, "#dddddd"], [2 / 3, "#dddddd"], [2 / 3, "#1b9e77"], [1, "#1b9e77"]
+]  # fmt: skip
 
 
 def flip_grid(categories: np.ndarray, names: dict[int, str], title: str, *, style: Style = Style()) -> go.Figure:
@@ -627,9 +633,9 @@ def flip_grid(categories: np.ndarray, names: dict[int, str], title: str, *, styl
             z=categories,
             text=[[names[int(c)] for c in row] for row in categories],
             colorscale=FLIP_COLOURS,
-            zmin=0,
-            zmax=2,
-            showscale=False,
+            zmin=-0.5,
+            zmax=2.5,
+            colorbar={"tickvals": [0, 1, 2], "ticktext": [names[c] for c in (0, 1, 2)], "title": {"text": "the pick"}},
             hovertemplate="layer %{y}, head %{x}: %{text}<extra></extra>",
             x=[f"H{h + 1}" for h in range(n_h)],
             y=[f"L{layer + 1}" for layer in range(n_l)],
@@ -637,5 +643,7 @@ def flip_grid(categories: np.ndarray, names: dict[int, str], title: str, *, styl
             ygap=2,
         )
     )
-    fig.update_yaxes(autorange="reversed")
-    return fig.update_layout(height=360, title=html_text(title), font={"size": style.font_size})
+    fig.update_xaxes(**EVERY_TICK)
+    fig.update_yaxes(autorange="reversed", **EVERY_TICK)
+    height = max(360, n_l * (style.font_size + 4) + 140)  # a line for each layer's label (30 on SmolLM2)
+    return fig.update_layout(height=height, title=html_text(title), font={"size": style.font_size})

@@ -41,6 +41,13 @@ GLOSSARY = (  # the words a student meets on the pages, each once, in plain word
     ("Rollout", "Attention followed through every layer, counting the residual connection: where a token's "
      "information came from, roughly."),
     ("Pooled", "A long text's map averages blocks of tokens into one cell (“pooled 4×4”); pick one head for detail."),
+    ("‖αf(x)‖ (weighted by what each key sends)", "A head's attention weight α times the length of what the key "
+     "sends through the head (its value after the output projection, f(x); Kobayashi et al. 2020): a key looked at "
+     "a lot that sends little scores low."),
+    ("ARENA", "An open course in mechanistic interpretability (the Alignment Research Engineer Accelerator); the "
+     "Induction page computes its scores as the course's chapters 1.2 and 1.4 do."),
+    ("bench/RESULTS.md", "The file of the project's measurements, in its source code's folder: each figure a page "
+     "quotes is there, with the command that measured it and the machine it ran on."),
 )  # fmt: skip
 # Streamlit sizes text in rem, so raising the root font size scales every label and heading together.
 PROJECTOR_CSS = (  # our own constant CSS: larger text, and the pages' names wrap instead of being cut

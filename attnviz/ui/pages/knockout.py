@@ -7,6 +7,7 @@ import numpy as np
 import streamlit as st
 
 from attnviz import api, escape
+from attnviz.analysis.head_stats import NAMES as STAT_NAMES
 from attnviz.figures import interactive, lesson_charts
 from attnviz.interventions import ablation, patching
 from attnviz.interventions.runs import token_text
@@ -64,7 +65,7 @@ def _pick_heads(eng: api.Engine, inputs: Inputs) -> dict[int, list[int]]:
             heads.setdefault(layer, []).append(head)
         return heads
     a, b = st.columns(2)
-    stat = a.selectbox("Statistic", ("prev", "first", "self", "entropy"), key="ko.stat")
+    stat = a.selectbox("Statistic", ("prev", "first", "self", "entropy"), key="ko.stat", format_func=STAT_NAMES.get)
     k = b.slider("k", 1, min(32, n_l * n_h), 5, key="ko.k")
     stats = cache.attention_or_stop(inputs.model, inputs.backend, inputs.text).main.stats()
     flat = stats[stat].flatten()
@@ -126,8 +127,14 @@ def importance_section(eng: api.Engine, inputs: Inputs, mode: str) -> None:
     c1.plotly_chart(interactive.stat_grid(values, [[""] * values.shape[1]] * values.shape[0],
                                           "loss increase (nats)", style=inputs.style, show_values=False),
                     key="ko.importance")  # fmt: skip
-    stat = c2.selectbox("beside a statistic of where it looks", ("prev", "first", "entropy", "self"), key="ko.beside")
-    c2.plotly_chart(interactive.stat_grid(stats[stat].numpy(), [[""] * values.shape[1]] * values.shape[0], stat,
+    stat = c2.selectbox(
+        "beside a statistic of where it looks",
+        ("prev", "first", "entropy", "self"),
+        key="ko.beside",
+        format_func=STAT_NAMES.get,
+    )
+    c2.plotly_chart(interactive.stat_grid(stats[stat].numpy(), [[""] * values.shape[1]] * values.shape[0],
+                                          STAT_NAMES[stat],
                                           style=inputs.style, show_values=False), key="ko.stat_grid")  # fmt: skip
     top = np.dstack(np.unravel_index(np.argsort(-values, axis=None)[:3], values.shape))[0]
     st.markdown(

@@ -144,7 +144,8 @@ def draw_pair(inputs: Inputs, index: int) -> None:
         f"*{escape.md(a.text)}* → **{escape.md(a.answer)}**  \n*{escape.md(b.text)}* → **{escape.md(b.answer)}**"
     )
     title = (
-        "Green: the head's choice flips with the one word, both times right. Grey: it picks the same word both times."
+        "Green: the head's choice flips with the one word, both times right. Grey: it picks the same word both "
+        "times. Orange: its choice changes, but not to the right word both times."
     )
     fig = interactive.flip_grid(categories.numpy(), pronoun_scores.FLIP_NAMES, title, style=inputs.style)
     st.plotly_chart(fig, key="pr.pair")
