@@ -46,9 +46,9 @@ TEXTS = (  # one per round, so that a round's buttons never meet the memo of an 
     "Paul tried to call George on the phone, but he wasn't successful.",
     "The city councilmen refused the demonstrators a permit because they feared violence.",
 )
-# Every plotly figure in the page laid out (drawn), after a run's end.
+# Every plotly figure in sight laid out (drawn), after a run's end; one in a tab not shown is drawn when it is opened.
 LAID_OUT_JS = """() => [...document.querySelectorAll('[data-testid=stMain] .js-plotly-plot')]
-  .every(p => p._fullLayout && p.querySelector('.main-svg'))"""
+  .every(p => p.offsetParent === null || (p._fullLayout && p.querySelector('.main-svg')))"""
 QUIET_S = 0.3  # a run is over when no other whole run ends this long after it (a click may rerun the page)
 FINISHED = 0  # ForwardMsg.script_finished: a whole page's run finished successfully (not a fragment's, not rerun)
 
