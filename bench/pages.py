@@ -149,7 +149,7 @@ DECODER_PAGES = ("generate", "induction", "knockout")  # shown with SmolLM2 (BER
 
 def screens(browser, base: str, folder: Path) -> None:
     """Every page at 1280x800, plain and in projector mode, after the buttons a person presses first (BERT; SmolLM2
-    where the page needs a decoder): PAGE_MODEL_MODE.png (docs/screens/)."""
+    where the page needs a decoder), scrolled to its first map: PAGE_MODEL_MODE.png (docs/screens/)."""
     folder.mkdir(parents=True, exist_ok=True)
     for path in PAGES:
         model = "smollm2" if path in DECODER_PAGES else "default"
@@ -157,7 +157,10 @@ def screens(browser, base: str, folder: Path) -> None:
             query = MODELS[model] + ("&projector=true" if mode == "projector" else "")
             pg, runs, _ = open_page(browser, base, path, query)
             buttons(pg, runs, path, TEXTS[1], first_round=False)
-            pg.wait_for_timeout(500)
+            maps = pg.locator("[data-testid=stMain] .js-plotly-plot:visible")
+            if maps.count():  # the page's first map at the top of the screen, as a person scrolls to it
+                maps.first.evaluate("gd => gd.scrollIntoView({block: 'start'})")
+            pg.wait_for_timeout(800)
             pg.screenshot(path=str(folder / f"{path or 'heads'}_{model}_{mode}.png"))
             pg.close()
 

@@ -727,9 +727,11 @@ def test_the_corpus_page_draws_a_run_its_examples_and_a_heads_query_key_space_in
 
 READABLE_JS = r"""() => {
   const out = {bars: [], clipped: [], tickFonts: [], unlabelled: []};
-  for (const el of document.querySelectorAll('[data-testid=stMain] [data-testid=stWidgetLabel] p, '
-      + '[data-testid=stSidebar] [data-testid=stWidgetLabel] p, [data-testid=stMain] h1, [data-testid=stMain] h2, '
-      + '[data-testid=stMain] h3')) {
+  // a label's text box (Streamlit ends a long one in an ellipsis there), a page's name in the sidebar, the headings
+  for (const el of document.querySelectorAll('[data-testid=stWidgetLabel] [data-testid=stMarkdownContainer], '
+      + '[data-testid=stWidgetLabel] p, [data-testid=stSidebarNav] a, '
+      + '[data-testid=stSidebarNav] a [data-testid=stMarkdownContainer], '
+      + '[data-testid=stMain] h1, [data-testid=stMain] h2, [data-testid=stMain] h3')) {
     if (el.offsetParent !== null && el.scrollWidth > el.clientWidth + 1) out.clipped.push(el.innerText.slice(0, 60));
   }
   for (const gd of document.querySelectorAll('[data-testid=stMain] .js-plotly-plot')) {

@@ -52,7 +52,11 @@ GLOSSARY = (  # the words a student meets on the pages, each once, in plain word
 # Streamlit sizes text in rem, so raising the root font size scales every label and heading together.
 PROJECTOR_CSS = (  # our own constant CSS: larger text, and the pages' names wrap instead of being cut
     "<style>html { font-size: 24px; } "  # 1.5x the browser's 16 px: every label, a chart's ticks too
-    "[data-testid=stSidebarNav] a span { white-space: normal; overflow: visible; text-overflow: clip; }</style>"
+    # a page's name and a widget's label wrap onto a second line rather than end in an ellipsis
+    "[data-testid=stSidebarNav] a span, [data-testid=stSidebarNav] [data-testid=stMarkdownContainer], "
+    "[data-testid=stSidebarNav] p, [data-testid=stWidgetLabel] [data-testid=stMarkdownContainer], "
+    "[data-testid=stWidgetLabel] p { white-space: normal; overflow: visible; text-overflow: clip; min-width: 0; "
+    "max-width: 100%; }</style>"
 )
 
 
