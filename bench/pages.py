@@ -147,21 +147,22 @@ def buttons(pg, runs: Runs, path: str, text: str, first_round: bool) -> dict[str
 DECODER_PAGES = ("generate", "induction", "knockout")  # shown with SmolLM2 (BERT has only a message there)
 
 
-def screens(browser, base: str, folder: Path) -> None:
+def screens(browser, base: str, folder: Path, pages=PAGES) -> None:
     """Every page at 1280x800, plain and in projector mode, after the buttons a person presses first (BERT; SmolLM2
-    where the page needs a decoder), scrolled to its first map: PAGE_MODEL_MODE.png (docs/screens/)."""
+    where the page needs a decoder): PAGE_MODEL_MODE.png, and its first map alone, PAGE_MODEL_MODE_map.png."""
     folder.mkdir(parents=True, exist_ok=True)
-    for path in PAGES:
+    for path in pages:
         model = "smollm2" if path in DECODER_PAGES else "default"
         for mode in ("plain", "projector"):
             query = MODELS[model] + ("&projector=true" if mode == "projector" else "")
             pg, runs, _ = open_page(browser, base, path, query)
             buttons(pg, runs, path, TEXTS[1], first_round=False)
-            maps = pg.locator("[data-testid=stMain] .js-plotly-plot:visible")
-            if maps.count():  # the page's first map at the top of the screen, as a person scrolls to it
-                maps.first.evaluate("gd => gd.scrollIntoView({block: 'start'})")
+            maps = pg.locator("[data-testid=stMain] [data-testid=stPlotlyChart]")
+            name = f"{path or 'heads'}_{model}_{mode}"
             pg.wait_for_timeout(800)
-            pg.screenshot(path=str(folder / f"{path or 'heads'}_{model}_{mode}.png"))
+            pg.screenshot(path=str(folder / f"{name}.png"))
+            if maps.count():  # and the page's first map, as a person scrolls to it
+                maps.first.screenshot(path=str(folder / f"{name}_map.png"))
             pg.close()
 
 
@@ -205,7 +206,7 @@ def main() -> None:
                                 k[1].startswith(f"{path or 'heads'}:")}  # fmt: skip
                         print(f"{model} round {r + 1}: {line}", flush=True)
             if args.screens:
-                screens(browser, base, args.screens)
+                screens(browser, base, args.screens, args.pages.split(","))
             browser.close()
     finally:
         proc.terminate()

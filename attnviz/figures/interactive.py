@@ -498,7 +498,7 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
             "tickangle": -60,
             "showticklabels": len(p.cols) <= EVERY_LABEL,
             "showgrid": False,
-            "title": {"text": "key"},
+            "title": {"text": "key" if len(p.cols) <= EVERY_LABEL else f"key: {len(p.cols)} tokens, too many to label"},
             **(EVERY_TICK if len(p.cols) <= EVERY_LABEL else {}),
         }
         layout[f"yaxis{sx}"] = {
@@ -506,7 +506,7 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
             "autorange": "reversed",
             "showticklabels": show_rows and len(p.rows) <= EVERY_LABEL,
             "showgrid": False,
-            "title": {"text": "query" if i == 0 else ""},
+            "title": {"text": "" if i else "query" if len(p.rows) <= EVERY_LABEL else f"query: {len(p.rows)} tokens"},
             **(EVERY_TICK if len(p.rows) <= EVERY_LABEL else {}),
         }
         heading = _wrap_title(p.title, x1 - x0, style.font_size + 1)
@@ -561,16 +561,24 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     return fig
 
 
+STAT_GRID_PX = 480  # a layer x head grid's plot width, measured in Chromium at 1280x800 on a projector (the least)
+
+
 def stat_grid(
     values: np.ndarray, labels: list[list[str]], stat: str, *, style: Style = Style(), show_values: bool = True
 ) -> go.Figure:
     """A layer x head grid coloured by one statistic, each head's label (and value) written in its cell."""
     n_l, n_h = values.shape
-    fits = (GRID_WIDTH - 80) / n_h / (CHAR * (style.font_size - 2))  # characters a cell's line holds
+    cell_px = STAT_GRID_PX / n_h  # a cell's width
+    fits = cell_px / (CHAR * (style.font_size - 2))  # characters a cell's line holds
 
     def cell(label: str) -> str:  # a label too long for its cell breaks after its hyphen ("previous-" / "token")
         shown = html_text(label, 40)
         return shown.replace("-", "-<br>", 1) if len(label) > fits else shown
+
+    # the longest line a cell shows ("street", "previous-"), and a size at which it fits its cell
+    longest = max((len(part) for row in labels for label in row for part in label.split("-")), default=1)
+    size = max(8, min(style.font_size - 2, int(cell_px / (CHAR * max(longest, 4)))))
 
     text = [
         [cell(labels[layer][h]) + (f"<br>{values[layer, h]:.2f}" if show_values else "") for h in range(n_h)]
@@ -585,7 +593,7 @@ def stat_grid(
             y=layers,
             text=text,
             texttemplate="%{text}",
-            textfont={"size": style.font_size - 2},
+            textfont={"size": size},
             colorscale=style.colorscale,
             colorbar={"title": {"text": stat}},
             hovertemplate="layer %{y}, head %{x}<br>" + stat + " %{z:.3f}<br>%{text}<extra></extra>",

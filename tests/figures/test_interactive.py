@@ -213,3 +213,19 @@ def test_every_small_matrix_has_a_colour_bar_a_title_in_lines_and_a_stated_label
     assert step > 1 and fig.layout.xaxis.title.text == f"every {step}{interactive._ordinal(step)} labelled"
     small = interactive.matrix(np.eye(6), "m", rows=list("abcdef"), cols=list("abcdef"))
     assert list(small.layout.yaxis.tickvals) == list("abcdef") and list(small.layout.xaxis.tickvals) == list("abcdef")
+
+
+def test_a_head_grids_cell_labels_fit_their_cells_on_a_projector():
+    """The pronoun grid names each head's pick in its cell ("street", "animal"): on a projector's larger font the
+    cell text shrinks until the longest fits its cell; the side-by-side maps say when their tokens go unlabelled."""
+    from attnviz.figures.interactive import CHAR, STAT_GRID_PX, Panel, Style, side_by_side, stat_grid
+
+    labels = [["street", "animal"] * 6 for _ in range(6)]
+    for style in (Style(), Style(projector=True)):
+        size = stat_grid(np.zeros((6, 12)), labels, "on animal", style=style).data[0].textfont.size
+        assert size * CHAR * len("street") <= STAT_GRID_PX / 12
+        assert size <= style.font_size - 2
+    many = [f"t{i}" for i in range(80)]
+    fig = side_by_side([Panel("one", np.zeros((80, 80)), many, many)])
+    assert fig.layout.xaxis.title.text == "key: 80 tokens, too many to label"
+    assert fig.layout.yaxis.title.text == "query: 80 tokens"
