@@ -49,15 +49,14 @@ GLOSSARY = (  # the words a student meets on the pages, each once, in plain word
     ("bench/RESULTS.md", "The file of the project's measurements, in its source code's folder: each figure a page "
      "quotes is there, with the command that measured it and the machine it ran on."),
 )  # fmt: skip
-# Streamlit sizes text in rem, so raising the root font size scales every label and heading together.
-PROJECTOR_CSS = (  # our own constant CSS: larger text, and the pages' names wrap instead of being cut
-    "<style>html { font-size: 24px; } "  # 1.5x the browser's 16 px: every label, a chart's ticks too
-    # a page's name and a widget's label wrap onto a second line rather than end in an ellipsis
-    "[data-testid=stSidebarNav] a span, [data-testid=stSidebarNav] [data-testid=stMarkdownContainer], "
+WRAP_CSS = (  # our own constant CSS: a page's name and a widget's label wrap onto a second line, never an ellipsis
+    "<style>[data-testid=stSidebarNav] a span, [data-testid=stSidebarNav] [data-testid=stMarkdownContainer], "
     "[data-testid=stSidebarNav] p, [data-testid=stWidgetLabel] [data-testid=stMarkdownContainer], "
     "[data-testid=stWidgetLabel] p { white-space: normal; overflow: visible; text-overflow: clip; min-width: 0; "
     "max-width: 100%; }</style>"
 )
+# Streamlit sizes text in rem, so raising the root font size scales every label and heading together.
+PROJECTOR_CSS = "<style>html { font-size: 24px; }</style>"  # 1.5x the browser's 16 px: every label, a chart's ticks
 
 
 @dataclass(frozen=True)
@@ -126,6 +125,7 @@ def sidebar() -> Inputs:
         projector = st.toggle("Projector mode", key="sb.projector", help="Large fonts and high contrast for classrooms")
         with st.popover("Words used here", width="stretch"):
             st.markdown("\n".join(f"- **{word}.** {meaning}" for word, meaning in GLOSSARY))  # our own constant words
+        st.markdown(WRAP_CSS, unsafe_allow_html=True)  # our own constant CSS; never user text
         st.session_state["_device_slot"] = st.empty()
     if projector:
         st.markdown(PROJECTOR_CSS, unsafe_allow_html=True)  # our own constant CSS; never user text
