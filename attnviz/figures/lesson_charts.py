@@ -48,8 +48,10 @@ def lines(
         title={"text": html_text(title), "font": {"size": style.font_size + 1}},
         height=height,
         font={"size": style.font_size},
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        legend={"orientation": "h", "y": -0.25},
+        # the legend on its own line between the title and the plot: under the plot it ran into the x axis's title
+        # once a projector's font grew
+        margin={"l": 10, "r": 10, "t": 40 + 2 * (style.font_size + 4), "b": 10},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0},
     )
 
 
