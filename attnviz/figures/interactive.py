@@ -310,9 +310,10 @@ def matrix(
     `masked` (bool, the matrix's shape) marks cells the mask forbids: drawn grey, left out of the scale.
     `bound`: the colour scale's end (default: the largest magnitude); values past it take the end colour.
     `row_ticks`: (the rows labelled, their labels, the rule in words) where rows are too many to label each.
-    `width`: the px its title and columns get (default TITLE_PX: a small map, three a row).
+    `width`: the px of the page's column the map stands in (default COLUMN_PX: three a row); its row labels and
+    colour bar take their share, and a token axis is labelled every token where the rest gives each a line.
     """
-    width = width or TITLE_PX
+    width = width or COLUMN_PX
     m = np.asarray(m, dtype=np.float32)
     if masked is not None:
         m = np.where(masked, np.nan, m)
@@ -340,11 +341,13 @@ def matrix(
     )
     font = style.font_size
     height = round(height * (1.5 if style.projector else 1))  # a projector's map grows with its labels
-    if rows is not None and len(rows) <= EVERY_LABEL:
-        height = max(height, _labels_fit(len(rows), font) + 60)  # a line for each row's label
+    if rows is not None and len(rows) <= EVERY_LABEL:  # a line for each row's label, above the columns' labels
+        below = 0.87 * CHAR * font * max(len(c) for c in cols) + 6 if cols and len(cols) <= EVERY_LABEL else 0
+        height = max(height, round(_labels_fit(len(rows), font) + 80 + below))  # turned 60°: sin 60° of its length
     # A title in lines that fit a narrow column (three maps a row on the Masks page): never cut.
-    lines = textwrap.wrap(title, max(16, int(width / (CHAR * (font + 1))))) or [""]
-    for axis, labels, fit in ((fig.update_yaxes, rows, height - 60), (fig.update_xaxes, cols, width)):
+    lines = textwrap.wrap(title, max(16, int(0.85 * width / (CHAR * (font + 1))))) or [""]
+    plot_px = width - _row_label_px(rows, font) - _bar_px(font)  # the columns' own width
+    for axis, labels, fit in ((fig.update_yaxes, rows, height - 60), (fig.update_xaxes, cols, plot_px)):
         if labels is None or len(labels) > EVERY_LABEL:
             axis(showticklabels=False)
             continue
@@ -366,7 +369,35 @@ def matrix(
     )
 
 
-TITLE_PX = 200  # px a small map's title and columns get (a third of the main column, the colour bar aside)
+COLUMN_PX = 300  # px of the page's column a small map stands in by default: a third of the main column
+COLUMN_GAP = 16  # px between Streamlit's columns
+
+
+def _row_label_px(rows: Sequence[str] | None, font: int) -> float:
+    """Pixels a map's row labels take on its left (none past EVERY_LABEL rows: they are not drawn)."""
+    if not rows or len(rows) > EVERY_LABEL:
+        return 0.0
+    return CHAR * font * max(len(r) for r in rows) + 6
+
+
+def _bar_px(font: int) -> float:
+    """Pixels a small map's colour bar takes on its right, with its tick labels and title."""
+    return 5.5 * font
+
+
+def maps_a_row(rows: Sequence[str], across: int, style: Style = Style(), most: int = 3) -> tuple[int, int]:
+    """Small maps side by side in the main column: how many a row (at most `most`) leave each of `across` labelled
+    columns a line of its own beside the `rows`' labels and a colour bar, and the px each map's column gets.
+    `across` = 0 for columns not labelled a token each (a vector's dimensions): a map then needs 120 px of cells.
+    """
+    font = style.font_size
+    cells = _labels_fit(across, font) if 0 < across <= EVERY_LABEL else 120
+    need = _row_label_px(rows, font) + _bar_px(font) + cells
+    for k in range(max(1, most), 1, -1):
+        px = (GRID_WIDTH - COLUMN_GAP * (k - 1)) / k
+        if px >= need:
+            return k, int(px)
+    return 1, GRID_WIDTH
 
 
 def _ordinal(n: int) -> str:

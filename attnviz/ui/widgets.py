@@ -228,6 +228,14 @@ def predict(question: str, options: Sequence[str], key: str) -> str | None:
     return guess if guess is not None and st.session_state.get(f"{key}.revealed") else None
 
 
+def map_rows(figs: Sequence, per_row: int, keys: Sequence[str]) -> None:
+    """Figures `per_row` a row (interactive.maps_a_row's count), each under its key."""
+    for i, (fig, key) in enumerate(zip(figs, keys, strict=True)):
+        if i % per_row == 0:
+            cols = st.columns(per_row)
+        cols[i % per_row].plotly_chart(fig, key=key)
+
+
 def csv_button(label: str, csv: Callable[[], str], filename: str, key: str) -> None:
     """One CSV download; the file is built only when the button is pressed."""
     st.download_button(label, csv, filename, "text/csv", key=key, on_click="ignore")

@@ -215,6 +215,28 @@ def test_every_small_matrix_has_a_colour_bar_a_title_in_lines_and_a_stated_label
     assert list(small.layout.yaxis.tickvals) == list("abcdef") and list(small.layout.xaxis.tickvals) == list("abcdef")
 
 
+def test_small_maps_side_by_side_stand_as_many_a_row_as_leave_every_token_its_label():
+    """Inside's steps, the Masks page and One head vs many lay their maps out by maps_a_row: each map, in the column
+    it gets, labels every one of the default sentence's 16 tokens on both axes; a projector's larger labels put
+    fewer maps in a row, never thinner labels."""
+    from attnviz.figures.interactive import COLUMN_GAP, GRID_WIDTH, Style, maps_a_row, matrix
+
+    words = "[CLS] the animal didn ' t cross the street because it was too tired . [SEP]"  # SENTENCE's pieces
+    labels = [f"{w} ·{i + 1}" for i, w in enumerate(words.split(" "))]
+    per_row = {}
+    for style in (Style(), Style(projector=True)):
+        k, px = maps_a_row(labels, len(labels), style, most=3)
+        assert k * px + (k - 1) * COLUMN_GAP <= GRID_WIDTH
+        fig = matrix(np.random.rand(16, 16), "softmax: attention weights", rows=labels, cols=labels, style=style,
+                     width=px)  # fmt: skip
+        assert list(fig.layout.xaxis.tickvals) == labels and list(fig.layout.yaxis.tickvals) == labels
+        per_row[style.projector] = k
+    assert per_row[False] > per_row[True] >= 1
+    many = [f"token{i}" for i in range(60)]  # too many for any column: the axis says its rule
+    fig = matrix(np.random.rand(60, 60), "m", rows=many, cols=many, width=maps_a_row(many, 60, most=3)[1])
+    assert "labelled" in fig.layout.xaxis.title.text
+
+
 def test_a_head_grids_cell_labels_fit_their_cells_on_a_projector():
     """The pronoun grid names each head's pick in its cell ("street", "animal"): on a projector's larger font the
     cell text shrinks until the longest fits its cell; the side-by-side maps say when their tokens go unlabelled."""

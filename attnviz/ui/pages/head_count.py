@@ -99,21 +99,10 @@ def attention_section(task: str, style: Style) -> None:
             f"{ok}/{head_models.LENGTH} digits right. "
             f"The answer needs: {needs}. Where the heads look: {share_text}."
         )
-        for h in range(count):
-            if h % 4 == 0:
-                cols = st.columns(4)  # four maps a row, the same size for every head count
-            cols[h % 4].plotly_chart(
-                interactive.matrix(
-                    weights[0, h].numpy(),
-                    f"head {h + 1}",
-                    rows=labels,
-                    cols=labels,
-                    style=style,
-                    signed=False,
-                    height=230,
-                ),  # fmt: skip
-                key=f"hc.map{count}.{h}",
-            )
+        per_row, px = interactive.maps_a_row(labels, len(labels), style, most=4)  # the same size for every count
+        square = dict(rows=labels, cols=labels, style=style, signed=False, height=230, width=px)
+        figs = [interactive.matrix(weights[0, h].numpy(), f"head {h + 1}", **square) for h in range(count)]
+        widgets.map_rows(figs, per_row, [f"hc.map{count}.{h}" for h in range(count)])
 
 
 def cost_section(style: Style) -> None:

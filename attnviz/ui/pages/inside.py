@@ -11,7 +11,7 @@ from attnviz.figures import interactive
 from attnviz.figures.style import Style
 from attnviz.lessons import cost
 from attnviz.tokens import TokenAxis, display_labels
-from attnviz.ui import cache, controls, state
+from attnviz.ui import cache, controls, state, widgets
 from attnviz.ui.halt import halt
 
 D_MODELS = (32, 64, 128, 256, 384, 512, 768)
@@ -110,15 +110,15 @@ def draw_llama_parts(s: api.AttentionSteps, labels: list[str], head: int, style:
     kv = s.kv_head(head)
     sharing = [h + 1 for h in range(s.q_heads.shape[1]) if s.kv_head(h) == kv]
     dims = [f"d{i + 1}" for i in range(s.q_heads.shape[-1])]
-    by_dim = partial(interactive.matrix, rows=labels, cols=dims, style=style)
+    per_row, px = interactive.maps_a_row(labels, 0, style, most=4)
+    by_dim = partial(interactive.matrix, rows=labels, cols=dims, style=style, width=px)
     figs = [
-        interactive.matrix(m(s.x_normed), "RMSNorm(X)", rows=labels, style=style),
+        interactive.matrix(m(s.x_normed), "RMSNorm(X)", rows=labels, style=style, width=px),
         by_dim(m(s.q_heads)[head], f"Q, head {head + 1}, before RoPE"),
         by_dim(m(s.q_rotated)[head], f"Q, head {head + 1}, after RoPE"),
         by_dim(m(s.k_rotated)[kv], f"K, K/V head {kv + 1}, after RoPE"),
     ]
-    for i, (col, fig) in enumerate(zip(st.columns(4), figs, strict=True)):
-        col.plotly_chart(fig, key=f"in.llama{i}")
+    widgets.map_rows(figs, per_row, [f"in.llama{i}" for i in range(4)])
     pairs = [f"pair {i + 1}" for i in range(s.angles.shape[-1])]
     angle_fig = interactive.matrix(
         s.angles.cos().cpu().numpy(), "cos(angle) each pair of dimensions has turned, per position",
@@ -136,37 +136,37 @@ def draw_steps(s: api.AttentionSteps, tokens: TokenAxis, head: int, style: Style
     """X, Q, K, V, scores, mask, softmax, weights·V, concat and output, as heatmaps (and a Llama layer's parts)."""
     labels = display_labels(tokens.tokens)
     dims = [f"d{i + 1}" for i in range(s.q_heads.shape[-1])]
-    by_dim = partial(interactive.matrix, rows=labels, cols=dims, style=style)  # (T, Dh) maps
-    by_token = partial(interactive.matrix, rows=labels, cols=labels, style=style)  # (Tq, Tk) maps
+    # As many maps a row as leave every token its label: (T, Dh) maps label the tokens on one side, (T, T) on both.
+    dim_row, dim_px = interactive.maps_a_row(labels, 0, style, most=4)
+    token_row, token_px = interactive.maps_a_row(labels, len(labels), style, most=3)
+    by_dim = partial(interactive.matrix, rows=labels, cols=dims, style=style, width=dim_px)  # (T, Dh) maps
+    by_token = partial(interactive.matrix, rows=labels, cols=labels, style=style, width=token_px)  # (Tq, Tk) maps
     m = lambda t: t[0].float().cpu().numpy()  # noqa: E731  (drop the batch of 1)
     dh = len(dims)
     allowed = s.allowed().cpu().numpy()  # (Tq, Tk)
     if s.q_rotated is not None:
         draw_llama_parts(s, labels, head, style)
     kv = s.kv_head(head)
-    figs = [interactive.matrix(m(s.x_query), "X: token vectors", rows=labels, style=style)]
+    figs = [interactive.matrix(m(s.x_query), "X: token vectors", rows=labels, style=style, width=dim_px)]
     figs += [by_dim(m(s.q_heads)[head], f"Q of head {head + 1} (T × {dh})")]
     figs += [
         by_dim(m(t)[kv], f"{n} of {'K/V head ' + str(kv + 1) if s.group > 1 else 'head ' + str(head + 1)} (T × {dh})")
         for n, t in zip("KV", (s.k_heads, s.v_heads), strict=True)
     ]
-    for i, (col, fig) in enumerate(zip(st.columns(4), figs, strict=True)):
-        col.plotly_chart(fig, key=f"in.{'XQKV'[i]}")
+    widgets.map_rows(figs, dim_row, [f"in.{n}" for n in "XQKV"])
     masked = "" if s.mask is None else ", masked (grey)"
     figs = [
         by_token(m(s.scores)[head], f"scores QKᵀ/√{dh}{masked}", masked=None if s.mask is None else ~allowed),
         by_token(allowed.astype("float32"), "mask (1 = may attend)", signed=False),
         by_token(m(s.weights)[head], "softmax: attention weights", signed=False),
     ]
-    for i, (col, fig) in enumerate(zip(st.columns(3), figs, strict=True)):
-        col.plotly_chart(fig, key=f"in.attn{i}")
+    widgets.map_rows(figs, token_row, [f"in.attn{i}" for i in range(3)])
     figs = [
         by_dim(m(s.head_outputs)[head], f"weights·V of head {head + 1}"),
-        interactive.matrix(m(s.concat), "concat of all heads", rows=labels, style=style),
-        interactive.matrix(m(s.output), "output = concat·W_O", rows=labels, style=style),
+        interactive.matrix(m(s.concat), "concat of all heads", rows=labels, style=style, width=dim_px),
+        interactive.matrix(m(s.output), "output = concat·W_O", rows=labels, style=style, width=dim_px),
     ]
-    for i, (col, fig) in enumerate(zip(st.columns(3), figs, strict=True)):
-        col.plotly_chart(fig, key=f"in.out{i}")
+    widgets.map_rows(figs, min(3, dim_row), [f"in.out{i}" for i in range(3)])
 
 
 def size_controls() -> tuple[int, int]:

@@ -81,14 +81,14 @@ def weights_section(inputs, style: Style) -> None:
     weights = kernels.reweigh(steps, mask)[head].cpu().numpy()  # (T, T)
     labels = display_labels(enc.axis.tokens)
     own = steps.weights[0, head].float().cpu().numpy()
-    c1, c2, c3 = st.columns(3)
-    c1.plotly_chart(interactive.matrix(mask.float().numpy(), f"mask: {kind} (1 = may attend)", rows=labels,
-                                       cols=labels, style=style, signed=False, height=360), key="mk.mask")  # fmt: skip
-    c2.plotly_chart(interactive.matrix(own, f"the model's own weights, layer {layer + 1}, head {head + 1}", rows=labels,
-                                       cols=labels, style=style, signed=False, height=360), key="mk.own")  # fmt: skip
-    c3.plotly_chart(interactive.matrix(weights, f"the same Q and K under the {kind} mask", rows=labels, cols=labels,
-                                       style=style, signed=False, masked=~mask.numpy(), height=360),
-                    key="mk.new")  # fmt: skip
+    per_row, px = interactive.maps_a_row(labels, len(labels), style, most=3)  # every token labelled on each
+    square = dict(rows=labels, cols=labels, style=style, signed=False, height=360, width=px)
+    figs = [
+        interactive.matrix(mask.float().numpy(), f"mask: {kind} (1 = may attend)", **square),
+        interactive.matrix(own, f"the model's own weights, layer {layer + 1}, head {head + 1}", **square),
+        interactive.matrix(weights, f"the same Q and K under the {kind} mask", masked=~mask.numpy(), **square),
+    ]
+    widgets.map_rows(figs, per_row, ["mk.mask", "mk.own", "mk.new"])
     name = "The bundled BERT" if eng.name == api.DEFAULT_MODEL else eng.name
     st.caption(
         f"{escape.md(name)}'s own queries and keys at layer {layer + 1}: only the mask changed, so each row is "
