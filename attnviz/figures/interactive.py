@@ -505,8 +505,31 @@ def _panel_domains(panels: list[Panel], font_size: int) -> list[tuple[float, flo
     return out
 
 
+MAIN_PX = {False: 820, True: 740}  # px of Streamlit's main column in Chromium at 1280x800, sidebar open (projector?)
+
+
+def panels_a_row(panels: list[Panel], style: Style = Style()) -> int:
+    """How many panels stand side by side (the rest in rows below): as many as leave each key of up to 64 a label's
+    line in the main column, beside the rows' labels and the colour bars. Unlabelled panels all stand in one row."""
+    font, keys = style.font_size, max(len(p.cols) for p in panels)
+    if keys > EVERY_LABEL:
+        return len(panels)
+    # a panel's row labels (as drawn, "it ·11", not as escaped), where its rows differ from its left neighbour's
+    own = [_row_label_px([f"{r} ·{len(p.rows)}" for r in p.rows], font) for p in panels]
+    for k in range(len(panels), 1, -1):
+        labels = max(
+            sum(own[i] for i in range(r, min(r + k, len(panels))) if i == r or panels[i].rows != panels[i - 1].rows)
+            for r in range(0, len(panels), k)
+        )
+        cells = (MAIN_PX[style.projector] - _bar_px(font) - labels - font - 10 - 20 * (k - 1)) / k  # "query" too
+        if cells >= _labels_fit(keys, font):
+            return k
+    return 1
+
+
 def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = "") -> go.Figure:
-    """Maps next to each other on ONE colour scale (signed panels on a second, diverging one).
+    """Maps next to each other on ONE colour scale (signed panels on a second, diverging one), in rows of as many
+    as leave every token its label (panels_a_row): on a projector they stand one under another.
 
     Masked cells are left empty (NaN) over a grey background, so "may not look" never reads as
     "looks very little". Each panel's row labels sit in their own space, or are shared with the
@@ -521,8 +544,23 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     ]
     zmax = float(max((m.max() for m in plain if m.size), default=1.0))
     signed = [np.abs(p.matrix).max() for p in panels if p.signed]
-    for i, (p, (x0, x1, show_rows)) in enumerate(zip(panels, _panel_domains(panels, style.font_size), strict=True)):
-        sx = "" if i == 0 else str(i + 1)
+    font, per_row = style.font_size, panels_a_row(panels, style)
+    n_rows = math.ceil(len(panels) / per_row)
+    domains = []  # a short last row keeps the others' widths: filled out with copies of its last panel
+    for r in range(n_rows):
+        chunk = panels[r * per_row : (r + 1) * per_row]
+        domains += _panel_domains(chunk + [chunk[-1]] * (per_row - len(chunk)), font)[: len(chunk)]
+    headings = [_wrap_title(p.title, x1 - x0, font + 1) for p, (x0, x1, _) in zip(panels, domains, strict=True)]
+    lines = max(h.count("<br>") + 1 for h in headings)
+    title_px = lines * (font + 6) + 6
+    labelled = [len(p.rows) for p in panels if len(p.rows) <= EVERY_LABEL]
+    side = max(_labels_fit(max(labelled, default=0), font), 300 if style.projector else 240)  # a panel's cells
+    longest = max((len(c) for p in panels if len(p.cols) <= EVERY_LABEL for c in display_labels(p.cols)), default=0)
+    below = 0.87 * CHAR * font * longest + 6 + font + 16  # turned key labels (sin 60°) and the "key" title
+    plot_h = n_rows * side + (n_rows - 1) * (below + title_px)
+    for i, (p, (x0, x1, show_rows)) in enumerate(zip(panels, domains, strict=True)):
+        sx, r = ("" if i == 0 else str(i + 1)), i // per_row
+        y1 = 1.0 - r * (side + below + title_px) / plot_h
         layout[f"xaxis{sx}"] = {
             "domain": [x0, x1],
             "anchor": f"y{sx}",
@@ -532,16 +570,17 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
             "title": {"text": "key" if len(p.cols) <= EVERY_LABEL else f"key: {len(p.cols)} tokens, too many to label"},
             **(EVERY_TICK if len(p.cols) <= EVERY_LABEL else {}),
         }
+        query = "query" if len(p.rows) <= EVERY_LABEL else f"query: {len(p.rows)} tokens"
         layout[f"yaxis{sx}"] = {
             "anchor": f"x{sx}",
+            "domain": [max(0.0, round(y1 - side / plot_h, 9)), min(1.0, round(y1, 9))] if n_rows > 1 else [0.0, 1.0],
             "autorange": "reversed",
             "showticklabels": show_rows and len(p.rows) <= EVERY_LABEL,
             "showgrid": False,
-            "title": {"text": "" if i else "query" if len(p.rows) <= EVERY_LABEL else f"query: {len(p.rows)} tokens"},
+            "title": {"text": query if i % per_row == 0 else ""},  # the first panel of each row
             **(EVERY_TICK if len(p.rows) <= EVERY_LABEL else {}),
         }
-        heading = _wrap_title(p.title, x1 - x0, style.font_size + 1)
-        layout["annotations"].append(_title_over(heading, (x0 + x1) / 2, 1.0, font={"size": style.font_size + 1}))
+        layout["annotations"].append(_title_over(headings[i], (x0 + x1) / 2, y1, font={"size": font + 1}))
         z = p.matrix.astype(np.float32)
         if p.masked is not None:
             z = np.where(p.masked, np.nan, z)
@@ -568,10 +607,12 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
         )
     fig = go.Figure(data=traces, layout=layout)
     fig = _style_layout(fig, style, zmax, title)
+    # A second scale's colour bar stands under the first, never beside it: side by side their titles ran together.
+    upper, lower = {"y": 1.0, "yanchor": "top", "len": 0.46}, {"y": 0.0, "yanchor": "bottom", "len": 0.46}
     own = [p for p in panels if p.own_scale]
     if own:
         top = float(max(np.nanmax(p.matrix) for p in own)) or 1.0
-        colorbar = {"title": {"text": html_text(own[0].own_scale)}, "x": 1.12}
+        colorbar = {"title": {"text": html_text(own[0].own_scale)}, **lower}
         fig.update_layout(coloraxis2={"colorscale": style.colorscale, "cmin": 0.0, "cmax": top, "colorbar": colorbar})
     if signed:
         bound = float(max(signed)) or 1.0
@@ -581,14 +622,17 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
                 "cmid": 0.0,
                 "cmin": -bound,
                 "cmax": bound,
-                "colorbar": {"title": {"text": "difference"}, "x": 1.12},
+                "colorbar": {"title": {"text": "difference"}, **lower},
             }
         )
-    lines = max(a["text"].count("<br>") + 1 for a in layout["annotations"])
-    top = 40 + lines * (style.font_size + 6)
-    rows = max((len(p.rows) for p in panels if len(p.rows) <= EVERY_LABEL), default=0)  # each row label its line
-    height = max(480 if not style.projector else 600, _labels_fit(rows, style.font_size) + 200)
-    fig.update_layout(plot_bgcolor=MASKED_COLOUR, height=height + top - 90, margin={"t": top})
+    if own or signed:
+        fig.update_layout(coloraxis={"colorbar": upper})
+    top = 40 + lines * (font + 6)
+    if n_rows == 1:
+        height = max(480 if not style.projector else 600, _labels_fit(max(labelled, default=0), font) + 200) - 90
+    else:
+        height = plot_h + below + 20
+    fig.update_layout(plot_bgcolor=MASKED_COLOUR, height=round(height + top), margin={"t": top})
     return fig
 
 

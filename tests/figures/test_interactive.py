@@ -122,6 +122,36 @@ def test_side_by_side_panels_keep_their_row_labels_in_their_own_space():
     assert all(0 <= a < b <= 1 for a, b in (x1, x2, x3))
 
 
+def test_side_by_side_panels_stand_in_rows_that_leave_every_key_its_label_and_two_scales_one_over_the_other():
+    """Three panels of the default sentence's 16 tokens with a difference on its own scale (the Compare page): at
+    1280x800 as many a row as give each key a label's line; on a projector one under another, each row's panel
+    clear of the next one's title and key labels; the two colour bars stacked, not side by side."""
+    toks = tuple(f"tok{i}" for i in range(16))
+    w = np.full((16, 16), 1 / 16)
+    panels = [interactive.Panel("bidirectional", w, toks, toks), interactive.Panel("causal", w, toks, toks),
+              interactive.Panel("difference", w - w.T, toks, toks, signed=True)]  # fmt: skip
+    for style, per_row in ((interactive.Style(), 2), (interactive.Style(projector=True), 1)):
+        assert interactive.panels_a_row(panels, style) == per_row
+        fig = interactive.side_by_side(panels, style=style)
+        ys = [fig.layout[f"yaxis{s}"].domain for s in ("", "2", "3")]
+        rows = sorted({tuple(y) for y in ys}, reverse=True)
+        assert len(rows) == -(-3 // per_row)
+        assert all(
+            lower[1] < upper[0] for upper, lower in zip(rows, rows[1:], strict=False)
+        )  # a gap for labels and a title
+        assert [fig.layout[f"yaxis{s}"].title.text for s in ("", "2", "3")][::per_row] == ["query"] * len(rows)
+        xs = [fig.layout[f"xaxis{s}"].domain for s in ("", "2", "3")]
+        assert len({round(x1 - x0, 6) for x0, x1 in xs}) == 1  # a short last row keeps the others' width
+        titles = [a.y for a in fig.layout.annotations]
+        assert titles == pytest.approx([y[1] for y in ys])  # each panel's title sits on its own row's top
+        bars = fig.layout.coloraxis.colorbar, fig.layout.coloraxis2.colorbar
+        assert bars[0].y - bars[0].len >= bars[1].y + bars[1].len - 1e-9  # the weight bar over the difference's
+    wide = [
+        interactive.Panel("many", np.full((80, 80), 1 / 80), tuple(map(str, range(80))), tuple(map(str, range(80))))
+    ]
+    assert interactive.panels_a_row(wide * 3, interactive.Style(projector=True)) == 3  # unlabelled: one row
+
+
 def test_the_cost_chart_shows_weights_and_time_as_two_measured_series_beside_n_and_n_squared():
     from attnviz.lessons.cost import Cost
 
