@@ -35,6 +35,7 @@ from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402
 from test_browser import ARGS, CHROMIUM, _free_port, start_server  # noqa: E402
 
 PAGES = ("", "inside", "compare", "generate", "overview", "pronouns", "positions", "head_count", "masks",
@@ -97,8 +98,11 @@ def open_page(browser, base: str, path: str, query: str) -> tuple:
 
 
 def press(pg, runs: Runs, button) -> float | None:
-    """Click a button (a Locator) if the page has it; seconds from the click to its run's end drawn, or None."""
-    if button.count() == 0:
+    """Click a button (a Locator) once the page draws it (up to 10 s: a run before it may still be drawing); seconds
+    from the click to its run's end drawn, or None where the page has no such button."""
+    try:
+        button.first.wait_for(state="visible", timeout=10_000)
+    except PlaywrightTimeout:
         return None
     before = runs.ended
     t0 = time.perf_counter()

@@ -197,6 +197,8 @@ def maps_grid(
     side = (GRID_WIDTH - left_px - (columns - 1) * (left_px + 10)) / columns  # px of one map
     if not labelled:
         side = max(side, 260 if style.projector else 220) if columns > 1 else side
+    else:  # no taller than its labels need: a projector's one map a row, square, made the grid 11,000 px tall
+        side = min(side, max(1.25 * _labels_fit(n_tok, font), 260))
     title_px = font + 16
     height = n_rows * (side + below_px + title_px) + 80
     plot_h = height - 80 - below_px
@@ -348,8 +350,9 @@ def matrix(
     lines = textwrap.wrap(title, max(16, int(0.85 * width / (CHAR * (font + 1))))) or [""]
     plot_px = width - _row_label_px(rows, font) - _bar_px(font)  # the columns' own width
     for axis, labels, fit in ((fig.update_yaxes, rows, height - 60), (fig.update_xaxes, cols, plot_px)):
-        if labels is None or len(labels) > EVERY_LABEL:
-            axis(showticklabels=False)
+        if labels is None or len(labels) > EVERY_LABEL:  # too many: the axis says what runs along it
+            said = f"{labels[0]} … {labels[-1]}, too many to label: hover" if labels is not None else None
+            axis(showticklabels=False, title={"text": html_text(said), "font": {"size": font - 1}} if said else None)
             continue
         step = max(1, math.ceil(len(labels) / max(1, fit / (font + 1))))  # every label that has a line of its own
         axis(showticklabels=True, tickmode="array", tickvals=list(labels)[::step], ticktext=list(labels)[::step])

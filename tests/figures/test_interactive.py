@@ -241,6 +241,10 @@ def test_every_small_matrix_has_a_colour_bar_a_title_in_lines_and_a_stated_label
     labelled = fig.layout.xaxis.tickvals  # 32 columns in a third of the page: every k-th, and the axis says so
     step = int(labelled[1][1:]) - int(labelled[0][1:])
     assert step > 1 and fig.layout.xaxis.title.text == f"every {step}{interactive._ordinal(step)} labelled"
+    pe = interactive.matrix(np.random.rand(8, 384), "PE", rows=list("abcdefgh"), cols=[f"d{i + 1}" for i in range(384)])
+    assert (
+        pe.layout.xaxis.showticklabels is False and pe.layout.xaxis.title.text == "d1 … d384, too many to label: hover"
+    )
     small = interactive.matrix(np.eye(6), "m", rows=list("abcdef"), cols=list("abcdef"))
     assert list(small.layout.yaxis.tickvals) == list("abcdef") and list(small.layout.xaxis.tickvals) == list("abcdef")
 

@@ -27,6 +27,11 @@ SINUSOIDAL = (
 )
 
 
+def _dims(d: int) -> list[str]:
+    """A vector's dimensions as a map's column labels: d1, d2, ..."""
+    return [f"d{i + 1}" for i in range(d)]
+
+
 def sinusoidal_section(style: Style) -> None:
     """The PE matrix, PE·PE, predict-then-reveal on relative position, the mean by offset, CSV."""
     state.restore("pos.d", "d_model", 64, lambda v: v in D_MODELS)
@@ -41,7 +46,9 @@ def sinusoidal_section(style: Style) -> None:
     rows = [str(p) for p in range(n)]
     c1, c2 = st.columns(2)
     c1.plotly_chart(
-        interactive.matrix(pe.numpy(), f"PE: {n} positions × {d} dimensions", rows=rows, style=style, height=360),
+        interactive.matrix(
+            pe.numpy(), f"PE: {n} positions × {d} dimensions", rows=rows, cols=_dims(d), style=style, height=360
+        ),  # fmt: skip
         key="pos.pe",
     )
     c2.plotly_chart(
@@ -110,6 +117,7 @@ def learned_section(inputs: Inputs, style: Style) -> None:
             shown,
             f"{name}: learned positions ({n} × {table.shape[1]}), colour clipped at the 99th percentile",
             rows=rows,
+            cols=_dims(table.shape[1]),
             style=style,
             height=340,
             bound=clip,
