@@ -165,9 +165,20 @@ def screens(browser, base: str, folder: Path, pages=PAGES) -> None:
             name = f"{path or 'heads'}_{model}_{mode}"
             pg.wait_for_timeout(800)
             pg.screenshot(path=str(folder / f"{name}.png"))
-            if maps.count():  # and the page's first map, as a person scrolls to it
-                maps.first.screenshot(path=str(folder / f"{name}_map.png"))
+            if maps.count():  # and the page's first map, whole, below Streamlit's header (it hid the map's top)
+                box = maps.first.bounding_box() or {"height": 800}
+                pg.set_viewport_size({"width": 1280, "height": min(8000, round(box["height"]) + 200)})
+                maps.first.evaluate(SCROLL_UNDER_HEADER_JS)
+                pg.wait_for_timeout(800)
+                box = maps.first.bounding_box()
+                if box:
+                    pg.screenshot(path=str(folder / f"{name}_map.png"), clip=box)
             pg.close()
+
+
+# the main area scrolled until the element's top stands 100 px below the window's: clear of the header
+SCROLL_UNDER_HEADER_JS = """e => { const main = document.querySelector('[data-testid=stMain]');
+  main.scrollTop += e.getBoundingClientRect().top - 100; }"""
 
 
 def main() -> None:
