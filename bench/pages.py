@@ -36,7 +36,7 @@ from urllib.parse import quote
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402
-from test_browser import ARGS, CHROMIUM, _free_port, start_server  # noqa: E402
+from test_browser import ARGS, CHROMIUM, IDLE_JS, _free_port, start_server  # noqa: E402
 
 PAGES = ("", "inside", "compare", "generate", "overview", "pronouns", "positions", "head_count", "masks",
          "induction", "knockout", "corpora", "classroom")  # fmt: skip
@@ -163,7 +163,8 @@ def screens(browser, base: str, folder: Path, pages=PAGES) -> None:
             buttons(pg, runs, path, TEXTS[1], first_round=False)
             maps = pg.locator("[data-testid=stMain] [data-testid=stPlotlyChart]")
             name = f"{path or 'heads'}_{model}_{mode}"
-            pg.wait_for_timeout(800)
+            pg.wait_for_function(IDLE_JS, timeout=300_000)  # no run under way, then its widgets drawn (after 0.8 s
+            pg.wait_for_timeout(3000)  # a projector's page still showed grey placeholders for its first widgets)
             pg.screenshot(path=str(folder / f"{name}.png"))
             if maps.count():  # and the page's first map, whole, below Streamlit's header (it hid the map's top)
                 box = maps.first.bounding_box() or {"height": 800}
