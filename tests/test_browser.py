@@ -726,7 +726,7 @@ def test_the_corpus_page_draws_a_run_its_examples_and_a_heads_query_key_space_in
 
 
 READABLE_JS = r"""() => {
-  const out = {bars: [], clipped: [], tickFonts: [], unlabelled: []};
+  const out = {bars: [], clipped: [], tickFonts: [], unlabelled: [], crowded: []};
   // a label's text box (Streamlit ends a long one in an ellipsis there), a page's name in the sidebar, the headings
   for (const el of document.querySelectorAll('[data-testid=stWidgetLabel] [data-testid=stMarkdownContainer], '
       + '[data-testid=stWidgetLabel] p, [data-testid=stSidebarNav] a, '
@@ -753,7 +753,17 @@ READABLE_JS = r"""() => {
         const shown = ax && ax.showticklabels
           ? (ax._vals || []).filter(v => v.text !== undefined && v.text !== '').length : 0;
         const title = (lay.title && lay.title.text || '').slice(0, 30);
-        if (n && n <= 64 && shown < n) out.unlabelled.push(`${title} ${a}: ${shown}/${n}`);
+        // Fewer only on a map alone in its row of a figure as wide as the main column (600 px or more: no layout
+        // could give each its line, a projector's single panel of 44 keys) whose axis says its rule ("every 4th of 44
+        // labelled").
+        const row = String(axisOf(t.yaxis).domain);
+        const ruled = /every \d+\w* (of \d+ )?labelled/.test(ax && ax.title && ax.title.text || '')
+          && lay.width >= 600 && maps.filter(o => String(axisOf(o.yaxis).domain) === row).length === 1;
+        if (n && n <= 64 && shown < n && !ruled) out.unlabelled.push(`${title} ${a}: ${shown}/${n}`);
+        // and each label a line of its own: ticks at least 0.9 of their font apart (the Compare page's projector
+        // panels had 7 px a key for 20 px labels, which ran together)
+        if (n && n <= 64 && shown && ax._length / shown < 0.9 * ax.tickfont.size)
+          out.crowded.push(`${title} ${a}: ${(ax._length / shown).toFixed(1)} px a label of ${ax.tickfont.size} px`);
       }
     }
   }
@@ -824,12 +834,13 @@ def test_every_map_has_a_colour_bar_no_label_is_cut_and_a_projector_enlarges_tic
 
 
 def _check_readable(path: str, plain: dict, big: dict, maps: bool) -> None:
-    """Every heatmap figure has a colour bar, every token axis of up to 64 tokens a label for each, no label is
-    clipped, and the projector's tick labels are at least 1.5x the plain page's."""
+    """Every heatmap figure has a colour bar, every token axis of up to 64 tokens a label for each with room for it
+    (no two run together), no label is clipped, and the projector's tick labels are at least 1.5x the plain page's."""
     for mode, got in (("plain", plain), ("projector", big)):
         assert all(got["bars"]) and (bool(got["bars"]) or not maps), (path, mode, got["bars"])
         assert got["unlabelled"] == [], (path, mode, got["unlabelled"])
         assert got["clipped"] == [], (path, mode, got["clipped"])
+        assert got["crowded"] == [], (path, mode, got["crowded"])
     if maps:
         assert min(big["tickFonts"]) >= 1.5 * max(plain["tickFonts"]) - 0.01, (
             path,

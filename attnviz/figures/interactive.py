@@ -100,6 +100,7 @@ def _title_over(text: str, x: float, y: float, **extra) -> dict:
 
 
 GRID_WIDTH = 900  # px: the width a grid is laid out for (Streamlit's main column at 1280x800 with the sidebar open)
+MAIN_PX = {False: 820, True: 740}  # px of the main column measured in Chromium at 1280x800, sidebar open (projector?)
 EVERY_LABEL = 64  # a token axis this long or shorter labels every token, on every map; longer ones label none
 CHAR = 0.62  # a label character's width, in font sizes (about)
 EVERY_TICK = {"tickmode": "linear", "tick0": 0, "dtick": 1}  # a category axis labelling every token, none thinned
@@ -315,7 +316,7 @@ def matrix(
     `width`: the px of the page's column the map stands in (default COLUMN_PX: three a row); its row labels and
     colour bar take their share, and a token axis is labelled every token where the rest gives each a line.
     """
-    width = width or COLUMN_PX
+    width = min(width or COLUMN_PX, MAIN_PX[style.projector])  # never wider than the page's main column
     m = np.asarray(m, dtype=np.float32)
     if masked is not None:
         m = np.where(masked, np.nan, m)
@@ -396,11 +397,12 @@ def maps_a_row(rows: Sequence[str], across: int, style: Style = Style(), most: i
     font = style.font_size
     cells = _labels_fit(across, font) if 0 < across <= EVERY_LABEL else 120
     need = _row_label_px(rows, font) + _bar_px(font) + cells
+    main = MAIN_PX[style.projector]
     for k in range(max(1, most), 1, -1):
-        px = (GRID_WIDTH - COLUMN_GAP * (k - 1)) / k
+        px = (main - COLUMN_GAP * (k - 1)) / k
         if px >= need:
             return k, int(px)
-    return 1, GRID_WIDTH
+    return 1, main
 
 
 def _ordinal(n: int) -> str:
@@ -508,9 +510,6 @@ def _panel_domains(panels: list[Panel], font_size: int) -> list[tuple[float, flo
     return out
 
 
-MAIN_PX = {False: 820, True: 740}  # px of Streamlit's main column in Chromium at 1280x800, sidebar open (projector?)
-
-
 def panels_a_row(panels: list[Panel], style: Style = Style()) -> int:
     """How many panels stand side by side (the rest in rows below): as many as leave each key of up to 64 a label's
     line in the main column, beside the rows' labels and the colour bars. Unlabelled panels all stand in one row."""
@@ -528,6 +527,20 @@ def panels_a_row(panels: list[Panel], style: Style = Style()) -> int:
         if cells >= _labels_fit(keys, font):
             return k
     return 1
+
+
+def _key_ticks(keys: list[str], px: float, font: int) -> dict:
+    """A panel's key axis: every key labelled where each has a label's line in its `px`; else (a panel alone in its
+    row, on a projector's larger labels) every k-th, and the axis title says so; past 64 keys none."""
+    n = len(keys)
+    if n > EVERY_LABEL:
+        return {"showticklabels": False, "title": {"text": f"key: {n} tokens, too many to label"}}
+    step = max(1, math.ceil(_labels_fit(n, font) / max(1.0, px)))
+    if step == 1:
+        return {"showticklabels": True, "title": {"text": "key"}, **EVERY_TICK}
+    shown = keys[::step]
+    return {"showticklabels": True, "tickmode": "array", "tickvals": shown, "ticktext": shown,
+            "title": {"text": f"key: every {step}{_ordinal(step)} of {n} labelled"}}  # fmt: skip
 
 
 def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = "") -> go.Figure:
@@ -561,6 +574,7 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     longest = max((len(c) for p in panels if len(p.cols) <= EVERY_LABEL for c in display_labels(p.cols)), default=0)
     below = 0.87 * CHAR * font * longest + 6 + font + 16  # turned key labels (sin 60°) and the "key" title
     plot_h = n_rows * side + (n_rows - 1) * (below + title_px)
+    plot_w = MAIN_PX[style.projector] - _bar_px(font) - _row_label_px(display_labels(panels[0].rows), font) - font - 10
     for i, (p, (x0, x1, show_rows)) in enumerate(zip(panels, domains, strict=True)):
         sx, r = ("" if i == 0 else str(i + 1)), i // per_row
         y1 = 1.0 - r * (side + below + title_px) / plot_h
@@ -568,10 +582,8 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
             "domain": [x0, x1],
             "anchor": f"y{sx}",
             "tickangle": -60,
-            "showticklabels": len(p.cols) <= EVERY_LABEL,
             "showgrid": False,
-            "title": {"text": "key" if len(p.cols) <= EVERY_LABEL else f"key: {len(p.cols)} tokens, too many to label"},
-            **(EVERY_TICK if len(p.cols) <= EVERY_LABEL else {}),
+            **_key_ticks(display_labels(p.cols), (x1 - x0) * plot_w, font),
         }
         query = "query" if len(p.rows) <= EVERY_LABEL else f"query: {len(p.rows)} tokens"
         layout[f"yaxis{sx}"] = {

@@ -146,6 +146,12 @@ def test_side_by_side_panels_stand_in_rows_that_leave_every_key_its_label_and_tw
         assert titles == pytest.approx([y[1] for y in ys])  # each panel's title sits on its own row's top
         bars = fig.layout.coloraxis.colorbar, fig.layout.coloraxis2.colorbar
         assert bars[0].y - bars[0].len >= bars[1].y + bars[1].len - 1e-9  # the weight bar over the difference's
+    keys = tuple(f"k{i}" for i in range(40))  # one panel of 40 keys on a projector: no layout gives each its line
+    alone = interactive.side_by_side([interactive.Panel("steps", np.full((3, 40), 1 / 40), ("a", "b", "c"), keys)],
+                                     style=interactive.Style(projector=True))  # fmt: skip
+    step = int(alone.layout.xaxis.title.text.split()[2][:-2])
+    assert step > 1 and alone.layout.xaxis.title.text == f"key: every {step}{interactive._ordinal(step)} of 40 labelled"
+    assert list(alone.layout.xaxis.tickvals) == [f"k{i} ·{i + 1}" for i in range(0, 40, step)]
     wide = [
         interactive.Panel("many", np.full((80, 80), 1 / 80), tuple(map(str, range(80))), tuple(map(str, range(80))))
     ]
@@ -253,14 +259,14 @@ def test_small_maps_side_by_side_stand_as_many_a_row_as_leave_every_token_its_la
     """Inside's steps, the Masks page and One head vs many lay their maps out by maps_a_row: each map, in the column
     it gets, labels every one of the default sentence's 16 tokens on both axes; a projector's larger labels put
     fewer maps in a row, never thinner labels."""
-    from attnviz.figures.interactive import COLUMN_GAP, GRID_WIDTH, Style, maps_a_row, matrix
+    from attnviz.figures.interactive import COLUMN_GAP, MAIN_PX, Style, maps_a_row, matrix
 
     words = "[CLS] the animal didn ' t cross the street because it was too tired . [SEP]"  # SENTENCE's pieces
     labels = [f"{w} ·{i + 1}" for i, w in enumerate(words.split(" "))]
     per_row = {}
     for style in (Style(), Style(projector=True)):
         k, px = maps_a_row(labels, len(labels), style, most=3)
-        assert k * px + (k - 1) * COLUMN_GAP <= GRID_WIDTH
+        assert k * px + (k - 1) * COLUMN_GAP <= MAIN_PX[style.projector]
         fig = matrix(np.random.rand(16, 16), "softmax: attention weights", rows=labels, cols=labels, style=style,
                      width=px)  # fmt: skip
         assert list(fig.layout.xaxis.tickvals) == labels and list(fig.layout.yaxis.tickvals) == labels

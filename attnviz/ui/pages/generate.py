@@ -116,7 +116,7 @@ def draw(inputs: controls.Inputs, gen: api.Generation) -> None:
         style=inputs.style,
         signed=False,
         height=max(300, 6 * len(heads) + 120),
-        width=interactive.GRID_WIDTH,  # the page's width: a label for every token of up to 64
+        width=interactive.MAIN_PX[inputs.style.projector],  # the page's width: a label for every token that fits
         row_ticks=(
             heads[:: r.n_heads],
             [f"layer {lay + 1}" for lay in range(r.n_layers)],
