@@ -879,3 +879,23 @@ def test_the_heads_page_labels_every_token_on_every_map(browser, server):
             assert all(shown == tokens == 16 for shown, tokens in counts), (view, counts)  # the default sentence
     finally:
         pg.close()
+
+
+def test_a_link_to_a_head_opens_the_heads_page_in_the_packaged_app(browser, server):
+    """`attnviz serve` runs the packaged app, whose pages are functions: Positions' "Open in Heads" (the Model
+    overview's and the Corpus page's links go through the same widgets.open_head) took the file path
+    app_pages/heads.py there and the page said "Something went wrong"."""
+    pg = browser.new_page(viewport={"width": 1280, "height": 800})
+    try:
+        pg.goto(f"{server}/positions?model=default")
+        button = pg.get_by_role("button", name="Open in Heads").first
+        button.wait_for(timeout=120_000)
+        pg.wait_for_function(IDLE_JS, timeout=120_000)
+        button.click()
+        pg.wait_for_function("() => location.search.includes('view=Head')", timeout=30_000)
+        pg.wait_for_selector("[data-testid=stMain] .js-plotly-plot", timeout=90_000)
+        pg.wait_for_function(IDLE_JS, timeout=60_000)
+        assert pg.locator("[data-testid=stMain] [data-testid=stAlertContainer]").count() == 0
+        assert "/positions" not in pg.url
+    finally:
+        pg.close()

@@ -247,3 +247,21 @@ def test_no_page_imports_the_service_or_an_engine_or_torch():
         names = {a.name for n in froms for a in n.names}
         offenders += [f"{f.relative_to(ROOT)}: attnviz.{n}" for n in names & {"service", "engines"}]
     assert offenders == []
+
+
+def test_no_page_imports_another_page():
+    """A page is read alone: what two pages share lives in ui/ (widgets, cache), never in one of them (the Masks page
+    took Inside's stepping engine, Positions the overview's link to a head)."""
+    pages = {f"attnviz.ui.pages.{f.stem}" for f in (ROOT / "attnviz/ui/pages").glob("*.py")} - {
+        "attnviz.ui.pages.__init__"
+    }
+    offenders = []
+    for f in sorted((ROOT / "attnviz/ui/pages").glob("*.py")):
+        tree = ast.parse(f.read_text())
+        for n in ast.walk(tree):
+            if isinstance(n, ast.ImportFrom) and n.module == "attnviz.ui.pages":
+                offenders += [f"{f.stem}: {a.name}" for a in n.names]
+            elif isinstance(n, ast.ImportFrom | ast.Import):
+                names = [n.module] if isinstance(n, ast.ImportFrom) else [a.name for a in n.names]
+                offenders += [f"{f.stem}: {m}" for m in names if m in pages]
+    assert offenders == []

@@ -149,6 +149,24 @@ def load_engine_or_stop(model: str, backend: Backend) -> Engine:
         halt()
 
 
+def stepping_engine_or_stop(model: str, backend: Backend) -> SteppingEngine:
+    """The model on the scratch backend when it can be rebuilt there, else the bundled BERT (with a notice)."""
+    eng = load_engine_or_stop(model, backend)
+    if isinstance(eng, SteppingEngine):
+        return eng
+    if not api.can_rebuild(eng):
+        st.info(
+            f"{escape.quoted(model)} cannot be rebuilt on the from-scratch engine; the step-by-step view shows the "
+            "bundled BERT."
+        )
+        model = api.DEFAULT_MODEL
+    eng = load_engine_or_stop(model, "scratch")
+    if not isinstance(eng, SteppingEngine):
+        st.error(f"The scratch backend of {escape.quoted(model)} cannot show its layers step by step.")
+        halt()
+    return eng
+
+
 def decoder_or_stop(model: str, backend: Backend) -> Engine:
     """The engine, if it is a decoder attnviz can intervene on (interventions.runs); else a message, and the page
     stops."""

@@ -8,7 +8,7 @@ from attnviz import api, escape
 from attnviz.analysis import head_stats
 from attnviz.figures import corpus_charts, interactive
 from attnviz.result import head_name
-from attnviz.ui import cache, controls, seat, state, widgets
+from attnviz.ui import cache, controls, state, widgets
 
 VALUES = {"mean": "mean over the windows", "sd": "spread (standard deviation)", "q50": "median",
           "q95": "95th percentile"}  # fmt: skip
@@ -51,12 +51,6 @@ def _start(inputs) -> None:
         state.remember("run", run.folder.name)
 
 
-def _open_heads(run: api.CorpusRun, text: str, layer: int, head: int) -> None:
-    """The Heads page on this text at this head (1-based)."""
-    st.switch_page(seat.page_path("heads"), query_params={"model": run.manifest["model"], "text": text,
-                                                          "view": "Head", "layer": layer, "head": head})  # fmt: skip
-
-
 def _examples(run: api.CorpusRun, stat: str, layer: int, head: int, texts) -> None:
     """The top queries and a few per decile, each its row over its text, with a way to open it."""
     ex = run.examples
@@ -85,7 +79,7 @@ def _examples(run: api.CorpusRun, stat: str, layer: int, head: int, texts) -> No
                 a, b = st.columns([4, 1])
                 a.caption(corpus_charts.keys_line(tokens, list(row.keys), list(row.weights)))
                 if b.button("Open", key=f"co.open.{what}.{i}", help="This text on the Heads page, at this head"):
-                    _open_heads(run, text["text"], layer + 1, head + 1)
+                    widgets.open_head(layer + 1, head + 1, {"model": run.manifest["model"], "text": text["text"]})
 
 
 def _qk(run: api.CorpusRun, layer: int, head: int, texts, style) -> None:
@@ -96,7 +90,9 @@ def _qk(run: api.CorpusRun, layer: int, head: int, texts, style) -> None:
                               f"the first {len(sample)} windows' tokens; click a point to open its text")  # fmt: skip
     if placed is not None and placed[1] is not None:
         space, token = placed
-        _open_heads(run, sample[int(space.text_index[token])], layer + 1, head + 1)
+        widgets.open_head(
+            layer + 1, head + 1, {"model": run.manifest["model"], "text": sample[int(space.text_index[token])]}
+        )
 
 
 def render() -> None:

@@ -12,7 +12,6 @@ from attnviz.figures.style import Style
 from attnviz.lessons import cost
 from attnviz.tokens import TokenAxis, display_labels
 from attnviz.ui import cache, controls, state, widgets
-from attnviz.ui.halt import halt
 
 D_MODELS = (32, 64, 128, 256, 384, 512, 768)
 HEAD_COUNTS = (1, 2, 4, 6, 8, 12, 16)
@@ -43,24 +42,6 @@ def model_name(eng: api.Engine) -> str:
         return "The bundled BERT"
     family = {"bert": "The BERT model", "llama": "The Llama model"}.get(eng.family, "The model")
     return f"{family} {escape.quoted(eng.name)}"
-
-
-def stepping_engine(model: str, backend: api.Backend) -> api.SteppingEngine:
-    """The model on the scratch backend when it can be rebuilt there, else the bundled BERT (with a notice)."""
-    eng = cache.load_engine_or_stop(model, backend)
-    if isinstance(eng, api.SteppingEngine):
-        return eng
-    if not api.can_rebuild(eng):
-        st.info(
-            f"{escape.quoted(model)} cannot be rebuilt on the from-scratch engine; the step-by-step view shows the "
-            "bundled BERT."
-        )
-        model = api.DEFAULT_MODEL
-    eng = cache.load_engine_or_stop(model, "scratch")
-    if not isinstance(eng, api.SteppingEngine):
-        st.error(f"The scratch backend of {escape.quoted(model)} cannot show its layers step by step.")
-        halt()
-    return eng
 
 
 def step_controls(eng: api.SteppingEngine, decoder: bool) -> tuple[int, int, bool]:
@@ -233,7 +214,7 @@ def render() -> None:
     """Draw the page."""
     inputs = controls.current()
     st.header("Inside multi-head attention")
-    eng = stepping_engine(inputs.model, inputs.backend)
+    eng = cache.stepping_engine_or_stop(inputs.model, inputs.backend)
     st.markdown(INTRO.format(model=model_name(eng)))
     decoder = eng.architecture == "decoder"
     if decoder:

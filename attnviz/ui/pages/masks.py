@@ -11,7 +11,6 @@ from attnviz.figures.style import Style
 from attnviz.lessons import cost, kernels
 from attnviz.tokens import display_labels
 from attnviz.ui import cache, controls, state, widgets
-from attnviz.ui.pages.inside import stepping_engine
 
 HOW = {
     "full": "every token sees every token (BERT's self-attention).",
@@ -68,7 +67,7 @@ def mask_controls(n: int, decoder: bool) -> tuple[str, dict, bool]:
 
 def weights_section(inputs, style: Style) -> None:
     """The mask, the model's own weights of a layer and head, and the same Q and K under the mask."""
-    eng = stepping_engine(inputs.model, inputs.backend)
+    eng = cache.stepping_engine_or_stop(inputs.model, inputs.backend)
     decoder = eng.architecture == "decoder"
     a, b = st.columns(2)
     layer = a.slider("Layer", 1, eng.n_layers, min(3, eng.n_layers), key="mk.layer") - 1

@@ -17,7 +17,6 @@ from attnviz.ui.halt import halt
 from attnviz.ui.progress import TimedProgress
 
 STAT_NAMES = head_stats.NAMES
-SHARED_PARAMS = ("model", "backend", "text", "palette", "projector")
 INDUCTION_N = 50
 INDUCTION_NAME = "induction score (on repeated random sequences, not this text)"
 
@@ -55,16 +54,6 @@ def _corpus_stats(model: str, excludes: str) -> tuple[dict, float] | None:
     except ValueError as err:
         st.info(escape.md(err))
         return None
-
-
-def _shared(inputs: Inputs) -> dict:
-    """The URL parameters every page shares (model, text, look)."""
-    return {k: v for k, v in st.query_params.items() if k in SHARED_PARAMS}
-
-
-def _open_head(inputs: Inputs, layer: int, head: int) -> None:
-    """Go to the Heads page showing this head (1-based)."""
-    st.switch_page("app_pages/heads.py", query_params={**_shared(inputs), "view": "Head", "layer": layer, "head": head})
 
 
 def stats_of(result: Attention, excludes: str, long: bool) -> dict:
@@ -139,12 +128,12 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
     )
     points = event.get("selection", {}).get("points", []) if event else []
     if points:
-        _open_head(inputs, int(str(points[0]["y"])[1:]), int(str(points[0]["x"])[1:]))
+        widgets.open_head(int(str(points[0]["y"])[1:]), int(str(points[0]["x"])[1:]))
     a, b, c = st.columns([1, 1, 2])
     layer = a.number_input("Layer", 1, result.n_layers, 1, key="ov.open_layer")
     head = b.number_input("Head", 1, result.n_heads, 1, key="ov.open_head")
     if c.button("Open this head on the Heads page", key="ov.open"):
-        _open_head(inputs, layer, head)
+        widgets.open_head(layer, head)
     st.dataframe(head_stats.table(stats, labels), hide_index=True, key="ov.table")
 
 

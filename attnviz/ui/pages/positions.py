@@ -193,8 +193,6 @@ def rotary_section(style: Style) -> None:
 
 def positional_heads_section(inputs: Inputs) -> None:
     """The heads the Model overview's statistics call previous- or next-token, each with a link to it."""
-    from attnviz.ui.pages import overview
-
     st.markdown(
         "**Positional heads**: heads that attend by where a token is, not what it is, like the previous or the "
         "next token. Found with the Model overview's statistics, averaged over its built-in sentences "
@@ -214,7 +212,7 @@ def positional_heads_section(inputs: Inputs) -> None:
         a, b = st.columns([3, 1])
         a.markdown(f"Layer {h.layer + 1}, head {h.head + 1}: **{h.kind}**, {h.share:.0%} of its attention")
         if b.button("Open in Heads", key=f"pos.open{i}"):
-            overview._open_head(inputs, h.layer + 1, h.head + 1)
+            widgets.open_head(h.layer + 1, h.head + 1)
     if len(found) > 12:
         st.caption(f"…and {len(found) - 12} more (the Model overview lists every head).")
 

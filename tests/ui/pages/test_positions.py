@@ -23,3 +23,20 @@ def test_positions_page_draws_the_formula_and_reveals_relative_position():
     assert any(pairs in s.value for s in at.success)
     assert any("positional" in m.value.lower() or "Positional" in m.value for m in at.markdown)
     assert any("previous-token" in m.value for m in at.markdown)  # the bundled BERT has such heads
+
+
+def test_a_positional_head_opens_on_the_heads_page_with_the_shared_url_state():
+    """ "Open in Heads" goes to that head on the Heads page (widgets.open_head, shared with the Model overview and the
+    Corpus page), keeping the model and the palette the URL had."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update({"palette": "Magma"})
+    at.switch_page("app_pages/positions.py").run()
+    _ok(at)
+    first = next(m.value for m in at.markdown if m.value.startswith("Layer ") and "of its attention" in m.value)
+    layer, head = (int(w.strip(":,")) for w in first.split()[1:4:2])
+    at.button(key="pos.open0").click().run()
+    _ok(at)
+    assert at.query_params["view"] == "Head"
+    assert (at.query_params["layer"], at.query_params["head"]) == (str(layer), str(head))
+    assert at.query_params["palette"] == "Magma"
+    assert (at.slider(key="heads.layer").value, at.slider(key="heads.head").value) == (layer, head)  # the Heads page
