@@ -692,7 +692,7 @@ def stat_grid(
         )
     )
     fig.add_trace(click_markers(heads, layers, "open", 40))
-    fig.update_xaxes(**EVERY_TICK)  # every head and layer named, none thinned (a projector's two grids a row)
+    fig.update_xaxes(**EVERY_TICK)  # every head and layer named, none thinned
     fig.update_yaxes(autorange="reversed", **EVERY_TICK)
     return fig.update_layout(
         height=(90 if n_l <= 12 else 44) * n_l + 120,

@@ -228,6 +228,12 @@ def predict(question: str, options: Sequence[str], key: str) -> str | None:
     return guess if guess is not None and st.session_state.get(f"{key}.revealed") else None
 
 
+def two_places(projector: bool) -> tuple:
+    """Two places side by side (two layer x head grids), or one under the other on a projector, where half the
+    main column leaves a grid's head labels 12 px apart for 18 px text."""
+    return (st.container(), st.container()) if projector else tuple(st.columns(2))
+
+
 def map_rows(figs: Sequence, per_row: int, keys: Sequence[str]) -> None:
     """Figures `per_row` a row (interactive.maps_a_row's count), each under its key."""
     for i, (fig, key) in enumerate(zip(figs, keys, strict=True)):

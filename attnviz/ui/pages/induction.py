@@ -107,7 +107,7 @@ def render() -> None:
                               style=inputs.style),
         key="ind.grid", on_select="ignore",
     )  # fmt: skip
-    c1, c2 = st.columns(2)
+    c1, c2 = widgets.two_places(inputs.style.projector)
     for col, values, name in ((c1, run.prefix.numpy(), "prefix matching"), (c2, run.duplicate.numpy(), "duplicate")):
         col.plotly_chart(
             interactive.stat_grid(values, _labels(values, "", 1.0), name, style=inputs.style, show_values=False),

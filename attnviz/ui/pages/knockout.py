@@ -122,7 +122,7 @@ def importance_section(eng: api.Engine, inputs: Inputs, mode: str) -> None:
         return
     grid, _ = held if held is not None else cache.importance(eng, inputs.text, mode)
     stats = cache.attention_or_stop(inputs.model, inputs.backend, inputs.text).main.stats()
-    c1, c2 = st.columns(2)
+    c1, c2 = widgets.two_places(inputs.style.projector)
     values = grid.numpy()
     c1.plotly_chart(interactive.stat_grid(values, [[""] * values.shape[1]] * values.shape[0],
                                           "loss increase (nats)", style=inputs.style, show_values=False),
