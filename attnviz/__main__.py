@@ -381,6 +381,18 @@ def cmd_class(args: argparse.Namespace) -> int:
     return 0
 
 
+def settle_memory() -> int:
+    """Set what the server has loaded so far (Python, torch, transformers, Streamlit, the default model) aside from
+    the garbage collector's full passes, which otherwise walk those half a million objects every few seconds under a
+    class's load and stop every page for about 0.4 s each time (seen in bench/load.py --class: a change's p95 went
+    up by as much). Everything made later (pages, figures, sessions) is still collected. How many objects."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """The app, with the default model loaded (and the default text computed) before the server opens."""
 
@@ -416,6 +428,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         seconds = service.preload(controls.DEFAULT_TEXT)
         print(f"attnviz: default model loaded and its first page computed in {seconds:.1f} s", flush=True)
+    settle_memory()
     from attnviz.ui.frame import SETTINGS  # the server's settings as flags: nothing is written into any folder
 
     flags = [f"--{k}={v}" for k, v in SETTINGS.items()]

@@ -20,12 +20,18 @@ Streamlit 1.67 runs that fragment on the old page: the browser, told the page ch
 elements and the fragment draws only itself, leaving the main area blank under the new page's URL (a full
 `make test` saw it: a student's URL took the teacher's head, the page stayed blank). `install` drops such a request;
 the browser's timer asks again, from the page it now shows, within a tick.
+
+Every run's first message (a heartbeat's too) carries the server's theme, which Streamlit 1.67 reads afresh from its
+whole configuration six times a run, on the server's one event loop: a tenth of the server's time under a class's
+load (py-spy). The theme is fixed while a server runs (`attnviz serve` watches no files), so `install` reads each
+section once and copies it into every later message.
 """
 
 from __future__ import annotations
 
 import logging
 
+from streamlit.runtime import app_session
 from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
 
@@ -34,6 +40,8 @@ CLEARED_OWN = "a visitor's clear_cache cleared their own session only; the serve
 WAIT_STEP = 0.005  # seconds between looks at a finishing runner
 WAIT_MOST = 2.0  # then the request goes through as Streamlit would take it
 _request_rerun = AppSession.request_rerun  # Streamlit's own
+_populate_theme = app_session._populate_theme_msg  # Streamlit's own
+_themes: dict[str, bytes] = {}  # {config section: the theme message Streamlit made of it, serialised}
 
 
 def _clear_own_session(session: AppSession) -> None:
@@ -70,10 +78,22 @@ def _fragment_rerun_after_the_run(session: AppSession, client_state, waited: flo
     _request_rerun(session, client_state)
 
 
+def _theme_read_once(msg, section: str = "theme") -> None:
+    """Streamlit's theme message for a config section, made once per server and copied after that."""
+    made = _themes.get(section)
+    if made is None:
+        fresh = type(msg)()
+        _populate_theme(fresh, section)
+        made = _themes[section] = fresh.SerializeToString()
+    if made:  # an empty section leaves the message unset, as Streamlit does (merging b"" would mark it present)
+        msg.MergeFromString(made)
+
+
 def install() -> None:
     """Guard the server (once per process; later calls do nothing)."""
     if getattr(AppSession, _INSTALLED, False):
         return
     AppSession._handle_clear_cache_request = _clear_own_session
     AppSession.request_rerun = _fragment_rerun_after_the_run
+    app_session._populate_theme_msg = _theme_read_once
     setattr(AppSession, _INSTALLED, True)

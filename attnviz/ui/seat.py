@@ -53,7 +53,12 @@ from attnviz.ui import controls, state
 CLASS, TEACHER, STUDENT = "class", "teacher", "sid"
 KEEP = ("class.", "_")  # session keys that survive taking the teacher's view (the class's own, Streamlit's)
 IDS = "_class.ids"  # {class code: student id} of this browser session: never dropped, never taken from a later URL
-TICK_SECONDS = 0.4  # how often a follower's page asks the store for a newer view (one read)
+TICK_SECONDS = 0.4  # how often a follower's page asks the store for a newer view (one read), the teacher elsewhere
+# ... when the teacher leads from this server: its changes, questions and reveals wake the page at once (`wake`), so
+# the heartbeat is only the net (an ended class, a run's end that never arrived, a view published elsewhere); at
+# 0.4 s, 30 followers' 75 heartbeats a second were half of what a change's runs waited behind (bench/load.py --class)
+NET_SECONDS = 2.0
+SERVER = secrets.token_hex(6)  # this server process, as the views it publishes name it
 SEEN_SECONDS = 10.0  # how often a follower's page says it is still here (one write)
 CLASS_PAGE = "classroom"  # the Class page's URL path
 MOMENTS_KEPT = 256  # classes whose shared read a server keeps
@@ -350,7 +355,7 @@ def publish(here: Seat | None, page_url: str, params: dict[str, str], head: tupl
     if here is None or not here.teacher:
         return
     shared = {k: v for k, v in params.items() if k not in (CLASS, TEACHER, STUDENT, DRAWN)}
-    view = {"page": page_url, "params": shared}
+    view = {"page": page_url, "params": shared, "server": SERVER}
     if head is None:  # a page that showed no head (the Class page, the Model overview): the lesson stays
         view["lesson"] = store().get(here.code).view.get("lesson", {})
     else:
@@ -389,13 +394,24 @@ def moment(code: str) -> Moment | None:
     return value
 
 
-@st.fragment(run_every=TICK_SECONDS)
-def _tick() -> None:
+def tick_seconds(now: Moment | None) -> float:
+    """How often a follower's page asks the store: slowly when the class's view was published from this server (its
+    teacher's runs wake the page), at TICK_SECONDS when from another replica or not yet known."""
+    return NET_SECONDS if now is not None and now.info.view.get("server") == SERVER else TICK_SECONDS
+
+
+def _heartbeat() -> None:
     """A student's heartbeat: a newer view (while following), a new poll or a reveal reruns the whole page."""
     try:
         _beat()
     except STORE_ERRORS as err:
         failed(err, st)
+
+
+def _tick(interval: float) -> None:
+    """Draw the heartbeat, its interval set for this run (the browser restarts its timer when the interval changes)."""
+    st.session_state["class.tick"] = interval
+    st.fragment(_heartbeat, run_every=interval)()
 
 
 def _beat() -> None:
@@ -434,7 +450,7 @@ def _keep_beating() -> None:
     ctx = get_script_run_ctx()
     if fragment and ctx is not None:
         msg = ForwardMsg()
-        msg.auto_rerun.interval = TICK_SECONDS
+        msg.auto_rerun.interval = st.session_state.get("class.tick", TICK_SECONDS)
         msg.auto_rerun.fragment_id = fragment
         ctx.enqueue(msg)
 
@@ -511,7 +527,7 @@ def _student_panel(here: Seat) -> None:
     if name and name != st.session_state.get("class.name_sent"):
         store().join(here.code, here.student, name)
         st.session_state["class.name_sent"] = name
-    _tick()
+    _tick(tick_seconds(moment(here.code)))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -89,3 +89,34 @@ def test_a_fragments_rerun_from_a_page_the_session_has_left_is_dropped(monkeypat
     assert guards.left_page(session, old_tick) and not guards.left_page(session, tick)
     session._client_state = ClientState()  # no run yet: nothing to compare with
     assert not guards.left_page(session, old_tick)
+
+
+def test_the_theme_every_run_sends_is_read_from_the_config_once_and_equals_streamlits(monkeypatch):
+    """Streamlit reads its whole configuration for the theme six times a run (a heartbeat's too); once guarded, each
+    section is read once per server and every later message carries the same theme Streamlit would have made."""
+    from streamlit import config
+    from streamlit.proto.NewSession_pb2 import CustomThemeConfig
+    from streamlit.runtime import app_session
+
+    guards.install()
+    monkeypatch.setattr(guards, "_themes", {})
+    config.set_option("theme.primaryColor", "#336699")
+    config.set_option("theme.base", "dark")
+    try:
+        reads = []
+        real = config.get_options_for_section
+        monkeypatch.setattr(config, "get_options_for_section", lambda s: reads.append(s) or real(s))
+        mine = [CustomThemeConfig() for _ in range(3)]
+        for msg in mine:
+            app_session._populate_theme_msg(msg)
+            app_session._populate_theme_msg(msg.light, "theme.light")
+        theirs = CustomThemeConfig()
+        guards._populate_theme(theirs)
+        guards._populate_theme(theirs.light, "theme.light")
+    finally:
+        config.set_option("theme.primaryColor", None)
+        config.set_option("theme.base", None)
+    assert reads.count("theme") == 2 and reads.count("theme.light") == 2  # once guarded, once Streamlit's own
+    assert all(m == theirs for m in mine) and theirs.primary_color == "#336699"
+    assert not any(m.HasField("light") for m in mine) and not theirs.HasField("light")  # no [theme.light]: unset
+    assert theirs.base == CustomThemeConfig.BaseTheme.DARK

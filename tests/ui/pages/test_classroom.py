@@ -422,3 +422,26 @@ def test_a_wake_reruns_the_whole_page_with_the_url_state_its_runs_set_last_not_t
     assert state.query_string == "class=ABCDEF&sid=s1&view=Head&layer=2&head=4"
     assert (state.fragment_id, state.is_auto_rerun, state.page_script_hash) == ("", False, "heads")
     assert browser.fragment_id == "heartbeat"  # the session's own record is left as it was
+
+
+def test_a_follower_of_a_teacher_on_this_server_beats_slowly_and_of_one_on_another_replica_at_the_tick(db):
+    """A view the teacher published from this server wakes its followers at once, so their heartbeat is only the net
+    (seat.NET_SECONDS); a view published from another replica (or by no page) reaches them at the tick."""
+    from attnviz.ui import seat
+
+    _, code, secret = _teacher(db, view="Head", layer="2", head="3")
+    view = db.get(code).view
+    assert view["server"] == seat.SERVER
+    assert seat.tick_seconds(db.moment(code)) == seat.NET_SECONDS > seat.TICK_SECONDS
+    student = AppTest.from_file(APP, default_timeout=120)
+    student.query_params.update({"class": code, "sid": "t" * 16})
+    student.run()
+    _ok(student)
+    assert student.session_state["class.tick"] == seat.NET_SECONDS
+    db.set_view(code, secret, {**view, "server": "another replica"})
+    seat._moments.clear()
+    assert seat.tick_seconds(db.moment(code)) == seat.TICK_SECONDS
+    student.run()
+    _ok(student)
+    assert student.session_state["class.tick"] == seat.TICK_SECONDS
+    assert seat.tick_seconds(None) == seat.TICK_SECONDS
