@@ -477,6 +477,7 @@ class Follower:
         # the first whole run began since the page was last whole, and how long each such wait lasted.
         self.half_since: float | None = None
         self.waits: list[float] = []
+        self.whole_runs = self.whole_finished = 0  # whole page's runs begun, and finished (not cut short by a rerun)
 
     async def run(self, deadline: float) -> None:
         try:
@@ -549,6 +550,7 @@ class Follower:
             self.last_kinds.append(self._describe(fwd, kind))
             if kind == "new_session":
                 self.whole = not fwd.metadata.run.fragment_ids
+                self.whole_runs += self.whole
                 self.whole_done = self.whole_done and not self.whole
                 if self.whole and self.half_since is None:
                     self.half_since = time.time()
@@ -594,6 +596,7 @@ class Follower:
                 self.whole_done = self.whole_done or (
                     self.whole and fwd.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY
                 )
+                self.whole_finished += self.whole and fwd.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY
                 if self.whole_done and self.half_since is not None:
                     self.waits.append(time.time() - self.half_since)
                     self.half_since = None
@@ -729,6 +732,9 @@ def class_run(
     over = sum(w > 2 for w in waits)
     print(f"| a page half drawn or blank (a whole run's start to its end), p95 / max; waits over 2 s | "
           f"{pct(waits, 95):.2f} / {max(waits):.2f} s; {over} of {len(waits)} | max <= 2 s |")  # fmt: skip
+    begun, finished = sum(f.whole_runs for f in flock), sum(f.whole_finished for f in flock)
+    print(f"| a follower's whole page's runs, begun / finished, per (follower, change) | "
+          f"{begun / (followers * len(changes)):.2f} / {finished / (followers * len(changes)):.2f} | - |")  # fmt: skip
     print(f"| answers sent / confirmed on the page / stored | {sent} / {confirmed} / {stored} | 0 lost |")
     print(f"| followers whose page had not drawn the poll's form by the end | {no_form} | - |")
     print(f"| errors | {len(errors)} | 0 |")
