@@ -8,7 +8,7 @@ PORT   ?= 8501
 ADDRESS    ?= 127.0.0.1
 PUBLIC_URL ?=
 
-.PHONY: run test lint hadolint pytest bench browser postgres container-check clean
+.PHONY: run test test-fast lint hadolint pytest bench browser postgres container-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,10 @@ pytest: $(VENV)/.dev browser postgres
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
 
 test: lint pytest
+
+# The everyday loop, at most 2 minutes: no browser, server, PostgreSQL, SmolLM2 or subprocess (tests/conftest.py).
+test-fast: $(VENV)/.dev
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m "not slow"
 
 bench: $(VENV)/.dev browser postgres
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/engines.py
