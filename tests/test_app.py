@@ -1,16 +1,40 @@
 """AppTest of the frame (app.py): every page runs with each model, and says what it did to a long text."""
 
 import pytest
-from apptest import APP, PAGES_ALL, _ok
+from apptest import APP, PAGES_ALL, _charts, _ok, _tokens
 from streamlit.testing.v1 import AppTest
+
+
+def _labels(chart: dict) -> set[str]:
+    """Every tick label and axis value a figure sent, as the tokens they name."""
+    out = []
+    for axis in ("xaxis", "yaxis"):
+        out += chart.get("layout", {}).get(axis, {}).get("ticktext") or []
+    for trace in chart.get("data", []):
+        out += [v for k in ("x", "y") if isinstance(trace.get(k), list) for v in trace[k]]
+    return set(_tokens([str(v) for v in out]))
 
 
 @pytest.mark.parametrize("page", ["heads", "inside", "overview", "compare", "pronouns"])
 def test_every_page_runs_with_the_date_model_typed_as_a_hub_id(page):
+    """A link naming the bundled date model (which the menu does not list) opens it as "another model": its own
+    character tokens and three kinds of attention where the page shows the model's attention, and a page that cannot
+    use it says which model it shows instead. (It used to open BERT silently, and this test only checked that
+    nothing raised.)"""
     at = AppTest.from_file(APP, default_timeout=120)
     at.query_params["model"], at.query_params["text"] = "dates", "22/11/2026"
     at.switch_page(f"app_pages/{page}.py").run()
     _ok(at)
+    assert at.sidebar.selectbox(key="sb.choice").value == "hub"
+    assert at.sidebar.selectbox(key="sb.hub").value == "dates"
+    assert at.query_params["model"] == "dates"
+    if page in ("heads", "overview"):
+        labels = set().union(*map(_labels, _charts(at)))
+        assert {"2", "/", "</s>"} <= labels and "[CLS]" not in labels  # characters, not BERT's word pieces
+    if page == "heads":
+        assert at.radio(key="heads.kind").options == ["self", "causal", "cross"]
+    if page == "inside":
+        assert any("‘dates’ cannot be rebuilt" in i.value and "shows the bundled BERT" in i.value for i in at.info)
 
 
 @pytest.mark.parametrize("backend", ["hf", "scratch"])

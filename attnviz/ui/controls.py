@@ -82,7 +82,7 @@ def _from_url() -> None:
     named = [c for c, (_, m, b) in CHOICES.items() if m == (model or registry.DEFAULT) and b == (backend or "hf")]
     if named:
         st.session_state["sb.choice"] = named[0]
-    elif model and model not in registry.BUNDLED:
+    elif model:  # a hub id, a folder, or a bundled model the menu does not name (the date model)
         try:
             name = cache.policy().resolve(model).name
         except ModelLoadError:
@@ -118,7 +118,8 @@ def sidebar() -> Inputs:
         choice = st.selectbox("Model", list(CHOICES), format_func=lambda c: CHOICES[c][0], key="sb.choice")
         _, model, backend = CHOICES[choice]
         if choice == "hub":
-            model = model_picker("Hub id or model folder", "sb.hub") or registry.DEFAULT
+            menu = {m for _, m, _ in CHOICES.values()}  # BERT and SmolLM2; the bundled date model is offered here
+            model = model_picker("Hub id or model folder", "sb.hub", besides=menu) or registry.DEFAULT
         text = st.text_input("Text", key="sb.text", help="Press Enter to see its attention.")
         long_text = long_text_input()
         palette = st.selectbox("Palette", list(PALETTES), key="sb.palette")
@@ -179,15 +180,18 @@ def long_text_input() -> str:
     return long_text if long_text.strip() else ""
 
 
-def model_picker(label: str, key: str, help_text: str = "e.g. bert-base-uncased, gpt2, t5-small") -> str | None:
-    """A model this server offers besides the bundled ones: typed when it may download, else picked from a list.
+def model_picker(
+    label: str, key: str, help_text: str = "e.g. bert-base-uncased, gpt2, t5-small", besides=registry.BUNDLED
+) -> str | None:
+    """A model this server offers besides `besides` (the bundled ones): typed when it may download, else picked from
+    a list.
 
     None when it offers none (the page says so).
     """
     pol = cache.policy()
     if pol.downloads and not pol.listed:
         return st.text_input(label, key=key, help=help_text).strip() or None
-    options = [m for m in pol.offered() if m not in registry.BUNDLED]
+    options = [m for m in pol.offered() if m not in besides]
     if not options:
         st.caption(
             "This server offers no other models: the person running it can add some with "
