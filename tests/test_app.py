@@ -44,6 +44,10 @@ def test_every_page_runs_with_smollm2(page, backend):
     at.query_params["model"], at.query_params["backend"] = "smollm2", backend
     at.switch_page(f"app_pages/{page}.py").run()
     _ok(at)
+    device = [c.value for c in at.sidebar.caption if c.value.startswith("Device:")]
+    assert device == [f"Device: **cpu** · {backend} backend · up to 8192 tokens"]  # SmolLM2's, not BERT's 512
+    if page != "compare":  # the Compare page's what-ifs are BERT's own, whatever the sidebar names
+        assert not set().union(*map(_labels, _charts(at))) & {"[CLS]", "[SEP]"}  # no map of BERT's tokens
 
 
 @pytest.mark.parametrize("page", ["app_pages/heads.py", "app_pages/overview.py"])
