@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from attnviz.admission import Admission
-from attnviz.analysis.pronoun_scores import Benchmark, CaseResult, Method, PronounCase, evaluate_with, score_result
+from attnviz.analysis.pronoun_cases import PronounCase
+from attnviz.analysis.pronoun_scores import Benchmark, CaseResult, Method, evaluate_with, score_result
 from attnviz.engines import registry
 from attnviz.engines.base import (
     Backend,

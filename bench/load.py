@@ -331,7 +331,7 @@ def benchmark_user(base: str, cases: int, stats: Stats, done: dict) -> None:
 
     from playwright.sync_api import sync_playwright
 
-    from attnviz.analysis.pronoun_scores import LESSON
+    from attnviz.analysis.pronoun_cases import LESSON
 
     path = Path(tempfile.mkdtemp()) / "cases.jsonl"
     rows = [LESSON[i % len(LESSON)] for i in range(cases)]

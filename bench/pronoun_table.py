@@ -44,12 +44,13 @@ def winograd_dir() -> Path:
 
 
 def _cases(file: str | None, limit: int | None):
-    from attnviz.analysis import pronoun_scores
+    from attnviz.analysis import pronoun_cases
+    from attnviz.corpus import pronoun_files
 
     if file is None:
-        return list(pronoun_scores.LESSON)
+        return list(pronoun_cases.LESSON)
     path = winograd_dir() / file
-    return pronoun_scores.read_winograd_xml(path)[:limit] if path.exists() else None
+    return pronoun_files.read_winograd_xml(path)[:limit] if path.exists() else None
 
 
 def _pct(x: float) -> str:

@@ -110,7 +110,7 @@ def test_a_ticket_is_given_back_when_the_work_fails_or_its_page_leaves_the_line(
 
 def test_a_benchmark_stopped_mid_run_gives_its_ticket_back_and_keeps_nothing(bundled_hf):
     from attnviz import service
-    from attnviz.analysis import pronoun_scores
+    from attnviz.analysis import pronoun_cases
 
     class Left(Exception):  # what Streamlit raises at a run's next update of its page once the page is left
         pass
@@ -121,6 +121,6 @@ def test_a_benchmark_stopped_mid_run_gives_its_ticket_back_and_keeps_nothing(bun
 
     adm, key = Admission(1, 100 * MB, 2), ("stopped benchmark", id(progress))
     with pytest.raises(Left), adm.admitted("p", "a benchmark", MB):
-        service.kept(key, lambda: service.pronoun_benchmark(bundled_hf, pronoun_scores.LESSON, "vote", progress),
+        service.kept(key, lambda: service.pronoun_benchmark(bundled_hf, pronoun_cases.LESSON, "vote", progress),
                      heavy=True)  # fmt: skip
     assert adm.status()["running"] == [] and service.cached_value(key) is None

@@ -8,7 +8,7 @@ import torch
 from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
-from attnviz.__main__ import main
+from attnviz.cli import main
 from attnviz.engines import base, registry
 from attnviz.engines.base import ModelLoadError
 

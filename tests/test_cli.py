@@ -10,7 +10,7 @@ import pytest
 import torch
 from conftest import ROOT, SENTENCE
 
-from attnviz.__main__ import main
+from attnviz.cli import main
 
 
 def test_json_layout_is_exact(tmp_path, bundled_hf):
@@ -112,7 +112,7 @@ def _cases_file(tmp_path, cases):
 
 
 def test_pronouns_json_layout(tmp_path):
-    from attnviz.analysis.pronoun_scores import LESSON
+    from attnviz.analysis.pronoun_cases import LESSON
 
     out = tmp_path / "p.json"
     assert (
@@ -143,7 +143,7 @@ def _authors_mas(scores: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("method", ["mas", "vote"])
 def test_pronoun_scores_are_raw_attention_read_in_the_method_s_direction(tmp_path, bundled_hf, method):
-    from attnviz.analysis.pronoun_scores import LESSON
+    from attnviz.analysis.pronoun_cases import LESSON
 
     cases = LESSON[:6]
     out = tmp_path / "p.json"
@@ -405,7 +405,7 @@ def test_serve_sets_what_it_has_loaded_aside_from_the_collectors_full_passes():
     walked it all and stopped every page for about 0.4 s (bench/RESULTS.md); what pages make later is collected."""
     import gc
 
-    from attnviz.__main__ import settle_memory
+    from attnviz.cli.serving import settle_memory
 
     try:
         frozen = settle_memory()

@@ -31,7 +31,7 @@ def test_pure_layers_never_import_streamlit_in_source():
 
 def test_importing_the_pure_layers_does_not_load_streamlit():
     modules = "attnviz.engines.registry, attnviz.engines.bert, attnviz.analysis.view_options, attnviz.lessons.cost, "
-    modules += "attnviz.figures.interactive, attnviz.figures.export, attnviz.__main__"
+    modules += "attnviz.figures.interactive, attnviz.figures.export, attnviz.cli, attnviz.__main__"
     code = f"import sys, {modules}; print('streamlit' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT
 from test_browser import ARGS, CHROMIUM, _free_port
 
-from attnviz.__main__ import build_parser
+from attnviz.cli import build_parser
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed (make test does)")
 

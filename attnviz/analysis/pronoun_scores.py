@@ -1,4 +1,4 @@
-"""Does attention resolve a pronoun? Two per-head metrics, each under its own name, and benchmark readers.
+"""Does attention resolve a pronoun? Two per-head metrics, each under its own name, and a benchmark's statistics.
 
 For a case (text, pronoun, candidates, answer), every layer and head scores each candidate:
 
@@ -19,32 +19,24 @@ For a case (text, pronoun, candidates, answer), every layer and head scores each
   to each candidate, max over the candidate's content pieces; each head votes for its highest
   candidate; most votes wins (ties go to the larger summed score).
 
-The pronoun is the annotated one: Winograd XML gives its position, a JSONL case may give
-"pronoun_at" (a character offset); otherwise it is the first whole-word occurrence after the first
-candidate. Its first word piece is the one read (the authors' reference_idx). Candidates are found
-in the text as written, then without a leading determiner, then by their head noun (the last
-word), then by the head noun's singular or plural; a case whose candidate is still not found is
-skipped, with the reason.
+Where a case's words are (the pronoun and the candidates, found in its text): attnviz.analysis.pronoun_cases.
 
 A causal model's candidate cannot see a later pronoun, so `mas` is not defined there.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from pathlib import Path
 from typing import Literal
-from xml.parsers import expat
 
 import torch
 from torch import Tensor
 
+from attnviz.analysis.pronoun_cases import PronounCase, content_pieces, locate, pronoun_piece
 from attnviz.result import AttentionResult
 from attnviz.tokens import TokenAxis
 
@@ -58,136 +50,7 @@ PUBLISHED = {  # bert-base-uncased with the Maximum Attention Score (Klein & Nab
     "WSC273": 0.60,
     "PDP-60": 0.68,
 }
-DETERMINERS = {"the", "a", "an", "his", "her", "their", "its", "my", "our", "your", "this", "that", "these", "those"}
 PERMUTATIONS = 1000  # random relabellings for the best-head baseline
-
-
-@dataclass(frozen=True)
-class PronounCase:
-    """A text, its pronoun (and where it is), the candidates it could refer to, and the right one."""
-
-    text: str
-    pronoun: str
-    candidates: tuple[str, ...]
-    answer: str
-    pronoun_at: int | None = None  # character offset of the annotated pronoun; None: find it
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.candidates, list | tuple) or not all(isinstance(c, str) for c in self.candidates):
-            raise ValueError("the candidates must be a list of words")
-        object.__setattr__(self, "candidates", tuple(self.candidates))
-        for name in ("text", "pronoun", "answer"):
-            if not isinstance(getattr(self, name), str) or not getattr(self, name).strip():
-                raise ValueError(f"the {name} must be a non-empty string")
-        if len(self.candidates) < 2:
-            raise ValueError("a pronoun case needs at least two candidates")
-        if self.answer not in self.candidates:
-            raise ValueError(f"the answer {self.answer!r} is not one of the candidates {list(self.candidates)}")
-        at = self.pronoun_at
-        if at is not None:
-            if isinstance(at, bool) or not isinstance(at, int):
-                raise ValueError("pronoun_at must be a character offset (a whole number)")
-            if at < 0 or self.text[at : at + len(self.pronoun)].lower() != self.pronoun.lower():
-                raise ValueError(f"the text has no '{self.pronoun}' at character {at}")
-            end = at + len(self.pronoun)
-            if (at > 0 and self.text[at - 1].isalnum()) or (end < len(self.text) and self.text[end].isalnum()):
-                word = re.search(r"\w*$", self.text[:at]).group() + re.match(r"\w*", self.text[at:]).group()
-                raise ValueError(f"pronoun_at {at} is inside the word '{word}', not at the pronoun '{self.pronoun}'")
-
-
-@dataclass(frozen=True)
-class Located:
-    """Where a case's words are in its text: character spans, and how each candidate was found."""
-
-    pronoun: tuple[int, int]
-    candidates: tuple[tuple[int, int], ...]  # the content of each candidate (a leading determiner left out)
-    how: tuple[str, ...]  # "as written", "without a determiner", "head noun", "singular/plural"
-
-
-def _find(text: str, word: str, start: int = 0) -> tuple[int, int] | None:
-    """The span of `word` as a whole word in `text`, at or after `start`, or None."""
-    m = re.compile(r"(?<!\w)" + re.escape(word.strip()) + r"(?!\w)", re.IGNORECASE).search(text, start)
-    return m.span() if m else None
-
-
-def number_forms(word: str) -> list[str]:
-    """The other grammatical number of a noun, by English spelling rules: piece <-> pieces, city <-> cities."""
-    w = word.lower()
-    forms = []
-    if w.endswith("ies") and len(w) > 4:
-        forms.append(word[:-3] + "y")
-    if w.endswith("es") and len(w) > 3:
-        forms.append(word[:-2])
-    if w.endswith("s") and not w.endswith("ss") and len(w) > 2:
-        forms.append(word[:-1])
-    if w.endswith("y") and len(w) > 2 and w[-2] not in "aeiou":
-        forms.append(word[:-1] + "ies")
-    forms += [word + "s", word + "es"]
-    return list(dict.fromkeys(f for f in forms if f.lower() != w))
-
-
-def _strip_determiner(text: str, span: tuple[int, int]) -> tuple[int, int]:
-    """The span without a leading determiner ("The lamp" -> "lamp"), when more words follow."""
-    words = text[span[0] : span[1]].split()
-    if len(words) > 1 and words[0].lower() in DETERMINERS:
-        return span[0] + text[span[0] : span[1]].index(words[1], len(words[0])), span[1]
-    return span
-
-
-def find_candidate(text: str, candidate: str) -> tuple[tuple[int, int], str]:
-    """The content span of a candidate and how it was found; a ValueError naming it if it is not there."""
-    words = candidate.split()
-    head = words[-1].removesuffix("'s") if words else candidate
-    tries = [(candidate, "as written")]
-    if len(words) > 1 and words[0].lower() in DETERMINERS:
-        tries.append((" ".join(words[1:]), "without a determiner"))
-    if len(words) > 1:
-        tries.append((head, "head noun"))
-    tries += [(form, "singular/plural") for form in number_forms(head)]
-    for form, how in tries:
-        span = _find(text, form)
-        if span:
-            return _strip_determiner(text, span), how
-    raise ValueError(
-        f"candidate '{candidate.strip()}' is not in the text (as written, without a determiner, by its head noun "
-        f"'{head}' or its singular/plural)"
-    )
-
-
-def locate(case: PronounCase) -> Located:
-    """Character spans of the pronoun and of each candidate in the case's text."""
-    found = [find_candidate(case.text, c) for c in case.candidates]
-    spans = tuple(span for span, _ in found)
-    if case.pronoun_at is not None:
-        pron = (case.pronoun_at, case.pronoun_at + len(case.pronoun))
-    else:
-        first_end = min(end for _, end in spans)
-        pron = _find(case.text, case.pronoun, first_end)
-        if pron is None:
-            raise ValueError(f"pronoun '{case.pronoun}' is not in the text after the first candidate")
-    return Located(pron, spans, tuple(how for _, how in found))
-
-
-def _overlapping(axis: TokenAxis, span: tuple[int, int]) -> list[int]:
-    """The tokens whose characters overlap [start, end)."""
-    a, b = span
-    found = [i for i, (s, e) in enumerate(axis.spans) if e > s and s < b and e > a]
-    if not found:
-        raise ValueError("a word of the case was cut off by the model's length limit")
-    return found
-
-
-def content_pieces(axis: TokenAxis, span: tuple[int, int]) -> list[int]:
-    """A candidate's pieces: all of them if it is one piece, else those whose token is longer than one character."""
-    found = _overlapping(axis, span)
-    if len(found) == 1:
-        return found
-    return [i for i in found if len(axis.pieces[i]) > 1] or found  # the piece, "##" included, as the authors
-
-
-def pronoun_piece(axis: TokenAxis, span: tuple[int, int]) -> int:
-    """The pronoun's first word piece."""
-    return _overlapping(axis, span)[0]
 
 
 def _check_text(result: AttentionResult, case: PronounCase) -> TokenAxis:
@@ -450,168 +313,3 @@ def evaluate_with(
         if progress:
             progress(i + 1)
     return Benchmark(results, skipped, method)
-
-
-def _clean(s: str | None) -> str:
-    """Whitespace collapsed to single spaces."""
-    return " ".join((s or "").split())
-
-
-def _tidy(text: str) -> str:
-    """No space before punctuation ("because ." -> "because.")."""
-    return re.sub(r"\s+([.,;:!?])", r"\1", text)
-
-
-MAX_CASES = 100_000  # a file with more cases than this is refused before it is read further
-
-
-def _schema_case(schema: ET.Element, n: int) -> PronounCase:
-    """One <schema> of a Winograd XML file as a case; a ValueError naming the schema if it is malformed."""
-    text = schema.find("text")
-    answers_el = schema.find("answers")
-    if text is None or answers_el is None:
-        missing = "<text>" if text is None else "<answers>"
-        raise ValueError(f"schema {n} has no {missing}")
-    before, pronoun, after = (_clean(text.findtext(tag)) for tag in ("txt1", "pron", "txt2"))
-    if not pronoun:
-        raise ValueError(f"schema {n} has no <pron>")
-    answers = [_clean(a.text).rstrip(".,;:") for a in answers_el.iter("answer")]
-    letter = _clean(schema.findtext("correctAnswer")).strip(" .").upper()
-    index = ord(letter[0]) - ord("A") if letter else -1
-    if not 0 <= index < len(answers):
-        raise ValueError(f"schema {n}: its correct answer {letter!r} is not one of its {len(answers)} answers")
-    before = _tidy(before)
-    at = len(before) + 1 if before else 0  # the annotated pronoun starts where the text before it ends
-    body = _tidy(f"{before} {pronoun} {after}".strip())
-    try:
-        return PronounCase(body, pronoun, tuple(answers), answers[index], at)
-    except ValueError as err:
-        raise ValueError(f"schema {n}: {err}") from err
-
-
-NO_DTD = "the XML declares a DOCTYPE or entities; a Winograd file needs neither"
-
-
-def _parse_without_dtd(raw: bytes) -> ET.Element:
-    """The XML's root, refused (ValueError) at the first DOCTYPE or entity declaration. The parser itself
-    refuses them, after decoding the file in whatever encoding it declares (UTF-16 included), so no byte
-    pattern can hide one; nothing is expanded before the refusal."""
-
-    def refuse(*_args) -> None:
-        raise ValueError(NO_DTD)
-
-    check = expat.ParserCreate()  # a first pass that builds nothing: it stops at the DOCTYPE's first byte
-    check.StartDoctypeDeclHandler = refuse
-    check.EntityDeclHandler = refuse
-    check.UnparsedEntityDeclHandler = refuse
-    check.ExternalEntityRefHandler = refuse
-    try:
-        check.Parse(raw, True)
-    except expat.ExpatError as err:
-        raise ET.ParseError(str(err)) from err
-    return ET.fromstring(raw)
-
-
-def read_winograd_xml(source: str | bytes | Path) -> list[PronounCase]:
-    """Cases from the Winograd Schema Challenge XML (WSCollection.xml, PDPChallenge2016.xml)."""
-    data = Path(source).read_bytes() if isinstance(source, Path) else source
-    raw = data.encode() if isinstance(data, str) else data
-    try:
-        root = _parse_without_dtd(raw)
-    except ET.ParseError as err:
-        raise ValueError(f"the XML is malformed ({err})") from err
-    schemas = list(root.iter("schema"))
-    if len(schemas) > MAX_CASES:
-        raise ValueError(f"the file has {len(schemas):,} schemas; at most {MAX_CASES:,} are read")
-    return [_schema_case(schema, n) for n, schema in enumerate(schemas, 1)]
-
-
-def _json_case(d: object, n: int) -> PronounCase:
-    """One JSON object as a case; a ValueError naming the line if it is malformed."""
-    if not isinstance(d, dict):
-        raise ValueError(f"line {n} is not a JSON object with text, pronoun, candidates and answer")
-    try:
-        return PronounCase(d["text"], d["pronoun"], d["candidates"], d["answer"], d.get("pronoun_at"))
-    except KeyError as err:
-        raise ValueError(f"line {n} has no {err.args[0]!r}") from err
-    except (ValueError, TypeError) as err:
-        raise ValueError(f"line {n}: {err}") from err
-
-
-def read_jsonl(lines: Iterable[str]) -> list[PronounCase]:
-    """Cases from JSON lines: {"text", "pronoun", "candidates", "answer"} each, "pronoun_at" optional."""
-    cases = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            d = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"line {n} is not valid JSON ({err.msg})") from err
-        except RecursionError as err:
-            raise ValueError(f"line {n} nests too deeply to be a case") from err
-        cases.append(_json_case(d, n))
-        if len(cases) > MAX_CASES:
-            raise ValueError(f"the file has more than {MAX_CASES:,} cases")
-    return cases
-
-
-def read_cases(path: Path) -> list[PronounCase]:
-    """A .jsonl file, a Winograd .xml file, or "lesson" for the built-in minimal pairs."""
-    if str(path) == "lesson":
-        return list(LESSON)
-    if path.suffix.lower() == ".xml":
-        return read_winograd_xml(path)
-    if path.suffix.lower() in (".jsonl", ".json"):
-        return read_jsonl(path.read_text(encoding="utf-8").splitlines())
-    raise ValueError(f"{path.name}: give a .jsonl file or a Winograd .xml file")
-
-
-def _pair(text: str, word_a: str, answer_a: str, word_b: str, answer_b: str, cands: tuple[str, str], pron: str = "it"):
-    """Two cases from one template: the word filled in flips the answer."""
-    return [
-        PronounCase(text.format(word_a), pron, cands, answer_a),
-        PronounCase(text.format(word_b), pron, cands, answer_b),
-    ]
-
-
-# Minimal pairs written for attnviz: one word changes the answer. The first is the seed material's.
-LESSON: list[PronounCase] = [
-    *_pair("The animal didn't cross the street because it was too {}.", "tired", "animal", "wide", "street",
-           ("animal", "street")),
-    *_pair("The sofa would not go through the door because it was too {}.", "wide", "sofa", "narrow", "door",
-           ("sofa", "door")),
-    *_pair("The boat could not pass under the bridge because it was too {}.", "tall", "boat", "low", "bridge",
-           ("boat", "bridge")),
-    *_pair("The bottle did not fit in the bag because it was too {}.", "big", "bottle", "small", "bag",
-           ("bottle", "bag")),
-    *_pair("The book did not fit on the shelf because it was too {}.", "thick", "book", "short", "shelf",
-           ("book", "shelf")),
-    *_pair("The ball broke the window because it was {}.", "heavy", "ball", "fragile", "window", ("ball", "window")),
-    *_pair("The cat chased the mouse because it was {}.", "hungry", "cat", "tasty", "mouse", ("cat", "mouse")),
-    *_pair("The car overtook the truck because it was {}.", "faster", "car", "slower", "truck", ("car", "truck")),
-    *_pair("The river flooded the village because it was {}.", "swollen", "river", "low-lying", "village",
-           ("river", "village")),
-    *_pair("The storm damaged the roof because it was {}.", "violent", "storm", "old", "roof", ("storm", "roof")),
-    *_pair("The sun melted the snow because it was {}.", "strong", "sun", "thin", "snow", ("sun", "snow")),
-    *_pair("The key did not open the lock because it was {}.", "bent", "key", "jammed", "lock", ("key", "lock")),
-    *_pair("The phone slipped out of the pocket because it was {}.", "smooth", "phone", "shallow", "pocket",
-           ("phone", "pocket")),
-    *_pair("The bird could not crack the seed because it was too {}.", "weak", "bird", "hard", "seed",
-           ("bird", "seed")),
-    *_pair("The hammer smashed the vase because it was {}.", "heavy", "hammer", "brittle", "vase",
-           ("hammer", "vase")),
-    *_pair("Tom lent Jake money because he was {}.", "rich", "Tom", "broke", "Jake", ("Tom", "Jake"), "he"),
-    *_pair("Emma beat Lucy at chess because she was {}.", "clever", "Emma", "careless", "Lucy", ("Emma", "Lucy"),
-           "she"),
-    *_pair("The nurse helped the patient because she was {}.", "kind", "nurse", "weak", "patient",
-           ("nurse", "patient"), "she"),
-    *_pair("The coach praised the player because he was {}.", "impressed", "coach", "brilliant", "player",
-           ("coach", "player"), "he"),
-    *_pair("The teacher scolded the student because she was {}.", "strict", "teacher", "late", "student",
-           ("teacher", "student"), "she"),
-    *_pair("Maria thanked Anna because she was {}.", "grateful", "Maria", "generous", "Anna", ("Maria", "Anna"),
-           "she"),
-    *_pair("The truck could not climb the hill because it was too {}.", "heavy", "truck", "steep", "hill",
-           ("truck", "hill")),
-]  # fmt: skip

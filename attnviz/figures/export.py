@@ -212,7 +212,7 @@ def thumbs_csv(thumbs: np.ndarray) -> str:
 
 
 def panels_figure(panels, title: str, *, cmap: str = DEFAULT_CMAP) -> Figure:
-    """Maps side by side (interactive.Panel objects): one shared scale, masked cells left blank (grey)."""
+    """Maps side by side (panel_maps.Panel objects): one shared scale, masked cells left blank (grey)."""
     plain = [p for p in panels if not p.signed]
     vmax = max(
         float(np.max(np.where(p.masked, 0, p.matrix)) if p.masked is not None else np.max(p.matrix)) for p in plain

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
@@ -21,9 +20,23 @@ import torch
 
 from attnviz.blocks import block_mean, pool_factor
 from attnviz.escape import html_text
+from attnviz.figures.layout import (
+    CHAR,
+    COLUMN_GAP,
+    COLUMN_PX,
+    EVERY_LABEL,
+    EVERY_TICK,
+    GRID_WIDTH,
+    MAIN_PX,
+    bar_px,
+    labels_fit,
+    ordinal,
+    row_label_px,
+    style_layout,
+    title_over,
+)
 from attnviz.figures.style import MASKED_COLOUR, Style, pooled_labels
 from attnviz.result import AttentionResult
-from attnviz.tokens import display_labels
 
 HOVER = "query %{y}<br>key %{x}<br>weight %{z:.4f}<extra>%{fullData.name}</extra>"
 PIECE_HOVER_CELLS = 96 * 96  # a one-head map this small carries each cell's raw pieces in its hover
@@ -51,24 +64,6 @@ def pooled(weights: torch.Tensor, max_side: int) -> tuple[np.ndarray, int, int]:
     return block_mean(weights, fq, fk).numpy().astype(np.float32), fq, fk
 
 
-def _style_layout(fig: go.Figure, style: Style, zmax: float, title: str) -> go.Figure:
-    fig.update_layout(
-        title={"text": html_text(title), "font": {"size": style.font_size + 4}},
-        font={"size": style.font_size, "color": "black" if style.projector else None},
-        coloraxis={
-            "colorscale": style.colorscale,
-            "cmin": 0.0,
-            "cmax": zmax,
-            "colorbar": {"title": {"text": "weight"}, "thickness": 24 if style.projector else 14},
-        },
-        paper_bgcolor="white",
-        plot_bgcolor="white",
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
-    )
-    fig.update_yaxes(autorange="reversed")
-    return fig
-
-
 def click_markers(xs, ys, name: str, size: int, *, gl: bool = False) -> go.Scatter | go.Scattergl:
     """A nearly invisible square marker on every cell of a heatmap's grid (xs by ys): clicks on a heatmap send
     Streamlit no selection, clicks on markers do. WebGL (gl) for grids of thousands of cells."""
@@ -82,33 +77,6 @@ def click_markers(xs, ys, name: str, size: int, *, gl: bool = False) -> go.Scatt
         hoverinfo="none",
         marker={"symbol": "square", "size": size, "opacity": 0.01, "color": "white"},
     )
-
-
-def _title_over(text: str, x: float, y: float, **extra) -> dict:
-    """An annotation centred above a map, at paper coordinates (x, y)."""
-    return {
-        "text": text,
-        "x": x,
-        "y": y,
-        "xref": "paper",
-        "yref": "paper",
-        "xanchor": "center",
-        "yanchor": "bottom",
-        "showarrow": False,
-        **extra,
-    }
-
-
-GRID_WIDTH = 900  # px: the width a grid is laid out for (Streamlit's main column at 1280x800 with the sidebar open)
-MAIN_PX = {False: 820, True: 740}  # px of the main column measured in Chromium at 1280x800, sidebar open (projector?)
-EVERY_LABEL = 64  # a token axis this long or shorter labels every token, on every map; longer ones label none
-CHAR = 0.62  # a label character's width, in font sizes (about)
-EVERY_TICK = {"tickmode": "linear", "tick0": 0, "dtick": 1}  # a category axis labelling every token, none thinned
-
-
-def _labels_fit(n_tokens: int, font: int) -> int:
-    """Pixels a map's side needs to give each of its tokens one line of label."""
-    return n_tokens * (font + 1)
 
 
 def _grid_layout(n: int, columns: int, gap_x: float, gap_y: float, labelled: bool) -> dict:
@@ -130,7 +98,7 @@ def _grid_layout(n: int, columns: int, gap_x: float, gap_y: float, labelled: boo
         if labelled:  # every token, not every other one: plotly thins category labels it thinks too close
             for ax in (f"xaxis{sx}", f"yaxis{sx}"):
                 layout[ax].update(EVERY_TICK)
-        layout["annotations"].append(_title_over(f"Head {i + 1}", x0 + w / 2, y1))
+        layout["annotations"].append(title_over(f"Head {i + 1}", x0 + w / 2, y1))
     return layout
 
 
@@ -188,18 +156,18 @@ def maps_grid(
     left_px = CHAR * font * max((len(y) for y in ys), default=0) + 6  # a map's row labels
     # Every token labelled on every map up to 64 tokens, where a map as wide as the column gives each its line (on
     # a projector's larger labels, up to about 40); past that no labels on the grid, and the title says so.
-    labelled = n_tok <= EVERY_LABEL and _labels_fit(n_tok, font) <= GRID_WIDTH - left_px
+    labelled = n_tok <= EVERY_LABEL and labels_fit(n_tok, font) <= GRID_WIDTH - left_px
     left_px = left_px if labelled else 0
     below_px = 0.87 * CHAR * font * max((len(x) for x in xs), default=0) + 6 if labelled else 0  # turned 60°
     if labelled:  # as many maps a row as leave each token a label's line
-        side_needed = _labels_fit(max(len(xs), len(ys)), font)
+        side_needed = labels_fit(max(len(xs), len(ys)), font)
         columns = max(1, min(columns, int((GRID_WIDTH - left_px) // (side_needed + left_px + 10))))
         n_rows = math.ceil(n / columns)
     side = (GRID_WIDTH - left_px - (columns - 1) * (left_px + 10)) / columns  # px of one map
     if not labelled:
         side = max(side, 260 if style.projector else 220) if columns > 1 else side
     else:  # no taller than its labels need: a projector's one map a row, square, made the grid 11,000 px tall
-        side = min(side, max(1.25 * _labels_fit(n_tok, font), 260))
+        side = min(side, max(1.25 * labels_fit(n_tok, font), 260))
     title_px = font + 16
     height = n_rows * (side + below_px + title_px) + 80
     plot_h = height - 80 - below_px
@@ -210,7 +178,7 @@ def maps_grid(
     pooling = "" if fq == fk == 1 else f" — pooled {fq}×{fk} tokens a cell; pick a head for full detail"
     if not labelled and fq == fk == 1:
         pooling = f" — {n_tok} tokens, too many to label on each map: hover, or pick a head"
-    fig = _style_layout(fig, style, float(maps.max()), f"Layer {layer + 1}: every head{pooling}{_note(note)}")
+    fig = style_layout(fig, style, float(maps.max()), f"Layer {layer + 1}: every head{pooling}{_note(note)}")
     # Room for the token labels, measured here: plotly's automargin would lay the figure out twice in the browser
     # (0.54 s against 0.35 s from Enter to 12 maps drawn), and the grid is drawn without Streamlit's theme.
     return fig.update_layout(height=round(height), margin={"l": round(left_px) + 10, "b": round(below_px) + 10})
@@ -239,7 +207,7 @@ def head_map(
                      **(every if len(xs) <= HEAD_LABELS else {}))  # fmt: skip
     fig.update_yaxes(title="query (attending)", showticklabels=len(ys) <= HEAD_LABELS,
                      **(every if len(ys) <= HEAD_LABELS else {}))  # fmt: skip
-    fig = _style_layout(fig, style, float(m.max()), f"Layer {layer + 1}, head {head + 1}{_note(note)}")
+    fig = style_layout(fig, style, float(m.max()), f"Layer {layer + 1}, head {head + 1}{_note(note)}")
     line = style.font_size + 12  # px a row needs for its label: a projector's map grows with its font
     side = min(1400 if style.projector else 900, max(420, line * len(ys) + 160))
     return fig.update_layout(height=side)
@@ -288,7 +256,7 @@ def overview_maps(maps: np.ndarray, *, style: Style = Style(), note: str = "") -
     )
     fig.update_xaxes(**_tile_ticks(n_h, s2, "H"))
     fig.update_yaxes(**_tile_ticks(n_l, s, "L"), scaleanchor="x")
-    fig = _style_layout(fig, style, float(np.nanmax(tile)), f"All {n_l} layers × {n_h} heads{_note(note)}")
+    fig = style_layout(fig, style, float(np.nanmax(tile)), f"All {n_l} layers × {n_h} heads{_note(note)}")
     return fig.update_layout(height=max(300, 70 * n_l + 120))
 
 
@@ -346,10 +314,10 @@ def matrix(
     height = round(height * (1.5 if style.projector else 1))  # a projector's map grows with its labels
     if rows is not None and len(rows) <= EVERY_LABEL:  # a line for each row's label, above the columns' labels
         below = 0.87 * CHAR * font * max(len(c) for c in cols) + 6 if cols and len(cols) <= EVERY_LABEL else 0
-        height = max(height, round(_labels_fit(len(rows), font) + 80 + below))  # turned 60°: sin 60° of its length
+        height = max(height, round(labels_fit(len(rows), font) + 80 + below))  # turned 60°: sin 60° of its length
     # A title in lines that fit a narrow column (three maps a row on the Masks page): never cut.
     lines = textwrap.wrap(title, max(16, int(0.85 * width / (CHAR * (font + 1))))) or [""]
-    plot_px = width - _row_label_px(rows, font) - _bar_px(font)  # the columns' own width
+    plot_px = width - row_label_px(rows, font) - bar_px(font)  # the columns' own width
     for axis, labels, fit in ((fig.update_yaxes, rows, height - 60), (fig.update_xaxes, cols, plot_px)):
         if labels is None or len(labels) > EVERY_LABEL:  # too many: the axis says what runs along it
             said = f"{labels[0]} … {labels[-1]}, too many to label: hover" if labels is not None else None
@@ -358,7 +326,7 @@ def matrix(
         step = max(1, math.ceil(len(labels) / max(1, fit / (font + 1))))  # every label that has a line of its own
         axis(showticklabels=True, tickmode="array", tickvals=list(labels)[::step], ticktext=list(labels)[::step])
         if step > 1:
-            axis(title={"text": f"every {step}{_ordinal(step)} labelled", "font": {"size": font - 1}})
+            axis(title={"text": f"every {step}{ordinal(step)} labelled", "font": {"size": font - 1}})
     if row_ticks is not None:
         fig.update_yaxes(showticklabels=True, tickmode="array", tickvals=row_ticks[0], ticktext=row_ticks[1],
                          title={"text": html_text(row_ticks[2]), "font": {"size": font - 1}})  # fmt: skip
@@ -373,40 +341,20 @@ def matrix(
     )
 
 
-COLUMN_PX = 300  # px of the page's column a small map stands in by default: a third of the main column
-COLUMN_GAP = 16  # px between Streamlit's columns
-
-
-def _row_label_px(rows: Sequence[str] | None, font: int) -> float:
-    """Pixels a map's row labels take on its left (none past EVERY_LABEL rows: they are not drawn)."""
-    if not rows or len(rows) > EVERY_LABEL:
-        return 0.0
-    return CHAR * font * max(len(r) for r in rows) + 6
-
-
-def _bar_px(font: int) -> float:
-    """Pixels a small map's colour bar takes on its right, with its tick labels and title."""
-    return 5.5 * font
-
-
 def maps_a_row(rows: Sequence[str], across: int, style: Style = Style(), most: int = 3) -> tuple[int, int]:
     """Small maps side by side in the main column: how many a row (at most `most`) leave each of `across` labelled
     columns a line of its own beside the `rows`' labels and a colour bar, and the px each map's column gets.
     `across` = 0 for columns not labelled a token each (a vector's dimensions): a map then needs 120 px of cells.
     """
     font = style.font_size
-    cells = _labels_fit(across, font) if 0 < across <= EVERY_LABEL else 120
-    need = _row_label_px(rows, font) + _bar_px(font) + cells
+    cells = labels_fit(across, font) if 0 < across <= EVERY_LABEL else 120
+    need = row_label_px(rows, font) + bar_px(font) + cells
     main = MAIN_PX[style.projector]
     for k in range(max(1, most), 1, -1):
         px = (main - COLUMN_GAP * (k - 1)) / k
         if px >= need:
             return k, int(px)
     return 1, main
-
-
-def _ordinal(n: int) -> str:
-    return "nd" if n % 10 == 2 and n % 100 != 12 else "rd" if n % 10 == 3 and n % 100 != 13 else "th"
 
 
 def cost_chart(costs, *, style: Style = Style()) -> go.Figure:
@@ -440,308 +388,6 @@ def cost_chart(costs, *, style: Style = Style()) -> go.Figure:
     return fig.update_layout(height=380, font={"size": style.font_size}, margin={"l": 10, "r": 10, "t": 30, "b": 10})
 
 
-@dataclass(frozen=True)
-class Panel:
-    """One map of a side-by-side figure."""
-
-    title: str
-    matrix: np.ndarray  # (Tq, Tk)
-    rows: tuple[str, ...]
-    cols: tuple[str, ...]
-    masked: np.ndarray | None = None  # (Tq, Tk) bool: True where the model may not look (drawn grey)
-    signed: bool = False  # a difference: its own diverging scale around 0
-    own_scale: str = ""  # a quantity other than attention: its own scale, with this title (e.g. "||αf(x)||")
-    numbered_rows: bool = False  # the rows are unique already ("step 3: Paris"): shown as they are, not "… ·3"
-    pieces: tuple | None = None  # (rows', cols') raw pieces of the tokenizer ("Ġanimal"), shown in the hover
-
-
-def panel(result: AttentionResult, layer: int, head: int, title: str) -> Panel:
-    """One head of a result as a panel; a causal result's future is marked masked, not zero."""
-    t = len(result.target_tokens)
-    masked = np.triu(np.ones((t, t), dtype=bool), k=1) if result.kind == "causal" else None
-    pieces = (result.target.pieces, result.source.pieces)
-    return Panel(title, result.head(layer, head).numpy(), result.target_tokens, result.source_tokens, masked,
-                 pieces=pieces)  # fmt: skip
-
-
-def steps_panel(steps: np.ndarray, rows: tuple[str, ...], cols: tuple[str, ...], prompt: int, title: str) -> Panel:
-    """The steps of a writing (n, Tk): row s saw the prompt and s written tokens; the rest is masked (grey)."""
-    n, tk = steps.shape
-    future = np.arange(tk)[None, :] > (prompt - 1 + np.arange(n))[:, None]  # (n, Tk)
-    return Panel(title, steps, rows, cols, masked=future, numbered_rows=True)
-
-
 # Gutters between panels are fractions of the figure's width, which plotly knows and we do not: they are
 # sized for this width, the narrowest the figure meets (a laptop with the sidebar open), so on any wider
 # screen a panel's row labels still clear the panel to its left.
-NARROWEST_PX = 600
-PANEL_GAP = 0.04
-CHAR_EM = 0.62  # the width of an average character, in font sizes
-
-
-def _label_fraction(labels: Sequence[str], font_size: int) -> float:
-    """The width of a column of tick labels, as a fraction of the narrowest figure."""
-    longest = max((len(x) for x in labels), default=0)
-    return (CHAR_EM * font_size * longest + 14) / NARROWEST_PX
-
-
-def _wrap_title(title: str, width_fraction: float, font_size: int) -> str:
-    """A panel title, escaped and broken into lines that fit over its panel on the narrowest figure."""
-    chars = max(8, int(width_fraction * NARROWEST_PX / (CHAR_EM * font_size)))
-    lines = [line for part in title.split("\n") for line in textwrap.wrap(part, chars, break_on_hyphens=False) or [""]]
-    return "<br>".join(html_text(line) for line in lines)
-
-
-def _panel_domains(panels: list[Panel], font_size: int) -> list[tuple[float, float, bool]]:
-    """(x0, x1, show row labels) per panel: a panel whose rows differ from its left neighbour's gets
-    its own labels, and room for them; one with the same rows shares its neighbour's."""
-    shown = [i == 0 or p.rows != panels[i - 1].rows for i, p in enumerate(panels)]
-    gutters = [
-        _label_fraction(display_labels(p.rows), font_size) if show and i else 0.0
-        for i, (p, show) in enumerate(zip(panels, shown, strict=True))
-    ]
-    n = len(panels)
-    width = (1 - PANEL_GAP * (n - 1) - sum(gutters)) / n
-    out, x = [], 0.0
-    for i in range(n):
-        x += gutters[i]
-        out.append((min(1.0, x), min(1.0, x + width), shown[i]))
-        x += width + PANEL_GAP
-    return out
-
-
-def panels_a_row(panels: list[Panel], style: Style = Style()) -> int:
-    """How many panels stand side by side (the rest in rows below): as many as leave each key of up to 64 a label's
-    line in the main column, beside the rows' labels and the colour bars. Unlabelled panels all stand in one row."""
-    font, keys = style.font_size, max(len(p.cols) for p in panels)
-    if keys > EVERY_LABEL:
-        return len(panels)
-    # a panel's row labels (as drawn, "it ·11", not as escaped), where its rows differ from its left neighbour's
-    own = [_row_label_px([f"{r} ·{len(p.rows)}" for r in p.rows], font) for p in panels]
-    for k in range(len(panels), 1, -1):
-        labels = max(
-            sum(own[i] for i in range(r, min(r + k, len(panels))) if i == r or panels[i].rows != panels[i - 1].rows)
-            for r in range(0, len(panels), k)
-        )
-        cells = (MAIN_PX[style.projector] - _bar_px(font) - labels - font - 10 - 20 * (k - 1)) / k  # "query" too
-        if cells >= _labels_fit(keys, font):
-            return k
-    return 1
-
-
-def _key_ticks(keys: list[str], px: float, font: int) -> dict:
-    """A panel's key axis: every key labelled where each has a label's line in its `px`; else (a panel alone in its
-    row, on a projector's larger labels) every k-th, and the axis title says so; past 64 keys none."""
-    n = len(keys)
-    if n > EVERY_LABEL:
-        return {"showticklabels": False, "title": {"text": f"key: {n} tokens, too many to label"}}
-    step = max(1, math.ceil(_labels_fit(n, font) / max(1.0, px)))
-    if step == 1:
-        return {"showticklabels": True, "title": {"text": "key"}, **EVERY_TICK}
-    shown = keys[::step]
-    return {"showticklabels": True, "tickmode": "array", "tickvals": shown, "ticktext": shown,
-            "title": {"text": f"key: every {step}{_ordinal(step)} of {n} labelled"}}  # fmt: skip
-
-
-def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = "") -> go.Figure:
-    """Maps next to each other on ONE colour scale (signed panels on a second, diverging one), in rows of as many
-    as leave every token its label (panels_a_row): on a projector they stand one under another.
-
-    Masked cells are left empty (NaN) over a grey background, so "may not look" never reads as
-    "looks very little". Each panel's row labels sit in their own space, or are shared with the
-    panel to its left when the rows are the same.
-    """
-    layout: dict = {"annotations": []}
-    traces = []
-    plain = [
-        p.matrix[~p.masked] if p.masked is not None else p.matrix.ravel()
-        for p in panels
-        if not p.signed and not p.own_scale
-    ]
-    zmax = float(max((m.max() for m in plain if m.size), default=1.0))
-    signed = [np.abs(p.matrix).max() for p in panels if p.signed]
-    font, per_row = style.font_size, panels_a_row(panels, style)
-    n_rows = math.ceil(len(panels) / per_row)
-    domains = []  # a short last row keeps the others' widths: filled out with copies of its last panel
-    for r in range(n_rows):
-        chunk = panels[r * per_row : (r + 1) * per_row]
-        domains += _panel_domains(chunk + [chunk[-1]] * (per_row - len(chunk)), font)[: len(chunk)]
-    headings = [_wrap_title(p.title, x1 - x0, font + 1) for p, (x0, x1, _) in zip(panels, domains, strict=True)]
-    lines = max(h.count("<br>") + 1 for h in headings)
-    title_px = lines * (font + 6) + 6
-    labelled = [len(p.rows) for p in panels if len(p.rows) <= EVERY_LABEL]
-    side = max(_labels_fit(max(labelled, default=0), font), 300 if style.projector else 240)  # a panel's cells
-    longest = max((len(c) for p in panels if len(p.cols) <= EVERY_LABEL for c in display_labels(p.cols)), default=0)
-    below = 0.87 * CHAR * font * longest + 6 + font + 16  # turned key labels (sin 60°) and the "key" title
-    plot_h = n_rows * side + (n_rows - 1) * (below + title_px)
-    plot_w = MAIN_PX[style.projector] - _bar_px(font) - _row_label_px(display_labels(panels[0].rows), font) - font - 10
-    for i, (p, (x0, x1, show_rows)) in enumerate(zip(panels, domains, strict=True)):
-        sx, r = ("" if i == 0 else str(i + 1)), i // per_row
-        y1 = 1.0 - r * (side + below + title_px) / plot_h
-        layout[f"xaxis{sx}"] = {
-            "domain": [x0, x1],
-            "anchor": f"y{sx}",
-            "tickangle": -60,
-            "showgrid": False,
-            **_key_ticks(display_labels(p.cols), (x1 - x0) * plot_w, font),
-        }
-        query = "query" if len(p.rows) <= EVERY_LABEL else f"query: {len(p.rows)} tokens"
-        layout[f"yaxis{sx}"] = {
-            "anchor": f"x{sx}",
-            "domain": [max(0.0, round(y1 - side / plot_h, 9)), min(1.0, round(y1, 9))] if n_rows > 1 else [0.0, 1.0],
-            "autorange": "reversed",
-            "showticklabels": show_rows and len(p.rows) <= EVERY_LABEL,
-            "showgrid": False,
-            "title": {"text": query if i % per_row == 0 else ""},  # the first panel of each row
-            **(EVERY_TICK if len(p.rows) <= EVERY_LABEL else {}),
-        }
-        layout["annotations"].append(_title_over(headings[i], (x0 + x1) / 2, y1, font={"size": font + 1}))
-        z = p.matrix.astype(np.float32)
-        if p.masked is not None:
-            z = np.where(p.masked, np.nan, z)
-        data, line = piece_hover(p.rows, p.cols, p.pieces)
-        traces.append(
-            go.Heatmap(
-                z=z,
-                x=display_labels(p.cols),
-                y=[html_text(r, 80) for r in p.rows] if p.numbered_rows else display_labels(p.rows),
-                name=p.title,
-                hoverongaps=False,
-                coloraxis="coloraxis2" if p.signed or p.own_scale else "coloraxis",
-                xaxis=f"x{sx}",
-                yaxis=f"y{sx}",
-                customdata=data,
-                hovertemplate="query %{y}<br>key %{x}<br>"
-                + ("difference" if p.signed else html_text(p.own_scale) or "weight")
-                + " %{z:.4f}"
-                + line
-                + "<extra>"
-                + html_text(p.title.replace("\n", " "))
-                + "</extra>",
-            )
-        )
-    fig = go.Figure(data=traces, layout=layout)
-    fig = _style_layout(fig, style, zmax, title)
-    # A second scale's colour bar stands under the first, never beside it: side by side their titles ran together.
-    upper, lower = {"y": 1.0, "yanchor": "top", "len": 0.46}, {"y": 0.0, "yanchor": "bottom", "len": 0.46}
-    own = [p for p in panels if p.own_scale]
-    if own:
-        top = float(max(np.nanmax(p.matrix) for p in own)) or 1.0
-        colorbar = {"title": {"text": html_text(own[0].own_scale)}, **lower}
-        fig.update_layout(coloraxis2={"colorscale": style.colorscale, "cmin": 0.0, "cmax": top, "colorbar": colorbar})
-    if signed:
-        bound = float(max(signed)) or 1.0
-        fig.update_layout(
-            coloraxis2={
-                "colorscale": "RdBu",
-                "cmid": 0.0,
-                "cmin": -bound,
-                "cmax": bound,
-                "colorbar": {"title": {"text": "difference"}, **lower},
-            }
-        )
-    if own or signed:
-        fig.update_layout(coloraxis={"colorbar": upper})
-    top = 40 + lines * (font + 6)
-    if n_rows == 1:
-        height = max(480 if not style.projector else 600, _labels_fit(max(labelled, default=0), font) + 200) - 90
-    else:
-        height = plot_h + below + 20
-    fig.update_layout(plot_bgcolor=MASKED_COLOUR, height=round(height + top), margin={"t": top})
-    return fig
-
-
-STAT_GRID_PX = 480  # a layer x head grid's plot width, measured in Chromium at 1280x800 on a projector (the least)
-
-
-def stat_grid(
-    values: np.ndarray, labels: list[list[str]], stat: str, *, style: Style = Style(), show_values: bool = True
-) -> go.Figure:
-    """A layer x head grid coloured by one statistic, each head's label (and value) written in its cell."""
-    n_l, n_h = values.shape
-    cell_px = STAT_GRID_PX / n_h  # a cell's width
-    fits = cell_px / (CHAR * (style.font_size - 2))  # characters a cell's line holds
-
-    def cell(label: str) -> str:  # a label too long for its cell breaks after its hyphen ("previous-" / "token")
-        shown = html_text(label, 40)
-        return shown.replace("-", "-<br>", 1) if len(label) > fits else shown
-
-    # the longest line a cell shows ("street", "previous-"), and a size at which it fits its cell
-    longest = max((len(part) for row in labels for label in row for part in label.split("-")), default=1)
-    size = max(8, min(style.font_size - 2, int(cell_px / (CHAR * max(longest, 4)))))
-
-    text = [
-        [cell(labels[layer][h]) + (f"<br>{values[layer, h]:.2f}" if show_values else "") for h in range(n_h)]
-        for layer in range(n_l)
-    ]
-    stat = html_text(stat, 60)
-    heads, layers = [f"H{h + 1}" for h in range(n_h)], [f"L{layer + 1}" for layer in range(n_l)]
-    fig = go.Figure(
-        go.Heatmap(
-            z=values.astype(np.float32),
-            x=heads,
-            y=layers,
-            text=text,
-            texttemplate="%{text}",
-            textfont={"size": size},
-            colorscale=style.colorscale,
-            colorbar={"title": {"text": stat}},
-            hovertemplate="layer %{y}, head %{x}<br>" + stat + " %{z:.3f}<br>%{text}<extra></extra>",
-            xgap=2,
-            ygap=2,
-        )
-    )
-    fig.add_trace(click_markers(heads, layers, "open", 40))
-    fig.update_xaxes(**EVERY_TICK)  # every head and layer named, none thinned
-    fig.update_yaxes(autorange="reversed", **EVERY_TICK)
-    return fig.update_layout(
-        height=(90 if n_l <= 12 else 44) * n_l + 120,
-        font={"size": style.font_size},
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        plot_bgcolor="white",
-    )
-
-
-def bars(values: np.ndarray, tokens: tuple[str, ...], title: str, *, style: Style = Style()) -> go.Figure:
-    """One value per input token as a bar, tokens in order along the x axis."""
-    fig = go.Figure(
-        go.Bar(
-            x=display_labels(tokens),
-            y=values.astype(np.float32),
-            marker_color="#31688e",
-            hovertemplate="%{x}<br>%{y:.3f}<extra></extra>",
-        )
-    )
-    fig.update_xaxes(tickangle=-60)
-    return fig.update_layout(
-        title=html_text(title), height=320, font={"size": style.font_size}, margin={"t": 50, "b": 10}
-    )
-
-
-FLIP_COLOURS = [  # flips the wrong way (orange), never moves (grey), flips right (green): three flat bands
-    [0, "#d95f02"], [1 / 3, "#d95f02"], [1 / 3, "#dddddd"], [2 / 3, "#dddddd"], [2 / 3, "#1b9e77"], [1, "#1b9e77"]
-]  # fmt: skip
-
-
-def flip_grid(categories: np.ndarray, names: dict[int, str], title: str, *, style: Style = Style()) -> go.Figure:
-    """A layer x head grid of categories 0, 1, 2 (a minimal pair: how each head's pick moves)."""
-    n_l, n_h = categories.shape
-    fig = go.Figure(
-        go.Heatmap(
-            z=categories,
-            text=[[names[int(c)] for c in row] for row in categories],
-            colorscale=FLIP_COLOURS,
-            zmin=-0.5,
-            zmax=2.5,
-            colorbar={"tickvals": [0, 1, 2], "ticktext": [names[c] for c in (0, 1, 2)], "title": {"text": "the pick"}},
-            hovertemplate="layer %{y}, head %{x}: %{text}<extra></extra>",
-            x=[f"H{h + 1}" for h in range(n_h)],
-            y=[f"L{layer + 1}" for layer in range(n_l)],
-            xgap=2,
-            ygap=2,
-        )
-    )
-    fig.update_xaxes(**EVERY_TICK)
-    fig.update_yaxes(autorange="reversed", **EVERY_TICK)
-    height = max(360, n_l * (style.font_size + 4) + 140)  # a line for each layer's label (30 on SmolLM2)
-    return fig.update_layout(height=height, title=html_text(title), font={"size": style.font_size})

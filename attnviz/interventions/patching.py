@@ -175,7 +175,7 @@ def continuation(pronoun: str, answer: str) -> str:
 
 def pronoun_pairs() -> dict[str, tuple[str, str, str, str]]:
     """The pronoun lab's minimal pairs as patching pairs: {name: (clean, corrupted, answer, wrong)}."""
-    from attnviz.analysis.pronoun_scores import LESSON
+    from attnviz.analysis.pronoun_cases import LESSON
 
     pairs = {}
     for a, b in zip(LESSON[0::2], LESSON[1::2], strict=True):

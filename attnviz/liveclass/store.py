@@ -1,20 +1,11 @@
 """The classroom's store: classes, the teacher's view, followers, polls and answers, in SQLite or PostgreSQL.
 
-The one module that talks to the database, through SQLAlchemy Core (one set of statements, the same tables and
-constraints on both; the driver for PostgreSQL is psycopg 3). `ATTNVIZ_DB` chooses:
-
-- a file path (default `attnviz/classes.db` under the user's data folder: $XDG_DATA_HOME or ~/.local/share): SQLite,
-  one file on one machine, in WAL mode so that readers (every heartbeat, every 0.4 s) never wait for a writer,
-  with a busy timeout so that 30 answers in the same second queue instead of failing; every write is one
-  `BEGIN IMMEDIATE` transaction;
-- a `postgresql://user:password@host:port/database` URL: PostgreSQL, which several servers (replicas) share. Reads
-  run in autocommit; every write is one transaction that first locks its class's row (`SELECT ... FOR UPDATE`), so
-  the writes of one class run one at a time, as SQLite's are, and a reveal cannot slip between an answer's checks
-  and its insert; connections are pooled and checked before use (a restarted database is reconnected).
-
-Any other value (another scheme, a URL without a database) is `BadDatabase` at once, with what to write instead.
-The tables are created on start, and columns newer than an existing database are added (under an advisory lock on
-PostgreSQL, so that replicas starting together do not race). Everything survives a server restart.
+The one module that reads and writes the classes, through SQLAlchemy Core: one set of statements on both databases.
+Where the database is and how it is opened: attnviz.liveclass.database; its tables, created and migrated on start:
+attnviz.liveclass.schema. On SQLite every write is one `BEGIN IMMEDIATE` transaction; on PostgreSQL reads run in
+autocommit and every write is one transaction that first locks its class's row (`SELECT ... FOR UPDATE`), so the
+writes of one class run one at a time, as SQLite's are, and a reveal cannot slip between an answer's checks and its
+insert. Everything survives a server restart.
 
 Only the teacher leads: every call that changes a class (its view, a poll) takes the teacher's secret, which is
 stored hashed and compared in constant time (`hmac.compare_digest`); a wrong or missing secret raises
@@ -37,7 +28,6 @@ import io
 import json
 import math
 import os
-import re
 import secrets
 import time
 from collections import Counter
@@ -45,11 +35,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import sqlalchemy as sa
-from sqlalchemy import event, text
+from sqlalchemy import text
 from sqlalchemy.engine import Connection, RowMapping
 
-DB_ENV = "ATTNVIZ_DB"
+from attnviz.liveclass import schema
+from attnviz.liveclass.database import configured, database_url, postgres_engine, sqlite_engine
+
 HOURS_ENV = "ATTNVIZ_CLASS_HOURS"
 DEFAULT_HOURS = 8.0  # a class expires this long after it was started
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read off a projector
@@ -59,62 +50,6 @@ MAX_STUDENT_NAME = 40
 MAX_ANSWER = 200
 FOLLOWING_WITHIN = 30.0  # a student seen this recently (seconds) counts as here
 NUMBER_RANGE = (0.0, 100.0)  # a number poll asks for a percentage
-POSTGRES_SCHEMES = ("postgresql://", "postgres://", "postgresql+psycopg://")
-FILE_CHECK_SECONDS = 1.0  # SQLite: how often a pooled connection checks that its file is still the one it opened
-SCHEMA_LOCK = 0x617474  # the advisory lock replicas take to create or migrate the tables ("att")
-
-metadata = sa.MetaData()
-Time = sa.Float(precision=53)  # time.time(): SQLite's REAL, PostgreSQL's double precision
-sa.Table(
-    "classes", metadata,
-    sa.Column("code", sa.Text, primary_key=True),
-    sa.Column("secret_hash", sa.Text, nullable=False),
-    sa.Column("created", Time, nullable=False),
-    sa.Column("expires", Time, nullable=False),
-    sa.Column("view", sa.Text, nullable=False, server_default="{}"),
-    sa.Column("version", sa.Integer, nullable=False, server_default="0"),
-    sa.Column("changed", Time, nullable=False, server_default="0"),
-    sa.Column("locked", sa.Integer, nullable=False, server_default="0"),
-)  # fmt: skip
-sa.Table(
-    "students", metadata,
-    sa.Column("code", sa.Text, sa.ForeignKey("classes.code"), primary_key=True),
-    sa.Column("student", sa.Text, primary_key=True),
-    sa.Column("name", sa.Text, nullable=False, server_default=""),
-    sa.Column("following", sa.Integer, nullable=False, server_default="1"),
-    sa.Column("seen", Time, nullable=False),
-    sa.Column("joined", Time, nullable=False, server_default="0"),
-    sa.Column("removed", sa.Integer, nullable=False, server_default="0"),
-)  # fmt: skip
-sa.Table(
-    "polls", metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("code", sa.Text, sa.ForeignKey("classes.code"), nullable=False),
-    sa.Column("kind", sa.Text, nullable=False),
-    sa.Column("question", sa.Text, nullable=False),
-    sa.Column("options", sa.Text, nullable=False),
-    sa.Column("view", sa.Text, nullable=False),
-    sa.Column("created", Time, nullable=False),
-    sa.Column("revealed", sa.Integer, nullable=False, server_default="0"),
-    sa.Index("polls_by_class", "code", "id"),
-    sqlite_autoincrement=True,
-)  # fmt: skip
-sa.Table(
-    "answers", metadata,
-    sa.Column("poll", sa.Integer, sa.ForeignKey("polls.id"), primary_key=True),
-    sa.Column("student", sa.Text, primary_key=True),
-    sa.Column("answer", sa.Text, nullable=False),
-    sa.Column("at", Time, nullable=False),
-)  # fmt: skip
-sa.Table(
-    "voters", metadata,
-    sa.Column("poll", sa.Integer, sa.ForeignKey("polls.id"), primary_key=True),
-    sa.Column("student", sa.Text, primary_key=True),
-)  # fmt: skip
-ADDED_COLUMNS = {  # columns newer than a database may be: added on start (table -> column -> definition)
-    "classes": {"locked": "INTEGER NOT NULL DEFAULT 0"},
-    "students": {"joined": "DOUBLE PRECISION NOT NULL DEFAULT 0", "removed": "INTEGER NOT NULL DEFAULT 0"},
-}
 
 
 class NotTeacher(PermissionError):
@@ -132,26 +67,6 @@ class ClassNotFound(LookupError):
 
 class NotAdmitted(PermissionError):
     """The class is closed to new students, or the teacher removed this student."""
-
-
-class BadDatabase(ValueError):
-    """ATTNVIZ_DB (or --db) is neither a file path nor a postgresql:// URL the store can use."""
-
-
-DATABASE_ERRORS = (OSError, sa.exc.SQLAlchemyError, BadDatabase)  # what opening or using the store can raise
-PASSWORD = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
-
-
-def masked(text: str) -> str:
-    """Text with the password of any URL in it hidden (postgresql://user:***@host/db)."""
-    return PASSWORD.sub(r"\1***@", text)
-
-
-def error_line(err: BaseException) -> str:
-    """A database failure in one line a person may see: its first line (SQLAlchemy appends the statement and its
-    parameters on the next ones), any URL's password hidden, at most 200 characters."""
-    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    return masked(first)[:200]
 
 
 REMOVED = "The teacher removed this page from the class."
@@ -196,48 +111,6 @@ class Poll:
     revealed: bool
 
 
-def default_path() -> Path:
-    """The SQLite file when ATTNVIZ_DB is a path: $ATTNVIZ_DB, else attnviz/classes.db under $XDG_DATA_HOME
-    (default ~/.local/share)."""
-    if os.environ.get(DB_ENV):
-        return Path(os.environ[DB_ENV])
-    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return base / "attnviz" / "classes.db"
-
-
-def configured() -> str:
-    """What the store opens when it is given nothing: $ATTNVIZ_DB as written, else the default file."""
-    return os.environ.get(DB_ENV) or str(default_path())
-
-
-def database_url(target: Path | str) -> sa.URL:
-    """The SQLAlchemy URL of a store target: a `postgresql://` URL (driven by psycopg 3), or a file path (SQLite).
-
-    BadDatabase, saying what would work, for anything else: another scheme (mysql://, sqlite://, http://), a
-    PostgreSQL URL the parser refuses or that names no database, a value that looks like a scheme without its `//`
-    ("postgresql:host/db", which would otherwise become a folder named "postgresql:" holding a SQLite file).
-    """
-    raw = str(target).strip()
-    example = "a file path (SQLite) or postgresql://user:password@host:5432/database"
-    if raw.lower().startswith(POSTGRES_SCHEMES):
-        try:
-            url = sa.make_url(raw)
-        except (sa.exc.ArgumentError, ValueError) as err:
-            raise BadDatabase(f"{DB_ENV} is not a URL PostgreSQL can take ({err}); write {example}.") from None
-        if not url.database:
-            raise BadDatabase(f"{DB_ENV} names no database: write {example}.")
-        return url.set(drivername="postgresql+psycopg")
-    if not raw:
-        raise BadDatabase(f"{DB_ENV} is empty: write {example}.")
-    scheme = re.match(r"^([A-Za-z][A-Za-z0-9+.-]+):", raw)
-    if "://" in raw or (scheme and scheme.group(1).lower().startswith(("postgres", "sqlite", "mysql", "http"))):
-        raise BadDatabase(f"{masked(raw)[:60]!r} is not a database attnviz can use: write {example}.")
-    path = Path(raw).expanduser()
-    if path.is_dir():
-        raise BadDatabase(f"{masked(raw)[:60]!r} is a folder: name a file in it (for example {path / 'classes.db'}).")
-    return sa.URL.create("sqlite", database=str(path.resolve()))
-
-
 def class_hours() -> float:
     """How long a class lasts: $ATTNVIZ_CLASS_HOURS, else 8."""
     try:
@@ -268,63 +141,6 @@ def clean_code(code: object) -> str:
     return text if len(text) == CODE_LENGTH and all(c in CODE_ALPHABET for c in text) else ""
 
 
-def _sqlite_engine(url: sa.URL) -> sa.Engine:
-    """SQLite: WAL, a 30 s busy timeout, and `BEGIN IMMEDIATE` for writes (reads run without a transaction).
-
-    Connections are pooled (opening one costs about 0.3 ms, and a class of 100 asks several times a second). A
-    pooled connection is handed out only while its file, and its WAL, are the ones it opened (checked at most once
-    a second): a database replaced, restored or damaged under a running server (its WAL deleted) is opened afresh,
-    so a call a second later sees it."""
-    path = Path(url.database)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    engine = sa.create_engine(url, connect_args={"timeout": 30, "check_same_thread": False}, pool_size=8,
-                              max_overflow=56, pool_timeout=60)  # fmt: skip
-
-    wal = path.with_name(path.name + "-wal")
-
-    def identity() -> tuple:
-        return _inode(path), _inode(wal)
-
-    @event.listens_for(engine, "connect")
-    def _connect(dbapi, record) -> None:
-        dbapi.isolation_level = None  # the driver begins nothing by itself; writes begin below
-        for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "busy_timeout=30000"):
-            dbapi.execute(f"PRAGMA {pragma}")  # NORMAL in WAL: a crash may lose the last commit, never corrupt
-        record.info["file"], record.info["checked"] = identity(), time.monotonic()
-
-    @event.listens_for(engine, "checkout")
-    def _checkout(_dbapi, record, _proxy) -> None:
-        if time.monotonic() - record.info["checked"] < FILE_CHECK_SECONDS:
-            return
-        if record.info.get("file") != identity():
-            raise sa.exc.DisconnectionError("the database file changed under this connection")  # the pool reconnects
-        record.info["checked"] = time.monotonic()
-
-    @event.listens_for(engine, "begin")
-    def _begin(conn: Connection) -> None:
-        if conn.get_execution_options().get("attnviz_write"):
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-
-    return engine
-
-
-def _inode(path: Path) -> tuple[int, int] | None:
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return st.st_dev, st.st_ino
-
-
-def _postgres_engine(url: sa.URL) -> sa.Engine:
-    """PostgreSQL: a pool checked before use, a 10 s connect timeout, the class's name in pg_stat_activity, and text
-    in UTF-8 whatever the database's encoding (in a SQL_ASCII database, made by an initdb with no UTF-8 locale,
-    psycopg would hand back bytes: SQLAlchemy's first query failed on them)."""
-    return sa.create_engine(url, pool_pre_ping=True, pool_size=8, max_overflow=32, pool_timeout=60,
-                            connect_args={"connect_timeout": 10, "application_name": "attnviz",
-                                          "client_encoding": "utf8"})  # fmt: skip
-
-
 class Store:
     """The classroom database. Safe to share between threads: connections come from a pool, one per call."""
 
@@ -334,10 +150,11 @@ class Store:
         self.url = database_url(configured() if target is None else target)
         self.postgres = self.url.get_backend_name() == "postgresql"
         self.path = None if self.postgres else Path(self.url.database)  # the SQLite file, if that is the store
-        self.engine = _postgres_engine(self.url) if self.postgres else _sqlite_engine(self.url)
+        self.engine = postgres_engine(self.url) if self.postgres else sqlite_engine(self.url)
         self._writer = self.engine.execution_options(attnviz_write=True)
         self._reader = self.engine.execution_options(isolation_level="AUTOCOMMIT") if self.postgres else self.engine
-        self._create()
+        with self._writer.begin() as db:
+            schema.create(db, self.postgres)
 
     def __repr__(self) -> str:
         return f"Store({self.url.render_as_string(hide_password=True)!r})"
@@ -351,19 +168,6 @@ class Store:
     def close(self) -> None:
         """Close the pooled connections (a later call opens new ones)."""
         self.engine.dispose()
-
-    def _create(self) -> None:
-        """The tables, created where missing, and columns newer than an older attnviz's database, added."""
-        with self._writer.begin() as db:
-            if self.postgres:  # replicas starting together: one creates, the others wait and find the tables
-                db.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
-            metadata.create_all(db)
-            inspector = sa.inspect(db)
-            for table, columns in ADDED_COLUMNS.items():
-                have = {c["name"] for c in inspector.get_columns(table)}
-                for name, definition in columns.items():
-                    if name not in have:
-                        db.execute(text(f"ALTER TABLE {table} ADD COLUMN {name} {definition}"))
 
     @contextlib.contextmanager
     def _write(self, code: str | None = None) -> Iterator[Connection]:

@@ -22,7 +22,7 @@ import plotly.io as pio
 import torch
 
 from attnviz.analysis import head_stats
-from attnviz.figures import export, interactive
+from attnviz.figures import export, interactive, stat_charts
 from attnviz.figures.style import Style
 from attnviz.result import AttentionResult
 from attnviz.tokens import TokenAxis, shown
@@ -66,7 +66,7 @@ class View:
         else:
             stats = head_stats.head_stats(r)
             labels = head_stats.labels(stats, head_stats.uniform_entropy(r))
-            first = interactive.stat_grid(stats[self.statistic].numpy(), labels, self.statistic, style=self.style)
+            first = stat_charts.stat_grid(stats[self.statistic].numpy(), labels, self.statistic, style=self.style)
         return [
             first,
             interactive.head_grid(r, self.layer, style=self.style, max_side=SIDES["layer"]),

@@ -15,7 +15,7 @@ import streamlit as st
 from attnviz.blocks import block_mean, pool_factor
 from attnviz.engines.base import eager_tokens
 from attnviz.figures import interactive, lazy_maps
-from attnviz.figures.interactive import Panel
+from attnviz.figures.panel_maps import Panel
 from attnviz.figures.style import pooled_labels
 from attnviz.lazy import GRID_SIDE, THUMB_SIDE, LazyAttention
 from attnviz.ui import state, widgets

@@ -36,17 +36,8 @@ from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
 
 from attnviz import escape
 from attnviz.liveclass import reach
-from attnviz.liveclass.store import (
-    DATABASE_ERRORS,
-    REMOVED,
-    ClassInfo,
-    ClassNotFound,
-    Moment,
-    NotAdmitted,
-    Store,
-    clean_code,
-    error_line,
-)
+from attnviz.liveclass.database import DATABASE_ERRORS, error_line
+from attnviz.liveclass.store import REMOVED, ClassInfo, ClassNotFound, Moment, NotAdmitted, Store, clean_code
 from attnviz.liveclass.store import links as store_links
 from attnviz.ui import controls, state
 

@@ -1,14 +1,13 @@
-"""Pronoun scoring on hand-built attention, on the real model, and the benchmark readers."""
-
-import json
+"""Pronoun scoring on hand-built attention and on the real model: the two metrics, the benchmark's statistics."""
 
 import pytest
 import torch
 from conftest import ROOT
 
 from attnviz import service
-from attnviz.analysis import pronoun_scores
-from attnviz.analysis.pronoun_scores import PronounCase
+from attnviz.analysis import pronoun_cases, pronoun_scores
+from attnviz.analysis.pronoun_cases import PronounCase
+from attnviz.corpus import pronoun_files
 from attnviz.result import AttentionResult
 from attnviz.tokens import NO_SPAN, TokenAxis
 
@@ -84,8 +83,8 @@ def test_a_candidate_of_several_pieces_takes_the_max_over_its_content_pieces_not
 def test_one_character_pieces_are_not_content_when_a_candidate_has_several():
     axis = TokenAxis(("[CLS]", "dog", "'", "s", "x", "[SEP]"), (True, False, False, False, False, True),
                      (0, 1, 2, 3, 4, 5), (NO_SPAN, (0, 3), (3, 4), (4, 5), (6, 7), NO_SPAN), "dog's x")  # fmt: skip
-    assert pronoun_scores.content_pieces(axis, (0, 5)) == [1]
-    assert pronoun_scores.content_pieces(axis, (6, 7)) == [4]  # a one-piece candidate keeps its piece
+    assert pronoun_cases.content_pieces(axis, (0, 5)) == [1]
+    assert pronoun_cases.content_pieces(axis, (6, 7)) == [4]  # a one-piece candidate keeps its piece
 
 
 def test_the_maximum_attention_score_follows_the_authors_rule():
@@ -108,45 +107,6 @@ def test_per_head_accuracy_and_chance():
     b = pronoun_scores.Benchmark([right, other], [], "vote")
     assert b.accuracy == 0.5 and b.chance == 0.5
     assert b.per_head.tolist() == [[0.5, 0.5]]
-
-
-def test_the_annotated_pronoun_is_scored_when_the_pronoun_occurs_twice():
-    text = "John saw Bill when he ran. He was glad."
-    first = PronounCase(text, "he", ("John", "Bill"), "John")
-    annotated = PronounCase(text, "He", ("John", "Bill"), "John", pronoun_at=text.index("He was"))
-    he, second = text.index("he ran"), text.index("He was")
-    assert pronoun_scores.locate(first).pronoun == (
-        he,
-        he + 2,
-    )  # without a position: the first after the first candidate
-    assert pronoun_scores.locate(annotated).pronoun == (second, second + 2)
-    with pytest.raises(ValueError, match="no 'he' at character 3"):
-        PronounCase(text, "he", ("John", "Bill"), "John", pronoun_at=3)
-
-
-def test_the_xml_reader_keeps_the_annotated_pronoun():
-    xml = (
-        b"<collection><schema><text><txt1>John saw Bill when he ran .</txt1><pron> He </pron>"
-        b"<txt2>was glad.</txt2></text><answers><answer>John</answer><answer>Bill</answer></answers>"
-        b"<correctAnswer>A</correctAnswer></schema></collection>"
-    )
-    (case,) = pronoun_scores.read_winograd_xml(xml)
-    assert case.text == "John saw Bill when he ran. He was glad."
-    assert (
-        case.text[case.pronoun_at :].startswith("He was") and pronoun_scores.locate(case).pronoun[0] == case.pronoun_at
-    )
-
-
-def test_a_candidate_written_in_the_plural_is_found_by_its_singular_and_the_reverse():
-    case = PronounCase(
-        "The teller gave the men a bag because they asked.", "they", ("the tellers", "the men"), "the men"
-    )
-    (teller, men) = pronoun_scores.locate(case).candidates
-    assert case.text[slice(*teller)] == "teller" and case.text[slice(*men)] == "men"
-    assert pronoun_scores.locate(case).how == ("singular/plural", "as written")
-    assert pronoun_scores.number_forms("piece") == ["pieces", "piecees"] and "city" in pronoun_scores.number_forms(
-        "cities"
-    )
 
 
 def test_a_causal_model_has_no_maximum_attention_score():
@@ -174,7 +134,7 @@ def test_the_best_head_is_scored_on_the_half_it_was_not_picked_on():
 
 def test_a_missing_word_is_named():
     with pytest.raises(ValueError, match="'giraffe'"):
-        pronoun_scores.locate(PronounCase(TEXT, "it", ("cat", "giraffe"), "cat"))
+        pronoun_cases.locate(PronounCase(TEXT, "it", ("cat", "giraffe"), "cat"))
     with pytest.raises(ValueError, match="not one of the candidates"):
         PronounCase(TEXT, "it", ("cat", "mouse"), "dog")
 
@@ -194,133 +154,27 @@ def test_scores_equal_raw_hugging_face_attention_in_the_method_s_direction(bundl
     assert (res.scores - expected).abs().max() < 1e-4
 
 
-def test_winograd_xml_reader_on_a_fixture():
-    cases = pronoun_scores.read_winograd_xml(ROOT / "tests/data/winograd_fixture.xml")
-    assert cases[0] == PronounCase(
-        "The lamp lit the desk because it was switched on.", "it", ("The lamp", "the desk"), "The lamp", 30
-    )
-    assert cases[1].answer == "the tree" and cases[1].text == "The kite hit the tree because it was tall."
-
-
-def test_jsonl_reader(tmp_path):
-    p = tmp_path / "c.jsonl"
-    p.write_text(json.dumps({"text": TEXT, "pronoun": "it", "candidates": ["cat", "mouse"], "answer": "cat"}) + "\n\n")
-    assert pronoun_scores.read_cases(p) == [CASE]
-    p.write_text(json.dumps({"text": TEXT, "pronoun": "it"}) + "\n")
-    with pytest.raises(ValueError, match="line 1"):
-        pronoun_scores.read_cases(p)
-
-
-@pytest.mark.parametrize(
-    ("line", "message"),
-    [
-        ("[1, 2, 3]", "line 2 is not a JSON object"),
-        ('{"text": "a b c", "pronoun": "b", "candidates": 7, "answer": "a"}', "line 2: the candidates must be"),
-        ('{"text": "a b c", "pronoun": 5, "candidates": ["a", "c"], "answer": "a"}', "line 2: the pronoun must be"),
-        ("[" * 100_000, "line 2 nests too deeply"),
-        ("{not json", "line 2 is not valid JSON"),
-    ],
-)
-def test_malformed_jsonl_lines_are_named(line, message):
-    good = json.dumps({"text": TEXT, "pronoun": "it", "candidates": ["cat", "mouse"], "answer": "cat"})
-    with pytest.raises(ValueError, match=message):
-        pronoun_scores.read_jsonl([good, line])
-
-
-@pytest.mark.parametrize(
-    ("xml", "message"),
-    [
-        (b"<collection><schema><answers/></schema></collection>", "schema 1 has no <text>"),
-        (b"<collection><schema><text><pron>it</pron></text></schema></collection>", "schema 1 has no <answers>"),
-        (b"<collection><schema>", "malformed"),
-        (b'<!DOCTYPE x [<!ENTITY a "aaaa">]><collection/>', "DOCTYPE"),
-        (
-            '<?xml version="1.0" encoding="UTF-16"?><!DOCTYPE x [<!ENTITY a "aa"><!ENTITY b "&a;&a;">]>'
-            "<collection><schema>&b;</schema></collection>".encode("utf-16"),
-            "DOCTYPE",
-        ),  # no byte says DOCTYPE
-        (
-            '<?xml version="1.0" encoding="UTF-16"?><!DOCTYPE x [<!ENTITY a "aa"><!ENTITY b "&a;&a;">]>'
-            "<collection><schema>&b;</schema></collection>".encode("utf-16-le"),
-            "DOCTYPE",
-        ),  # not even a BOM
-    ],
-)
-def test_malformed_xml_is_named(xml, message):
-    with pytest.raises(ValueError, match=message):
-        pronoun_scores.read_winograd_xml(xml)
-
-
 WSC = ROOT.parent / "shared/data/winograd/WSCollection.xml"  # shared/ sits beside the checkout, not in it
-
-
-def test_the_whole_winograd_collection_parses():
-    if not WSC.exists():
-        pytest.skip(f"the Winograd collection is not at {WSC}")
-    cases = pronoun_scores.read_winograd_xml(WSC)
-    assert len(cases) == 285 and all(c.answer in c.candidates for c in cases)
-    assert all(c.text[c.pronoun_at :].lower().startswith(c.pronoun.lower()) for c in cases)
 
 
 def test_wsc273_scores_at_least_265_cases_each_at_its_annotated_pronoun(bundled_hf):
     if not WSC.exists():
         pytest.skip(f"the Winograd collection is not at {WSC}")
-    cases = pronoun_scores.read_winograd_xml(WSC)[:273]
+    cases = pronoun_files.read_winograd_xml(WSC)[:273]
     bench = service.pronoun_benchmark(bundled_hf, cases, "mas")
     assert bench.n == 259, bench.skip_reasons()  # 4 candidates not in the text, 10 on the same tokens
     for r in bench.results:
-        assert pronoun_scores.locate(r.case).pronoun[0] == r.case.pronoun_at
+        assert pronoun_cases.locate(r.case).pronoun[0] == r.case.pronoun_at
 
 
 def test_lesson_has_twenty_minimal_pairs_that_flip_the_answer(bundled_hf):
-    lesson = pronoun_scores.LESSON
+    lesson = pronoun_cases.LESSON
     assert len(lesson) >= 40
     for a, b in zip(lesson[::2], lesson[1::2], strict=True):
         assert a.candidates == b.candidates and a.answer != b.answer
         assert len(set(a.text.split()) ^ set(b.text.split())) == 2  # one word differs
-        pronoun_scores.locate(a), pronoun_scores.locate(b)  # every word is found
+        pronoun_cases.locate(a), pronoun_cases.locate(b)  # every word is found
     assert lesson[0].text == "The animal didn't cross the street because it was too tired."
-
-
-def test_loosely_named_candidates_fall_back_to_the_head_noun_and_drop_the_determiner():
-    case = PronounCase(
-        "The trophy did not fit into the brown suitcase because it was small.",
-        "it",
-        ("the trophy", "the suitcase"),
-        "the suitcase",
-    )
-    where = pronoun_scores.locate(case)
-    trophy, suitcase = where.candidates
-    assert case.text[slice(*trophy)] == "trophy" and case.text[slice(*suitcase)] == "suitcase"
-    assert where.how == ("as written", "without a determiner")
-    assert (
-        pronoun_scores.locate(PronounCase(case.text, "it", ("trophy", "the old suitcase"), "trophy")).how[1]
-        == "head noun"
-    )
-
-
-def test_a_pronoun_position_inside_a_word_is_refused_with_the_word():
-    text = "I went with Bill because it was late."
-    with pytest.raises(ValueError, match="inside the word 'with'"):
-        PronounCase(text, "it", ("I", "Bill"), "Bill", pronoun_at=text.index("with") + 1)
-    with pytest.raises(ValueError, match="no 'it' at character -1"):
-        PronounCase(text, "it", ("I", "Bill"), "Bill", pronoun_at=-1)
-    ok = PronounCase(text, "it", ("I", "Bill"), "Bill", pronoun_at=text.index(" it ") + 1)
-    assert ok.text[ok.pronoun_at : ok.pronoun_at + 2] == "it"
-    (case,) = pronoun_scores.read_jsonl(
-        [
-            json.dumps(
-                {
-                    "text": text,
-                    "pronoun": "it",
-                    "candidates": ["I", "Bill"],
-                    "answer": "Bill",
-                    "pronoun_at": text.index(" it ") + 1,
-                }
-            )
-        ]
-    )
-    assert case.pronoun_at == text.index(" it ") + 1
 
 
 def test_candidates_on_the_same_tokens_are_skipped_with_the_reason_not_forced():
@@ -329,7 +183,7 @@ def test_candidates_on_the_same_tokens_are_skipped_with_the_reason_not_forced():
              "apart", "."]  # fmt: skip
     axis = _axis(text, _offsets(text, words))
     case = PronounCase(text, "it", ("the old house", "the new house"), "the old house")
-    where = pronoun_scores.locate(case)  # "the new house" is not in the text: its head noun is old house's `house`
+    where = pronoun_cases.locate(case)  # "the new house" is not in the text: its head noun is old house's `house`
     assert where.how == ("as written", "head noun") and where.candidates[1][0] > where.candidates[0][0]
     r = _result({11: {2: 0.5, 3: 0.5}}, axis)
     with pytest.raises(ValueError, match="land on the same tokens"):
@@ -384,7 +238,7 @@ def test_groups_keep_a_schema_and_its_twins_whole_whatever_was_skipped():
 def test_wsc273_groups_are_whole_in_the_halves_and_the_same_token_cases_are_skipped(bundled_hf):
     if not WSC.exists():
         pytest.skip(f"the Winograd collection is not at {WSC}")
-    cases = pronoun_scores.read_winograd_xml(WSC)[:273]
+    cases = pronoun_files.read_winograd_xml(WSC)[:273]
     numbers = pronoun_scores.groups(cases)
     assert numbers[252] == numbers[253] == numbers[254] != numbers[251]  # George and Eric: WSC273's triple
     bench = service.pronoun_benchmark(bundled_hf, cases, "mas")

@@ -70,7 +70,7 @@ def test_overview_export_is_what_the_overview_shows(bundled_hf):
 def test_side_by_side_export_keeps_the_mask_as_masked():
     import numpy as np
 
-    from attnviz.figures.interactive import Panel
+    from attnviz.figures.panel_maps import Panel
 
     toks = ("a", "b", "c")
     causal = np.tril(np.ones((3, 3))) / np.arange(1, 4)[:, None]

@@ -10,8 +10,9 @@ import torch
 from conftest import SENTENCE
 from plotly_data import array
 
-from attnviz.figures import interactive
+from attnviz.figures import interactive, layout, panel_maps
 from attnviz.result import AttentionResult
+from attnviz.tokens import display_labels
 
 
 def _random_result(l=2, h=4, t=10):
@@ -83,11 +84,11 @@ def test_side_by_side_draws_the_mask_as_masked_not_as_zero():
     toks = tuple("abcd")
     masked = np.triu(np.ones((t, t), dtype=bool), 1)
     panels = [
-        interactive.Panel("self", np.full((t, t), 0.25), toks, toks),
-        interactive.Panel("causal", causal, toks, toks, masked=masked),
-        interactive.Panel("cross", np.full((2, t), 0.25), ("x", "y"), toks),
+        panel_maps.Panel("self", np.full((t, t), 0.25), toks, toks),
+        panel_maps.Panel("causal", causal, toks, toks, masked=masked),
+        panel_maps.Panel("cross", np.full((2, t), 0.25), ("x", "y"), toks),
     ]
-    fig = interactive.side_by_side(panels)
+    fig = panel_maps.side_by_side(panels)
     z = np.asarray(fig.data[1].z, dtype=float)
     assert np.isnan(z[masked]).all() and not np.isnan(z[~masked]).any()
     assert {d.coloraxis for d in fig.data} == {"coloraxis"}  # one colour scale
@@ -96,10 +97,10 @@ def test_side_by_side_draws_the_mask_as_masked_not_as_zero():
 
 def test_side_by_side_puts_a_difference_on_its_own_diverging_scale():
     toks = ("a", "b")
-    fig = interactive.side_by_side(
+    fig = panel_maps.side_by_side(
         [
-            interactive.Panel("p", np.eye(2), toks, toks),
-            interactive.Panel("d", np.array([[0.5, -0.5], [0, 0]]), toks, toks, signed=True),
+            panel_maps.Panel("p", np.eye(2), toks, toks),
+            panel_maps.Panel("d", np.array([[0.5, -0.5], [0, 0]]), toks, toks, signed=True),
         ]
     )
     assert fig.data[1].coloraxis == "coloraxis2" and fig.layout.coloraxis2.cmid == 0.0
@@ -108,17 +109,17 @@ def test_side_by_side_puts_a_difference_on_its_own_diverging_scale():
 def test_side_by_side_panels_keep_their_row_labels_in_their_own_space():
     src, tgt = tuple("saturday 22"), ("<s>", "2", "0", "2", "6")
     panels = [
-        interactive.Panel("self", np.full((11, 11), 1 / 11), src, src),
-        interactive.Panel("masked", np.full((5, 5), 0.2), tgt, tgt),
-        interactive.Panel("cross", np.full((5, 11), 1 / 11), tgt, src),
+        panel_maps.Panel("self", np.full((11, 11), 1 / 11), src, src),
+        panel_maps.Panel("masked", np.full((5, 5), 0.2), tgt, tgt),
+        panel_maps.Panel("cross", np.full((5, 11), 1 / 11), tgt, src),
     ]
-    fig = interactive.side_by_side(panels)
+    fig = panel_maps.side_by_side(panels)
     x1, x2, x3 = (fig.layout[f"xaxis{s}"].domain for s in ("", "2", "3"))
     y1, y2, y3 = (fig.layout[f"yaxis{s}"].showticklabels for s in ("", "2", "3"))
     assert y1 and y2 and not y3  # the cross panel shares the masked panel's rows, so it shares its labels
-    label_width = interactive._label_fraction([x for x in interactive.display_labels(tgt)], 12)
-    assert x2[0] - x1[1] >= label_width + interactive.PANEL_GAP - 1e-9  # room for panel 2's own labels
-    assert abs((x3[0] - x2[1]) - interactive.PANEL_GAP) < 1e-9  # no room needed before panel 3
+    label_width = panel_maps._label_fraction([x for x in display_labels(tgt)], 12)
+    assert x2[0] - x1[1] >= label_width + panel_maps.PANEL_GAP - 1e-9  # room for panel 2's own labels
+    assert abs((x3[0] - x2[1]) - panel_maps.PANEL_GAP) < 1e-9  # no room needed before panel 3
     assert all(0 <= a < b <= 1 for a, b in (x1, x2, x3))
 
 
@@ -128,11 +129,11 @@ def test_side_by_side_panels_stand_in_rows_that_leave_every_key_its_label_and_tw
     clear of the next one's title and key labels; the two colour bars stacked, not side by side."""
     toks = tuple(f"tok{i}" for i in range(16))
     w = np.full((16, 16), 1 / 16)
-    panels = [interactive.Panel("bidirectional", w, toks, toks), interactive.Panel("causal", w, toks, toks),
-              interactive.Panel("difference", w - w.T, toks, toks, signed=True)]  # fmt: skip
+    panels = [panel_maps.Panel("bidirectional", w, toks, toks), panel_maps.Panel("causal", w, toks, toks),
+              panel_maps.Panel("difference", w - w.T, toks, toks, signed=True)]  # fmt: skip
     for style, per_row in ((interactive.Style(), 2), (interactive.Style(projector=True), 1)):
-        assert interactive.panels_a_row(panels, style) == per_row
-        fig = interactive.side_by_side(panels, style=style)
+        assert panel_maps.panels_a_row(panels, style) == per_row
+        fig = panel_maps.side_by_side(panels, style=style)
         ys = [fig.layout[f"yaxis{s}"].domain for s in ("", "2", "3")]
         rows = sorted({tuple(y) for y in ys}, reverse=True)
         assert len(rows) == -(-3 // per_row)
@@ -147,15 +148,13 @@ def test_side_by_side_panels_stand_in_rows_that_leave_every_key_its_label_and_tw
         bars = fig.layout.coloraxis.colorbar, fig.layout.coloraxis2.colorbar
         assert bars[0].y - bars[0].len >= bars[1].y + bars[1].len - 1e-9  # the weight bar over the difference's
     keys = tuple(f"k{i}" for i in range(40))  # one panel of 40 keys on a projector: no layout gives each its line
-    alone = interactive.side_by_side([interactive.Panel("steps", np.full((3, 40), 1 / 40), ("a", "b", "c"), keys)],
+    alone = panel_maps.side_by_side([panel_maps.Panel("steps", np.full((3, 40), 1 / 40), ("a", "b", "c"), keys)],
                                      style=interactive.Style(projector=True))  # fmt: skip
     step = int(alone.layout.xaxis.title.text.split()[2][:-2])
-    assert step > 1 and alone.layout.xaxis.title.text == f"key: every {step}{interactive._ordinal(step)} of 40 labelled"
+    assert step > 1 and alone.layout.xaxis.title.text == f"key: every {step}{layout.ordinal(step)} of 40 labelled"
     assert list(alone.layout.xaxis.tickvals) == [f"k{i} ·{i + 1}" for i in range(0, 40, step)]
-    wide = [
-        interactive.Panel("many", np.full((80, 80), 1 / 80), tuple(map(str, range(80))), tuple(map(str, range(80))))
-    ]
-    assert interactive.panels_a_row(wide * 3, interactive.Style(projector=True)) == 3  # unlabelled: one row
+    wide = [panel_maps.Panel("many", np.full((80, 80), 1 / 80), tuple(map(str, range(80))), tuple(map(str, range(80))))]
+    assert panel_maps.panels_a_row(wide * 3, interactive.Style(projector=True)) == 3  # unlabelled: one row
 
 
 def test_the_cost_chart_shows_weights_and_time_as_two_measured_series_beside_n_and_n_squared():
@@ -171,7 +170,7 @@ def test_the_cost_chart_shows_weights_and_time_as_two_measured_series_beside_n_a
 
 def test_panel_titles_stay_over_their_panels_and_out_of_the_figure_title():
     toks = ("a", "b")
-    fig = interactive.side_by_side([interactive.Panel("first\nline two", np.eye(2), toks, toks)], title="<b>whole</b>")
+    fig = panel_maps.side_by_side([panel_maps.Panel("first\nline two", np.eye(2), toks, toks)], title="<b>whole</b>")
     assert fig.layout.title.text == "&lt;b&gt;whole&lt;/b&gt;"  # the figure's own title, escaped
     assert [a.text for a in fig.layout.annotations] == ["first<br>line two"]
 
@@ -218,7 +217,7 @@ def test_a_grid_labels_every_token_on_every_map_up_to_64_and_none_past_it():
         assert all(a.showticklabels and a.tickmode == "linear" and a.dtick == 1 for a in axes), t
         columns = len({a.domain for a in axes if a.anchor.startswith("y")})  # x axes: one domain per column
         first = fig.layout.xaxis.domain
-        width = (interactive.GRID_WIDTH - fig.layout.margin.l) * (first[1] - first[0])
+        width = (layout.GRID_WIDTH - fig.layout.margin.l) * (first[1] - first[0])
         assert width >= t * (fig.layout.font.size + 1) - 1, (t, columns)  # each token a label's line
     for t, style in ((65, interactive.Style()), (41, interactive.Style(projector=True))):  # the stated rule
         fig = interactive.head_grid(_random_result(l=1, h=12, t=t), 0, style=style)
@@ -246,7 +245,7 @@ def test_every_small_matrix_has_a_colour_bar_a_title_in_lines_and_a_stated_label
     assert list(fig.layout.yaxis.tickvals) == [str(i) for i in range(64)]  # the map grows: a line for every row
     labelled = fig.layout.xaxis.tickvals  # 32 columns in a third of the page: every k-th, and the axis says so
     step = int(labelled[1][1:]) - int(labelled[0][1:])
-    assert step > 1 and fig.layout.xaxis.title.text == f"every {step}{interactive._ordinal(step)} labelled"
+    assert step > 1 and fig.layout.xaxis.title.text == f"every {step}{layout.ordinal(step)} labelled"
     pe = interactive.matrix(np.random.rand(8, 384), "PE", rows=list("abcdefgh"), cols=[f"d{i + 1}" for i in range(384)])
     assert (
         pe.layout.xaxis.showticklabels is False and pe.layout.xaxis.title.text == "d1 … d384, too many to label: hover"
@@ -259,7 +258,8 @@ def test_small_maps_side_by_side_stand_as_many_a_row_as_leave_every_token_its_la
     """Inside's steps, the Masks page and One head vs many lay their maps out by maps_a_row: each map, in the column
     it gets, labels every one of the default sentence's 16 tokens on both axes; a projector's larger labels put
     fewer maps in a row, never thinner labels."""
-    from attnviz.figures.interactive import COLUMN_GAP, MAIN_PX, Style, maps_a_row, matrix
+    from attnviz.figures.interactive import Style, maps_a_row, matrix
+    from attnviz.figures.layout import COLUMN_GAP, MAIN_PX
 
     words = "[CLS] the animal didn ' t cross the street because it was too tired . [SEP]"  # SENTENCE's pieces
     labels = [f"{w} ·{i + 1}" for i, w in enumerate(words.split(" "))]
@@ -280,7 +280,10 @@ def test_small_maps_side_by_side_stand_as_many_a_row_as_leave_every_token_its_la
 def test_a_head_grids_cell_labels_fit_their_cells_on_a_projector():
     """The pronoun grid names each head's pick in its cell ("street", "animal"): on a projector's larger font the
     cell text shrinks until the longest fits its cell; the side-by-side maps say when their tokens go unlabelled."""
-    from attnviz.figures.interactive import CHAR, STAT_GRID_PX, Panel, Style, side_by_side, stat_grid
+    from attnviz.figures.layout import CHAR
+    from attnviz.figures.panel_maps import Panel, side_by_side
+    from attnviz.figures.stat_charts import STAT_GRID_PX, stat_grid
+    from attnviz.figures.style import Style
 
     labels = [["street", "animal"] * 6 for _ in range(6)]
     for style in (Style(), Style(projector=True)):

@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from attnviz.__main__ import main
+from attnviz.cli import main
 from attnviz.lessons import head_models
 
 

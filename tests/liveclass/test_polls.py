@@ -7,8 +7,8 @@ import pytest
 from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
-from attnviz.__main__ import main
 from attnviz.analysis import head_stats
+from attnviz.cli import main
 from attnviz.liveclass import charts as figures
 from attnviz.liveclass import polls, snapshot
 from attnviz.liveclass.store import Store, links
@@ -121,7 +121,7 @@ def _teacher_and_student(db):
 
 
 def test_the_teachers_view_becomes_the_class_and_a_follower_takes_it():
-    from attnviz.liveclass.store import default_path
+    from attnviz.liveclass.database import default_path
 
     db = Store(default_path())
     code, secret, teacher = _teacher_and_student(db)

@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from attnviz.__main__ import main
+from attnviz.cli import main
 from attnviz.liveclass import reach
 
 

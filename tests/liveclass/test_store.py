@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from attnviz.liveclass import schema
 from attnviz.liveclass import store as store_module
 from attnviz.liveclass.store import ClassNotFound, NotTeacher, Store, clean_code
 
@@ -27,7 +28,7 @@ def _everything(db: Store) -> str:
     """Every value in every table, as text."""
     with db.engine.connect() as conn:
         return " ".join(
-            str(value) for table in store_module.metadata.sorted_tables for row in conn.execute(table.select())
+            str(value) for table in schema.metadata.sorted_tables for row in conn.execute(table.select())
             for value in row
         )  # fmt: skip
 
@@ -166,16 +167,6 @@ def test_thirty_students_answering_in_the_same_second_lose_nothing(db):
     assert db.results(poll) == {"self": 10, "broad": 10, "other": 10}
 
 
-def test_the_default_path_follows_the_environment(monkeypatch, tmp_path):
-    monkeypatch.setenv("ATTNVIZ_DB", str(tmp_path / "x.db"))
-    assert store_module.default_path() == tmp_path / "x.db"
-    monkeypatch.delenv("ATTNVIZ_DB")
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
-    assert store_module.default_path() == tmp_path / "attnviz" / "classes.db"
-    monkeypatch.setenv("ATTNVIZ_CLASS_HOURS", "bad")
-    assert store_module.class_hours() == store_module.DEFAULT_HOURS
-
-
 def test_a_moment_is_the_class_and_its_newest_poll_in_one_read(db):
     code, secret, _ = db.create_class()
     assert _pulse(db, code) == (0, None, False)
@@ -237,74 +228,6 @@ def test_the_teacher_closes_the_class_and_removes_a_student(db):
     db.lock(code, secret, False)
     db.join(code, "new")
     assert db.students(code) == (2, 2)
-
-
-def test_a_database_from_an_older_attnviz_is_migrated_on_start(store_target):
-    import sqlalchemy as sa
-
-    # REAL in SQLite files of older attnviz; DOUBLE PRECISION here, which SQLite reads the same way (PostgreSQL's
-    # REAL is single precision: a time.time() in it is off by up to a minute).
-    old = sa.create_engine(store_module.database_url(store_target))
-    with old.begin() as conn:
-        conn.exec_driver_sql(
-            "CREATE TABLE classes (code TEXT PRIMARY KEY, secret_hash TEXT NOT NULL, "
-            "created DOUBLE PRECISION NOT NULL, expires DOUBLE PRECISION NOT NULL, view TEXT NOT NULL DEFAULT '{}', "
-            "version INTEGER NOT NULL DEFAULT 0, "
-            "changed DOUBLE PRECISION NOT NULL DEFAULT 0)"
-        )
-        conn.exec_driver_sql(
-            "CREATE TABLE students (code TEXT NOT NULL, student TEXT NOT NULL, name TEXT NOT NULL DEFAULT '', "
-            "following INTEGER NOT NULL DEFAULT 1, seen DOUBLE PRECISION NOT NULL, PRIMARY KEY (code, student))"
-        )
-    old.dispose()
-    db = Store(store_target)
-    code, secret, _ = db.create_class()
-    db.join(code, "s1")
-    db.lock(code, secret, True)
-    assert db.locked(code) and db.students(code) == (1, 1)
-    db.close()
-
-
-def test_the_database_setting_is_a_path_or_a_postgresql_url_and_nothing_else(tmp_path):
-    url = store_module.database_url("postgresql://teacher:pw@db.school:5432/attnviz")
-    assert url.drivername == "postgresql+psycopg" and url.host == "db.school" and url.database == "attnviz"
-    assert store_module.database_url("postgres://u@h/x").drivername == "postgresql+psycopg"
-    assert store_module.database_url(tmp_path / "c.db").database == str(tmp_path / "c.db")
-    for bad, says in [
-        ("mysql://u@h/x", "not a database attnviz can use"),
-        ("sqlite:///tmp/x.db", "not a database attnviz can use"),
-        ("postgresql:host/db", "not a database attnviz can use"),  # no //: would be a folder named "postgresql:"
-        ("postgresql://u@h:5432", "names no database"),
-        ("postgresql://u@h:notaport/x", "not a URL PostgreSQL can take"),
-        ("  ", "empty"),
-        (str(tmp_path), "is a folder"),
-    ]:
-        with pytest.raises(store_module.BadDatabase, match=says):
-            Store(bad)
-    assert not (tmp_path / "postgresql:").exists()
-    with pytest.raises(store_module.BadDatabase) as said:
-        Store("mysql://teacher:hunter2@db/x")
-    assert "hunter2" not in str(said.value) and "teacher:***@db" in str(said.value)
-
-
-def test_a_database_error_is_one_line_with_no_statement_and_no_password():
-    import sqlalchemy as sa
-
-    err = sa.exc.OperationalError("SELECT secret_hash FROM classes WHERE code = :code", {"code": "ABCDEF"},
-                                  Exception("could not reach postgresql://u:pw@db:5432/x"))  # fmt: skip
-    assert "SELECT" in str(err) and "ABCDEF" in str(err)  # SQLAlchemy's own text names both
-    line = store_module.error_line(err)
-    assert "\n" not in line and "SELECT" not in line and "ABCDEF" not in line and "pw" not in line
-    assert "could not reach postgresql://u:***@db:5432/x" in line
-
-
-def test_an_unreachable_postgresql_is_an_error_and_never_a_sqlite_file(tmp_path, monkeypatch):
-    import sqlalchemy as sa
-
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(sa.exc.OperationalError):
-        Store("postgresql://postgres@127.0.0.1:1/attnviz")  # nothing listens on port 1
-    assert list(tmp_path.iterdir()) == []  # no "postgresql:" folder, no SQLite file
 
 
 def test_two_servers_share_one_class(store_target):

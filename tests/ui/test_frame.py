@@ -9,7 +9,7 @@ from apptest import _ok
 from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
-from attnviz import __main__ as cli
+from attnviz import cli
 from attnviz.ui import frame
 
 PACKAGED = str(ROOT / "attnviz/streamlit_app.py")

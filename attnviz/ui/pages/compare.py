@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from attnviz import api, escape
-from attnviz.figures import interactive
-from attnviz.figures.interactive import Panel
+from attnviz.figures import panel_maps
+from attnviz.figures.panel_maps import Panel
 from attnviz.result import AttentionKind, AttentionResult
 from attnviz.ui import cache, controls, state, widgets
 from attnviz.ui.controls import Inputs
@@ -98,11 +98,9 @@ def three_panels(results: dict[AttentionKind, AttentionResult], layer: int, head
     s, c, x = results["self"], results["causal"], results["cross"]
     enc_layer, enc_head = min(layer, s.n_layers - 1), min(head, s.n_heads - 1)
     return [
-        interactive.panel(
-            s, enc_layer, enc_head, f"encoder self-attention\nlayer {enc_layer + 1}, head {enc_head + 1}"
-        ),
-        interactive.panel(c, layer, head, f"decoder masked self-attention\nlayer {layer + 1}, head {head + 1}"),
-        interactive.panel(x, layer, head, f"cross-attention (decoder → encoder)\nlayer {layer + 1}, head {head + 1}"),
+        panel_maps.panel(s, enc_layer, enc_head, f"encoder self-attention\nlayer {enc_layer + 1}, head {enc_head + 1}"),
+        panel_maps.panel(c, layer, head, f"decoder masked self-attention\nlayer {layer + 1}, head {head + 1}"),
+        panel_maps.panel(x, layer, head, f"cross-attention (decoder → encoder)\nlayer {layer + 1}, head {head + 1}"),
     ]
 
 
@@ -116,7 +114,7 @@ def draw_three(inputs: Inputs, results: dict[AttentionKind, AttentionResult], te
     """Pickers, the three panels and their export."""
     layer, head = pickers(results["cross"].n_layers, results["cross"].n_heads)
     panels = three_panels(results, layer, head)
-    st.plotly_chart(interactive.side_by_side(panels, style=inputs.style), key=f"{key}.chart")
+    st.plotly_chart(panel_maps.side_by_side(panels, style=inputs.style), key=f"{key}.chart")
     export_panels(inputs, panels, text, results["cross"], layer, head, f"{key}.export")
     explain()
 
@@ -149,10 +147,10 @@ def draw_llm(inputs: Inputs) -> None:
     with b:
         ll, lh = pickers(llm.n_layers, llm.n_heads, "", "SmolLM2: ")
     panels = [
-        interactive.panel(bert, bl, bh, f"BERT self-attention\nlayer {bl + 1}, head {bh + 1}"),
-        interactive.panel(llm, ll, lh, f"SmolLM2 masked self-attention\nlayer {ll + 1}, head {lh + 1}"),
+        panel_maps.panel(bert, bl, bh, f"BERT self-attention\nlayer {bl + 1}, head {bh + 1}"),
+        panel_maps.panel(llm, ll, lh, f"SmolLM2 masked self-attention\nlayer {ll + 1}, head {lh + 1}"),
     ]
-    st.plotly_chart(interactive.side_by_side(panels, style=inputs.style), key="cmp.llm.chart")
+    st.plotly_chart(panel_maps.side_by_side(panels, style=inputs.style), key="cmp.llm.chart")
     export_panels(inputs, panels, inputs.text, llm, ll, lh, "cmp.llm.export")
     st.markdown(LLM)
 
@@ -163,15 +161,15 @@ def draw_bert(inputs: Inputs) -> None:
     bi = cache.attention_or_stop(api.DEFAULT_MODEL, "scratch", text)["self"]
     ca = cache.attention_or_stop(api.DEFAULT_MODEL, "scratch", text, what_if="causal")["causal"]
     layer, head = pickers(bi.n_layers, bi.n_heads)
-    both = interactive.panel(ca, layer, head, "causal mask, same weights\n(what-if)")
+    both = panel_maps.panel(ca, layer, head, "causal mask, same weights\n(what-if)")
     b = bi.head(layer, head).numpy()
     panels = [
-        interactive.panel(bi, layer, head, "bidirectional\n(what BERT does)"),
+        panel_maps.panel(bi, layer, head, "bidirectional\n(what BERT does)"),
         both,
         Panel("causal − bidirectional", both.matrix - b, bi.target_tokens, bi.source_tokens, signed=True),
     ]
     st.warning(NEVER_TRAINED, icon=":material/science:")
-    st.plotly_chart(interactive.side_by_side(panels, style=style), key="cmp.bert.chart")
+    st.plotly_chart(panel_maps.side_by_side(panels, style=style), key="cmp.bert.chart")
     export_panels(inputs, panels, text, bi, layer, head, "cmp.bert.export")
     st.markdown(BERT_WHAT_IF)
     st.subheader("Cross-attention what-if")
@@ -185,7 +183,7 @@ def draw_bert(inputs: Inputs) -> None:
         st.warning(escape.md(err))
         return
     title = f"sentence B → sentence A, BERT's own W_Q, W_K, W_V\nlayer {layer + 1}, head {head + 1} (what-if)"
-    fig = interactive.side_by_side([interactive.panel(cross, layer, head, title)], style=style)
+    fig = panel_maps.side_by_side([panel_maps.panel(cross, layer, head, title)], style=style)
     st.warning(CROSS_NEVER_TRAINED, icon=":material/science:")
     st.plotly_chart(fig, key="cmp.bert.cross")
 

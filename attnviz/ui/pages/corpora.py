@@ -6,7 +6,7 @@ import streamlit as st
 
 from attnviz import api, escape
 from attnviz.analysis import head_stats
-from attnviz.figures import corpus_charts, interactive
+from attnviz.figures import corpus_charts, stat_charts
 from attnviz.result import head_name
 from attnviz.ui import cache, controls, state, widgets
 
@@ -136,7 +136,7 @@ def render() -> None:
     uniform = sum(head_stats.uniform_entropy_of(n, m["kind"]) for n in texts["n_tokens"]) / len(texts)
     labels = head_stats.labels(means, uniform)
     grid = run.grid(stat, value)
-    event = st.plotly_chart(interactive.stat_grid(grid, labels, f"{stat} ({value})", style=inputs.style),
+    event = st.plotly_chart(stat_charts.stat_grid(grid, labels, f"{stat} ({value})", style=inputs.style),
                             key="co.grid", on_select="rerun", selection_mode="points")  # fmt: skip
     st.caption("Each cell: the head's label from its mean statistics over the corpus (the Model overview's rule) and "
                "the value chosen. Click a head for its histogram and examples.")  # fmt: skip

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from attnviz import api, escape
-from attnviz.figures import interactive
+from attnviz.figures import interactive, layout, panel_maps
 from attnviz.tokens import display_labels
 from attnviz.ui import cache, controls, state, widgets
 from attnviz.ui.halt import halt
@@ -91,8 +91,8 @@ def draw(inputs: controls.Inputs, gen: api.Generation) -> None:
     head = widgets.pick("Head", "gen", "head", r.n_heads)
     state.show_head(layer, head)
     title = f"where each written token looked\nlayer {layer + 1}, head {head + 1}"
-    panel = interactive.steps_panel(gen.steps[layer, head].numpy(), tuple(rows), r.source_tokens, p, title)
-    st.plotly_chart(interactive.side_by_side([panel], style=inputs.style), key="gen.steps")
+    panel = panel_maps.steps_panel(gen.steps[layer, head].numpy(), tuple(rows), r.source_tokens, p, title)
+    st.plotly_chart(panel_maps.side_by_side([panel], style=inputs.style), key="gen.steps")
     st.caption(
         f"Rows: the {len(rows)} steps of the writing; columns: the prompt ({p} tokens, the chat template's included) "
         "and what was written before. Grey: not written yet at that step."
@@ -116,7 +116,7 @@ def draw(inputs: controls.Inputs, gen: api.Generation) -> None:
         style=inputs.style,
         signed=False,
         height=max(300, 6 * len(heads) + 120),
-        width=interactive.MAIN_PX[inputs.style.projector],  # the page's width: a label for every token that fits
+        width=layout.MAIN_PX[inputs.style.projector],  # the page's width: a label for every token that fits
         row_ticks=(
             heads[:: r.n_heads],
             [f"layer {lay + 1}" for lay in range(r.n_layers)],

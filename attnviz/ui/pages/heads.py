@@ -6,8 +6,8 @@ import streamlit as st
 
 from attnviz import api
 from attnviz.analysis import view_options
-from attnviz.figures import interactive
-from attnviz.figures.interactive import Panel
+from attnviz.figures import interactive, panel_maps
+from attnviz.figures.panel_maps import Panel
 from attnviz.result import AttentionResult
 from attnviz.ui import cache, controls, lazy_views, state, widgets
 
@@ -39,7 +39,7 @@ def value_panels(raw: AttentionResult, layer: int, head: int, opts: widgets.Opti
         alpha_title += " (first token set aside, rows renormalised)"
         norm_title += " (first token left out, nothing rescaled)"
     return [
-        interactive.panel(plain, layer, head, f"{alpha_title}\nlayer {layer + 1}, head {head + 1}"),
+        panel_maps.panel(plain, layer, head, f"{alpha_title}\nlayer {layer + 1}, head {head + 1}"),
         Panel(f"{norm_title}\n(Kobayashi et al. 2020)", norms, rows, cols, own_scale=NORM_TITLE),
     ]
 
@@ -110,7 +110,7 @@ def render() -> None:
         state.show_head(layer, head)
         if opts.value_weight:
             panels = value_panels(results[kind], layer, head, opts)
-            fig = interactive.side_by_side(panels, style=inputs.style)
+            fig = panel_maps.side_by_side(panels, style=inputs.style)
             st.plotly_chart(fig, key="heads.chart.head", theme=None)
         else:
             view_key = ("heads", model, backend, text, kind, repr(opts), inputs.style, layer, head)

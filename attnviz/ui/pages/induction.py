@@ -8,7 +8,7 @@ import streamlit as st
 
 from attnviz import api, escape
 from attnviz.analysis.head_stats import SHARE_THRESHOLD
-from attnviz.figures import interactive, lesson_charts
+from attnviz.figures import interactive, lesson_charts, stat_charts
 from attnviz.interventions import induction_scores
 from attnviz.result import AttentionResult
 from attnviz.tokens import TokenAxis
@@ -103,14 +103,14 @@ def render() -> None:
     st.markdown(SCORES)
     ind = run.induction.numpy()
     st.plotly_chart(
-        interactive.stat_grid(ind, _labels(ind, "induction", induction_scores.THRESHOLD), "induction score",
+        stat_charts.stat_grid(ind, _labels(ind, "induction", induction_scores.THRESHOLD), "induction score",
                               style=inputs.style),
         key="ind.grid", on_select="ignore",
     )  # fmt: skip
     c1, c2 = widgets.two_places(inputs.style.projector)
     for col, values, name in ((c1, run.prefix.numpy(), "prefix matching"), (c2, run.duplicate.numpy(), "duplicate")):
         col.plotly_chart(
-            interactive.stat_grid(values, _labels(values, "", 1.0), name, style=inputs.style, show_values=False),
+            stat_charts.stat_grid(values, _labels(values, "", 1.0), name, style=inputs.style, show_values=False),
             key=f"ind.{name}", on_select="ignore",
         )  # fmt: skip
     st.subheader("The best heads")

@@ -8,7 +8,7 @@ import streamlit as st
 
 from attnviz import api, escape
 from attnviz.analysis.head_stats import NAMES as STAT_NAMES
-from attnviz.figures import interactive, lesson_charts
+from attnviz.figures import interactive, lesson_charts, stat_charts
 from attnviz.interventions import ablation, patching
 from attnviz.interventions.runs import token_text
 from attnviz.result import AttentionResult, head_index, head_name
@@ -124,7 +124,7 @@ def importance_section(eng: api.Engine, inputs: Inputs, mode: str) -> None:
     stats = cache.attention_or_stop(inputs.model, inputs.backend, inputs.text).main.stats()
     c1, c2 = widgets.two_places(inputs.style.projector)
     values = grid.numpy()
-    c1.plotly_chart(interactive.stat_grid(values, [[""] * values.shape[1]] * values.shape[0],
+    c1.plotly_chart(stat_charts.stat_grid(values, [[""] * values.shape[1]] * values.shape[0],
                                           "loss increase (nats)", style=inputs.style, show_values=False),
                     key="ko.importance")  # fmt: skip
     stat = c2.selectbox(
@@ -133,7 +133,7 @@ def importance_section(eng: api.Engine, inputs: Inputs, mode: str) -> None:
         key="ko.beside",
         format_func=STAT_NAMES.get,
     )
-    c2.plotly_chart(interactive.stat_grid(stats[stat].numpy(), [[""] * values.shape[1]] * values.shape[0],
+    c2.plotly_chart(stat_charts.stat_grid(stats[stat].numpy(), [[""] * values.shape[1]] * values.shape[0],
                                           STAT_NAMES[stat],
                                           style=inputs.style, show_values=False), key="ko.stat_grid")  # fmt: skip
     top = np.dstack(np.unravel_index(np.argsort(-values, axis=None)[:3], values.shape))[0]
@@ -184,7 +184,7 @@ def patch_section(eng: api.Engine, inputs: Inputs) -> None:
                 "Try another pair.")  # fmt: skip
         return
     values = held.restored.numpy()
-    st.plotly_chart(interactive.stat_grid(values, [[""] * values.shape[1]] * values.shape[0], "share restored",
+    st.plotly_chart(stat_charts.stat_grid(values, [[""] * values.shape[1]] * values.shape[0], "share restored",
                                           style=inputs.style), key="pa.grid")  # fmt: skip
     best = np.unravel_index(int(np.argmax(values)), values.shape)
     names = [head_name(a, b) for a in range(values.shape[0]) for b in range(values.shape[1])]
@@ -192,7 +192,7 @@ def patch_section(eng: api.Engine, inputs: Inputs) -> None:
     layer, head = head_index(pick)
     per = cache.run(api.patch_position_work(eng, clean, corrupt, answer, wrong, layer, head))
     words = eng.tokenizer.plain_axis(held.corrupt_ids).tokens
-    st.plotly_chart(interactive.bars(per.numpy(), words, f"{pick}: share restored by the position patched",
+    st.plotly_chart(stat_charts.bars(per.numpy(), words, f"{pick}: share restored by the position patched",
                                      style=inputs.style), key="pa.bars")  # fmt: skip
 
 

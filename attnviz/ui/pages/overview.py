@@ -6,8 +6,8 @@ import streamlit as st
 
 from attnviz import api, escape
 from attnviz.analysis import head_stats, rollout
-from attnviz.figures import interactive
-from attnviz.figures.interactive import Panel
+from attnviz.figures import panel_maps, stat_charts
+from attnviz.figures.panel_maps import Panel
 from attnviz.interventions import induction_scores
 from attnviz.interventions.runs import can_intervene
 from attnviz.result import Attention, AttentionResult
@@ -121,7 +121,7 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
            "text; that label comes first." if induction is not None else "")
     )  # fmt: skip
     event = st.plotly_chart(
-        interactive.stat_grid(stats[stat].numpy(), labels, stat, style=inputs.style),
+        stat_charts.stat_grid(stats[stat].numpy(), labels, stat, style=inputs.style),
         key="ov.grid",
         on_select="rerun",
         selection_mode="points",
@@ -165,7 +165,7 @@ def rollout_section(inputs: Inputs, result: AttentionResult) -> None:
             panels.append(Panel(f"flow up to layer {layer + 1}", flowed.numpy(), toks, toks))
         except ValueError as err:
             st.info(escape.md(err))
-    st.plotly_chart(interactive.side_by_side(panels, style=inputs.style), key="ov.rollout")
+    st.plotly_chart(panel_maps.side_by_side(panels, style=inputs.style), key="ov.rollout")
     state.restore("ov.token", "token", 1, lambda v: 1 <= v <= len(toks))
     pick = st.selectbox(
         "Where does this token draw from?",
@@ -175,7 +175,7 @@ def rollout_section(inputs: Inputs, result: AttentionResult) -> None:
     )
     state.remember("token", pick)
     title = f"'{toks[pick - 1]}' after layer {layer + 1}: rollout share per input token"
-    st.plotly_chart(interactive.bars(rolled[pick - 1].numpy(), toks, title, style=inputs.style), key="ov.bars")
+    st.plotly_chart(stat_charts.bars(rolled[pick - 1].numpy(), toks, title, style=inputs.style), key="ov.bars")
 
 
 def render() -> None:

@@ -7,9 +7,11 @@ import re
 import streamlit as st
 
 from attnviz import api, escape
-from attnviz.analysis import pronoun_scores
-from attnviz.analysis.pronoun_scores import CaseResult, PronounCase
-from attnviz.figures import interactive
+from attnviz.analysis import pronoun_cases, pronoun_scores
+from attnviz.analysis.pronoun_cases import PronounCase
+from attnviz.analysis.pronoun_scores import CaseResult
+from attnviz.corpus import pronoun_files
+from attnviz.figures import stat_charts
 from attnviz.ui import cache, controls, state
 from attnviz.ui.controls import Inputs
 from attnviz.ui.halt import halt
@@ -35,18 +37,18 @@ CAVEAT = (
 
 
 def _label(i: int) -> str:
-    c = pronoun_scores.LESSON[i]
+    c = pronoun_cases.LESSON[i]
     return f"{c.text}  →  {c.pronoun} = {c.answer}"
 
 
 def pick_case() -> tuple[PronounCase | None, int | None]:
     """A built-in case (and its index) or one the person types; (None, None) while theirs is incomplete."""
-    options = [*range(len(pronoun_scores.LESSON)), OWN]
-    state.restore("pr.case", "case", 0, lambda v: v == OWN or v in range(len(pronoun_scores.LESSON)))
+    options = [*range(len(pronoun_cases.LESSON)), OWN]
+    state.restore("pr.case", "case", 0, lambda v: v == OWN or v in range(len(pronoun_cases.LESSON)))
     choice = st.selectbox("Case", options, key="pr.case", format_func=lambda o: o if o == OWN else _label(o))
     if choice != OWN:
         state.remember("case", choice)
-        return pronoun_scores.LESSON[choice], choice
+        return pronoun_cases.LESSON[choice], choice
     text = st.text_input("Your sentence", "The dog chased the cat because it was bored.", key="pr.own_text")
     words = list(dict.fromkeys(re.findall(r"\w+(?:'\w+)?", text)))
     if len(words) < 3:
@@ -62,7 +64,7 @@ def pick_case() -> tuple[PronounCase | None, int | None]:
     answer = c.selectbox("Right answer", cands, key="pr.own_answer")
     try:
         case = PronounCase(text, pron, tuple(cands), answer)
-        pronoun_scores.locate(case)
+        pronoun_cases.locate(case)
     except ValueError as err:
         st.warning(escape.md(err))
         return None, None
@@ -123,7 +125,7 @@ def draw_case(inputs: Inputs, case: PronounCase, res: CaseResult) -> None:
         "on any of the word's pieces), and the candidate that head picks. The Benchmark tab also scores the other "
         "direction, from the candidates to the pronoun: the Maximum Attention Score of Klein & Nabi (2019)."
     )
-    grid = interactive.stat_grid(share.numpy(), names, f"on {case.answer}", style=inputs.style)
+    grid = stat_charts.stat_grid(share.numpy(), names, f"on {case.answer}", style=inputs.style)
     st.plotly_chart(grid, key="pr.grid")
     best = pronoun_scores.best_heads(share, BEST_SHOWN)
     st.markdown("Best heads: " + ", ".join(f"layer {lay + 1} head {h + 1} ({v:.2f})" for lay, h, v in best))
@@ -132,12 +134,12 @@ def draw_case(inputs: Inputs, case: PronounCase, res: CaseResult) -> None:
     result = cache.attention(inputs.model, inputs.backend, case.text).main
     row = pronoun_scores.pronoun_row(result, case, layer, head).numpy()
     title = f"where '{case.pronoun}' looks in the best head (layer {layer + 1}, head {head + 1})"
-    st.plotly_chart(interactive.bars(row, result.source_tokens, title, style=inputs.style), key="pr.bars")
+    st.plotly_chart(stat_charts.bars(row, result.source_tokens, title, style=inputs.style), key="pr.bars")
 
 
 def draw_pair(inputs: Inputs, index: int) -> None:
     """Both cases of a minimal pair: which heads flip their pick with the one word."""
-    a, b = pronoun_scores.LESSON[index - index % 2], pronoun_scores.LESSON[index - index % 2 + 1]
+    a, b = pronoun_cases.LESSON[index - index % 2], pronoun_cases.LESSON[index - index % 2 + 1]
     ra, rb = score_or_stop(inputs, a), score_or_stop(inputs, b)
     categories = pronoun_scores.flip_categories(ra, rb)
     st.markdown(
@@ -147,7 +149,7 @@ def draw_pair(inputs: Inputs, index: int) -> None:
         "Green: the head's choice flips with the one word, both times right. Grey: it picks the same word both "
         "times. Orange: its choice changes, but not to the right word both times."
     )
-    fig = interactive.flip_grid(categories.numpy(), pronoun_scores.FLIP_NAMES, title, style=inputs.style)
+    fig = stat_charts.flip_grid(categories.numpy(), pronoun_scores.FLIP_NAMES, title, style=inputs.style)
     st.plotly_chart(fig, key="pr.pair")
     st.markdown(
         f"**{int((categories == 2).sum())} of {categories.numel()} heads** follow the word that flips the answer."
@@ -174,9 +176,9 @@ def _read_upload(upload) -> list[PronounCase]:
     """The cases of an uploaded file; a ValueError saying what is wrong with it."""
     data = upload.getvalue()
     if upload.name.lower().endswith(".xml"):
-        return pronoun_scores.read_winograd_xml(data)
+        return pronoun_files.read_winograd_xml(data)
     try:
-        return pronoun_scores.read_jsonl(data.decode("utf-8").splitlines())
+        return pronoun_files.read_jsonl(data.decode("utf-8").splitlines())
     except UnicodeDecodeError as err:
         raise ValueError("the file is not UTF-8 text") from err
 
@@ -209,7 +211,7 @@ def draw_benchmark(inputs: Inputs) -> None:
     )
     if st.button("Run the benchmark", key="pr.run", type="primary"):
         try:
-            cases = pronoun_scores.LESSON if upload is None else _read_upload(upload)
+            cases = pronoun_cases.LESSON if upload is None else _read_upload(upload)
         except ValueError as err:
             st.error(f"That file could not be read: {escape.md(err)}")
             return
@@ -263,7 +265,7 @@ def draw_scores(inputs: Inputs, bench: pronoun_scores.Benchmark, held_out: float
     acc = bench.per_head.numpy()
     labels = [[f"{acc[i, j]:.0%}" for j in range(acc.shape[1])] for i in range(acc.shape[0])]
     st.caption("Each head's own accuracy on these cases (its top candidate against the answer).")
-    grid = interactive.stat_grid(acc, labels, "accuracy", style=inputs.style, show_values=False)
+    grid = stat_charts.stat_grid(acc, labels, "accuracy", style=inputs.style, show_values=False)
     st.plotly_chart(grid, key="pr.bench.grid")
 
 

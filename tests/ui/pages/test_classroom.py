@@ -8,7 +8,8 @@ from conftest import SENTENCE
 from streamlit.testing.v1 import AppTest
 
 from attnviz.liveclass import polls
-from attnviz.liveclass.store import FILE_CHECK_SECONDS, Store
+from attnviz.liveclass.database import FILE_CHECK_SECONDS
+from attnviz.liveclass.store import Store
 
 VIEW = {"model": "default", "backend": "hf", "text": SENTENCE, "layer": 0, "head": 0, "query": 1, "key": 0,
         "kind": "self"}  # fmt: skip

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 def test_pronoun_lesson_predict_reveal_and_minimal_pair(bundled_hf):
     from attnviz import service
-    from attnviz.analysis import pronoun_scores
+    from attnviz.analysis import pronoun_cases
 
     at = AppTest.from_file(APP, default_timeout=120)
     at.switch_page("app_pages/pronouns.py").run()
@@ -20,7 +20,7 @@ def test_pronoun_lesson_predict_reveal_and_minimal_pair(bundled_hf):
     at.button(key="pr.predict.reveal").click().run()
     _ok(at)
     grid, bars, pair = _charts(at)
-    res = service.pronoun_case(bundled_hf, pronoun_scores.LESSON[0], "vote")  # the lesson: what "it" looks at
+    res = service.pronoun_case(bundled_hf, pronoun_cases.LESSON[0], "vote")  # the lesson: what "it" looks at
     assert np.allclose(array(grid["data"][0]["z"]), res.scores[..., 0].numpy(), atol=1e-6)  # "it" -> "animal"
     votes = torch.bincount(res.scores.argmax(-1).flatten(), minlength=2)
     assert at.success and f"{int(votes[0])} pick **animal**, {int(votes[1])} pick **street**" in at.success[0].value
@@ -32,7 +32,7 @@ def test_pronoun_lesson_predict_reveal_and_minimal_pair(bundled_hf):
 @pytest.mark.parametrize("method", ["mas", "vote"])
 def test_pronoun_benchmark_tab_on_eight_cases(bundled_hf, method):
     from attnviz import service
-    from attnviz.analysis import pronoun_scores
+    from attnviz.analysis import pronoun_cases
 
     at = AppTest.from_file(APP, default_timeout=120)
     at.switch_page("app_pages/pronouns.py").run()
@@ -40,7 +40,7 @@ def test_pronoun_benchmark_tab_on_eight_cases(bundled_hf, method):
     at.radio(key="pr.method").set_value(method).run()
     at.button(key="pr.run").click().run()
     _ok(at)
-    bench = service.pronoun_benchmark(bundled_hf, pronoun_scores.LESSON[:8], method)
+    bench = service.pronoun_benchmark(bundled_hf, pronoun_cases.LESSON[:8], method)
     assert at.metric[0].label == {"mas": "Maximum Attention Score", "vote": "Head vote"}[method]
     assert at.metric[0].value == f"{bench.accuracy:.1%}" and at.metric[1].value == f"{bench.chance:.1%}"
     assert at.metric[2].value == f"{bench.held_out_best_head()[0]:.1%}"
@@ -59,7 +59,7 @@ def test_the_pronoun_benchmark_on_a_causal_model_offers_the_head_vote_only():
 
 def test_a_benchmark_keeps_its_result_apart_and_leaves_the_class_s_sentences_in_the_memo(bundled_hf):
     from attnviz import service
-    from attnviz.analysis import pronoun_scores
+    from attnviz.analysis import pronoun_cases
 
     service.memo().clear()
     at = AppTest.from_file(APP, default_timeout=120)
@@ -67,8 +67,8 @@ def test_a_benchmark_keeps_its_result_apart_and_leaves_the_class_s_sentences_in_
     at.number_input(key="pr.limit").set_value(8).run()
     at.button(key="pr.run").click().run()
     _ok(at)
-    for case in pronoun_scores.LESSON[2:8]:  # each case ran without the short memo (the Lesson tab shows 0, 1)
+    for case in pronoun_cases.LESSON[2:8]:  # each case ran without the short memo (the Lesson tab shows 0, 1)
         assert not service.memo().peek(("attention", "default", "hf", case.text, None, None))[0]
-    key = ("pronoun-benchmark", bundled_hf.name, "hf", tuple(pronoun_scores.LESSON[:8]), "mas")
+    key = ("pronoun-benchmark", bundled_hf.name, "hf", tuple(pronoun_cases.LESSON[:8]), "mas")
     assert service.heavy_memo().peek(key)[0]  # the benchmark itself, kept apart: not scored again
     assert service.admission().status() == {"running": [], "waiting": 0, "used": 0}

@@ -1,0 +1,160 @@
+"""Commands on one text's attention: `attention` (the weights, all or chosen rows), `stats`, `rollout`, and `doctor`
+(versions, the GPU, the offline models, and an attention check against Hugging Face)."""
+
+from __future__ import annotations
+
+import argparse
+
+from attnviz.cli.common import (
+    TerminalPhases,
+    parse_rows,
+    progress_printer,
+    read_text,
+    result_json,
+    write_json,
+)
+
+
+def cmd_attention(args: argparse.Namespace) -> int:
+    """Per-head attention of one text, printed and optionally written as JSON (all of it, or chosen rows)."""
+    from attnviz import api
+
+    text = read_text(args)  # fail in milliseconds, before a model loads
+    rows = parse_rows(args.rows)
+    asked = api.prepare(args.model, args.backend, text, args.target, device=args.device)  # the door: resolved once
+    engine = asked.engine
+    n = len(engine.encode(text).ids)
+    if rows is not None and max(rows) >= n:
+        raise ValueError(f"--rows goes up to {max(rows)}, but the text is {n} tokens (indices 0 to {n - 1})")
+    if args.json and rows is None and asked.long:
+        gb = 4 * engine.n_layers * engine.n_heads * n * n / 2**30
+        raise ValueError(
+            f"the text is {n:,} tokens: every weight would be {gb:.1f} GB of JSON numbers. Write chosen query rows "
+            "with --rows I,J,... (exact), or per-head statistics with the stats command"
+        )
+    results = asked.results(TerminalPhases())
+    how = " (kept as queries and keys: weights computed on demand)" if results.lazy else ""
+    for kind, r in results.items():
+        print(
+            f"{kind}: {r.n_layers} layers x {r.n_heads} heads, "
+            f"{len(r.target_tokens)} x {len(r.source_tokens)} tokens{how}"
+        )
+    first = results.main
+    print(f"model {engine.name} ({engine.backend}) on {first.device}")
+    if first.truncated:
+        print(f"note: the text was cut to {engine.max_tokens} tokens; {first.truncated} tokens were dropped")
+    write_json(args.json, result_json(engine, results, rows))
+    return 0
+
+
+DOCTOR_TEXT = "The animal didn't cross the street because it was too tired."
+
+
+DOCTOR_TOLERANCE = 1e-4
+
+
+def offline_models() -> list[str]:
+    """The bundled model and every model in the local Hugging Face cache."""
+    from attnviz.engines import registry
+
+    names = [f"default  ({registry.default_model_dir()})"]
+    try:
+        from huggingface_hub import scan_cache_dir
+
+        names += sorted(r.repo_id for r in scan_cache_dir().repos if r.repo_type == "model")
+    except Exception:  # no cache folder yet: nothing else is available offline
+        pass
+    return names
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """What this machine has, and one attention pass on the chosen device checked against the CPU."""
+    import platform
+
+    import streamlit
+    import torch
+    import transformers
+
+    from attnviz.engines import registry
+    from attnviz.engines.scratch import describe_device, resolve_device
+
+    device = resolve_device(args.device)
+    print(f"python        {platform.python_version()} ({platform.machine()})")
+    print(f"torch         {torch.__version__} (CUDA build: {torch.version.cuda or 'none'})")
+    cuda = torch.cuda.is_available()
+    print(f"CUDA          {'available: ' + torch.cuda.get_device_name(0) if cuda else 'not available'}")
+    print(f"transformers  {transformers.__version__}")
+    print(f"streamlit     {streamlit.__version__}")
+    print("models offline:")
+    for name in offline_models():
+        print(f"  {name}")
+    scratch = registry.load("default", "scratch", device).run(DOCTOR_TEXT)["self"]
+    reference = registry.load("default", "hf", "cpu").run(DOCTOR_TEXT)["self"]
+    diff = (scratch.weights - reference.weights).abs().max().item()
+    verdict = "ok" if diff <= DOCTOR_TOLERANCE else "MISMATCH"
+    print(
+        f"attention     scratch engine on {describe_device(device)} vs Hugging Face on cpu, "
+        f"{scratch.n_layers}x{scratch.n_heads} heads, {len(scratch.target_tokens)} tokens: "
+        f"max |diff| = {diff:.2e} ({verdict}, tolerance {DOCTOR_TOLERANCE:g})"
+    )
+    return 0 if diff <= DOCTOR_TOLERANCE else 1
+
+
+def _self_result(args: argparse.Namespace, *, eager_only: str = ""):
+    """The engine and the self (or causal) attention of the text, for stats and rollout.
+
+    eager_only names what needs every weight: a text past the eager budget is refused before it is read.
+    """
+    from attnviz import api
+
+    text = read_text(args)
+    asked = api.prepare(args.model, "hf", text, device=args.device)  # the door: resolved once, long decided once
+    engine = asked.engine
+    if eager_only and asked.long:
+        n, limit = len(engine.encode(text).ids), api.eager_tokens(engine.n_layers, engine.n_heads)
+        raise ValueError(f"{eager_only}: it takes texts up to {limit:,} tokens on this model, and this one is {n:,}")
+    results = asked.results(TerminalPhases())
+    return engine, results.get("self") or results["causal"]
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    """Per-head statistics and labels of one text, at any length the model takes."""
+    from attnviz.analysis import head_stats
+
+    engine, result = _self_result(args)
+    stats = result.stats(progress_printer("statistics"))  # a long text's: streamed through the rows, O(N) memory
+    labels = head_stats.labels(stats, head_stats.uniform_entropy(result))
+    for layer, row in enumerate(labels):
+        print(f"layer {layer + 1}: " + " ".join(f"{h + 1}:{lab}" for h, lab in enumerate(row)))
+    payload = {
+        "model": engine.name,
+        "tokens": list(result.target_tokens),
+        "stats": {k: stats[k].tolist() for k in head_stats.STATS},
+        "labels": labels,
+    }
+    write_json(args.json, payload)
+    return 0
+
+
+def cmd_rollout(args: argparse.Namespace) -> int:
+    """Attention rollout (every layer) and flow (the last) of one text."""
+    from attnviz.analysis import rollout
+
+    engine, result = _self_result(
+        args, eager_only="rollout multiplies every layer's whole map (the stats command takes any length)"
+    )
+    rolled = rollout.rollout(result)
+    try:
+        flowed = rollout.flow(result).tolist()
+    except ValueError as err:
+        print(f"note: {err}")
+        flowed = None
+    last = rolled[-1]
+    for i, tok in enumerate(result.target_tokens):
+        j = int(last[i].argmax())
+        print(f"{tok!r:>16} draws most from {result.source_tokens[j]!r} ({last[i, j]:.2f}) after the last layer")
+    write_json(
+        args.json,
+        {"model": engine.name, "tokens": list(result.target_tokens), "rollout": rolled.tolist(), "flow": flowed},
+    )
+    return 0

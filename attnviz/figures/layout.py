@@ -1,0 +1,75 @@
+"""How a figure is laid out for the page it stands in: the main column's measured width, the pixels a token's label
+needs, a title over a map, the colour axis and fonts a style gives. Shared by the figure builders."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+
+from attnviz.escape import html_text
+from attnviz.figures.style import Style
+
+GRID_WIDTH = 900  # px: the width a grid is laid out for (Streamlit's main column at 1280x800 with the sidebar open)
+MAIN_PX = {False: 820, True: 740}  # px of the main column measured in Chromium at 1280x800, sidebar open (projector?)
+EVERY_LABEL = 64  # a token axis this long or shorter labels every token, on every map; longer ones label none
+CHAR = 0.62  # a label character's width, in font sizes (about)
+EVERY_TICK = {"tickmode": "linear", "tick0": 0, "dtick": 1}  # a category axis labelling every token, none thinned
+COLUMN_PX = 300  # px of the page's column a small map stands in by default: a third of the main column
+COLUMN_GAP = 16  # px between Streamlit's columns
+
+
+def labels_fit(n_tokens: int, font: int) -> int:
+    """Pixels a map's side needs to give each of its tokens one line of label."""
+    return n_tokens * (font + 1)
+
+
+def row_label_px(rows: Sequence[str] | None, font: int) -> float:
+    """Pixels a map's row labels take on its left (none past EVERY_LABEL rows: they are not drawn)."""
+    if not rows or len(rows) > EVERY_LABEL:
+        return 0.0
+    return CHAR * font * max(len(r) for r in rows) + 6
+
+
+def bar_px(font: int) -> float:
+    """Pixels a small map's colour bar takes on its right, with its tick labels and title."""
+    return 5.5 * font
+
+
+def ordinal(n: int) -> str:
+    """The suffix after n in "every n-th label": "nd" for 2 and 22, "rd" for 3 and 23, else "th"."""
+    return "nd" if n % 10 == 2 and n % 100 != 12 else "rd" if n % 10 == 3 and n % 100 != 13 else "th"
+
+
+def style_layout(fig: go.Figure, style: Style, zmax: float, title: str) -> go.Figure:
+    """A map's title, fonts, colour axis (0 to zmax, the style's scale) and white ground; queries top to bottom."""
+    fig.update_layout(
+        title={"text": html_text(title), "font": {"size": style.font_size + 4}},
+        font={"size": style.font_size, "color": "black" if style.projector else None},
+        coloraxis={
+            "colorscale": style.colorscale,
+            "cmin": 0.0,
+            "cmax": zmax,
+            "colorbar": {"title": {"text": "weight"}, "thickness": 24 if style.projector else 14},
+        },
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+    )
+    fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+def title_over(text: str, x: float, y: float, **extra) -> dict:
+    """An annotation centred above a map, at paper coordinates (x, y)."""
+    return {
+        "text": text,
+        "x": x,
+        "y": y,
+        "xref": "paper",
+        "yref": "paper",
+        "xanchor": "center",
+        "yanchor": "bottom",
+        "showarrow": False,
+        **extra,
+    }

@@ -1,0 +1,237 @@
+"""Maps side by side: one head of several results (self, masked, cross; a model and its what-if; each step of a
+generation) as panels of one figure, each panel as wide as its keys' labels need, titles wrapped to fit."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+
+from attnviz.escape import html_text
+from attnviz.figures.interactive import piece_hover
+from attnviz.figures.layout import (
+    CHAR,
+    EVERY_LABEL,
+    EVERY_TICK,
+    MAIN_PX,
+    bar_px,
+    labels_fit,
+    ordinal,
+    row_label_px,
+    style_layout,
+    title_over,
+)
+from attnviz.figures.style import MASKED_COLOUR, Style
+from attnviz.result import AttentionResult
+from attnviz.tokens import display_labels
+
+NARROWEST_PX = 600
+PANEL_GAP = 0.04
+CHAR_EM = 0.62  # the width of an average character, in font sizes
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One map of a side-by-side figure."""
+
+    title: str
+    matrix: np.ndarray  # (Tq, Tk)
+    rows: tuple[str, ...]
+    cols: tuple[str, ...]
+    masked: np.ndarray | None = None  # (Tq, Tk) bool: True where the model may not look (drawn grey)
+    signed: bool = False  # a difference: its own diverging scale around 0
+    own_scale: str = ""  # a quantity other than attention: its own scale, with this title (e.g. "||αf(x)||")
+    numbered_rows: bool = False  # the rows are unique already ("step 3: Paris"): shown as they are, not "… ·3"
+    pieces: tuple | None = None  # (rows', cols') raw pieces of the tokenizer ("Ġanimal"), shown in the hover
+
+
+def panel(result: AttentionResult, layer: int, head: int, title: str) -> Panel:
+    """One head of a result as a panel; a causal result's future is marked masked, not zero."""
+    t = len(result.target_tokens)
+    masked = np.triu(np.ones((t, t), dtype=bool), k=1) if result.kind == "causal" else None
+    pieces = (result.target.pieces, result.source.pieces)
+    return Panel(title, result.head(layer, head).numpy(), result.target_tokens, result.source_tokens, masked,
+                 pieces=pieces)  # fmt: skip
+
+
+def steps_panel(steps: np.ndarray, rows: tuple[str, ...], cols: tuple[str, ...], prompt: int, title: str) -> Panel:
+    """The steps of a writing (n, Tk): row s saw the prompt and s written tokens; the rest is masked (grey)."""
+    n, tk = steps.shape
+    future = np.arange(tk)[None, :] > (prompt - 1 + np.arange(n))[:, None]  # (n, Tk)
+    return Panel(title, steps, rows, cols, masked=future, numbered_rows=True)
+
+
+def _label_fraction(labels: Sequence[str], font_size: int) -> float:
+    """The width of a column of tick labels, as a fraction of the narrowest figure."""
+    longest = max((len(x) for x in labels), default=0)
+    return (CHAR_EM * font_size * longest + 14) / NARROWEST_PX
+
+
+def _wrap_title(title: str, width_fraction: float, font_size: int) -> str:
+    """A panel title, escaped and broken into lines that fit over its panel on the narrowest figure."""
+    chars = max(8, int(width_fraction * NARROWEST_PX / (CHAR_EM * font_size)))
+    lines = [line for part in title.split("\n") for line in textwrap.wrap(part, chars, break_on_hyphens=False) or [""]]
+    return "<br>".join(html_text(line) for line in lines)
+
+
+def _panel_domains(panels: list[Panel], font_size: int) -> list[tuple[float, float, bool]]:
+    """(x0, x1, show row labels) per panel: a panel whose rows differ from its left neighbour's gets
+    its own labels, and room for them; one with the same rows shares its neighbour's."""
+    shown = [i == 0 or p.rows != panels[i - 1].rows for i, p in enumerate(panels)]
+    gutters = [
+        _label_fraction(display_labels(p.rows), font_size) if show and i else 0.0
+        for i, (p, show) in enumerate(zip(panels, shown, strict=True))
+    ]
+    n = len(panels)
+    width = (1 - PANEL_GAP * (n - 1) - sum(gutters)) / n
+    out, x = [], 0.0
+    for i in range(n):
+        x += gutters[i]
+        out.append((min(1.0, x), min(1.0, x + width), shown[i]))
+        x += width + PANEL_GAP
+    return out
+
+
+def panels_a_row(panels: list[Panel], style: Style = Style()) -> int:
+    """How many panels stand side by side (the rest in rows below): as many as leave each key of up to 64 a label's
+    line in the main column, beside the rows' labels and the colour bars. Unlabelled panels all stand in one row."""
+    font, keys = style.font_size, max(len(p.cols) for p in panels)
+    if keys > EVERY_LABEL:
+        return len(panels)
+    # a panel's row labels (as drawn, "it ·11", not as escaped), where its rows differ from its left neighbour's
+    own = [row_label_px([f"{r} ·{len(p.rows)}" for r in p.rows], font) for p in panels]
+    for k in range(len(panels), 1, -1):
+        labels = max(
+            sum(own[i] for i in range(r, min(r + k, len(panels))) if i == r or panels[i].rows != panels[i - 1].rows)
+            for r in range(0, len(panels), k)
+        )
+        cells = (MAIN_PX[style.projector] - bar_px(font) - labels - font - 10 - 20 * (k - 1)) / k  # "query" too
+        if cells >= labels_fit(keys, font):
+            return k
+    return 1
+
+
+def _key_ticks(keys: list[str], px: float, font: int) -> dict:
+    """A panel's key axis: every key labelled where each has a label's line in its `px`; else (a panel alone in its
+    row, on a projector's larger labels) every k-th, and the axis title says so; past 64 keys none."""
+    n = len(keys)
+    if n > EVERY_LABEL:
+        return {"showticklabels": False, "title": {"text": f"key: {n} tokens, too many to label"}}
+    step = max(1, math.ceil(labels_fit(n, font) / max(1.0, px)))
+    if step == 1:
+        return {"showticklabels": True, "title": {"text": "key"}, **EVERY_TICK}
+    shown = keys[::step]
+    return {"showticklabels": True, "tickmode": "array", "tickvals": shown, "ticktext": shown,
+            "title": {"text": f"key: every {step}{ordinal(step)} of {n} labelled"}}  # fmt: skip
+
+
+def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = "") -> go.Figure:
+    """Maps next to each other on ONE colour scale (signed panels on a second, diverging one), in rows of as many
+    as leave every token its label (panels_a_row): on a projector they stand one under another.
+
+    Masked cells are left empty (NaN) over a grey background, so "may not look" never reads as
+    "looks very little". Each panel's row labels sit in their own space, or are shared with the
+    panel to its left when the rows are the same.
+    """
+    layout: dict = {"annotations": []}
+    traces = []
+    plain = [
+        p.matrix[~p.masked] if p.masked is not None else p.matrix.ravel()
+        for p in panels
+        if not p.signed and not p.own_scale
+    ]
+    zmax = float(max((m.max() for m in plain if m.size), default=1.0))
+    signed = [np.abs(p.matrix).max() for p in panels if p.signed]
+    font, per_row = style.font_size, panels_a_row(panels, style)
+    n_rows = math.ceil(len(panels) / per_row)
+    domains = []  # a short last row keeps the others' widths: filled out with copies of its last panel
+    for r in range(n_rows):
+        chunk = panels[r * per_row : (r + 1) * per_row]
+        domains += _panel_domains(chunk + [chunk[-1]] * (per_row - len(chunk)), font)[: len(chunk)]
+    headings = [_wrap_title(p.title, x1 - x0, font + 1) for p, (x0, x1, _) in zip(panels, domains, strict=True)]
+    lines = max(h.count("<br>") + 1 for h in headings)
+    title_px = lines * (font + 6) + 6
+    labelled = [len(p.rows) for p in panels if len(p.rows) <= EVERY_LABEL]
+    side = max(labels_fit(max(labelled, default=0), font), 300 if style.projector else 240)  # a panel's cells
+    longest = max((len(c) for p in panels if len(p.cols) <= EVERY_LABEL for c in display_labels(p.cols)), default=0)
+    below = 0.87 * CHAR * font * longest + 6 + font + 16  # turned key labels (sin 60°) and the "key" title
+    plot_h = n_rows * side + (n_rows - 1) * (below + title_px)
+    plot_w = MAIN_PX[style.projector] - bar_px(font) - row_label_px(display_labels(panels[0].rows), font) - font - 10
+    for i, (p, (x0, x1, show_rows)) in enumerate(zip(panels, domains, strict=True)):
+        sx, r = ("" if i == 0 else str(i + 1)), i // per_row
+        y1 = 1.0 - r * (side + below + title_px) / plot_h
+        layout[f"xaxis{sx}"] = {
+            "domain": [x0, x1],
+            "anchor": f"y{sx}",
+            "tickangle": -60,
+            "showgrid": False,
+            **_key_ticks(display_labels(p.cols), (x1 - x0) * plot_w, font),
+        }
+        query = "query" if len(p.rows) <= EVERY_LABEL else f"query: {len(p.rows)} tokens"
+        layout[f"yaxis{sx}"] = {
+            "anchor": f"x{sx}",
+            "domain": [max(0.0, round(y1 - side / plot_h, 9)), min(1.0, round(y1, 9))] if n_rows > 1 else [0.0, 1.0],
+            "autorange": "reversed",
+            "showticklabels": show_rows and len(p.rows) <= EVERY_LABEL,
+            "showgrid": False,
+            "title": {"text": query if i % per_row == 0 else ""},  # the first panel of each row
+            **(EVERY_TICK if len(p.rows) <= EVERY_LABEL else {}),
+        }
+        layout["annotations"].append(title_over(headings[i], (x0 + x1) / 2, y1, font={"size": font + 1}))
+        z = p.matrix.astype(np.float32)
+        if p.masked is not None:
+            z = np.where(p.masked, np.nan, z)
+        data, line = piece_hover(p.rows, p.cols, p.pieces)
+        traces.append(
+            go.Heatmap(
+                z=z,
+                x=display_labels(p.cols),
+                y=[html_text(r, 80) for r in p.rows] if p.numbered_rows else display_labels(p.rows),
+                name=p.title,
+                hoverongaps=False,
+                coloraxis="coloraxis2" if p.signed or p.own_scale else "coloraxis",
+                xaxis=f"x{sx}",
+                yaxis=f"y{sx}",
+                customdata=data,
+                hovertemplate="query %{y}<br>key %{x}<br>"
+                + ("difference" if p.signed else html_text(p.own_scale) or "weight")
+                + " %{z:.4f}"
+                + line
+                + "<extra>"
+                + html_text(p.title.replace("\n", " "))
+                + "</extra>",
+            )
+        )
+    fig = go.Figure(data=traces, layout=layout)
+    fig = style_layout(fig, style, zmax, title)
+    # A second scale's colour bar stands under the first, never beside it: side by side their titles ran together.
+    upper, lower = {"y": 1.0, "yanchor": "top", "len": 0.46}, {"y": 0.0, "yanchor": "bottom", "len": 0.46}
+    own = [p for p in panels if p.own_scale]
+    if own:
+        top = float(max(np.nanmax(p.matrix) for p in own)) or 1.0
+        colorbar = {"title": {"text": html_text(own[0].own_scale)}, **lower}
+        fig.update_layout(coloraxis2={"colorscale": style.colorscale, "cmin": 0.0, "cmax": top, "colorbar": colorbar})
+    if signed:
+        bound = float(max(signed)) or 1.0
+        fig.update_layout(
+            coloraxis2={
+                "colorscale": "RdBu",
+                "cmid": 0.0,
+                "cmin": -bound,
+                "cmax": bound,
+                "colorbar": {"title": {"text": "difference"}, **lower},
+            }
+        )
+    if own or signed:
+        fig.update_layout(coloraxis={"colorbar": upper})
+    top = 40 + lines * (font + 6)
+    if n_rows == 1:
+        height = max(480 if not style.projector else 600, labels_fit(max(labelled, default=0), font) + 200) - 90
+    else:
+        height = plot_h + below + 20
+    fig.update_layout(plot_bgcolor=MASKED_COLOUR, height=round(height + top), margin={"t": top})
+    return fig
