@@ -14,7 +14,8 @@ import logging
 
 import streamlit as st
 
-from attnviz.ui import cache, controls, guards, seat, state
+from attnviz.liveclass.database import DATABASE_ERRORS
+from attnviz.ui import cache, class_panel, controls, guards, routes, seat, state
 from attnviz.ui.halt import Halted
 
 FAILED = (
@@ -85,27 +86,27 @@ def main(pages: tuple) -> None:
     guards.install()  # once per server: what a visitor's browser may not do to everyone (clear every cache)
     cache.new_run()  # each model this run asks for is resolved once
     st.set_page_config(page_title="attnviz — see where attention goes", page_icon="🔍", layout="wide")
-    seat.register_pages({stem: page for (stem, _, _), page in zip(PAGES, pages, strict=True)})
+    routes.register_pages({stem: page for (stem, _, _), page in zip(PAGES, pages, strict=True)})
     navigation = st.navigation([copy.copy(page) for page in pages])
     try:  # before any widget: a follower takes the teacher's view
         here = seat.seat()
         if here is not None:
             seat.follow(here, navigation.url_path)
-    except seat.STORE_ERRORS as err:  # the class database failed: the class is a message, the app goes on
+    except DATABASE_ERRORS as err:  # the class database failed: the class is a message, the app goes on
         here = None
         seat.failed(err)
     st.session_state["class.seat"] = here
     controls.sidebar()
     if here is not None:
         try:
-            seat.sidebar_panel(here)
-        except seat.STORE_ERRORS as err:
+            class_panel.sidebar_panel(here)
+        except DATABASE_ERRORS as err:
             seat.failed(err)
     try:
         navigation.run()
     except Halted:  # the page ended early with its message: the rest of the run still draws
         pass
-    except seat.STORE_ERRORS as err:
+    except DATABASE_ERRORS as err:
         seat.failed(err, st)
     except Exception:  # a bug, not bad input (that has its own messages): a message here, the traceback in the log
         logging.getLogger("attnviz").exception("page %r failed", navigation.title)
@@ -113,6 +114,6 @@ def main(pages: tuple) -> None:
     controls.show_device()
     try:
         seat.publish(here, navigation.url_path, state.publish(), state.shown_head())
-    except seat.STORE_ERRORS as err:
+    except DATABASE_ERRORS as err:
         seat.failed(err)
     seat.drawn(here)  # the end of a student's whole run: what it drew, in the URL (a heartbeat checks it got there)

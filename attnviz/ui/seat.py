@@ -1,4 +1,4 @@
-"""A class the teacher leads live: who this session is in a class, following the teacher, the sidebar panel.
+"""A class the teacher leads live: who this session is in a class, following the teacher, the heartbeat.
 
 The teacher opens the teacher link (?class=CODE&teacher=SECRET). The secret stays in the teacher's address bar, so
 that a reload, a typed URL state (?layer=3&head=5&view=Head) or a restarted server keeps the teacher leading; it
@@ -19,7 +19,6 @@ database is a message in the app's words (`failed`), never Streamlit's error pag
 
 from __future__ import annotations
 
-import io
 import logging
 import os
 import secrets
@@ -39,7 +38,7 @@ from attnviz.liveclass import reach
 from attnviz.liveclass.database import DATABASE_ERRORS, error_line
 from attnviz.liveclass.store import REMOVED, ClassInfo, ClassNotFound, Moment, NotAdmitted, Store, clean_code
 from attnviz.liveclass.store import links as store_links
-from attnviz.ui import controls, state
+from attnviz.ui import controls, routes, state
 
 CLASS, TEACHER, STUDENT = "class", "teacher", "sid"
 KEEP = ("class.", "_")  # session keys that survive taking the teacher's view (the class's own, Streamlit's)
@@ -98,14 +97,13 @@ CLASS_FAILED = (
     "The class could not be reached just now ({err}): the class database failed (a full disk or a damaged file?). "
     "The rest of attnviz works; the person running this server can check its log and ATTNVIZ_DB."
 )
-STORE_ERRORS = DATABASE_ERRORS  # what the database can raise (SQLite or PostgreSQL): each becomes CLASS_FAILED
 
 
 def store_error() -> str | None:
     """None when the class database opens, else a message saying what to do."""
     try:
         store()
-    except STORE_ERRORS as err:
+    except DATABASE_ERRORS as err:
         return STORE_FAILED.format(err=escape.md(error_line(err)))
     return None
 
@@ -177,23 +175,6 @@ def _student_id(raw: str | None) -> str:
     return secrets.token_hex(8)
 
 
-_PAGES: dict[str, dict] = {}  # {main script: {URL path: page}}: what the frame navigates over, per entry
-
-
-def register_pages(pages: dict) -> None:
-    """The frame's pages by URL path, for this run's main script (app.py's files or the packaged app's functions)."""
-    ctx = get_script_run_ctx()
-    _PAGES[ctx.main_script_path if ctx is not None else ""] = pages
-
-
-def page_path(url_path: str):
-    """The page at a URL path ("" is the first page) as st.switch_page takes it: the page the frame registered for
-    this main script (a file in app_pages/, or a render() function in the packaged app), else its file."""
-    ctx = get_script_run_ctx()
-    pages = _PAGES.get(ctx.main_script_path if ctx is not None else "", {})
-    return pages.get(url_path or "heads") or f"app_pages/{url_path or 'heads'}.py"
-
-
 _awake: dict[str, set[str]] = {}  # {class code: ids of this server's browser sessions following it}
 _awake_lock = threading.Lock()
 
@@ -218,8 +199,7 @@ def wake(code: str) -> int:
     woken."""
     from streamlit.runtime import Runtime
 
-    with _moments_lock:
-        _moments.pop(code, None)  # their runs read the class afresh, not this server's shared read from before
+    forget(code)  # their runs read the class afresh, not this server's shared read from before
     manager = getattr(Runtime.instance(), "_session_mgr", None) if Runtime.exists() else None
     if manager is None:  # no server (AppTest's runtime has no sessions to wake)
         return 0
@@ -324,7 +304,7 @@ def _take(here: Seat, info: ClassInfo, page_url: str) -> None:
             del st.session_state[key]  # each widget restores its value from the teacher's URL state
     st.query_params.from_dict(params)
     if info.view.get("page", "") != page_url:
-        st.switch_page(page_path(info.view.get("page", "")), query_params=params)
+        st.switch_page(routes.page_path(info.view.get("page", "")), query_params=params)
 
 
 def drawn(here: Seat | None) -> None:
@@ -385,6 +365,12 @@ def moment(code: str) -> Moment | None:
     return value
 
 
+def forget(code: str) -> None:
+    """Drop this server's shared read of a class: the next heartbeat (or run) reads it afresh."""
+    with _moments_lock:
+        _moments.pop(code, None)
+
+
 def tick_seconds(now: Moment | None) -> float:
     """How often a follower's page asks the store: slowly when the class's view was published from this server (its
     teacher's runs wake the page), at TICK_SECONDS when from another replica or not yet known."""
@@ -395,11 +381,11 @@ def _heartbeat() -> None:
     """A student's heartbeat: a newer view (while following), a new poll or a reveal reruns the whole page."""
     try:
         _beat()
-    except STORE_ERRORS as err:
+    except DATABASE_ERRORS as err:
         failed(err, st)
 
 
-def _tick(interval: float) -> None:
+def tick(interval: float) -> None:
     """Draw the heartbeat, its interval set for this run (the browser restarts its timer when the interval changes)."""
     st.session_state["class.tick"] = interval
     st.fragment(_heartbeat, run_every=interval)()
@@ -469,63 +455,3 @@ def fragment_run() -> bool:
     """Whether this run is a fragment's alone (its timer, or a widget in it), not the whole page's."""
     ctx = get_script_run_ctx()
     return bool(ctx is not None and ctx.fragment_ids_this_run)
-
-
-def sidebar_panel(here: Seat) -> None:
-    """The class in the sidebar: links and QR code for the teacher; the follow switch and a name for a student."""
-    with st.sidebar.expander(f"Class {here.code}", expanded=True):
-        if st.session_state.get("class.notice"):  # kept for this seat: heartbeats rerun the page
-            st.error(st.session_state["class.notice"])
-        if here.teacher:
-            teacher_links(here)
-        else:
-            _student_panel(here)
-
-
-def teacher_links(here: Seat) -> None:
-    """The student link, its QR code, who is here, when the class ends."""
-    info = store().get(here.code)
-    url = links(here.code)["student_url"]
-    st.markdown(f"Students open this address, scan the code below, or type the class code **{here.code}** on the "
-                "Class page:")  # fmt: skip
-    st.code(url, language=None, wrap_lines=True)  # the address as it is (never markup), with a copy button
-    if reach.is_loopback(reach.url_host(url)):
-        st.warning(reach.LOOPBACK_WARNING.format(url=escape.md(base_url())))
-    st.image(qr_png(url), caption="The student link", width=200)
-    n, following = store().students(here.code)
-    st.caption(f"{n} student(s) seen in the last 30 s, {following} following. The class ends at "
-               f"{time.strftime('%H:%M UTC', time.gmtime(info.expires))}.")  # fmt: skip
-
-
-def _student_panel(here: Seat) -> None:
-    if st.session_state.get("class.left") and not st.session_state.get("class.following", True):
-        st.warning(st.session_state["class.left"])
-    following = st.toggle(
-        "Follow the teacher",
-        value=st.session_state.get("class.following", True),
-        key="class.follow_toggle",
-        help="Off: explore on your own. On again: back to the teacher's view.",
-    )
-    if following != st.session_state.get("class.following", True):
-        st.session_state["class.following"] = following
-        store().set_following(here.code, here.student, following)
-        if following:
-            st.session_state.pop("class.version", None)  # rejoin: the teacher's view at once, read afresh
-            with _moments_lock:
-                _moments.pop(here.code, None)
-            st.rerun()
-    name = st.text_input("Your name (optional)", key="class.name", max_chars=40)
-    if name and name != st.session_state.get("class.name_sent"):
-        store().join(here.code, here.student, name)
-        st.session_state["class.name_sent"] = name
-    _tick(tick_seconds(moment(here.code)))
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def qr_png(url: str) -> bytes:
-    """The link as a QR code (the segno library), PNG bytes, large enough to read off a projector."""
-    import segno
-
-    out = io.BytesIO()
-    segno.make(url, error="m").save(out, kind="png", scale=8, border=2)
-    return out.getvalue()

@@ -13,7 +13,7 @@ from attnviz.analysis import view_options
 from attnviz.figures.style import pooled_labels
 from attnviz.result import Attention, AttentionResult
 from attnviz.tokens import TokenAxis
-from attnviz.ui import cache, seat, state
+from attnviz.ui import cache, routes, state
 from attnviz.ui.controls import Inputs
 from attnviz.ui.halt import halt
 
@@ -249,7 +249,7 @@ def open_head(layer: int, head: int, params: dict | None = None) -> None:
     """Go to the Heads page showing this head (1-based), with `params` (default: the URL parameters every page
     shares); the page as the frame registered it, so the packaged app (`attnviz serve`) finds it too."""
     shared = {k: v for k, v in st.query_params.items() if k in SHARED_PARAMS} if params is None else params
-    st.switch_page(seat.page_path("heads"), query_params={**shared, "view": "Head", "layer": layer, "head": head})
+    st.switch_page(routes.page_path("heads"), query_params={**shared, "view": "Head", "layer": layer, "head": head})
 
 
 def csv_button(label: str, csv: Callable[[], str], filename: str, key: str) -> None:

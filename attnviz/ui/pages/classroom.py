@@ -13,10 +13,11 @@ from attnviz.interventions import ablation
 from attnviz.interventions.runs import can_intervene
 from attnviz.liveclass import charts as class_figures
 from attnviz.liveclass import polls, snapshot
+from attnviz.liveclass.database import DATABASE_ERRORS
 from attnviz.liveclass.store import POLL_KINDS, ClassNotFound, Poll, clean_code
 from attnviz.result import Attention, Results, head_index
 from attnviz.tokens import plain_labels
-from attnviz.ui import cache, controls, seat
+from attnviz.ui import cache, controls, routes, seat
 from attnviz.ui.controls import Inputs
 from attnviz.ui.frame import PAGES
 from attnviz.ui.halt import halt
@@ -46,7 +47,7 @@ def start_or_join() -> None:
             st.session_state["class.code"], st.session_state["class.secret"] = code, secret
             st.session_state["class.new"] = True
             params = {seat.CLASS: code, seat.TEACHER: secret}
-            st.switch_page(seat.page_path(seat.CLASS_PAGE), query_params=params)
+            st.switch_page(routes.page_path(seat.CLASS_PAGE), query_params=params)
     with b:
         st.subheader("Join")
         typed = st.text_input("Class code", key="class.join_code", max_chars=12, placeholder="e.g. K7QX2M")
@@ -59,7 +60,7 @@ def start_or_join() -> None:
             except ClassNotFound as err:
                 st.warning(escape.md(err))
             else:
-                st.switch_page(seat.page_path(""), query_params={seat.CLASS: code})
+                st.switch_page(routes.page_path(""), query_params={seat.CLASS: code})
 
 
 def teacher_view(here: Seat, inputs: Inputs) -> None:
@@ -91,7 +92,7 @@ def room(here: Seat) -> None:
     questions go too)."""
     try:
         _room(here)
-    except seat.STORE_ERRORS as err:
+    except DATABASE_ERRORS as err:
         seat.failed(err, st)
 
 
@@ -206,7 +207,7 @@ def poll_status(here: Seat, poll_id: int) -> None:
     """How many have answered of those who may, refreshed every 2 s, and the Reveal button."""
     try:
         _poll_status(here, poll_id)
-    except seat.STORE_ERRORS as err:
+    except DATABASE_ERRORS as err:
         seat.failed(err, st)
 
 
@@ -253,7 +254,7 @@ def answering(here: Seat, poll: Poll) -> None:
             answer_form(here, poll)
         else:
             st.success(f"Your answer: **{escape.md(mine)}**. Waiting for the teacher to reveal the class's answers.")
-    except seat.STORE_ERRORS as err:
+    except DATABASE_ERRORS as err:
         seat.failed(err, st)
 
 

@@ -1,0 +1,74 @@
+"""The class in the sidebar: for the teacher, the student link, its QR code and who is here; for a student, the
+follow switch, a name, and the heartbeat (attnviz.ui.seat)."""
+
+from __future__ import annotations
+
+import io
+import time
+
+import streamlit as st
+
+from attnviz import escape
+from attnviz.liveclass import reach
+from attnviz.ui import seat
+from attnviz.ui.seat import Seat
+
+
+def sidebar_panel(here: Seat) -> None:
+    """The class in the sidebar: links and QR code for the teacher; the follow switch and a name for a student."""
+    with st.sidebar.expander(f"Class {here.code}", expanded=True):
+        if st.session_state.get("class.notice"):  # kept for this seat: heartbeats rerun the page
+            st.error(st.session_state["class.notice"])
+        if here.teacher:
+            teacher_links(here)
+        else:
+            student_panel(here)
+
+
+def teacher_links(here: Seat) -> None:
+    """The student link, its QR code, who is here, when the class ends."""
+    info = seat.store().get(here.code)
+    url = seat.links(here.code)["student_url"]
+    st.markdown(f"Students open this address, scan the code below, or type the class code **{here.code}** on the "
+                "Class page:")  # fmt: skip
+    st.code(url, language=None, wrap_lines=True)  # the address as it is (never markup), with a copy button
+    if reach.is_loopback(reach.url_host(url)):
+        st.warning(reach.LOOPBACK_WARNING.format(url=escape.md(seat.base_url())))
+    st.image(qr_png(url), caption="The student link", width=200)
+    n, following = seat.store().students(here.code)
+    st.caption(f"{n} student(s) seen in the last 30 s, {following} following. The class ends at "
+               f"{time.strftime('%H:%M UTC', time.gmtime(info.expires))}.")  # fmt: skip
+
+
+def student_panel(here: Seat) -> None:
+    """A student's side: the follow switch (on again: the teacher's view at once), a name, the heartbeat."""
+    if st.session_state.get("class.left") and not st.session_state.get("class.following", True):
+        st.warning(st.session_state["class.left"])
+    following = st.toggle(
+        "Follow the teacher",
+        value=st.session_state.get("class.following", True),
+        key="class.follow_toggle",
+        help="Off: explore on your own. On again: back to the teacher's view.",
+    )
+    if following != st.session_state.get("class.following", True):
+        st.session_state["class.following"] = following
+        seat.store().set_following(here.code, here.student, following)
+        if following:
+            st.session_state.pop("class.version", None)  # rejoin: the teacher's view at once, read afresh
+            seat.forget(here.code)
+            st.rerun()
+    name = st.text_input("Your name (optional)", key="class.name", max_chars=40)
+    if name and name != st.session_state.get("class.name_sent"):
+        seat.store().join(here.code, here.student, name)
+        st.session_state["class.name_sent"] = name
+    seat.tick(seat.tick_seconds(seat.moment(here.code)))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def qr_png(url: str) -> bytes:
+    """The link as a QR code (the segno library), PNG bytes, large enough to read off a projector."""
+    import segno
+
+    out = io.BytesIO()
+    segno.make(url, error="m").save(out, kind="png", scale=8, border=2)
+    return out.getvalue()
