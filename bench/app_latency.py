@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-from test_browser import ARGS, CHROMIUM, _free_port, start_server  # noqa: E402
+sys.path.insert(0, str(ROOT))
+from harness.server import ARGS, CHROMIUM, free_port, start_server  # noqa: E402
 
 SENTENCES = [
     "The trophy didn't fit into the suitcase because it was too big.",
@@ -89,7 +89,7 @@ def main() -> None:
     heads = 12 if args.model == "default" else 9
     from playwright.sync_api import sync_playwright
 
-    port = _free_port()
+    port = free_port()
     log = Path(tempfile.mkdtemp()) / "streamlit.log"
     t0 = time.perf_counter()
     server = start_server(port, log)

@@ -50,15 +50,15 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path.insert(0, str(ROOT))
 
 import websockets  # noqa: E402
 from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
-from test_browser import ARGS, CHROMIUM, _free_port, start_server  # noqa: E402
 
 from attnviz.analysis.head_stats import LABELS as HEAD_TYPES  # noqa: E402
 from attnviz.ui.seat import TICK_SECONDS as TICK  # noqa: E402
+from harness.server import ARGS, CHROMIUM, free_port, start_server  # noqa: E402
 
 SUBJECTS = ["The teacher", "A student", "The robot", "My neighbour", "The old dog", "A tired pilot", "The river"]
 VERBS = ["noticed", "followed", "ignored", "painted", "answered", "carried", "described"]
@@ -251,7 +251,7 @@ async def memory_user(url: str, user: int, rounds: int, stats: Stats) -> None:
 
 def memory_run(users: int, rounds: int) -> None:
     """30 users, each a different 512-token text at the same time; the server's memory sampled every second."""
-    port = _free_port()
+    port = free_port()
     server = start_server(port, Path(tempfile.mkdtemp()) / "streamlit.log")
     stats, memory = Stats(), []
     try:
@@ -361,7 +361,7 @@ def benchmark_user(base: str, cases: int, stats: Stats, done: dict) -> None:
 def admission_run(users: int, heavy: int, cases: int, seconds: float) -> None:
     """Short sentences from `users` protocol users while `heavy` users paste different 4,000-token texts into
     SmolLM2 and one Chromium page runs a `cases`-case benchmark, all at once, on a server with the defaults."""
-    port = _free_port()
+    port = free_port()
     server = start_server(port, Path(tempfile.mkdtemp()) / "streamlit.log")
     url, base = f"ws://127.0.0.1:{port}/_stcore/stream", f"http://127.0.0.1:{port}/"
     stats, memory, done = Stats(), [], {}
@@ -648,14 +648,13 @@ def class_run(
     is on the first, the followers are dealt round the replicas."""
     import secrets as _secrets
 
-    import pgserver
-
     from attnviz.liveclass.store import Store
+    from harness import pgserver
 
     folder = Path(tempfile.mkdtemp())
     postgres = pgserver.Server(fast=False) if database == "postgresql" else None
     target = postgres.create() if postgres else str(folder / "classes.db")
-    ports = [_free_port() for _ in range(replicas)]
+    ports = [free_port() for _ in range(replicas)]
     servers = [start_server(port, folder / f"streamlit{i}.log", {"ATTNVIZ_DB": target}) for i, port in enumerate(ports)]
     urls = [f"ws://127.0.0.1:{port}/_stcore/stream" for port in ports]
     url = urls[0]  # the teacher's
@@ -785,7 +784,7 @@ def main() -> None:
         f"one engine, shared: a 512-token request takes {long_ms:.0f} ms alone; a short one {short_ms:.0f} ms alone "
         f"and {during_ms:.0f} ms when sent while the long one runs (at most {long_ms + short_ms:.0f} expected)\n"
     )
-    port = _free_port()
+    port = free_port()
     server = start_server(port, Path(tempfile.mkdtemp()) / "streamlit.log")
     stats, memory = Stats(), []
     try:

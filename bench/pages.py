@@ -34,9 +34,10 @@ from pathlib import Path
 from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path.insert(0, str(ROOT))
 from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402
-from test_browser import ARGS, CHROMIUM, IDLE_JS, _free_port, start_server  # noqa: E402
+
+from harness.server import ARGS, CHROMIUM, IDLE_JS, free_port, start_server  # noqa: E402
 
 PAGES = ("", "inside", "compare", "generate", "overview", "pronouns", "positions", "head_count", "masks",
          "induction", "knockout", "corpora", "classroom")  # fmt: skip
@@ -191,7 +192,7 @@ def main() -> None:
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
-    port = _free_port()
+    port = free_port()
     workdir = Path(tempfile.mkdtemp(prefix="attnviz-pages-"))
     env = {"ATTNVIZ_DB": str(workdir / "classes.db"), "ATTNVIZ_CORPUS_DIR": str(workdir / "runs")}
     proc = start_server(port, workdir / "server.log", env)

@@ -197,9 +197,9 @@ def bundled_scratch():
 
 @pytest.fixture(scope="session")
 def postgres():
-    """A real PostgreSQL server for this test session (tests/pgserver.py); skipped, with the reason, where none can
+    """A real PostgreSQL server for this test session (harness/pgserver.py); skipped, with the reason, where none can
     run (no server binaries, or root with no postgres user)."""
-    import pgserver
+    from harness import pgserver
 
     folder, why = pgserver.binaries()
     if folder is None:

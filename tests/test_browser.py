@@ -5,64 +5,24 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from conftest import ROOT
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+from harness.server import ARGS, CHROMIUM, IDLE_JS, free_port, start_server
+
 pytestmark = pytest.mark.skipif(
     not os.path.exists(CHROMIUM), reason="Chromium is not installed (make test installs it)"
 )
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 HEATMAPS_JS = "() => document.querySelector('.js-plotly-plot')?.data?.filter(d => d.type === 'heatmap').length ?? 0"
 FIRST_X_JS = "() => document.querySelector('.js-plotly-plot')?.data?.[0]?.x ?? []"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(port: int, log_path, env: dict | None = None) -> subprocess.Popen:
-    """`python -m attnviz serve` (the default model loaded first, as `make run` and the image do) on a port, offline
-    unless `env` says otherwise; returns once it is healthy."""
-    cmd = [sys.executable, "-m", "attnviz", "serve", "--port", str(port), "--server.fileWatcherType", "none"]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
-    env = {k: v for k, v in env.items() if v is not None}  # None: unset it
-    with open(log_path, "w") as log:  # the child keeps its own copy of the descriptor
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok":
-                return proc
-        except OSError:
-            time.sleep(0.5)
-    proc.kill()
-    raise RuntimeError(f"streamlit did not become healthy; see {log_path}")
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    port = _free_port()
+    port = free_port()
     proc = start_server(port, tmp_path_factory.mktemp("st") / "streamlit.log")
     yield f"http://127.0.0.1:{port}"
     proc.terminate()
@@ -140,7 +100,7 @@ def test_moving_the_layer_slider_updates_the_shareable_url(page):
 
 def test_a_shared_link_to_a_page_opens_inside_the_app_frame_on_a_fresh_server(browser, tmp_path):
     """The first request a new server sees is a page's URL: it must still run app.py (navigation, layout)."""
-    port = _free_port()
+    port = free_port()
     proc = start_server(port, tmp_path / "fresh.log")
     try:
         pg = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -307,7 +267,7 @@ def test_an_online_server_never_contacts_the_hub_unless_its_operator_allows_down
     online = {"HF_HUB_OFFLINE": None, "HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf"), "ATTNVIZ_MODELS": None,
               "ATTNVIZ_ALLOW_DOWNLOADS": None}  # fmt: skip
     try:
-        port = _free_port()
+        port = free_port()
         proc = start_server(port, tmp_path / "online.log", online)
         try:
             for link in HUB_LINKS:
@@ -317,7 +277,7 @@ def test_an_online_server_never_contacts_the_hub_unless_its_operator_allows_down
         finally:
             proc.terminate()
             proc.wait(10)
-        port = _free_port()  # the same server with downloads allowed does ask the hub: the test can see it
+        port = free_port()  # the same server with downloads allowed does ask the hub: the test can see it
         proc = start_server(port, tmp_path / "downloads.log", {**online, "ATTNVIZ_ALLOW_DOWNLOADS": "1"})
         try:
             alerts = _visit(browser, f"http://127.0.0.1:{port}/?model=attnviz-test/no-such-model")
@@ -405,7 +365,7 @@ def test_a_long_text_pasted_in_chromium_draws_pooled_maps_an_exact_window_and_th
     from attnviz.lazy import BLOCK_BYTES
 
     monkeypatch.setenv("ATTNVIZ_EAGER_MB", "64")  # here too, for eager_tokens below
-    port = _free_port()
+    port = free_port()
     proc = start_server(port, tmp_path / "streamlit.log", env={"ATTNVIZ_EAGER_MB": "64"})
     url = f"http://127.0.0.1:{port}"
     text = (ROOT / "README.md").read_text(encoding="utf-8")[:4000]  # ~1,200 SmolLM2 tokens of prose and markup
@@ -541,7 +501,7 @@ def test_a_class_led_live_teacher_and_three_students_poll_reveal_and_restart(bro
     from attnviz.liveclass.store import Store
 
     db = tmp_path / "classes.db"
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     proc = start_server(port, tmp_path / "server1.log", {"ATTNVIZ_DB": str(db)})
     pages = []
@@ -649,7 +609,7 @@ def test_a_class_over_two_servers_and_one_postgresql_follow_poll_reveal_and_rest
     from attnviz.liveclass.store import Store
 
     db = postgres.create()
-    ports = [_free_port(), _free_port()]
+    ports = [free_port(), free_port()]
     teacher_base, student_base = (f"http://127.0.0.1:{p}" for p in ports)
     env = {"ATTNVIZ_DB": db}
     procs = [start_server(p, tmp_path / f"server{i}.log", env) for i, p in enumerate(ports)]
@@ -774,7 +734,6 @@ READABLE_JS = r"""() => {
 READABLE_PAGES = ("", "inside", "compare", "overview", "positions", "head_count", "masks")
 
 
-IDLE_JS = "() => !document.querySelector('[data-testid=stStatusWidget]')"
 MAIN_CHARTS = "[data-testid=stMain] [data-testid=stPlotlyChart]"  # a chart's element, there before plotly draws it
 # Pages whose maps follow a click: the clicks in order (a button's name, the start of it, or "guess": the first answer
 # of a radio) and the key of the chart they draw (Streamlit's st-key- class, dots as dashes). A page that draws no map

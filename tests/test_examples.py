@@ -10,7 +10,8 @@ import pytest
 from conftest import ROOT
 from nbclient import NotebookClient
 from nbconvert import HTMLExporter
-from test_browser import ARGS, CHROMIUM
+
+from harness.server import ARGS, CHROMIUM
 
 NOTEBOOKS = sorted((ROOT / "examples").glob("*.ipynb"))
 SOURCE = re.compile(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*['\"]?(?:https?:)?//", re.I)

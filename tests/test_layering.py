@@ -265,3 +265,63 @@ def test_no_page_imports_another_page():
                 names = [n.module] if isinstance(n, ast.ImportFrom) else [a.name for a in n.names]
                 offenders += [f"{f.stem}: {m}" for m in names if m in pages]
     assert offenders == []
+
+
+# --- tests as a map: tests/ mirrors attnviz/ (attnviz/engines/hooks.py -> tests/engines/test_hooks.py) ---
+
+# Modules with no test file of their name, and where they are tested instead. A new module either gets its test file
+# or a line here; a line whose module has since got its test file (or gone) fails too.
+TESTED_ELSEWHERE = {
+    "__main__.py": "two lines that run cli.main; test_cli.py runs `python -m attnviz` as a user would",
+    "cli/attention.py": "test_cli.py (attention, --rows, stats, rollout, doctor)",
+    "cli/common.py": "test_cli.py and test_bad_input.py (--file, --rows, --json, one-line errors)",
+    "cli/corpus_run.py": "corpus/test_run.py and test_cli.py (the corpus command)",
+    "cli/experiments.py": "test_cli.py (pronouns, induction, ablate, patch)",
+    "cli/serving.py": "ui/test_frame.py (serve's flags), test_serving.py (make run), liveclass/test_polls.py (class)",
+    "cli/training.py": "lessons/test_head_models.py (train-heads, eval-heads), engines/test_seq2seq.py",
+    "blocks.py": "test_lazy.py: every statistic streamed in blocks equals the one of the whole tensor",
+    "corpus/models.py": "corpus/test_run.py (the manifest's model and revision)",
+    "corpus/on_ray.py": "corpus/test_run.py (a run on Ray writes the embedded run's rows)",
+    "corpus/tables.py": "corpus/test_run.py (the heads, examples and texts tables read back)",
+    "engines/date_training.py": "engines/test_seq2seq.py (the date model trained and checked)",
+    "engines/smollm2.py": "engines/test_llama.py (SmolLM2's loading and parity with Hugging Face)",
+    "engines/steps.py": "engines/test_scratch.py (each step of the scratch engine against its forward pass)",
+    "figures/corpus_charts.py": "ui/pages/test_corpora.py and test_browser.py (the Corpus page's charts)",
+    "figures/layout.py": "figures/test_interactive.py, test_panel_maps.py, test_stat_charts.py (labels, widths)",
+    "figures/lesson_charts.py": "ui/pages/test_positions.py, test_masks.py, test_head_count.py, test_induction.py",
+    "figures/style.py": "figures/test_interactive.py (projector mode), test_export.py (palettes)",
+    "interventions/runs.py": "interventions/test_ablation.py and test_patching.py (the hooked runs)",
+    "lessons/cost.py": "lessons/test_kernels.py (the measured costs of heads and masks)",
+    "liveclass/charts.py": "liveclass/test_polls.py (the class's answers beside the model's)",
+    "liveclass/snapshot.py": "liveclass/test_polls.py (a view as one HTML file)",
+    "service.py": "test_api.py (the door over it), test_admission.py, test_memo.py, ui/pages/test_heads.py",
+    "streamlit_app.py": "ui/test_frame.py and test_serving.py (the packaged app under attnviz serve)",
+    "ui/cache.py": "every page's AppTest in ui/pages/ (the page's calls into the door)",
+    "ui/class_panel.py": "ui/pages/test_classroom.py and test_browser.py (the teacher's link, a student's toggle)",
+    "ui/controls.py": "test_app.py (the sidebar, URL state, the model picker)",
+    "ui/halt.py": "ui/test_frame.py (a page's early end still finishes the frame)",
+    "ui/lazy_views.py": "ui/pages/test_heads.py (a long text's views)",
+    "ui/progress.py": "the AppTests of the pages that draw its bar: ui/pages/test_knockout.py, test_overview.py",
+    "ui/routes.py": "test_browser.py (Open in Heads under the packaged app)",
+    "ui/seat.py": "ui/pages/test_classroom.py (following, heartbeat intervals), test_protocol.py, test_browser.py",
+    "ui/state.py": "test_app.py (URL state restored and published)",
+    "ui/widgets.py": "the pages' AppTests in ui/pages/ and test_browser.py",
+    "version.py": "test_package.py (the built wheel's version)",
+}
+
+
+def _test_file(module: str):
+    """tests/x/test_y.py for attnviz/x/y.py (a package's __init__.py: tests/test_x.py beside its folder)."""
+    path = ROOT / "tests" / module
+    if path.name == "__init__.py":
+        return path.parent.parent / f"test_{path.parent.name}.py"
+    return path.with_name(f"test_{path.name}")
+
+
+def test_every_module_has_a_test_file_of_its_name_or_says_where_it_is_tested():
+    modules = [str(f.relative_to(ROOT / "attnviz")) for f in _package_files()]
+    modules = [m for m in modules if not m.endswith("__init__.py") or m == "cli/__init__.py"]
+    untested = [m for m in modules if not _test_file(m).exists() and m not in TESTED_ELSEWHERE]
+    assert untested == []
+    stale = [m for m in TESTED_ELSEWHERE if m not in modules or _test_file(m).exists()]
+    assert stale == []

@@ -11,9 +11,9 @@ import urllib.request
 
 import pytest
 from conftest import ROOT
-from test_browser import ARGS, CHROMIUM, _free_port
 
 from attnviz.cli import build_parser
+from harness.server import ARGS, CHROMIUM, free_port
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed (make test does)")
 
@@ -50,7 +50,7 @@ def test_the_wheel_installs_and_serves_the_app_from_any_folder(tmp_path):
                            capture_output=True, text=True, check=True, cwd=elsewhere, env=env).stdout  # fmt: skip
     assert str(venv) in where and str(ROOT) not in where  # the installed copy, not the repository's
 
-    port = _free_port()
+    port = free_port()
     log = open(tmp_path / "serve.log", "w")  # noqa: SIM115 - closed below
     server = subprocess.Popen([str(venv / "bin/attnviz"), "serve", "--port", str(port)], cwd=elsewhere,
                               env={**env, "HF_HUB_OFFLINE": "1", "ATTNVIZ_DB": str(tmp_path / "c.db")},

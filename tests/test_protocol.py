@@ -9,10 +9,10 @@ import pytest
 import websockets
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-from test_browser import _free_port, start_server
 
 from attnviz.liveclass import polls
 from attnviz.liveclass.store import Store
+from harness.server import free_port, start_server
 
 DONE = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR)
 
@@ -54,7 +54,7 @@ class Page:
 
 @pytest.fixture
 def server(tmp_path):
-    port = _free_port()
+    port = free_port()
     db = tmp_path / "classes.db"
     proc = start_server(port, tmp_path / "server.log", {"ATTNVIZ_DB": str(db)})
     yield f"ws://127.0.0.1:{port}/_stcore/stream", Store(db), tmp_path / "server.log"

@@ -15,9 +15,10 @@ from pathlib import Path
 import psutil
 import pytest
 from conftest import ROOT
-from test_browser import ARGS, CHROMIUM, _free_port, _start_class
+from test_browser import _start_class
 
 from attnviz.liveclass import reach
+from harness.server import ARGS, CHROMIUM, free_port
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists(CHROMIUM), reason="Chromium is not installed (make test installs it)"
@@ -118,7 +119,7 @@ def chromium():
 def test_make_run_address_0000_listens_on_every_interface_and_the_class_links_carry_the_room_address(
     chromium, tmp_path
 ):
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "server.log"
     proc = make_run(port, log, "ADDRESS=0.0.0.0", env={"ATTNVIZ_DB": str(tmp_path / "classes.db")})
     try:
@@ -142,7 +143,7 @@ def test_make_run_address_0000_listens_on_every_interface_and_the_class_links_ca
 
 
 def test_a_loopback_server_warns_the_teacher_and_a_public_url_is_what_the_links_carry(chromium, tmp_path):
-    port = _free_port()
+    port = free_port()
     db = {"ATTNVIZ_DB": str(tmp_path / "classes.db")}
     proc = make_run(port, tmp_path / "loopback.log", "ADDRESS=127.0.0.1", env=db)
     try:
@@ -154,7 +155,7 @@ def test_a_loopback_server_warns_the_teacher_and_a_public_url_is_what_the_links_
         assert "attnviz serve --lan" in sidebar.inner_text()
     finally:
         stop(proc)
-    port = _free_port()
+    port = free_port()
     public = "http://192.0.2.250:8080"  # a documentation address: named, never contacted
     proc = make_run(port, tmp_path / "public.log", f"PUBLIC_URL={public}", env=db)
     try:
@@ -171,7 +172,7 @@ def test_a_loopback_server_warns_the_teacher_and_a_public_url_is_what_the_links_
 
 
 def test_an_idle_tab_costs_the_server_under_2_s_of_cpu_a_minute_and_no_file_watching(chromium, tmp_path):
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "server.log"
     proc = make_run(port, log)  # exactly `make run`: no test's own flags
     try:

@@ -1,0 +1,54 @@
+"""The app's server on a free port, as `make run` starts it (the default model loaded first), and the Chromium that
+the browser tests and benchmarks drive (Debian's, headless)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+IDLE_JS = "() => !document.querySelector('[data-testid=stStatusWidget]')"  # no run in progress (its elements may lag)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int, log_path, env: dict | None = None) -> subprocess.Popen:
+    """`python -m attnviz serve` (the default model loaded first, as `make run` and the image do) on a port, offline
+    unless `env` says otherwise; returns once it is healthy."""
+    cmd = [sys.executable, "-m", "attnviz", "serve", "--port", str(port), "--server.fileWatcherType", "none"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
+    env = {k: v for k, v in env.items() if v is not None}  # None: unset it
+    with open(log_path, "w") as log:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok":
+                return proc
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise RuntimeError(f"streamlit did not become healthy; see {log_path}")

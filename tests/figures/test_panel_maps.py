@@ -1,0 +1,96 @@
+"""Maps side by side: masked cells drawn masked, a difference on its own scale, rows of panels that leave every
+key its label, titles over their panels."""
+
+import numpy as np
+import pytest
+import torch
+
+from attnviz.figures import interactive, layout, panel_maps
+from attnviz.tokens import display_labels
+
+
+def test_side_by_side_draws_the_mask_as_masked_not_as_zero():
+    t = 4
+    causal = torch.tril(torch.ones(t, t))
+    causal = (causal / causal.sum(-1, keepdim=True)).numpy()
+    toks = tuple("abcd")
+    masked = np.triu(np.ones((t, t), dtype=bool), 1)
+    panels = [
+        panel_maps.Panel("self", np.full((t, t), 0.25), toks, toks),
+        panel_maps.Panel("causal", causal, toks, toks, masked=masked),
+        panel_maps.Panel("cross", np.full((2, t), 0.25), ("x", "y"), toks),
+    ]
+    fig = panel_maps.side_by_side(panels)
+    z = np.asarray(fig.data[1].z, dtype=float)
+    assert np.isnan(z[masked]).all() and not np.isnan(z[~masked]).any()
+    assert {d.coloraxis for d in fig.data} == {"coloraxis"}  # one colour scale
+    assert fig.layout.coloraxis.cmax == 1.0 and fig.layout.plot_bgcolor == interactive.MASKED_COLOUR
+
+
+def test_side_by_side_puts_a_difference_on_its_own_diverging_scale():
+    toks = ("a", "b")
+    fig = panel_maps.side_by_side(
+        [
+            panel_maps.Panel("p", np.eye(2), toks, toks),
+            panel_maps.Panel("d", np.array([[0.5, -0.5], [0, 0]]), toks, toks, signed=True),
+        ]
+    )
+    assert fig.data[1].coloraxis == "coloraxis2" and fig.layout.coloraxis2.cmid == 0.0
+
+
+def test_side_by_side_panels_keep_their_row_labels_in_their_own_space():
+    src, tgt = tuple("saturday 22"), ("<s>", "2", "0", "2", "6")
+    panels = [
+        panel_maps.Panel("self", np.full((11, 11), 1 / 11), src, src),
+        panel_maps.Panel("masked", np.full((5, 5), 0.2), tgt, tgt),
+        panel_maps.Panel("cross", np.full((5, 11), 1 / 11), tgt, src),
+    ]
+    fig = panel_maps.side_by_side(panels)
+    x1, x2, x3 = (fig.layout[f"xaxis{s}"].domain for s in ("", "2", "3"))
+    y1, y2, y3 = (fig.layout[f"yaxis{s}"].showticklabels for s in ("", "2", "3"))
+    assert y1 and y2 and not y3  # the cross panel shares the masked panel's rows, so it shares its labels
+    label_width = panel_maps._label_fraction([x for x in display_labels(tgt)], 12)
+    assert x2[0] - x1[1] >= label_width + panel_maps.PANEL_GAP - 1e-9  # room for panel 2's own labels
+    assert abs((x3[0] - x2[1]) - panel_maps.PANEL_GAP) < 1e-9  # no room needed before panel 3
+    assert all(0 <= a < b <= 1 for a, b in (x1, x2, x3))
+
+
+def test_side_by_side_panels_stand_in_rows_that_leave_every_key_its_label_and_two_scales_one_over_the_other():
+    """Three panels of the default sentence's 16 tokens with a difference on its own scale (the Compare page): at
+    1280x800 as many a row as give each key a label's line; on a projector one under another, each row's panel
+    clear of the next one's title and key labels; the two colour bars stacked, not side by side."""
+    toks = tuple(f"tok{i}" for i in range(16))
+    w = np.full((16, 16), 1 / 16)
+    panels = [panel_maps.Panel("bidirectional", w, toks, toks), panel_maps.Panel("causal", w, toks, toks),
+              panel_maps.Panel("difference", w - w.T, toks, toks, signed=True)]  # fmt: skip
+    for style, per_row in ((interactive.Style(), 2), (interactive.Style(projector=True), 1)):
+        assert panel_maps.panels_a_row(panels, style) == per_row
+        fig = panel_maps.side_by_side(panels, style=style)
+        ys = [fig.layout[f"yaxis{s}"].domain for s in ("", "2", "3")]
+        rows = sorted({tuple(y) for y in ys}, reverse=True)
+        assert len(rows) == -(-3 // per_row)
+        assert all(
+            lower[1] < upper[0] for upper, lower in zip(rows, rows[1:], strict=False)
+        )  # a gap for labels and a title
+        assert [fig.layout[f"yaxis{s}"].title.text for s in ("", "2", "3")][::per_row] == ["query"] * len(rows)
+        xs = [fig.layout[f"xaxis{s}"].domain for s in ("", "2", "3")]
+        assert len({round(x1 - x0, 6) for x0, x1 in xs}) == 1  # a short last row keeps the others' width
+        titles = [a.y for a in fig.layout.annotations]
+        assert titles == pytest.approx([y[1] for y in ys])  # each panel's title sits on its own row's top
+        bars = fig.layout.coloraxis.colorbar, fig.layout.coloraxis2.colorbar
+        assert bars[0].y - bars[0].len >= bars[1].y + bars[1].len - 1e-9  # the weight bar over the difference's
+    keys = tuple(f"k{i}" for i in range(40))  # one panel of 40 keys on a projector: no layout gives each its line
+    alone = panel_maps.side_by_side([panel_maps.Panel("steps", np.full((3, 40), 1 / 40), ("a", "b", "c"), keys)],
+                                     style=interactive.Style(projector=True))  # fmt: skip
+    step = int(alone.layout.xaxis.title.text.split()[2][:-2])
+    assert step > 1 and alone.layout.xaxis.title.text == f"key: every {step}{layout.ordinal(step)} of 40 labelled"
+    assert list(alone.layout.xaxis.tickvals) == [f"k{i} ·{i + 1}" for i in range(0, 40, step)]
+    wide = [panel_maps.Panel("many", np.full((80, 80), 1 / 80), tuple(map(str, range(80))), tuple(map(str, range(80))))]
+    assert panel_maps.panels_a_row(wide * 3, interactive.Style(projector=True)) == 3  # unlabelled: one row
+
+
+def test_panel_titles_stay_over_their_panels_and_out_of_the_figure_title():
+    toks = ("a", "b")
+    fig = panel_maps.side_by_side([panel_maps.Panel("first\nline two", np.eye(2), toks, toks)], title="<b>whole</b>")
+    assert fig.layout.title.text == "&lt;b&gt;whole&lt;/b&gt;"  # the figure's own title, escaped
+    assert [a.text for a in fig.layout.annotations] == ["first<br>line two"]
