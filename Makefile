@@ -32,7 +32,7 @@ browser:
 	    || echo "warning: could not install chromium; the browser tests will be skipped"; \
 	else echo "warning: no apt-get; install Chromium yourself or the browser tests will be skipped"; fi
 
-# PostgreSQL's server binaries for the class store's tests (tests/pgserver.py starts its own server): the system's
+# PostgreSQL's server binaries for the class store's tests (harness/pgserver.py starts its own server): the system's
 # where present, else Debian's package where apt is available; without either, those tests are skipped with the reason.
 postgres:
 	@if command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
@@ -49,6 +49,7 @@ run: $(VENV)/.runtime
 lint: $(VENV)/.dev hadolint
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 hadolint: $(VENV)/.dev
 	$(BIN)/hadolint --failure-threshold warning Dockerfile

@@ -61,7 +61,7 @@ class Admission:
 
     def _fits(self, ticket: _Ticket) -> bool:
         used = sum(t.estimate for t in self._running)
-        return (
+        return bool(
             self._waiting
             and self._waiting[0] is ticket
             and len(self._running) < self.slots

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
+from typing import Any
 
 import numpy as np
 import torch
@@ -159,12 +160,12 @@ def row_values(w: Tensor, s: Tensor | None, log_z: Tensor | float, keys: Tensor,
     else:
         j = torch.arange(c, device=w.device, dtype=torch.float32)
         out["distance"] = torch.einsum("...ij,ij->...i", w, (j[None, :] - pos[:, None]).abs())
-    i = torch.arange(start, start + r, device=w.device)
+    at = torch.arange(start, start + r, device=w.device)  # the rows' positions
     for name, offset in (("prev", -1), ("next", 1), ("self", 0)):
-        j = i + offset
+        j = at + offset
         seen = (j >= 0) & (j < c)  # a key these rows may see (a masked one has weight 0)
         value = torch.zeros(w.shape[:-1], dtype=w.dtype, device=w.device)
-        value[..., seen] = w[..., (i - start)[seen], j[seen]]
+        value[..., seen] = w[..., (at - start)[seen], j[seen]]
         out[name] = value.masked_fill((j < 0) | (j >= n), float("nan"))
     if isinstance(excluded, tuple):  # (text, key) index pairs: zeroed for the maximum, then put back
         texts, cols = excluded
@@ -202,7 +203,7 @@ class BlockPass:
         self.keys = key_columns(axis).to(device)  # (N, 5)
         self.excluded = (~confidence_keys(axis, confidence_excludes)).to(device)  # (N,)
         self.any_excluded = bool(self.excluded.any())
-        zeros = {"dtype": torch.float64, "device": device}
+        zeros: dict[str, Any] = {"dtype": torch.float64, "device": device}
         self.acc = {name: torch.zeros(n_layers, n_heads, **zeros) for name in STATS}
         self.received_sum = torch.zeros(n_layers, n_heads, n, **zeros)
         self.pooled_sums = [torch.zeros(n_layers, n_heads, math.ceil(n / f), math.ceil(n / f), **zeros)

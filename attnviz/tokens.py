@@ -19,7 +19,7 @@ from attnviz.escape import html_text
 
 MAX_CHARS = 200_000  # far beyond any model's positions; stops a paste of a whole book early
 NO_SPAN = (0, 0)  # a token that covers no character of the text (special tokens)
-SHOWN_AS = {"\n": "↵", "\r": "↵", "\t": "⇥"}  # whitespace a label makes visible
+SHOWN_AS: dict[str, str | int | None] = {"\n": "↵", "\r": "↵", "\t": "⇥"}  # whitespace a label makes visible
 
 
 def check_text(text: object) -> str:

@@ -18,9 +18,10 @@ transformers, attnviz.engines), figure building (attnviz.figures, plotly, numpy)
 streamlit, tornado, asyncio), attnviz's pages and analysis; threads blocked in a wait are counted apart.
 
 `--class`: a class led live instead: 30 followers (protocol users that also run the page's heartbeat as Streamlit's
-frontend does: every whole-page run clears its interval and the run's auto_rerun starts it again) and a teacher
-who opens a new view (the teacher link with ?view=Head&layer=..&head=..) every 10 s, plus up to one heartbeat at
-random, for 2 minutes, then the Class page and a poll that every follower answers through the page's own widgets.
+frontend does: every whole-page run clears its interval and the run's auto_rerun starts it again) and a teacher,
+whose page is open before they join, who opens a new view (the teacher link with ?view=Head&layer=..&head=..) every
+10 s, plus up to one heartbeat at random, for 2 minutes, then the Class page and a poll that every follower answers
+through the page's own widgets.
 Reported: the time from the teacher's view reaching the store to each follower's page showing it (p50, p95, and each
 change's p95; target p95 <= 1 s for 30 followers, 3 s for more), and answers sent, confirmed and stored (0 lost).
 
@@ -665,6 +666,10 @@ def class_run(
     try:
         for each in urls:
             asyncio.run(warm_up(each))
+        # The teacher's page is open before the students join, as in a lesson (its link and QR code are on it): its
+        # run publishes the class's first view, so the followers know from the start that their teacher leads from
+        # this server (their heartbeat is then the net, seat.NET_SECONDS). Not a timed change: nobody follows yet.
+        asyncio.run(teacher_opens(url, f"class={code}&teacher={secret}"))
         flock = [Follower(urls[i % replicas], code, _secrets.token_hex(8), i) for i in range(followers)]
         raw = folder / "profile.txt"
         spy = start_profile(servers[0].pid, seconds - 10, raw) if profile else None

@@ -91,7 +91,7 @@ def labels(stats: dict[str, Tensor], uniform: float) -> list[list[str]]:
         row = []
         for head in range(n_h):
             shares = {k: stats[k][layer, head].item() for k in SHARE_LABELS}
-            best = max(shares, key=shares.get)
+            best = max(shares, key=lambda k: shares[k])
             if shares[best] > SHARE_THRESHOLD:
                 row.append(SHARE_LABELS[best])
             elif uniform > 0 and stats["entropy"][layer, head].item() >= BROAD_THRESHOLD * uniform:

@@ -48,7 +48,7 @@ class PronounCase:
                 raise ValueError(f"the text has no '{self.pronoun}' at character {at}")
             end = at + len(self.pronoun)
             if (at > 0 and self.text[at - 1].isalnum()) or (end < len(self.text) and self.text[end].isalnum()):
-                word = re.search(r"\w*$", self.text[:at]).group() + re.match(r"\w*", self.text[at:]).group()
+                word = re.findall(r"\w*$", self.text[:at])[0] + re.findall(r"^\w*", self.text[at:])[0]
                 raise ValueError(f"pronoun_at {at} is inside the word '{word}', not at the pronoun '{self.pronoun}'")
 
 
@@ -119,9 +119,10 @@ def locate(case: PronounCase) -> Located:
         pron = (case.pronoun_at, case.pronoun_at + len(case.pronoun))
     else:
         first_end = min(end for _, end in spans)
-        pron = _find(case.text, case.pronoun, first_end)
-        if pron is None:
+        after = _find(case.text, case.pronoun, first_end)
+        if after is None:
             raise ValueError(f"pronoun '{case.pronoun}' is not in the text after the first candidate")
+        pron = after
     return Located(pron, spans, tuple(how for _, how in found))
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from attnviz.engines.base import Engine
+from attnviz.result import Results
 
 BAD_INPUT = 2
 
@@ -20,7 +21,7 @@ def write_json(path: str | None, payload: dict) -> None:
         print(f"wrote {path}")
 
 
-def result_json(engine: Engine, results: dict, rows: list[int] | None = None) -> dict:
+def result_json(engine: Engine, results: Results, rows: list[int] | None = None) -> dict:
     """The --json layout: model, backend, device, truncated, and per kind its tokens and weights.
 
     With `rows` (0-based query indices), each kind's weights are only those rows, (L, H, len(rows), Tk), exact,

@@ -77,7 +77,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.environ[reach.BASE_URL_ENV] = url = reach.checked_url(given)
         warning = reach.LOOPBACK_WARNING.format(url=url) if reach.is_loopback(reach.url_host(url)) else None
     else:
-        url, warning = reach.room_url(address, args.port)
+        found, warning = reach.room_url(address, args.port)
+        url = found or ""
         if url:  # for a teacher who opened the server on its own machine (localhost)
             os.environ[reach.FOUND_URL_ENV] = url
     where = url or "the address the teacher's browser opens"

@@ -17,10 +17,10 @@ CONTEXT = 40  # tokens either side of the query in an example (a window can be 2
 
 def histogram(counts: Sequence[int], lo: float, hi: float, title: str, *, style: Style = Style()) -> go.Figure:
     """A head's statistic over a corpus's windows: `counts` in equal bins from lo to hi."""
-    counts = np.asarray(counts)
-    edges = np.linspace(lo, hi, len(counts) + 1)
+    values = np.asarray(counts)
+    edges = np.linspace(lo, hi, len(values) + 1)
     centres = (edges[:-1] + edges[1:]) / 2
-    fig = go.Figure(go.Bar(x=centres, y=counts, width=(hi - lo) / len(counts) * 0.95,
+    fig = go.Figure(go.Bar(x=centres, y=values, width=(hi - lo) / len(values) * 0.95,
                            hovertemplate="%{x:.3f}: %{y} windows<extra></extra>",
                            marker={"color": "#3b6ea5"}))  # fmt: skip
     fig.update_xaxes(title_text=html_text(title, 80), range=[lo, hi])

@@ -190,7 +190,8 @@ def overview_figure(thumbs: np.ndarray, title: str, *, cmap: str = DEFAULT_CMAP)
                 ax.set_title(f"H{head + 1}", fontsize=8)
             if head == 0:
                 ax.set_ylabel(f"L{layer + 1}", fontsize=8)
-    fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
+    if image is not None:  # a result has at least one layer and one head
+        fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
     fig.suptitle(_plain_label(title))
     return fig
 

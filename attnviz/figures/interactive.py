@@ -208,8 +208,8 @@ def head_map(
     fig.update_yaxes(title="query (attending)", showticklabels=len(ys) <= HEAD_LABELS,
                      **(every if len(ys) <= HEAD_LABELS else {}))  # fmt: skip
     fig = style_layout(fig, style, float(m.max()), f"Layer {layer + 1}, head {head + 1}{_note(note)}")
-    line = style.font_size + 12  # px a row needs for its label: a projector's map grows with its font
-    side = min(1400 if style.projector else 900, max(420, line * len(ys) + 160))
+    row_px = style.font_size + 12  # px a row needs for its label: a projector's map grows with its font
+    side = min(1400 if style.projector else 900, max(420, row_px * len(ys) + 160))
     return fig.update_layout(height=side)
 
 

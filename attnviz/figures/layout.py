@@ -14,7 +14,8 @@ GRID_WIDTH = 900  # px: the width a grid is laid out for (Streamlit's main colum
 MAIN_PX = {False: 820, True: 740}  # px of the main column measured in Chromium at 1280x800, sidebar open (projector?)
 EVERY_LABEL = 64  # a token axis this long or shorter labels every token, on every map; longer ones label none
 CHAR = 0.62  # a label character's width, in font sizes (about)
-EVERY_TICK = {"tickmode": "linear", "tick0": 0, "dtick": 1}  # a category axis labelling every token, none thinned
+# a category axis labelling every token, none thinned
+EVERY_TICK: dict[str, object] = {"tickmode": "linear", "tick0": 0, "dtick": 1}
 COLUMN_PX = 300  # px of the page's column a small map stands in by default: a third of the main column
 COLUMN_GAP = 16  # px between Streamlit's columns
 

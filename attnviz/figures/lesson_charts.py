@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -14,7 +14,7 @@ COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf")  # 
 
 
 def lines(
-    series: dict[str, tuple[Sequence[float], Sequence[float]]],
+    series: Mapping[str, tuple[Sequence[float], Sequence[float]]],
     title: str,
     x_title: str,
     y_title: str,
@@ -23,7 +23,7 @@ def lines(
     log_x: bool = False,
     log_y: bool = False,
     height: int = 320,
-    reference: dict[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+    reference: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
 ) -> go.Figure:
     """One line per series {name: (x, y)}; `reference` lines (dashed grey) are drawn underneath."""
     fig = go.Figure()
@@ -111,7 +111,10 @@ def mask_cost_chart(rows, *, style: Style = Style()) -> tuple[go.Figure, go.Figu
 
     ns = np.array(sorted({r.n for r in rows}), dtype=float)
     first = min((r.ms for r in rows if r.n == ns[0]), default=1.0)
-    ref = {"∝ N²": (ns, first * (ns / ns[0]) ** 2), "∝ N": (ns, first * ns / ns[0])}
+    ref = {
+        "∝ N²": (ns.tolist(), (first * (ns / ns[0]) ** 2).tolist()),
+        "∝ N": (ns.tolist(), (first * ns / ns[0]).tolist()),
+    }
     time_fig = lines(series(lambda r: r.ms), "time of one pass", "tokens N", "ms", style=style, log_x=True,
                      log_y=True, reference=ref)  # fmt: skip
     memory = series(lambda r: r.peak_mb) if gpu else series(lambda r: r.scores_mb)

@@ -229,6 +229,7 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     if own or signed:
         fig.update_layout(coloraxis={"colorbar": upper})
     top = 40 + lines * (font + 6)
+    height: float
     if n_rows == 1:
         height = max(480 if not style.projector else 600, labels_fit(max(labelled, default=0), font) + 200) - 90
     else:

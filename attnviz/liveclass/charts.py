@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import cast
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -29,8 +30,9 @@ def poll_figure(
     if kind == "number":
         values = [float(a) for a, n in answers.items() for _ in range(n)]
         fig = go.Figure(go.Histogram(x=values, nbinsx=20, name="the class", marker_color="#1f77b4"))
-        fig.add_vline(x=float(model), line_color="#d62728", line_width=3,
-                      annotation_text=f"the model: {float(model):.1f}%", annotation_position="top")  # fmt: skip
+        actual = float(cast(float, model))  # a number poll's model is the actual percentage
+        fig.add_vline(x=actual, line_color="#d62728", line_width=3,
+                      annotation_text=f"the model: {actual:.1f}%", annotation_position="top")  # fmt: skip
         fig.update_xaxes(title="answer (%)")
         fig.update_yaxes(title="students")
         return _layout(fig, "The class's answers, and the model's", style)
@@ -39,7 +41,7 @@ def poll_figure(
     fig.add_trace(go.Bar(x=labels, y=[answers.get(o, 0) for o in options], name="students", marker_color="#1f77b4",
                          hovertemplate="%{x}<br>%{y} student(s)<extra></extra>"), 1, 1)  # fmt: skip
     if kind in ("token", "which head"):
-        row = [float(v) for v in model]  # a value per option: attention weights, or loss increases
+        row = [float(v) for v in cast(Sequence[float], model)]  # a value per option: weights, or loss increases
         what = "attention weight" if kind == "token" else "loss increase (nats)"
         fig.add_trace(go.Bar(x=labels, y=row, name=what, marker_color="#d62728",
                              hovertemplate="%{x}<br>%{y:.3f}<extra></extra>"), 1, 2)  # fmt: skip

@@ -96,7 +96,7 @@ def sqlite_engine(url: sa.URL) -> sa.Engine:
     pooled connection is handed out only while its file, and its WAL, are the ones it opened (checked at most once
     a second): a database replaced, restored or damaged under a running server (its WAL deleted) is opened afresh,
     so a call a second later sees it."""
-    path = Path(url.database)
+    path = Path(url.database or "")  # database_url() gives every SQLite URL its file
     path.parent.mkdir(parents=True, exist_ok=True)
     engine = sa.create_engine(url, connect_args={"timeout": 30, "check_same_thread": False}, pool_size=8,
                               max_overflow=56, pool_timeout=60)  # fmt: skip

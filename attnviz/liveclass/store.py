@@ -149,7 +149,7 @@ class Store:
         BadDatabase for a value that is neither; OSError or SQLAlchemyError when it cannot be opened."""
         self.url = database_url(configured() if target is None else target)
         self.postgres = self.url.get_backend_name() == "postgresql"
-        self.path = None if self.postgres else Path(self.url.database)  # the SQLite file, if that is the store
+        self.path = None if self.postgres else Path(self.url.database or "")  # the SQLite file, if that is the store
         self.engine = postgres_engine(self.url) if self.postgres else sqlite_engine(self.url)
         self._writer = self.engine.execution_options(attnviz_write=True)
         self._reader = self.engine.execution_options(isolation_level="AUTOCOMMIT") if self.postgres else self.engine
@@ -268,7 +268,7 @@ class Store:
                 ),
                 {"view": view_text, "now": time.time(), "code": code},
             )
-            return db.execute(text("SELECT version FROM classes WHERE code = :code"), {"code": code}).scalar()
+            return db.execute(text("SELECT version FROM classes WHERE code = :code"), {"code": code}).scalar_one()
 
     # --- students ------------------------------------------------------------------------------------------------
 
@@ -359,7 +359,7 @@ class Store:
             code=clean_code(code),
             since=time.time() - within,
         )
-        return int(row["n"]), int(row["f"])
+        return (int(row["n"]), int(row["f"])) if row is not None else (0, 0)  # COUNT(*) gives a row
 
     # --- polls ---------------------------------------------------------------------------------------------------
 
@@ -447,7 +447,7 @@ class Store:
         elif answer not in poll.options:
             raise ValueError("That answer is not one of the poll's choices.")
         with self._write(poll.code) as db:  # the checks and the insert in one transaction: no reveal slips between
-            row = db.execute(text(self._STANDING), {"student": student[:64], "poll": poll.id}).mappings().first()
+            row = db.execute(text(self._STANDING), {"student": student[:64], "poll": poll.id}).mappings().one()
             if row["revealed"]:
                 raise ValueError("The teacher has revealed this question's answers: it takes no more.")
             if not row["voter"]:
