@@ -10,6 +10,7 @@ snapshot shows the tokens as text; the raw pieces are in the one-head hovers and
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import threading
 from collections.abc import Sequence
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 from attnviz.escape import html_text
 
 MAX_CHARS = 200_000  # far beyond any model's positions; stops a paste of a whole book early
+KEPT_TEXTS = 64  # texts a Tokenizer keeps encoded (the newest)
+KEPT_CHARS = 4_000  # ... of at most this many characters: a long text is encoded anew, and not kept
 NO_SPAN = (0, 0)  # a token that covers no character of the text (special tokens)
 SHOWN_AS: dict[str, str | int | None] = {"\n": "↵", "\r": "↵", "\t": "⇥"}  # whitespace a label makes visible
 
@@ -197,11 +200,15 @@ def axis_of(tokenizer, enc, ids: Sequence[int], special: Sequence[bool], text: s
 
 
 class Tokenizer:
-    """A Hugging Face tokenizer behind one lock: the fast tokenizer is not thread-safe ("Already borrowed")."""
+    """A Hugging Face tokenizer behind one lock: the fast tokenizer is not thread-safe ("Already borrowed").
+
+    The last KEPT_TEXTS texts of up to KEPT_CHARS characters are kept encoded: a page encodes its text on every run,
+    and a class's 30 followers draw the same text at once, one after another behind the lock."""
 
     def __init__(self, hf_tokenizer) -> None:
         self.hf = hf_tokenizer
         self._lock = threading.Lock()
+        self._kept: collections.OrderedDict[tuple, Encoded] = collections.OrderedDict()
 
     def _call(self, text: str, *, target: bool, max_tokens: int | None = None) -> tuple[tuple[int, ...], TokenAxis]:
         """Ids and axis of one text, special tokens added (hold the lock)."""
@@ -223,6 +230,21 @@ class Tokenizer:
         the text ("[CLS]") is text, unless specials_by_id (a chat template, whose markers are written as text).
         """
         text = check_text(text)
+        key = (text, max_tokens, target, specials_by_id)
+        if len(text) <= KEPT_CHARS:
+            with self._lock:
+                if key in self._kept:
+                    self._kept.move_to_end(key)
+                    return self._kept[key]
+        encoded = self._encode(text, max_tokens, target=target, specials_by_id=specials_by_id)
+        if len(text) <= KEPT_CHARS:
+            with self._lock:
+                self._kept[key] = encoded
+                while len(self._kept) > KEPT_TEXTS:
+                    self._kept.popitem(last=False)
+        return encoded
+
+    def _encode(self, text: str, max_tokens: int, *, target: bool, specials_by_id: bool) -> Encoded:
         with self._lock:
             full = len(self._call(text, target=target)[0])
             ids, axis = self._call(text, target=target, max_tokens=max_tokens)

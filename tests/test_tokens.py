@@ -107,3 +107,25 @@ def test_what_a_model_writes_is_text_too(smollm2_hf):
     ids = smollm2_hf.tokenizer.hf(" Paris is\nbig", add_special_tokens=False)["input_ids"]
     axis = smollm2_hf.tokenizer.plain_axis(ids)
     assert axis.tokens == ("Paris", "is", "↵", "big") and axis.pieces[0] == "ĠParis"
+
+
+def test_a_text_a_page_draws_again_is_encoded_once_and_a_long_one_is_not_kept(tok):
+    import attnviz.tokens as tokens
+
+    calls = []
+    fresh = Tokenizer(tok.hf)
+    hf_call = fresh._call
+    fresh._call = lambda *a, **k: calls.append(a) or hf_call(*a, **k)
+    first = fresh.encode("The animal didn't cross the street.", 512)
+    again = fresh.encode("The animal didn't cross the street.", 512)
+    assert again is first and len(calls) == 2  # one encoding (two tokenizer calls: the whole text, then cut)
+    assert fresh.encode("The animal didn't cross the street.", 5).ids != first.ids  # another cut, its own
+    long = "word " * (tokens.KEPT_CHARS // 5 + 1)
+    assert fresh.encode(long, 512) == fresh.encode(long, 512) and len(calls) == 8  # encoded twice, never kept
+    with pytest.raises(ValueError):
+        fresh.encode("\u200b", 512)  # nothing a model can read: said every time, never kept
+    with pytest.raises(ValueError):
+        fresh.encode("\u200b", 512)
+    for i in range(tokens.KEPT_TEXTS + 5):
+        fresh.encode(f"text {i}", 512)
+    assert len(fresh._kept) == tokens.KEPT_TEXTS  # the newest texts only

@@ -84,13 +84,21 @@ class ClassInfo:
     changed: float  # when it last changed (time.time())
 
 
+MOMENT_SQL = text(
+    "SELECT c.*, p.id AS poll, p.revealed FROM classes c LEFT JOIN polls p ON p.id = "
+    "(SELECT MAX(id) FROM polls WHERE code = c.code) WHERE c.code = :code"
+)
+REMOVED_SQL = text("SELECT student FROM students WHERE code = :code AND removed = 1")
+
+
 @dataclass(frozen=True)
 class Moment:
-    """A class as a follower checks it: the class and its newest poll."""
+    """A class as a follower checks it: the class, its newest poll and the students the teacher removed."""
 
     info: ClassInfo
     poll: int | None  # the newest poll's id, None before the first
     revealed: bool  # whether that poll's answers are shown
+    removed: frozenset[str] = frozenset()  # the ids of the students the teacher removed
 
     def pulse(self) -> tuple[int, int | None, bool]:
         """(view version, newest poll id, revealed): what tells a follower's page to draw again."""
@@ -229,18 +237,17 @@ class Store:
                          row["changed"])  # fmt: skip
 
     def moment(self, code: str) -> Moment | None:
-        """The class and its newest poll, in one read (what a follower needs each beat and each run); None when the
-        class does not exist or has ended."""
-        row = self._one(
-            "SELECT c.*, p.id AS poll, p.revealed FROM classes c LEFT JOIN polls p ON p.id = "
-            "(SELECT MAX(id) FROM polls WHERE code = c.code) WHERE c.code = :code",
-            code=clean_code(code),
-        )
-        if row is None or row["expires"] < time.time():
-            return None
+        """The class, its newest poll and its removed students, on one connection (what a follower needs each beat
+        and each run); None when the class does not exist or has ended."""
+        code = clean_code(code)
+        with self._reader.connect() as db:
+            row = db.execute(MOMENT_SQL, {"code": code}).mappings().first()
+            if row is None or row["expires"] < time.time():
+                return None
+            removed = frozenset(db.execute(REMOVED_SQL, {"code": code}).scalars())
         info = ClassInfo(row["code"], row["created"], row["expires"], json.loads(row["view"]), row["version"],
                          row["changed"])  # fmt: skip
-        return Moment(info, row["poll"], bool(row["revealed"]))
+        return Moment(info, row["poll"], bool(row["revealed"]), removed)
 
     def is_teacher(self, code: str, secret: str | None) -> bool:
         """Whether `secret` is this class's: compared in constant time; False for no secret or no class."""

@@ -201,8 +201,10 @@ def results_or_stop(p: api.Prepared, *, long_ok: bool = False) -> Results:
         if long and not long_ok:
             stop_long(eng, "This page draws every weight")
         if not long:
-            with st.spinner("Computing attention…"):
-                results = p.results()
+            results = p.held()  # kept: no spinner (each starts a thread, and a class's followers draw it at once)
+            if results is None:
+                with st.spinner("Computing attention…"):
+                    results = p.results()
         else:
             results = p.held()
             if results is None:

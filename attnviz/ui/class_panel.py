@@ -61,7 +61,7 @@ def student_panel(here: Seat) -> None:
     if name and name != st.session_state.get("class.name_sent"):
         seat.store().join(here.code, here.student, name)
         st.session_state["class.name_sent"] = name
-    seat.tick(seat.tick_seconds(seat.moment(here.code)))
+    seat.tick(seat.tick_seconds(seat.run_moment(here.code)))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

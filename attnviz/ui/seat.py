@@ -52,7 +52,9 @@ SERVER = secrets.token_hex(6)  # this server process, as the views it publishes 
 SEEN_SECONDS = 10.0  # how often a follower's page says it is still here (one write)
 CLASS_PAGE = "classroom"  # the Class page's URL path
 MOMENTS_KEPT = 256  # classes whose shared read a server keeps
+RUN_READ = "class.run_read"  # (code, Moment): this whole run's read of its class, shared by the seat, follow and panel
 PULSE_SHARED = 0.05  # seconds: one read of a class's pulse serves every heartbeat of it on this server in this window
+READ_WAIT = 5.0  # seconds a run waits for another's read of its class before making its own
 DRAWN = "drawn"  # the URL parameter where a student's whole run, at its end, writes what it drew (view, poll)
 # seconds after a whole run's end before a heartbeat still carrying an older `drawn` redraws: the browser's URL takes
 # a run's end within a tick or two; at 3 s, a page that missed its run's end (see _redraw_if_lost) was behind for more
@@ -115,6 +117,7 @@ def failed(err: Exception, where=None) -> None:
 
 def seat() -> Seat | None:
     """This session's seat, from the URL (once) or the session; None outside a class. Call before any widget."""
+    st.session_state.pop(RUN_READ, None)  # a whole run reads its class afresh
     raw = st.query_params.get(CLASS)
     if raw is None and not st.session_state.get("class.code"):
         return None
@@ -132,7 +135,8 @@ def seat() -> Seat | None:
             st.sidebar.warning(f"“{escape.md(raw)}” is not a class code: a code has six letters and digits.")
         st.session_state.pop("class.code", None)
         return None
-    if moment(code) is None:
+    now = run_moment(code)
+    if now is None:
         st.sidebar.warning(escape.md(ClassNotFound.message(code)))
         st.session_state.pop("class.code", None)
         return None
@@ -154,7 +158,7 @@ def seat() -> Seat | None:
     try:
         if st.session_state.get("class.student") != student:
             store().join(code, student)
-        elif store().removed(code, student):
+        elif student in now.removed:
             raise NotAdmitted(REMOVED)
     except NotAdmitted as err:
         st.sidebar.warning(escape.md(err))
@@ -245,9 +249,9 @@ def follow(here: Seat, page_url: str) -> None:
     if here.teacher:
         return
     _listen(here.code, st.session_state.get("class.following", True))
-    now = moment(here.code)
+    now = run_moment(here.code)
     if now is None:
-        return  # ended between the seat and here: the heartbeat says so
+        return  # not after seat() found the class: this is its read
     pulse = now.pulse()
     # What this run draws of the polls. Set here, in the whole page's run, never in the heartbeat: a heartbeat that
     # noted it and asked for a rerun which another request then superseded would leave the page behind for good.
@@ -342,33 +346,66 @@ def publish(here: Seat | None, page_url: str, params: dict[str, str], head: tupl
 
 
 _moments: dict[str, tuple[float, Moment]] = {}
+_reads: dict[str, threading.Event] = {}  # a class's read in flight: a run that needs the class meanwhile waits for it
 _moments_lock = threading.Lock()
 
 
 def moment(code: str) -> Moment | None:
-    """The class and its newest poll (Store.moment), read at most once per PULSE_SHARED seconds for all its
-    followers on this server: 250 heartbeats a second cost the database about 20 reads, and a change is seen at
-    most 0.05 s later. None when the class does not exist or has ended."""
+    """The class, its newest poll and its removed students (Store.moment), read at most once per PULSE_SHARED seconds
+    for all its followers on this server: 250 heartbeats a second cost the database about 20 reads, and a change is
+    seen at most 0.05 s later. One read at a time: the runs a teacher's change wakes at once wait for the first one's
+    read instead of each making its own (30 followers made about 20). None when the class does not exist or has
+    ended."""
     now = time.monotonic()
     with _moments_lock:
         hit = _moments.get(code)
         if hit is not None and now - hit[0] < PULSE_SHARED:
             return hit[1]
-    value = store().moment(code)  # stamped with the time before the read: never newer than it claims
-    if value is None:
-        return None  # no class: not kept (a script trying codes would fill the dict)
-    with _moments_lock:
-        _moments[code] = (now, value)
-        if len(_moments) > MOMENTS_KEPT:  # classes that ended or moved on: the oldest half goes
-            for old in sorted(_moments, key=lambda c: _moments[c][0])[: MOMENTS_KEPT // 2]:
-                del _moments[old]
+        flight = _reads.get(code)
+        mine = flight is None
+        if flight is None:
+            flight = _reads[code] = threading.Event()
+    if not mine:  # another run is reading it: its read began after this call's window did, so it serves this call
+        flight.wait(READ_WAIT)
+        with _moments_lock:
+            hit = _moments.get(code)
+        if hit is not None and hit[0] >= now - PULSE_SHARED:
+            return hit[1]
+        return store().moment(code)  # that read failed, found no class or was forgotten: this call's own
+    value = None
+    try:
+        value = store().moment(code)  # stamped with the time before the read: never newer than it claims
+    finally:
+        with _moments_lock:
+            current = _reads.get(code) is flight  # not forgotten while it read (a change made meanwhile is newer)
+            if current:
+                del _reads[code]
+            if current and value is not None:  # no class: not kept (a script trying codes would fill the dict)
+                _moments[code] = (now, value)
+                if len(_moments) > MOMENTS_KEPT:  # classes that ended or moved on: the oldest half goes
+                    for old in sorted(_moments, key=lambda c: _moments[c][0])[: MOMENTS_KEPT // 2]:
+                        del _moments[old]
+        flight.set()
     return value
 
 
+def run_moment(code: str) -> Moment | None:
+    """The class as this whole run read it first (`moment`, once): the seat, follow and the panel agree on one read,
+    and a follower's run costs the server's shared read once, not three times. The heartbeat reads `moment` itself."""
+    kept = st.session_state.get(RUN_READ)
+    if kept is not None and kept[0] == code:
+        return kept[1]
+    now = moment(code)
+    st.session_state[RUN_READ] = (code, now)
+    return now
+
+
 def forget(code: str) -> None:
-    """Drop this server's shared read of a class: the next heartbeat (or run) reads it afresh."""
+    """Drop this server's shared read of a class, and any read in flight: the next heartbeat (or run) reads it
+    afresh, after whatever change made the caller forget it."""
     with _moments_lock:
         _moments.pop(code, None)
+        _reads.pop(code, None)
 
 
 def tick_seconds(now: Moment | None) -> float:
@@ -395,7 +432,7 @@ def _beat() -> None:
     code, student = st.session_state.get("class.code"), st.session_state.get("class.student")
     if not code or not student:
         return
-    now = moment(code)
+    now = moment(code) if fragment_run() else run_moment(code)  # drawn in a whole run: that run's read
     if now is None:
         st.caption("This class has ended.")
         return

@@ -220,8 +220,10 @@ def test_the_teacher_closes_the_class_and_removes_a_student(db):
     db.join(code, "in", "Ada")  # those already in stay
     with pytest.raises(NotTeacher):
         db.remove(code, None, "stuffer")
+    assert db.moment(code).removed == frozenset()
     db.remove(code, secret, "stuffer")
     assert db.results(poll) == {} and db.voters(poll) == 1  # their answer to the open poll is gone
+    assert db.moment(code).removed == {"stuffer"}  # what a follower's run checks, in the read it makes anyway
     with pytest.raises(store_module.NotAdmitted, match="removed"):
         db.join(code, "stuffer")
     assert [s["student"] for s in db.roster(code, secret)] == ["in"] and db.students(code) == (1, 1)

@@ -115,6 +115,7 @@ def _room(here: Seat) -> None:
                            placeholder="a student page")  # fmt: skip
         if who and st.button("Remove from the class", key="class.remove"):
             seat.store().remove(here.code, secret, who)
+            seat.forget(here.code)  # this server's pages read the removal at their next run, not a window later
             st.rerun(scope="app")
 
 

@@ -112,13 +112,16 @@ def test_a_class_database_that_fails_mid_class_is_the_apps_message_not_a_traceba
 
 
 def test_a_locked_class_turns_new_pages_away_and_a_removed_student_is_out(db):
+    from attnviz.ui import seat
+
     code, secret, _ = db.create_class()
     inside = _page(**{"class": code, "sid": "f" * 16})
     _ok(inside)
     db.lock(code, secret, True)
     newcomer = _page(**{"class": code, "sid": "g" * 16})
     assert any("closed this class to new students" in w.value for w in newcomer.sidebar.warning)
-    db.remove(code, secret, "f" * 16)
+    db.remove(code, secret, "f" * 16)  # from another server: this one sees it once its shared read is over
+    time.sleep(seat.PULSE_SHARED + 0.02)
     inside.run()
     assert any("removed this page" in w.value for w in inside.sidebar.warning)
     assert "class.student" not in inside.session_state
@@ -180,6 +183,65 @@ def test_followers_on_one_server_share_one_read_of_the_class_per_pulse_window(db
     time.sleep(seat.PULSE_SHARED + 0.02)
     assert seat.moment(code).info.version == 1 and len(reads) == 2  # a change is seen one window later
     assert seat.moment("ZZZZZZ") is None and seat.moment("ZZZZZZ") is None and "ZZZZZZ" not in seat._moments
+
+
+def test_runs_that_need_a_class_at_once_wait_for_one_read_and_a_forget_is_never_served_an_older_one(db, monkeypatch):
+    import threading
+
+    from attnviz.ui import seat
+
+    code, secret, _ = db.create_class()
+    shared = seat.store()
+    reads, release = [], threading.Event()
+    moment = shared.moment
+
+    def slow(c):  # a read that takes as long as the test says
+        reads.append(c)
+        release.wait(5)
+        return moment(c)
+
+    monkeypatch.setattr(shared, "moment", slow)
+    monkeypatch.setattr(seat, "_moments", {})
+    monkeypatch.setattr(seat, "_reads", {})
+    got = []
+    woken = [threading.Thread(target=lambda: got.append(seat.moment(code))) for _ in range(20)]  # a change's runs
+    for t in woken:
+        t.start()
+    while not reads:
+        time.sleep(0.001)
+    time.sleep(0.05)  # the other nineteen are waiting for that read, not making their own
+    release.set()
+    for t in woken:
+        t.join(5)
+    assert len(reads) == 1 and len(got) == 20 and {m.info.version for m in got} == {0}
+    # A change made while a read is in flight: the runs it wakes (after forget) read afresh and see it.
+    release.clear()
+    monkeypatch.setattr(seat, "_moments", {})
+    before = threading.Thread(target=seat.moment, args=(code,))  # a heartbeat, reading before the change
+    before.start()
+    while len(reads) < 2:
+        time.sleep(0.001)
+    db.set_view(code, secret, {"page": "inside", "params": {}})
+    seat.forget(code)
+    release.set()
+    assert seat.moment(code).info.version == 1 and len(reads) == 3
+    before.join(5)
+
+
+def test_a_followers_whole_run_reads_its_class_once(db, monkeypatch):
+    from attnviz.ui import seat
+
+    at, code, secret = _following(db, {"page": "", "params": {"view": "Head", "layer": "2", "head": "3"}}, "r")
+    shared = seat.store()
+    reads = []
+    moment = shared.moment
+    monkeypatch.setattr(shared, "moment", lambda c: reads.append(c) or moment(c))
+    monkeypatch.setattr(seat, "PULSE_SHARED", 0.0)  # no shared read: every read the run asks for reaches the store
+    db.set_view(code, secret, {"page": "", "params": {"view": "Head", "layer": "4", "head": "1"}})
+    at.run()
+    _ok(at)
+    # the seat, follow, the class panel and the heartbeat drawn in the run: one read among them (they made four)
+    assert reads == [code] and at.session_state["class.version"] == 2
 
 
 def test_a_students_whole_run_ends_by_writing_what_it_drew_into_the_url_even_when_its_page_ended_early(db):
