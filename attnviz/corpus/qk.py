@@ -120,7 +120,7 @@ def read_qk(eng: Engine, text: str, layer: int, head: int) -> tuple[object, torc
     enc = eng.encode(text)
     hooks = Hooks(read=("q", "k"), layers=(layer,))
     eng.forward(enc, hooks)
-    q, k = hooks.kept[("q", layer)][0].float().cpu(), hooks.kept[("k", layer)][0].float().cpu()  # (H, T, d), (Hkv..)
+    q, k = hooks.taken[("q", layer)][0].float().cpu(), hooks.taken[("k", layer)][0].float().cpu()  # (H, T, d), (Hkv..)
     return enc, q[head], k[head // (q.shape[0] // k.shape[0])]
 
 

@@ -16,8 +16,8 @@ Llama-family models call under the name "attnviz") passes its intermediate tenso
 A `Hooks` is made for one request and passed down the call: nothing is set on the model, so two sessions sharing
 one model never see each other's hooks (the TransformerLens idea, without registering anything on modules).
 A point is keyed by its name and layer; a seq2seq decoder's own points are named "decoder.NAME" and "cross.NAME".
-Reading keeps the tensor (detached); replacing calls fn(layer, tensor) and goes on with what it returns, which
-must have the same shape.
+Reading takes the tensor (detached, in `Hooks.taken`); replacing calls fn(layer, tensor) and goes on with what it
+returns, which must have the same shape.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class Hooks:
     fused: bool = False
     progress: Progress | None = None
     n_layers: int = 0
-    kept: dict[tuple[str, int], Tensor] = field(default_factory=dict)
+    taken: dict[tuple[str, int], Tensor] = field(default_factory=dict)  # what the points in `read` took
 
     def __post_init__(self) -> None:
         unknown = {n.split(".")[-1] for n in (*self.read, *self.replace)} - set(POINTS)
@@ -66,12 +66,12 @@ class Hooks:
         """Whether this call reads or replaces point `name` in `layer` (so it is worth computing)."""
         return self._in(layer) and (name in self.read or name in self.replace)
 
-    def keeps(self, name: str, layer: int) -> bool:
+    def reads(self, name: str, layer: int) -> bool:
         """Whether this call reads `name` in `layer` (so the tensor must not be overwritten in place)."""
         return self._in(layer) and name in self.read
 
     def point(self, name: str, layer: int, x: Tensor) -> Tensor:
-        """Pass tensor x through point `name` of `layer`: replaced if asked, kept if asked; returned."""
+        """Pass tensor x through point `name` of `layer`: replaced if asked, taken if read; returned."""
         if not self._in(layer):
             return x
         fn = self.replace.get(name)
@@ -82,7 +82,7 @@ class Hooks:
                                  f"not {tuple(x.shape)}")  # fmt: skip
             x = new.to(x.dtype)
         if name in self.read:
-            self.kept[(name, layer)] = x.detach()
+            self.taken[(name, layer)] = x.detach()
         return x
 
     def finished(self, layer: int) -> None:
@@ -93,17 +93,17 @@ class Hooks:
     def get(self, name: str, layer: int) -> Tensor:
         """What was read at `name` in `layer`; a KeyError says what was read."""
         try:
-            return self.kept[(name, layer)]
+            return self.taken[(name, layer)]
         except KeyError:
-            have = sorted({f"{n}@{i}" for n, i in self.kept})
+            have = sorted({f"{n}@{i}" for n, i in self.taken})
             raise KeyError(f"{name} in layer {layer} was not read (read: {', '.join(have) or 'nothing'})") from None
 
     def stacked(self, name: str) -> Tensor:
         """(L, ...): what was read at `name`, every layer read in order, the batch of 1 dropped."""
-        layers = sorted(i for n, i in self.kept if n == name)
+        layers = sorted(i for n, i in self.taken if n == name)
         if not layers:
             raise KeyError(f"{name} was not read")
-        return torch.stack([self.kept[(name, i)][0] for i in layers])
+        return torch.stack([self.taken[(name, i)][0] for i in layers])
 
 
 def point(hooks: Hooks | None, name: str, layer: int, x: Tensor) -> Tensor:

@@ -132,12 +132,12 @@ def attend(
         z = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True, scale=scale)
         return point(hooks, part + "z", layer, z), None
     scores = point(hooks, part + "scores", layer, attention_scores(q, k, scale))  # (B, H, Tq, Tk)
-    kept = hooks is not None and hooks.keeps(part + "scores", layer)
-    if mask is not None and not scores.requires_grad and not kept:  # inference: the scores are ours to overwrite
+    read = hooks is not None and hooks.reads(part + "scores", layer)
+    if mask is not None and not scores.requires_grad and not read:  # inference: the scores are ours to overwrite
         masked = scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)
     else:
         masked = apply_mask(scores, mask)
-    if masked is scores and kept:
+    if masked is scores and read:
         masked = scores.clone()  # the scores read must survive the softmax below
     if masked.requires_grad:
         weights = F.softmax(masked, dim=-1)  # (B, H, Tq, Tk), rows sum to 1

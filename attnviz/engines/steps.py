@@ -29,14 +29,14 @@ def read_steps(hooks: Hooks, layer: int, mask: Tensor | None, angles: Tensor | N
     """
     get = hooks.get
     q, k, v, z = get("q", layer), get("k", layer), get("v", layer), get("z", layer)
-    turned = ("q_unturned", layer) in hooks.kept
+    turned = ("q_unturned", layer) in hooks.taken
     qh, kh = (get("q_unturned", layer), get("k_unturned", layer)) if turned else (q, k)
     b = q.shape[0]
     flat = lambda t: t.transpose(1, 2).reshape(b, t.shape[2], -1)  # noqa: E731  (B, h, T, Dh) -> (B, T, h*Dh)
     scores = get("scores", layer)
     x = get("x", layer)
     return AttentionSteps(
-        hooks.kept.get(("resid", layer), x), x, flat(qh), flat(kh), flat(v), qh, kh, v, scores,
+        hooks.taken.get(("resid", layer), x), x, flat(qh), flat(kh), flat(v), qh, kh, v, scores,
         apply_mask(scores, mask), get("pattern", layer), z, flat(z), get("out", layer), mask,
         q if turned else None, k if turned else None, angles, x if normed else None,
     )  # fmt: skip

@@ -77,7 +77,7 @@ def _pair(engine: Engine, clean: str, corrupt: str) -> tuple[list[int], list[int
 def _clean_z(eng: InterveningEngine, ids: list[int]) -> dict[int, Tensor]:
     hooks = Hooks(read=("z",))
     eng.logits(ids, hooks)
-    return {layer: z for (_, layer), z in hooks.kept.items()}  # {layer: (1, H, T, Dh)}
+    return {layer: z for (_, layer), z in hooks.taken.items()}  # {layer: (1, H, T, Dh)}
 
 
 def _patch_per_item(layer: int, clean_z: Tensor) -> Replace:
