@@ -42,7 +42,8 @@ from attnviz.tokens import TokenAxis
 
 Method = Literal["mas", "vote"]
 METHODS: tuple[Method, ...] = ("mas", "vote")
-METHOD_NAMES = {
+METHOD_NAMES = {"mas": "Maximum Attention Score", "vote": "Head vote"}  # a method as a page names it
+METHOD_ABOUT = {  # ... and as the command line says what it scored with
     "mas": "Maximum Attention Score (Klein & Nabi 2019): attention from each candidate to the pronoun",
     "vote": "head vote: attention from the pronoun to each candidate, one vote per head",
 }

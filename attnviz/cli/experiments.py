@@ -66,7 +66,7 @@ def cmd_pronouns(args: argparse.Namespace) -> int:
         )
     layer, head, best = bench.best_head
     held_out, _ = bench.held_out_best_head()
-    print(f"{engine.name}: {bench.n} of {len(cases)} cases scored with {pronoun_scores.METHOD_NAMES[bench.method]}")
+    print(f"{engine.name}: {bench.n} of {len(cases)} cases scored with {pronoun_scores.METHOD_ABOUT[bench.method]}")
     print(
         f"accuracy {bench.accuracy:.1%} (chance {bench.chance:.1%}); {bench.ties} predictions won a tie, "
         f"{bench.head_ties:,} heads had a tie at the top"

@@ -18,7 +18,6 @@ from attnviz.ui.halt import halt
 
 OWN = "Type your own…"
 MAX_BENCHMARK_CASES = 2000  # the most cases one run of the benchmark scores (stated on the page)
-METHOD_LABELS = {"mas": "Maximum Attention Score", "vote": "Head vote"}
 CAUSAL_METRIC = (
     "This model is causal: a candidate written before the pronoun cannot attend to it, so the Maximum Attention "
     "Score (attention from each candidate to the pronoun) is not defined here. The head vote reads the other "
@@ -200,7 +199,7 @@ def draw_benchmark(inputs: Inputs) -> None:
     if st.session_state.get("pr.method") not in methods:
         st.session_state["pr.method"] = methods[0]
     a, b = st.columns(2)
-    method = a.radio("Method", methods, format_func=lambda m: METHOD_LABELS[m], key="pr.method", horizontal=True)
+    method = a.radio("Method", methods, format_func=pronoun_scores.METHOD_NAMES.get, key="pr.method", horizontal=True)
     limit = b.number_input(
         f"Cases to score (at most {MAX_BENCHMARK_CASES:,} a run)", 1, MAX_BENCHMARK_CASES, 273, key="pr.limit"
     )
@@ -234,7 +233,8 @@ def draw_scores(inputs: Inputs, bench: pronoun_scores.Benchmark, held_out: float
     """The benchmark's accuracy, its baselines and each head's accuracy."""
     layer, head, best = bench.best_head
     a, b, c, d = st.columns(4)
-    a.metric(METHOD_LABELS[bench.method], f"{bench.accuracy:.1%}", f"{bench.accuracy - bench.chance:+.1%} vs chance")
+    name = pronoun_scores.METHOD_NAMES[bench.method]
+    a.metric(name, f"{bench.accuracy:.1%}", f"{bench.accuracy - bench.chance:+.1%} vs chance")
     b.metric("Chance", f"{bench.chance:.1%}")
     c.metric(
         "Best head, held out",
