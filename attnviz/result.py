@@ -308,7 +308,7 @@ class Results(Mapping):
 
     A mapping, so `results["self"]` and `for kind, attention in results.items()` read as before; `main` is the
     model's own first kind (self for an encoder or an encoder-decoder, causal for a decoder).
-    lazy: whether the text went past the eager budget (engines.base.goes_lazy) and is held as queries and keys.
+    lazy: whether the text went past the eager budget (engines.base.is_long) and is held as queries and keys.
     """
 
     kinds: dict[str, Attention]

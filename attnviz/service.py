@@ -11,7 +11,7 @@ for typed sentences), ATTNVIZ_HEAVY_MB of estimated memory among them (default 1
 
 A long text (past engines.base.eager_tokens) has its own memo, so that one pasted chapter never pushes a
 classroom's sentences out. Both memos are looked up before the text is encoded: a page's rerun costs no
-tokenization; a miss encodes once to choose the memo (engines.base.goes_lazy, the one rule) and runs.
+tokenization; a miss encodes once to choose the memo (engines.base.is_long, the one rule) and runs.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from attnviz.engines.base import (
     Progress,
     SteppingEngine,
     WhatIfEngine,
-    goes_lazy,
+    is_long,
     run_with_cpu_fallback,
 )
 from attnviz.engines.steps import AttentionSteps
@@ -186,10 +186,10 @@ def compute(eng: Engine, text: str, target: str | None = None, what_if: WhatIf |
     return results
 
 
-def is_long(eng: Engine, text: str) -> bool:
-    """Whether this text gets a LazyAttention on this engine (the one rule: engines.base.goes_lazy)."""
+def text_is_long(eng: Engine, text: str) -> bool:
+    """Whether this text gets a LazyAttention on this engine (the one rule: engines.base.is_long)."""
     try:
-        return goes_lazy(eng, len(eng.encode(text).ids))
+        return is_long(eng, len(eng.encode(text).ids))
     except ValueError:  # bad text: the request's own run says what is wrong with it
         return False
 
@@ -219,7 +219,7 @@ def attention(req: Request, phases: Phases | None = None, source: registry.Sourc
     source = source or policy().resolve(req.model)
     key = _key(req, source)
     eng = eng or engine(req.model, req.backend, source)
-    long = goes_long(req, source, eng) if long is None else long
+    long = request_is_long(req, source, eng) if long is None else long
     store = long_memo() if long else memo()
 
     def run() -> Results:
@@ -232,7 +232,7 @@ def attention(req: Request, phases: Phases | None = None, source: registry.Sourc
     return store.get(key, run)
 
 
-def goes_long(req: Request, source: registry.Source | None = None, eng: Engine | None = None) -> bool:
+def request_is_long(req: Request, source: registry.Source | None = None, eng: Engine | None = None) -> bool:
     """Whether this request's text is long on its model: from the memo when it holds the results, else decided once
     per text (encoded once) and kept."""
     held = cached(req, source)
@@ -242,7 +242,7 @@ def goes_long(req: Request, source: registry.Source | None = None, eng: Engine |
         return False
     source = source or policy().resolve(req.model)
     eng = eng or engine(req.model, req.backend, source)
-    return memo().get(("lazy?", source.name, req.backend, req.text), lambda: is_long(eng, req.text))
+    return memo().get(("lazy?", source.name, req.backend, req.text), lambda: text_is_long(eng, req.text))
 
 
 def preload(text: str) -> float:

@@ -242,7 +242,7 @@ def eager_tokens(n_layers: int, n_heads: int) -> int:
     return int((budget / (4 * n_layers * n_heads)) ** 0.5)
 
 
-def goes_lazy(engine: Engine, n_tokens: int) -> bool:
+def is_long(engine: Engine, n_tokens: int) -> bool:
     """Whether `engine` answers an input of n_tokens with a LazyAttention: when it can, past eager_tokens."""
     return isinstance(engine, LazyEngine) and engine.lazy and n_tokens > eager_tokens(engine.n_layers, engine.n_heads)
 

@@ -31,7 +31,7 @@ from attnviz.engines.base import (
     Generation,
     ModelLoadError,
     eager_tokens,
-    goes_lazy,
+    is_long,
     make_generation,
     passes,
     redact,
@@ -312,7 +312,7 @@ class HFDecoderEngine(HFEngine):
     def run(self, text: str, target: str | None = None, progress=None) -> Results:
         """Causal attention: every weight for a short input, a LazyAttention past the eager budget."""
         src = self.encode(text)
-        if not goes_lazy(self, len(src.ids)):
+        if not is_long(self, len(src.ids)):
             with self._passes, torch.inference_mode():
                 weights = self.weights_of(src.ids)
             return Results({"causal": AttentionResult(weights, src.axis, src.axis, "causal", self.name,

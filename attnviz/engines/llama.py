@@ -20,7 +20,7 @@ from attnviz.engines.base import (
     Backend,
     Generation,
     eager_tokens,
-    goes_lazy,
+    is_long,
     make_generation,
     passes,
     rename_weights,
@@ -209,7 +209,7 @@ class ScratchLlamaEngine:
     family = "llama"
     architecture = "decoder"
     kinds: tuple[AttentionKind, ...] = ("causal",)
-    lazy = True  # inputs past the eager budget keep Q and K (engines.base.goes_lazy)
+    lazy = True  # inputs past the eager budget keep Q and K (engines.base.is_long)
 
     def __init__(self, hf_engine: HFDecoderEngine) -> None:
         if hf_engine.family != "llama":
@@ -233,7 +233,7 @@ class ScratchLlamaEngine:
     def run(self, text: str, target: str | None = None, progress=None) -> Results:
         """{"causal": ...}: every layer's weights and each head's value norms; a LazyAttention past the eager budget."""
         enc = self.encode(text)
-        if goes_lazy(self, len(enc.ids)):
+        if is_long(self, len(enc.ids)):
             return Results({"causal": self.lazy_run(enc, progress)}, lazy=True)
         hooks = Hooks(read=("value_norms",), progress=progress, n_layers=self.n_layers)
         _, per_layer = self.forward(enc, hooks)

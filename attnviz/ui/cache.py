@@ -69,7 +69,7 @@ def long_text(p: api.Prepared) -> bool:
         return False
 
 
-def is_long(model: str, backend: Backend, text: str) -> bool:
+def request_is_long(model: str, backend: Backend, text: str) -> bool:
     """Whether this text gets a LazyAttention on this model (asked of the memo first, else encoded once)."""
     return long_text(prepare_or_stop(model, backend, text))
 
@@ -238,7 +238,7 @@ def stop_long(eng: Engine, what: str) -> None:
 def steps_or_stop(eng: SteppingEngine, text: str, layer: int, causal: bool) -> tuple[Encoded, AttentionSteps]:
     """One layer's attention step by step (kept for every session), or a message and the page stops."""
     try:
-        if service.is_long(eng, text):
+        if service.text_is_long(eng, text):
             stop_long(eng, "This page shows every intermediate of a layer")
         return service.steps(eng, text, layer, causal)
     except ValueError as err:

@@ -307,7 +307,7 @@ def results(poll: Poll, inputs: Inputs, here: Seat) -> None:
         layer, head = head_index(right)
         st.caption(f"Below: the map of {escape.md(right)}, the model's answer.")
     head_fig = None  # a long text's map is on the Heads page
-    if not cache.is_long(view["model"], view["backend"], view["text"]):
+    if not cache.request_is_long(view["model"], view["backend"], view["text"]):
         head_fig = interactive.head_map(result, layer, head, style=inputs.style)
         st.plotly_chart(head_fig, key=f"class.head.{poll.id}")
     facts = {"question": poll.question, "model": view["model"], "backend": view["backend"], "text": view["text"],

@@ -6,6 +6,7 @@ import streamlit as st
 
 from attnviz import api, escape
 from attnviz.figures import interactive, layout, panel_maps
+from attnviz.result import head_name
 from attnviz.tokens import display_labels
 from attnviz.ui import cache, controls, state, widgets
 from attnviz.ui.halt import halt
@@ -107,7 +108,7 @@ def draw(inputs: controls.Inputs, gen: api.Generation) -> None:
     state.remember("step", step)
     s = step - 1
     row = gen.across_heads(s).numpy()  # (L*H, keys seen)
-    heads = [f"L{lay + 1} H{h + 1}" for lay in range(r.n_layers) for h in range(r.n_heads)]
+    heads = [head_name(lay, h) for lay in range(r.n_layers) for h in range(r.n_heads)]
     fig = interactive.matrix(
         row,
         f"step {step} ({gen.written[s][:30]}): every head's attention",

@@ -202,7 +202,7 @@ def render() -> None:
     st.header("Knock heads out, patch one run into another")
     st.markdown(WHY)
     eng = cache.decoder_or_stop(inputs.model, inputs.backend)
-    if cache.is_long(inputs.model, inputs.backend, inputs.text):
+    if cache.request_is_long(inputs.model, inputs.backend, inputs.text):
         cache.stop_long(eng, "This page runs the model once per layer")
     state.restore("ko.tab", "tab", "knock", lambda v: v in ("knock", "patch"))
     tab = st.segmented_control("Experiment", ("knock", "patch"), key="ko.tab", required=True,

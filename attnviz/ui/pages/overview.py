@@ -96,7 +96,7 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
     if averaged is not None:
         stats, uniform = averaged
     else:
-        long = cache.is_long(inputs.model, inputs.backend, inputs.text)
+        long = cache.request_is_long(inputs.model, inputs.backend, inputs.text)
         stats, uniform = stats_of(result, excludes, long), head_stats.uniform_entropy(result)
     labels = head_stats.labels(stats, uniform)
     if induction is not None:  # a decoder's induction heads, from the repeated random sequence (not this text)
@@ -187,7 +187,7 @@ def render() -> None:
     st.subheader("Every head at a glance")
     stats_section(inputs, result)
     st.subheader("Raw attention, rollout and flow")
-    if cache.is_long(inputs.model, inputs.backend, inputs.text):
+    if cache.request_is_long(inputs.model, inputs.backend, inputs.text):
         eng = cache.engine(inputs.model, inputs.backend)
         st.info(
             "Rollout and flow multiply every layer's whole map, token by token: they are computed for texts up to "

@@ -12,6 +12,7 @@ from attnviz.analysis.pronoun_cases import PronounCase
 from attnviz.analysis.pronoun_scores import CaseResult
 from attnviz.corpus import pronoun_files
 from attnviz.figures import stat_charts
+from attnviz.result import head_name
 from attnviz.ui import cache, controls, state
 from attnviz.ui.controls import Inputs
 from attnviz.ui.halt import halt
@@ -242,7 +243,7 @@ def draw_scores(inputs: Inputs, bench: pronoun_scores.Benchmark, held_out: float
         help="The best head picked on one half of the cases and scored on the other, and the reverse, averaged "
         "(a schema and its twins stay together: neighbouring cases with the same candidates or texts 80% alike). "
         "No choice is made on the cases it is scored on, so compare it with chance. The heads picked: "
-        f"{', '.join(f'L{lay + 1} H{h + 1}' for lay, h in picked)}.",
+        f"{', '.join(head_name(lay, h) for lay, h in picked)}.",
     )
     d.metric(
         "Best head, random answers",
@@ -255,7 +256,7 @@ def draw_scores(inputs: Inputs, bench: pronoun_scores.Benchmark, held_out: float
     st.caption(
         f"{bench.n} cases scored, {len(bench.skipped)} skipped{': ' + skipped if skipped else ''}. "
         f"{bench.ties} predictions won a tie; {bench.head_ties:,} heads gave their top score to two candidates or more "
-        f"(the first in the file's order took it). The best head picked on these very cases, L{layer + 1} H{head + 1}, "
+        f"(the first in the file's order took it). The best head picked on these very cases, {head_name(layer, head)}, "
         f"is right on {best:.1%} of them: compare it with the random-answer baseline, not with chance. "
         "Published, bert-base-uncased with the Maximum Attention Score: about "
         f"{pronoun_scores.PUBLISHED['WSC273']:.0%} on WSC273 and {pronoun_scores.PUBLISHED['PDP-60']:.0%} on PDP-60 "

@@ -236,18 +236,18 @@ def test_one_render_resolves_the_model_once_and_decides_long_or_eager_once(long,
     from attnviz.engines import registry
 
     counts = {"resolve": 0, "decide": 0}
-    resolve, goes_long = registry.Policy.resolve, service.goes_long
+    resolve, request_is_long = registry.Policy.resolve, service.request_is_long
 
     def counted_resolve(self, name):
         counts["resolve"] += 1
         return resolve(self, name)
 
-    def counted_goes_long(*args, **kwargs):
+    def counted_request_is_long(*args, **kwargs):
         counts["decide"] += 1
-        return goes_long(*args, **kwargs)
+        return request_is_long(*args, **kwargs)
 
     monkeypatch.setattr(registry.Policy, "resolve", counted_resolve)
-    monkeypatch.setattr(service, "goes_long", counted_goes_long)
+    monkeypatch.setattr(service, "request_is_long", counted_request_is_long)
     model, text = "default", "A sentence counted once on the Heads page of attnviz, short this time."
     if long:
         monkeypatch.setenv("ATTNVIZ_EAGER_MB", "1")  # SmolLM2's eager budget is then 31 tokens: this text is long
