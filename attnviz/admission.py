@@ -69,8 +69,9 @@ class Admission:
         )
 
     @contextmanager
-    def admitted(self, owner: str, what: str, estimate: int, waiting: Waiting | None = None,
-                 every: float = 0.5) -> Iterator[None]:  # fmt: skip
+    def admitted(
+        self, owner: str, what: str, estimate: int, waiting: Waiting | None = None, every: float = 0.5
+    ) -> Iterator[None]:
         """Run the block once this heavy request is admitted; Refused if it cannot be."""
         mb = estimate / 2**20
         if estimate > self.bound:

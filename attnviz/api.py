@@ -46,12 +46,45 @@ from attnviz.result import Results
 from attnviz.service import ANALYSING, READING
 
 __all__ = [
-    "ANALYSING", "AttentionSteps", "Backend", "CorpusError", "CorpusRun", "DEFAULT_MODEL", "Engine",
-    "GeneratingEngine", "Generation", "ModelLoadError", "Prepared", "READING", "SteppingEngine", "View", "Work",
-    "ablate", "attention", "can_rebuild", "corpus", "corpus_runs", "corpus_work", "decoded", "describe_device",
-    "eager_tokens", "engine", "generate", "has_learned_positions", "importance", "induction", "open_corpus_run",
-    "patch", "prepare", "qk_space", "qk_work", "resolve_device", "sentences_work", "shape_trace", "show",
-]  # fmt: skip
+    "ANALYSING",
+    "AttentionSteps",
+    "Backend",
+    "CorpusError",
+    "CorpusRun",
+    "DEFAULT_MODEL",
+    "Engine",
+    "GeneratingEngine",
+    "Generation",
+    "ModelLoadError",
+    "Prepared",
+    "READING",
+    "SteppingEngine",
+    "View",
+    "Work",
+    "ablate",
+    "attention",
+    "can_rebuild",
+    "corpus",
+    "corpus_runs",
+    "corpus_work",
+    "decoded",
+    "describe_device",
+    "eager_tokens",
+    "engine",
+    "generate",
+    "has_learned_positions",
+    "importance",
+    "induction",
+    "open_corpus_run",
+    "patch",
+    "prepare",
+    "qk_space",
+    "qk_work",
+    "resolve_device",
+    "sentences_work",
+    "shape_trace",
+    "show",
+]
 
 
 @dataclass(frozen=True)
@@ -88,52 +121,70 @@ def _engine(model: str | Engine, backend: Backend) -> Engine:
 
 def induction_work(eng: Engine, length: int = 50, seed: int = 0, batch: int = induction_scores.BATCH) -> Work:
     """Induction heads on `batch` repeated random sequences (the Induction page, the Model overview, notebooks)."""
-    return Work(("induction", eng.name, eng.backend, length, seed, batch),
-                lambda: induction_scores.run(eng, length, seed, batch))  # fmt: skip
+    return Work(
+        ("induction", eng.name, eng.backend, length, seed, batch),
+        lambda: induction_scores.run(eng, length, seed, batch),
+    )
 
 
 def mean_reference_work(eng: Engine, text: str) -> Work:
     """Mean ablation's reference for `text`: every layer's head means over the reference corpus, `text` left out."""
-    return Work(("mean-reference", eng.name, eng.backend, ablation.reference_texts(text)),
-                lambda: ablation.reference_means(eng, range(eng.n_layers), text))  # fmt: skip
+    return Work(
+        ("mean-reference", eng.name, eng.backend, ablation.reference_texts(text)),
+        lambda: ablation.reference_means(eng, range(eng.n_layers), text),
+    )
 
 
-def ablation_work(eng: Engine, text: str, heads: dict[int, list[int]], mode: Mode = "zero",
-                  position: int = -1) -> Work:  # fmt: skip
+def ablation_work(eng: Engine, text: str, heads: dict[int, list[int]], mode: Mode = "zero", position: int = -1) -> Work:
     """Heads knocked out on a text: loss per token and next tokens before and after."""
     means = (lambda: mean_reference_work(eng, text).run()) if mode == "mean" else (lambda: None)
-    return Work(("ablate", eng.name, eng.backend, text, repr(sorted(heads.items())), mode, position),
-                lambda: ablation.ablate(eng, text, heads, mode, position, means=means()))  # fmt: skip
+    return Work(
+        ("ablate", eng.name, eng.backend, text, repr(sorted(heads.items())), mode, position),
+        lambda: ablation.ablate(eng, text, heads, mode, position, means=means()),
+    )
 
 
 def importance_work(eng: Engine, text: str, mode: Mode = "zero", progress=None) -> Work:
     """Each head knocked out alone: the loss increase grid (the Knock out page's and the class poll's, one key)."""
     means = (lambda: mean_reference_work(eng, text).run()) if mode == "mean" else (lambda: None)
-    return Work(("importance", eng.name, eng.backend, text, mode),
-                lambda: ablation.importance(eng, text, mode, progress, means=means()),
-                f"knocking out each of {eng.n_layers * eng.n_heads} heads", GRID_BYTES, heavy=True)  # fmt: skip
+    return Work(
+        ("importance", eng.name, eng.backend, text, mode),
+        lambda: ablation.importance(eng, text, mode, progress, means=means()),
+        f"knocking out each of {eng.n_layers * eng.n_heads} heads",
+        GRID_BYTES,
+        heavy=True,
+    )
 
 
 def patch_work(eng: Engine, clean: str, corrupt: str, answer: str, wrong: str, progress=None) -> Work:
     """Every head's clean output patched into the corrupted run."""
-    return Work(("patch", eng.name, eng.backend, clean, corrupt, answer, wrong),
-                lambda: patching.patch(eng, clean, corrupt, answer, wrong, progress), "patching every head",
-                GRID_BYTES, heavy=True)  # fmt: skip
+    return Work(
+        ("patch", eng.name, eng.backend, clean, corrupt, answer, wrong),
+        lambda: patching.patch(eng, clean, corrupt, answer, wrong, progress),
+        "patching every head",
+        GRID_BYTES,
+        heavy=True,
+    )
 
 
-def patch_position_work(eng: Engine, clean: str, corrupt: str, answer: str, wrong: str, layer: int,
-                        head: int) -> Work:  # fmt: skip
+def patch_position_work(eng: Engine, clean: str, corrupt: str, answer: str, wrong: str, layer: int, head: int) -> Work:
     """One head's clean output patched at one position at a time."""
-    return Work(("patch-pos", eng.name, eng.backend, clean, corrupt, answer, wrong, layer, head),
-                lambda: patching.by_position(eng, clean, corrupt, answer, wrong, layer, head))  # fmt: skip
+    return Work(
+        ("patch-pos", eng.name, eng.backend, clean, corrupt, answer, wrong, layer, head),
+        lambda: patching.by_position(eng, clean, corrupt, answer, wrong, layer, head),
+    )
 
 
 def generation_work(eng: Engine, prompt: str, max_new_tokens: int, chat: bool = True, progress=None) -> Work:
     """A decoder writing after a prompt (admitted: it holds every step's weights)."""
     tokens = len(eng.encode(prompt).ids) + max_new_tokens + 32  # the prompt, what is written, a template's markers
-    return Work(("generate", eng.name, eng.backend, prompt, max_new_tokens, chat),
-                lambda: eng.generate(prompt, max_new_tokens, chat=chat, progress=progress),
-                f"writing {max_new_tokens} tokens", service.eager_estimate(eng, tokens), heavy=True)  # fmt: skip
+    return Work(
+        ("generate", eng.name, eng.backend, prompt, max_new_tokens, chat),
+        lambda: eng.generate(prompt, max_new_tokens, chat=chat, progress=progress),
+        f"writing {max_new_tokens} tokens",
+        service.eager_estimate(eng, tokens),
+        heavy=True,
+    )
 
 
 def benchmark_work(eng: Engine, cases: tuple, method, progress=None) -> Work:
@@ -143,8 +194,13 @@ def benchmark_work(eng: Engine, cases: tuple, method, progress=None) -> Work:
         bench = service.pronoun_benchmark(eng, cases, method, progress)
         return bench, bench.held_out_best_head(), bench.permutation_best_head()
 
-    return Work(("pronoun-benchmark", eng.name, eng.backend, cases, method), run,
-                f"a benchmark of {len(cases):,} cases", GRID_BYTES, heavy=True)  # fmt: skip
+    return Work(
+        ("pronoun-benchmark", eng.name, eng.backend, cases, method),
+        run,
+        f"a benchmark of {len(cases):,} cases",
+        GRID_BYTES,
+        heavy=True,
+    )
 
 
 def pronoun_benchmark(eng: Engine, cases, method="mas", progress=None):
@@ -156,8 +212,13 @@ def cost_work(d_model: int, heads: int) -> Work:
     """The scratch engine's measured cost at N = 16 … 512 (a live measurement: admitted)."""
     from attnviz.lessons import cost
 
-    return Work(("inside-cost", d_model, heads), lambda: cost.measure(d_model, heads), "timing the engine",
-                GRID_BYTES, heavy=True)  # fmt: skip
+    return Work(
+        ("inside-cost", d_model, heads),
+        lambda: cost.measure(d_model, heads),
+        "timing the engine",
+        GRID_BYTES,
+        heavy=True,
+    )
 
 
 def _source(model: str) -> registry.Source:
@@ -198,14 +259,23 @@ class Prepared:
         return Prepared(dataclasses.replace(self.request, backend=backend), self.source, eng, self.decided)
 
 
-def prepare(model: str, backend: Backend = "hf", text: str = "", target: str | None = None, what_if=None, *,
-            server: bool = False, device: str | None = None) -> Prepared:  # fmt: skip
+def prepare(
+    model: str,
+    backend: Backend = "hf",
+    text: str = "",
+    target: str | None = None,
+    what_if=None,
+    *,
+    server: bool = False,
+    device: str | None = None,
+) -> Prepared:
     """A request resolved once: as the person at this machine names models (any folder, a hub id), or, with
     `server`, as a server's policy allows (what a room may load: the pages); `device` "cpu" or "cuda" (default: the
     GPU when there is one)."""
     source = service.policy().resolve(model) if server else _source(model)
-    return Prepared(service.Request(model, backend, text, target, what_if), source,
-                    service.engine(model, backend, source, device))  # fmt: skip
+    return Prepared(
+        service.Request(model, backend, text, target, what_if), source, service.engine(model, backend, source, device)
+    )
 
 
 def decoded(result) -> str:
@@ -253,8 +323,14 @@ def _results(text: str, model: str, backend: Backend, target: str | None = None)
     return prepare(model, backend, text, target).results()
 
 
-def induction(model: str | Engine = "smollm2", *, length: int = 50, seed: int = 0,
-              batch: int = induction_scores.BATCH, backend: Backend = "hf") -> Induction:  # fmt: skip
+def induction(
+    model: str | Engine = "smollm2",
+    *,
+    length: int = 50,
+    seed: int = 0,
+    batch: int = induction_scores.BATCH,
+    backend: Backend = "hf",
+) -> Induction:
     """Induction heads on `batch` repeated random sequences (ARENA's test): loss per token and every head's scores
     (induction, prefix matching, duplicate token) averaged, with their spread."""
     return induction_work(_engine(model, backend), length, seed, batch).run()
@@ -268,8 +344,15 @@ def _heads(eng: Engine, heads) -> dict[int, list[int]]:
     return parse_heads(",".join(f"{a}.{b}" for a, b in heads), eng.n_layers, eng.n_heads)
 
 
-def ablate(text: str, heads, *, model: str | Engine = "smollm2", mode: Mode = "zero", position: int = -1,
-           backend: Backend = "hf") -> Ablation:  # fmt: skip
+def ablate(
+    text: str,
+    heads,
+    *,
+    model: str | Engine = "smollm2",
+    mode: Mode = "zero",
+    position: int = -1,
+    backend: Backend = "hf",
+) -> Ablation:
     """Heads knocked out ("L4H2,L11H5"; "3.1" 0-based; {layer: [heads]} or [(layer, head)], 0-based): the loss per
     token and the next tokens at `position`, before and after. mode "mean": each head's mean output over a
     reference corpus (ablation.REFERENCE)."""
@@ -277,22 +360,30 @@ def ablate(text: str, heads, *, model: str | Engine = "smollm2", mode: Mode = "z
     return ablation_work(eng, text, _heads(eng, heads), mode, position).run()
 
 
-def importance(text: str, *, model: str | Engine = "smollm2", mode: Mode = "zero", backend: Backend = "hf"
-               ) -> tuple[Tensor, Tensor]:  # fmt: skip
+def importance(
+    text: str, *, model: str | Engine = "smollm2", mode: Mode = "zero", backend: Backend = "hf"
+) -> tuple[Tensor, Tensor]:
     """(L, H): the mean loss increase when each head alone is knocked out, and the clean loss per token (the Knock
     out page's grid and the class poll's answer, one memo entry for all three)."""
     return importance_work(_engine(model, backend), text, mode).run()
 
 
-def patch(clean: str, corrupt: str, answer: str, wrong: str, *, model: str | Engine = "smollm2",
-          backend: Backend = "hf") -> Patching:  # fmt: skip
+def patch(
+    clean: str, corrupt: str, answer: str, wrong: str, *, model: str | Engine = "smollm2", backend: Backend = "hf"
+) -> Patching:
     """Each head's clean output patched into the corrupted run: the share of logit(answer) - logit(wrong) restored,
     (L, H), or None where the model does not get the pair right both ways (d clean > 0 > d corrupted)."""
     return patch_work(_engine(model, backend), clean, corrupt, answer, wrong).run()
 
 
-def generate(prompt: str, *, model: str | Engine = "smollm2", max_new_tokens: int = 40, chat: bool = True,
-             backend: Backend = "hf") -> Generation:  # fmt: skip
+def generate(
+    prompt: str,
+    *,
+    model: str | Engine = "smollm2",
+    max_new_tokens: int = 40,
+    chat: bool = True,
+    backend: Backend = "hf",
+) -> Generation:
     """A decoder writes after the prompt (greedily), and the attention of every step of the writing."""
     eng = _engine(model, backend)
     if not isinstance(eng, GeneratingEngine):
@@ -300,9 +391,19 @@ def generate(prompt: str, *, model: str | Engine = "smollm2", max_new_tokens: in
     return generation_work(eng, prompt, max_new_tokens, chat).run()
 
 
-def show(attention=None, tokens=None, *, key_tokens=None, model: str | None = None, text: str | None = None,
-         backend: Backend = "hf", layer: int = 0, head: int = 0, statistic: str = "prev",
-         projector: bool = False) -> View:  # fmt: skip
+def show(
+    attention=None,
+    tokens=None,
+    *,
+    key_tokens=None,
+    model: str | None = None,
+    text: str | None = None,
+    backend: Backend = "hf",
+    layer: int = 0,
+    head: int = 0,
+    statistic: str = "prev",
+    projector: bool = False,
+) -> View:
     """Draw attention inline in a notebook (and `.to_html(path)` for a file): the layer x head grid with a
     statistic, every head of `layer` on one colour scale, `head` large; hover gives the exact weight and both tokens.
 
@@ -327,9 +428,21 @@ def show(attention=None, tokens=None, *, key_tokens=None, model: str | None = No
     return View(result, layer, head, statistic, Style(projector=projector))
 
 
-def corpus(source="builtin", model: str = "default", out=None, *, engine: str = "embedded", text_column: str = "text",
-           window: int = 256, device: str | None = None, actors: int = 2, threads: int = 1, progress=None,
-           server: bool = False, **settings) -> CorpusRun:  # fmt: skip
+def corpus(
+    source="builtin",
+    model: str = "default",
+    out=None,
+    *,
+    engine: str = "embedded",
+    text_column: str = "text",
+    window: int = 256,
+    device: str | None = None,
+    actors: int = 2,
+    threads: int = 1,
+    progress=None,
+    server: bool = False,
+    **settings,
+) -> CorpusRun:
     """What every head of `model` does across a corpus: a run's folder of Parquet tables (CorpusRun).
 
     source: a folder of .txt files, a .jsonl / .csv / .parquet file (its `text_column`), a .txt file, a list of
@@ -352,8 +465,18 @@ def corpus(source="builtin", model: str = "default", out=None, *, engine: str = 
         hf = service.engine(model, "hf", source, device)
         return hf if corpus_models.corpus_engine(hf) is hf else service.engine(model, "scratch", source, device)
 
-    return corpus_run.run(docs, model, folder, engine=engine, settings=chosen, device=device, actors=actors,
-                          threads=threads, progress=progress, engine_of=kept)  # fmt: skip
+    return corpus_run.run(
+        docs,
+        model,
+        folder,
+        engine=engine,
+        settings=chosen,
+        device=device,
+        actors=actors,
+        threads=threads,
+        progress=progress,
+        engine_of=kept,
+    )
 
 
 def open_corpus_run(folder) -> CorpusRun:
@@ -385,15 +508,18 @@ def _hooked(model: str, source: registry.Source) -> Engine:
     return eng
 
 
-def qk_work(model: str, texts: list[str], layer: int, head: int, method: str = "pca", *,
-            server: bool = False) -> Work:  # fmt: skip
+def qk_work(model: str, texts: list[str], layer: int, head: int, method: str = "pca", *, server: bool = False) -> Work:
     """A head's query/key space over some texts (see qk_space), kept for every session; admitted on a page."""
     from attnviz.corpus import qk
 
     source = service.policy().resolve(model) if server else _source(model)
-    return Work(("qk", source, tuple(texts), layer, head, method),
-                lambda: qk.of_texts(_hooked(model, source), texts, layer, head, method=method),
-                "placing a head's queries and keys", GRID_BYTES, heavy=True)  # fmt: skip
+    return Work(
+        ("qk", source, tuple(texts), layer, head, method),
+        lambda: qk.of_texts(_hooked(model, source), texts, layer, head, method=method),
+        "placing a head's queries and keys",
+        GRID_BYTES,
+        heavy=True,
+    )
 
 
 def corpus_work(model: str, documents: int, progress=None) -> Work:
@@ -410,8 +536,9 @@ def corpus_work(model: str, documents: int, progress=None) -> Work:
     from attnviz.corpus.measure import Settings
 
     held = 2 * Settings().batch_mb * 2**20  # one sub-batch's weights and what is computed from them
-    return Work(("corpus", model, "builtin", documents), run, f"a corpus run on {documents:,} documents", held,
-                heavy=True)  # fmt: skip
+    return Work(
+        ("corpus", model, "builtin", documents), run, f"a corpus run on {documents:,} documents", held, heavy=True
+    )
 
 
 def sentences_work(model: str, confidence_excludes: str = "end") -> Work:

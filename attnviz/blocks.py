@@ -132,8 +132,9 @@ def key_columns(axis: TokenAxis) -> Tensor:
     return torch.cat([keys, torch.arange(n, dtype=torch.float32)[None]]).T.contiguous()
 
 
-def row_values(w: Tensor, s: Tensor | None, log_z: Tensor | float, keys: Tensor, excluded, n, start: int,
-               kind: str) -> dict[str, Tensor]:  # fmt: skip
+def row_values(
+    w: Tensor, s: Tensor | None, log_z: Tensor | float, keys: Tensor, excluded, n, start: int, kind: str
+) -> dict[str, Tensor]:
     """{statistic: (..., r)}: every statistic of each row of a block, the values a text's statistic averages; the one
     place each is written (see the module's docstring).
 
@@ -206,8 +207,9 @@ class BlockPass:
         zeros: dict[str, Any] = {"dtype": torch.float64, "device": device}
         self.acc = {name: torch.zeros(n_layers, n_heads, **zeros) for name in STATS}
         self.received_sum = torch.zeros(n_layers, n_heads, n, **zeros)
-        self.pooled_sums = [torch.zeros(n_layers, n_heads, math.ceil(n / f), math.ceil(n / f), **zeros)
-                            for f in factors]  # fmt: skip
+        self.pooled_sums = [
+            torch.zeros(n_layers, n_heads, math.ceil(n / f), math.ceil(n / f), **zeros) for f in factors
+        ]
 
     def row_values(self, rows: slice, w: Tensor, s: Tensor, log_z: Tensor) -> dict[str, Tensor]:
         """{statistic: (h, r)}: each statistic of each row of one block (arguments as `add`'s): `row_values`."""

@@ -230,8 +230,10 @@ class LazyAttention:
 
     def rows(self, indices: Sequence[int]) -> Tensor:
         """(L, H, len(indices), N): the exact rows of these queries, every layer and head."""
-        out = [torch.cat([self._weights(layer, slice(i, i + 1), slice(None)) for i in indices], 1) for layer in
-               range(self.n_layers)]  # fmt: skip
+        out = [
+            torch.cat([self._weights(layer, slice(i, i + 1), slice(None)) for i in indices], 1)
+            for layer in range(self.n_layers)
+        ]
         return torch.stack(out).cpu()
 
     def window(self, start: int, stop: int) -> tuple[Tensor, Tensor]:
@@ -259,9 +261,13 @@ class LazyAttention:
         w, _ = self.window(start, stop)
         w = w / w.sum(-1, keepdim=True).clamp_min(torch.finfo(w.dtype).tiny)
         return AttentionResult(
-            w.contiguous(), self.target.window(start, stop), self.source.window(start, stop), self.kind, self.model,
+            w.contiguous(),
+            self.target.window(start, stop),
+            self.source.window(start, stop),
+            self.kind,
+            self.model,
             self.device,
-        )  # fmt: skip
+        )
 
     def pooled(self, max_side: int = GRID_SIDE, progress: Progress | None = None) -> tuple[np.ndarray, int, int]:
         """(L, H, P, P): every head's map pooled to at most max_side cells a side (means of f x f blocks, exact
@@ -333,8 +339,15 @@ class LazyAttention:
 
     def _analyse(self, max_sides: tuple[int, ...], confidence_excludes: str, progress: Progress | None) -> None:
         n, n_l, n_h = self.n_tokens, self.n_layers, self.n_heads
-        blocks = BlockPass(n_l, n_h, self.source, self.kind, factors=tuple(pool_factor(n, m) for m in max_sides),
-                           confidence_excludes=confidence_excludes, device=self.q.device)  # fmt: skip
+        blocks = BlockPass(
+            n_l,
+            n_h,
+            self.source,
+            self.kind,
+            factors=tuple(pool_factor(n, m) for m in max_sides),
+            confidence_excludes=confidence_excludes,
+            device=self.q.device,
+        )
         lse = torch.empty(n_l, n_h, n, dtype=torch.float32, device=self.q.device)
         for layer in range(n_l):
             for heads, rows in self._blocks():

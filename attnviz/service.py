@@ -162,8 +162,9 @@ def engine(model: str, backend: Backend, source: registry.Source | None = None, 
     pol = policy()
     source = source or pol.resolve(model)
     offline = not (pol.downloads or source.local_user)
-    return ENGINES.get((source, backend, offline, device),
-                       lambda: registry.load_source(source, backend, device, offline=offline))  # fmt: skip
+    return ENGINES.get(
+        (source, backend, offline, device), lambda: registry.load_source(source, backend, device, offline=offline)
+    )
 
 
 def cpu_engine(model: str, backend: Backend, source: registry.Source | None = None) -> Engine:
@@ -172,8 +173,9 @@ def cpu_engine(model: str, backend: Backend, source: registry.Source | None = No
     return CPU_ENGINES.get((source, backend), lambda: registry.load_source(source, backend, "cpu"))
 
 
-def compute(eng: Engine, text: str, target: str | None = None, what_if: WhatIf | None = None,
-            phases: Phases | None = None) -> Results:  # fmt: skip
+def compute(
+    eng: Engine, text: str, target: str | None = None, what_if: WhatIf | None = None, phases: Phases | None = None
+) -> Results:
     """engine.run, or the engine's causal what-if; a long text's statistics and pooled maps computed too."""
     if what_if is not None:
         if not isinstance(eng, WhatIfEngine):
@@ -208,8 +210,13 @@ def cached(req: Request, source: registry.Source | None = None) -> Results | Non
     return None
 
 
-def attention(req: Request, phases: Phases | None = None, source: registry.Source | None = None,
-              eng: Engine | None = None, long: bool | None = None) -> Results:  # fmt: skip
+def attention(
+    req: Request,
+    phases: Phases | None = None,
+    source: registry.Source | None = None,
+    eng: Engine | None = None,
+    long: bool | None = None,
+) -> Results:
     """The results of a request, kept for every session; Results.notice says if the GPU fallback was taken.
     `source`, `eng`, `long`: the model already resolved, its engine and the long/eager choice already made (the
     door's Prepared: nothing is decided twice); else the server's policy resolves it and the choice is made here."""
@@ -224,9 +231,10 @@ def attention(req: Request, phases: Phases | None = None, source: registry.Sourc
 
     def run() -> Results:
         results, notice = run_with_cpu_fallback(
-            eng, lambda: cpu_engine(req.model, req.backend, source),
+            eng,
+            lambda: cpu_engine(req.model, req.backend, source),
             lambda e: compute(e, req.text, req.target, req.what_if, phases),
-        )  # fmt: skip
+        )
         return results.with_notice(notice)
 
     return store.get(key, run)
@@ -262,8 +270,9 @@ def preload(text: str) -> float:
 
 def steps(eng: SteppingEngine, text: str, layer: int, causal: bool) -> tuple[Encoded, AttentionSteps]:
     """One layer's attention step by step, kept for every session."""
-    return memo().get(("steps", eng.name, eng.backend, text, layer, causal),
-                      lambda: eng.steps(text, layer, causal=causal))  # fmt: skip
+    return memo().get(
+        ("steps", eng.name, eng.backend, text, layer, causal), lambda: eng.steps(text, layer, causal=causal)
+    )
 
 
 def shape_trace(eng: Engine, text: str) -> list:

@@ -92,8 +92,10 @@ def main() -> None:
     text = long_text(engine, args.tokens)
     n = len(engine.encode(text).ids)
     engine.run(SENTENCE)  # warm-up: reads the memory-mapped weights in
-    print(f"SmolLM2 ({args.backend}), a {n:,}-token text beside a typed {len(engine.encode(SENTENCE).ids)}-token "
-          f"sentence, {args.runs} runs")  # fmt: skip
+    print(
+        f"SmolLM2 ({args.backend}), a {n:,}-token text beside a typed {len(engine.encode(SENTENCE).ids)}-token "
+        f"sentence, {args.runs} runs"
+    )
     print("| run | sentence alone | during: first | p95 | worst | sentences | long pass alone | beside them |")
     print("|---|---|---|---|---|---|---|---|")
     rows = []
@@ -103,8 +105,10 @@ def main() -> None:
         during = f"{r['first']:.2f} s | {r['p95']:.2f} s | {r['worst']:.2f} s | {r['n']}"
         print(f"| {i + 1} | {r['alone']:.2f} s | {during} | {r['long_alone']:.1f} s | {r['long_beside']:.1f} s |")
     worst = max(r["worst"] for r in rows)
-    print(f"worst typed sentence during a long pass over {args.runs} runs: {worst:.2f} s "
-          f"(median alone {statistics.median(r['alone'] for r in rows):.2f} s)")  # fmt: skip
+    print(
+        f"worst typed sentence during a long pass over {args.runs} runs: {worst:.2f} s "
+        f"(median alone {statistics.median(r['alone'] for r in rows):.2f} s)"
+    )
 
 
 if __name__ == "__main__":

@@ -135,8 +135,16 @@ def one(config: str, model: str, texts_file: Path, result: Path) -> None:
         folder = Path(tempfile.mkdtemp(prefix="attnviz-bench-")) / "run"
         corpus = readers.from_texts(texts)
         start = time.perf_counter()
-        run = corpus_run.run(corpus, model, folder, engine="embedded" if config == "embedded" else "ray",
-                             actors=2, threads=1, engine_of=(lambda: eng) if eng else None, extras=False)  # fmt: skip
+        run = corpus_run.run(
+            corpus,
+            model,
+            folder,
+            engine="embedded" if config == "embedded" else "ray",
+            actors=2,
+            threads=1,
+            engine_of=(lambda: eng) if eng else None,
+            extras=False,
+        )
         out["seconds"] = time.perf_counter() - start
         out["folder"] = str(run.folder)
         out["windows"] = run.manifest["counts"]["windows"]
@@ -170,8 +178,21 @@ def _tree_pss(root: int) -> int:
 def measured(config: str, model: str, texts_file: Path) -> dict:
     """One configuration in a fresh process, with its peak memory."""
     result = Path(tempfile.mkdtemp(prefix="attnviz-bench-")) / "result.json"
-    proc = subprocess.Popen([sys.executable, __file__, "--one", config, "--model", model, "--texts-file",
-                             str(texts_file), "--result", str(result)], cwd=ROOT)  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            __file__,
+            "--one",
+            config,
+            "--model",
+            model,
+            "--texts-file",
+            str(texts_file),
+            "--result",
+            str(result),
+        ],
+        cwd=ROOT,
+    )
     peak = 0
     while proc.poll() is None:
         peak = max(peak, _tree_pss(proc.pid))
@@ -223,8 +244,10 @@ def main() -> int:
 
     from attnviz.engines import registry
 
-    print(f"# torch {torch.__version__}, {os.cpu_count()} cores, {torch.get_num_threads()} threads; float32 matrix "
-          f"speed {gflops('cpu'):,.0f} GFLOP/s; {args.texts} texts of at most {PIECE} tokens")  # fmt: skip
+    print(
+        f"# torch {torch.__version__}, {os.cpu_count()} cores, {torch.get_num_threads()} threads; float32 matrix "
+        f"speed {gflops('cpu'):,.0f} GFLOP/s; {args.texts} texts of at most {PIECE} tokens"
+    )
     configs = args.configs.split(",")
     for model in args.models.split(","):
         eng = registry.load(model, "hf", "cpu")
@@ -242,12 +265,16 @@ def main() -> int:
             floor = rows.get("floor", {}).get("seconds")
             for c, row in rows.items():
                 ratio = f"{row['seconds'] / floor:.2f}x" if floor else "-"
-                print(f"| {c} | {row['seconds']:.1f} | {row['texts'] / row['seconds']:.1f} | {row['peak_mb']:,.0f} "
-                      f"| {ratio} |")  # fmt: skip
+                print(
+                    f"| {c} | {row['seconds']:.1f} | {row['texts'] / row['seconds']:.1f} | {row['peak_mb']:,.0f} "
+                    f"| {ratio} |"
+                )
             if "script" in rows and "embedded" in rows:
                 worst = ", ".join(f"{k} {v:.1e}" for k, v in diff.items())
-                print(f"embedded vs script: {rows['script']['seconds'] / rows['embedded']['seconds']:.2f}x faster; "
-                      f"max abs difference of the first {CHECKED} texts' statistics: {worst}")  # fmt: skip
+                print(
+                    f"embedded vs script: {rows['script']['seconds'] / rows['embedded']['seconds']:.2f}x faster; "
+                    f"max abs difference of the first {CHECKED} texts' statistics: {worst}"
+                )
             sys.stdout.flush()
         if args.memory:
             big = measured("embedded", model, files[args.memory])

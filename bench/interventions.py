@@ -54,8 +54,10 @@ def main() -> int:
     torch.set_grad_enabled(False)
     engine = registry.load("smollm2", args.backend, args.device)
     n = len(engine.encode(TEXT).ids)
-    print(f"SmolLM2 ({args.backend}) on {engine.device_name}; the ablation text is {n} tokens; float32 matrix "
-          f"speed {gflops(args.device):,.0f} GFLOP/s before the runs")  # fmt: skip
+    print(
+        f"SmolLM2 ({args.backend}) on {engine.device_name}; the ablation text is {n} tokens; float32 matrix "
+        f"speed {gflops(args.device):,.0f} GFLOP/s before the runs"
+    )
     ablation.ablate(engine, TEXT, {0: [0]})  # warm-up
     name, clean, corrupt, answer, wrong = _pairs()[0]
     times = {"ablation grid": [], "patching grid": []}
@@ -73,30 +75,51 @@ def main() -> int:
     print(f"\nfloat32 matrix speed after the grids: {speed:,.0f} GFLOP/s")
     flat = grid.flatten()
     top = [(int(i) // engine.n_heads, int(i) % engine.n_heads, float(flat[i])) for i in flat.topk(3).indices]
-    print(f"\nablation (zero): clean mean loss {clean_loss.mean():.3f} nats; largest increases "
-          + ", ".join(f"{head_name(a, b)} +{v:.3f}" for a, b, v in top))  # fmt: skip
+    print(
+        f"\nablation (zero): clean mean loss {clean_loss.mean():.3f} nats; largest increases "
+        + ", ".join(f"{head_name(a, b)} +{v:.3f}" for a, b, v in top)
+    )
     mean_grid, _ = ablation.importance(engine, TEXT, "mean")
     flat = mean_grid.flatten()
     top = [(int(i) // engine.n_heads, int(i) % engine.n_heads, float(flat[i])) for i in flat.topk(3).indices]
-    print("ablation (mean over the reference corpus): largest increases "
-          + ", ".join(f"{head_name(a, b)} +{v:.3f}" for a, b, v in top))  # fmt: skip
+    print(
+        "ablation (mean over the reference corpus): largest increases "
+        + ", ".join(f"{head_name(a, b)} +{v:.3f}" for a, b, v in top)
+    )
     best = patched.restored.flatten().topk(3)
-    print(f"patching ({name}): d clean {patched.clean_diff:+.2f}, corrupted {patched.corrupt_diff:+.2f}; most restored "
-          + ", ".join(f"{head_name(int(i) // engine.n_heads, int(i) % engine.n_heads)} {float(v):+.2f}"
-                      for v, i in zip(best.values, best.indices, strict=True)))  # fmt: skip
+    print(
+        f"patching ({name}): d clean {patched.clean_diff:+.2f}, corrupted {patched.corrupt_diff:+.2f}; most restored "
+        + ", ".join(
+            f"{head_name(int(i) // engine.n_heads, int(i) % engine.n_heads)} {float(v):+.2f}"
+            for v, i in zip(best.values, best.indices, strict=True)
+        )
+    )
     start = time.perf_counter()
     run = induction_scores.run(engine, 50, 0)
-    print(f"\ninduction (50 tokens twice, {run.batch} sequences from seed 0, {time.perf_counter() - start:.1f} s): "
-          f"loss first copy {run.first_copy_loss:.2f}, second copy {run.second_copy_loss:.2f} nats")  # fmt: skip
+    print(
+        f"\ninduction (50 tokens twice, {run.batch} sequences from seed 0, {time.perf_counter() - start:.1f} s): "
+        f"loss first copy {run.first_copy_loss:.2f}, second copy {run.second_copy_loss:.2f} nats"
+    )
     best, sd = run.best(6), run.spread("induction")
     for i, (a, b, s) in enumerate(best):
-        apart = "" if i == 0 else (" (told apart from the one above)" if run.separated(best[i - 1][:2], (a, b))
-                                   else " (within the noise of the one above)")  # fmt: skip
+        apart = (
+            ""
+            if i == 0
+            else (
+                " (told apart from the one above)"
+                if run.separated(best[i - 1][:2], (a, b))
+                else " (within the noise of the one above)"
+            )
+        )
         print(f"  {head_name(a, b)} induction {s:.3f} ± {float(sd[a, b]):.3f}{apart}")
     dup = run.duplicate.flatten().topk(3)
-    print("  duplicate-token (second copy only): " + ", ".join(
-        f"{head_name(int(i) // engine.n_heads, int(i) % engine.n_heads)} {float(v):.3f}"
-        for v, i in zip(dup.values, dup.indices, strict=True)))  # fmt: skip
+    print(
+        "  duplicate-token (second copy only): "
+        + ", ".join(
+            f"{head_name(int(i) // engine.n_heads, int(i) % engine.n_heads)} {float(v):.3f}"
+            for v, i in zip(dup.values, dup.indices, strict=True)
+        )
+    )
     print("\n| pair | d clean | d corrupted | right both ways |\n|---|---:|---:|---|")
     for name, clean, corrupt, answer, wrong in _pairs():
         try:
@@ -108,8 +131,10 @@ def main() -> int:
             print(f"| {name} | - | - | not scored: {err} |")
             continue
         same_length = len(engine.encode(clean).ids) == len(engine.encode(corrupt).ids)
-        print(f"| {name} | {a:+.2f} | {b:+.2f} | {'yes' if a > 0 > b else 'no'}"
-              f"{'' if same_length else ' (lengths differ: not patchable)'} |")  # fmt: skip
+        print(
+            f"| {name} | {a:+.2f} | {b:+.2f} | {'yes' if a > 0 > b else 'no'}"
+            f"{'' if same_length else ' (lengths differ: not patchable)'} |"
+        )
     return 0
 
 

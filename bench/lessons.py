@@ -73,8 +73,12 @@ def main() -> int:
     print("\n## Causal sliding window (w = 64), 8 heads x 64 dims: dense + mask vs blocked kernels\n")
     print("\n".join(masks_table(mask_rows)))
     if args.json:
-        payload = {"device": describe_device(dev), "torch": torch.__version__,
-                   "heads": [asdict(r) for r in heads], "masks": [asdict(r) for r in mask_rows]}  # fmt: skip
+        payload = {
+            "device": describe_device(dev),
+            "torch": torch.__version__,
+            "heads": [asdict(r) for r in heads],
+            "masks": [asdict(r) for r in mask_rows],
+        }
         Path(args.json).write_text(json.dumps(payload, indent=1))
         print(f"wrote {args.json}")
     return 0

@@ -336,8 +336,14 @@ def benchmark_user(base: str, cases: int, stats: Stats, done: dict) -> None:
 
     path = Path(tempfile.mkdtemp()) / "cases.jsonl"
     rows = [LESSON[i % len(LESSON)] for i in range(cases)]
-    path.write_text("\n".join(json_module.dumps({"text": c.text, "pronoun": c.pronoun, "candidates": list(c.candidates),
-                                                  "answer": c.answer}) for c in rows))  # fmt: skip
+    path.write_text(
+        "\n".join(
+            json_module.dumps(
+                {"text": c.text, "pronoun": c.pronoun, "candidates": list(c.candidates), "answer": c.answer}
+            )
+            for c in rows
+        )
+    )
     start = time.perf_counter()
     try:
         with sync_playwright() as p:
@@ -392,11 +398,15 @@ def admission_run(users: int, heavy: int, cases: int, seconds: float) -> None:
         server.wait(10)
     peak = max(m for _, m in memory)
     print("| measure | value | target |\n|---|---:|---|")
-    print(f"| short users / long texts (4,000 tokens, SmolLM2) / benchmark cases / seconds | {users} / {heavy} / "
-          f"{cases:,} / {seconds:.0f} | - |")  # fmt: skip
+    print(
+        f"| short users / long texts (4,000 tokens, SmolLM2) / benchmark cases / seconds | {users} / {heavy} / "
+        f"{cases:,} / {seconds:.0f} | - |"
+    )
     print(f"| short requests completed | {len(stats.times)} | - |")
-    print(f"| short requests: time to finished run, p50 / p95 | {pct(stats.times, 50):.2f} / "
-          f"{pct(stats.times, 95):.2f} s | p95 <= 2 s |")  # fmt: skip
+    print(
+        f"| short requests: time to finished run, p50 / p95 | {pct(stats.times, 50):.2f} / "
+        f"{pct(stats.times, 95):.2f} s | p95 <= 2 s |"
+    )
     print(f"| errors | {len(stats.errors)} | 0 |")
     print(f"| server memory: warm / peak | {baseline:.0f} / {peak:.0f} MB | peak <= {ADMISSION_RSS_MB} MB |")
     for what, (secs, said) in sorted(done.items()):
@@ -424,8 +434,21 @@ def start_profile(pid: int, seconds: float, out: Path) -> subprocess.Popen | Non
     if not Path(spy).exists():
         print("--profile: py-spy is not installed (pip install -r requirements-dev.txt)", file=sys.stderr)
         return None
-    cmd = [spy, "record", "--pid", str(pid), "--duration", str(int(seconds)), "--rate", "50", "--format", "raw",
-           "--output", str(out), "--nonblocking"]  # fmt: skip
+    cmd = [
+        spy,
+        "record",
+        "--pid",
+        str(pid),
+        "--duration",
+        str(int(seconds)),
+        "--rate",
+        "50",
+        "--format",
+        "raw",
+        "--output",
+        str(out),
+        "--nonblocking",
+    ]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -726,19 +749,28 @@ def class_run(
     print(f"| database / replicas | {db.describe() if postgres else 'SQLite'} / {replicas} | - |")
     print(f"| followers / seconds / view changes | {followers} / {seconds:.0f} / {len(changes)} | - |")
     target = "p95 <= 1 s, max <= 3 s" if followers <= 30 else "p95 <= 3 s"
-    print(f"| a change reaching a follower, p50 / p95 / max | {pct(lags, 50):.2f} / {pct(lags, 95):.2f} / "
-          f"{max(lags):.2f} s | {target} |")  # fmt: skip
+    print(
+        f"| a change reaching a follower, p50 / p95 / max | {pct(lags, 50):.2f} / {pct(lags, 95):.2f} / "
+        f"{max(lags):.2f} s | {target} |"
+    )
     per_change = [[f.seen[v] - t for f in flock if v in f.seen] for v, t in sorted(changes.items())]
-    print("| each change's p95, in order (the last takes the class to the Class page) | "
-          + " / ".join(f"{pct(each, 95):.2f}" for each in per_change) + " s | - |")  # fmt: skip
+    print(
+        "| each change's p95, in order (the last takes the class to the Class page) | "
+        + " / ".join(f"{pct(each, 95):.2f}" for each in per_change)
+        + " s | - |"
+    )
     print(f"| (follower, change) pairs never seen | {missed} of {followers * len(changes)} | 0 |")
     waits = [w for f in flock for w in f.waits]
     over = sum(w > 2 for w in waits)
-    print(f"| a page half drawn or blank (a whole run's start to its end), p95 / max; waits over 2 s | "
-          f"{pct(waits, 95):.2f} / {max(waits):.2f} s; {over} of {len(waits)} | max <= 2 s |")  # fmt: skip
+    print(
+        f"| a page half drawn or blank (a whole run's start to its end), p95 / max; waits over 2 s | "
+        f"{pct(waits, 95):.2f} / {max(waits):.2f} s; {over} of {len(waits)} | max <= 2 s |"
+    )
     begun, finished = sum(f.whole_runs for f in flock), sum(f.whole_finished for f in flock)
-    print(f"| a follower's whole page's runs, begun / finished, per (follower, change) | "
-          f"{begun / (followers * len(changes)):.2f} / {finished / (followers * len(changes)):.2f} | - |")  # fmt: skip
+    print(
+        f"| a follower's whole page's runs, begun / finished, per (follower, change) | "
+        f"{begun / (followers * len(changes)):.2f} / {finished / (followers * len(changes)):.2f} | - |"
+    )
     print(f"| answers sent / confirmed on the page / stored | {sent} / {confirmed} / {stored} | 0 lost |")
     print(f"| followers whose page had not drawn the poll's form by the end | {no_form} | - |")
     print(f"| errors | {len(errors)} | 0 |")

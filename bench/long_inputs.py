@@ -159,8 +159,14 @@ def child(mode: str, n: int, backend: str, device: str = "cpu", model: str = "sm
     total = time.perf_counter() - start
     added = torch.cuda.max_memory_allocated() - before if gpu else _status()["VmHWM"] - before
     config = engine.model.config
-    return {"mode": mode, "n": n, "forward_s": forward, "total_s": total, "added_bytes": added,
-            "flops": flops(config, n)}  # fmt: skip
+    return {
+        "mode": mode,
+        "n": n,
+        "forward_s": forward,
+        "total_s": total,
+        "added_bytes": added,
+        "flops": flops(config, n),
+    }
 
 
 def profile(n: int, backend: str, device: str, model: str) -> str:
@@ -248,8 +254,10 @@ def _plot(table: dict[str, list[dict]], path: Path) -> None:
         if rows:
             a.plot([r["n"] for r in rows], [r["total_s"] for r in rows], style, label=mode)
             b.plot([r["n"] for r in rows], [r["added_bytes"] / 2**30 for r in rows], style, label=mode)
-    for ax, title, unit in ((a, "time to every head's pooled map and statistics", "seconds"),
-                            (b, "peak memory added by the request", "GiB")):  # fmt: skip
+    for ax, title, unit in (
+        (a, "time to every head's pooled map and statistics", "seconds"),
+        (b, "peak memory added by the request", "GiB"),
+    ):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("tokens N")
@@ -301,9 +309,11 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     speed = gflops(args.device)
     device_name = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "cpu"
-    print(f"# long inputs: {label} ({args.backend}), {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} cores, torch {torch.__version__}, {device_name}; float32 matrix products "
-          f"{speed:,.0f} GFLOP/s")  # fmt: skip
+    print(
+        f"# long inputs: {label} ({args.backend}), {platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} cores, torch {torch.__version__}, {device_name}; float32 matrix products "
+        f"{speed:,.0f} GFLOP/s"
+    )
     failed = False
     if not args.no_exact:
         print("\n| N | weights | rows | pooled | received | statistics | within 1e-5 |\n|---|---|---|---|---|---|---|")
@@ -315,8 +325,10 @@ def main() -> None:
                 continue
             ok = all(e[k] < TOL for k in ("weights", "rows", "pooled", "received", "stats"))
             failed |= not ok
-            print(f"| {n} | {e['weights']:.1e} | {e['rows']:.1e} | {e['pooled']:.1e} | {e['received']:.1e} | "
-                  f"{e['stats']:.1e} | {'yes' if ok else 'NO'} |")  # fmt: skip
+            print(
+                f"| {n} | {e['weights']:.1e} | {e['rows']:.1e} | {e['pooled']:.1e} | {e['received']:.1e} | "
+                f"{e['stats']:.1e} | {'yes' if ok else 'NO'} |"
+            )
     table: dict[str, list[dict]] = {"eager": [], "lazy": []}
     for n in sizes:
         for mode in ("eager", "lazy"):
@@ -329,8 +341,10 @@ def main() -> None:
             table[mode].append(r)
             shown = f"{r['total_s']:.1f} s, +{r['added_bytes'] / 2**30:.2f} GiB" if "total_s" in r else r["error"]
             print(f"  {mode} N={n}: {shown}", file=sys.stderr, flush=True)
-    print("\n| N | eager: seconds | eager: peak added | lazy: forward | lazy: total seconds | lazy: peak added | "
-          "eager / lazy time | FLOP floor | lazy / floor |\n|---|---|---|---|---|---|---|---|---|")  # fmt: skip
+    print(
+        "\n| N | eager: seconds | eager: peak added | lazy: forward | lazy: total seconds | lazy: peak added | "
+        "eager / lazy time | FLOP floor | lazy / floor |\n|---|---|---|---|---|---|---|---|---|"
+    )
     for e, z in zip(table["eager"], table["lazy"], strict=True):
         eager_t = f"{e['total_s']:.1f}" if "total_s" in e else e.get("skipped", e.get("error", "–"))
         eager_m = f"{e['added_bytes'] / 2**30:.2f} GiB" if "total_s" in e else "–"

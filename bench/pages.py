@@ -39,8 +39,21 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402
 
 from harness.server import ARGS, CHROMIUM, IDLE_JS, free_port, start_server  # noqa: E402
 
-PAGES = ("", "inside", "compare", "generate", "overview", "pronouns", "positions", "head_count", "masks",
-         "induction", "knockout", "corpora", "classroom")  # fmt: skip
+PAGES = (
+    "",
+    "inside",
+    "compare",
+    "generate",
+    "overview",
+    "pronouns",
+    "positions",
+    "head_count",
+    "masks",
+    "induction",
+    "knockout",
+    "corpora",
+    "classroom",
+)
 MODELS = {"default": "model=default", "smollm2": "model=smollm2&backend=hf"}
 TEXTS = (  # one per round, so that a round's buttons never meet the memo of an earlier round's work
     "The animal didn't cross the street because it was too tired.",
@@ -219,8 +232,11 @@ def main() -> None:
                             if took is not None:
                                 rows.setdefault((model, f"{path or 'heads'}: {what}"), []).append(took)
                         pg.close()
-                        line = {k[1]: round(v[-1], 2) for k, v in rows.items() if k[0] == model and
-                                k[1].startswith(f"{path or 'heads'}:")}  # fmt: skip
+                        line = {
+                            k[1]: round(v[-1], 2)
+                            for k, v in rows.items()
+                            if k[0] == model and k[1].startswith(f"{path or 'heads'}:")
+                        }
                         print(f"{model} round {r + 1}: {line}", flush=True)
             if args.screens:
                 screens(browser, base, args.screens, args.pages.split(","))

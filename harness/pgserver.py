@@ -61,8 +61,24 @@ class Server:
         self._as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
         self._ctl = str(folder / "pg_ctl")
         self.data = self.home / "data"
-        subprocess.run([*self._as, str(folder / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres",
-                        "-E", "UTF8", "--no-locale"], check=True, capture_output=True, text=True)  # fmt: skip
+        subprocess.run(
+            [
+                *self._as,
+                str(folder / "initdb"),
+                "-D",
+                str(self.data),
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "-E",
+                "UTF8",
+                "--no-locale",
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         options = f"-p {self.port} -k {self.home} -h 127.0.0.1 -c max_connections=200"
         if fast:
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
@@ -73,8 +89,12 @@ class Server:
     def start(self) -> None:
         """Start (or start again) the cluster; waits until it takes connections."""
         log = self.home / "log"
-        subprocess.run([*self._as, self._ctl, "-D", str(self.data), "-l", str(log), "-o", self._options, "-w",
-                        "start"], check=True, capture_output=True, text=True)  # fmt: skip
+        subprocess.run(
+            [*self._as, self._ctl, "-D", str(self.data), "-l", str(log), "-o", self._options, "-w", "start"],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
 
     def url(self, database: str = "postgres") -> str:
         """The URL of a database in this cluster, as ATTNVIZ_DB takes it."""

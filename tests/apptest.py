@@ -45,6 +45,15 @@ def _overview(**params):
 
 
 PAGES_ALL = [
-    "heads", "inside", "compare", "generate", "overview", "pronouns", "positions", "head_count", "masks", "induction",
+    "heads",
+    "inside",
+    "compare",
+    "generate",
+    "overview",
+    "pronouns",
+    "positions",
+    "head_count",
+    "masks",
+    "induction",
     "knockout",
-]  # fmt: skip
+]

@@ -111,9 +111,14 @@ def bundled_tokenizer():
 def tiny_bert_dir(tmp_path_factory, bundled_tokenizer) -> Path:
     torch.manual_seed(0)
     cfg = BertConfig(
-        vocab_size=bundled_tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=64, max_position_embeddings=64, attn_implementation="eager",
-    )  # fmt: skip
+        vocab_size=bundled_tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        attn_implementation="eager",
+    )
     return _save(BertModel(cfg), tmp_path_factory.mktemp("tiny-bert"), bundled_tokenizer)
 
 
@@ -129,20 +134,37 @@ def tiny_marian_dir(tmp_path_factory, bundled_tokenizer) -> Path:
     torch.manual_seed(0)
     tok = bundled_tokenizer
     cfg = MarianConfig(
-        vocab_size=tok.vocab_size, d_model=32, encoder_layers=2, decoder_layers=3,
-        encoder_attention_heads=4, decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
-        max_position_embeddings=64, pad_token_id=tok.pad_token_id, eos_token_id=tok.sep_token_id,
-        decoder_start_token_id=tok.pad_token_id, forced_eos_token_id=tok.sep_token_id,
-    )  # fmt: skip
+        vocab_size=tok.vocab_size,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=3,
+        encoder_attention_heads=4,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=64,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.sep_token_id,
+        decoder_start_token_id=tok.pad_token_id,
+        forced_eos_token_id=tok.sep_token_id,
+    )
     return _save(MarianMTModel(cfg), tmp_path_factory.mktemp("tiny-marian"), tok)
 
 
 def _tiny_llama_config(vocab_size: int, max_positions: int) -> LlamaConfig:
     return LlamaConfig(
-        vocab_size=vocab_size, hidden_size=72, num_hidden_layers=2, num_attention_heads=6, num_key_value_heads=2,
-        head_dim=12, intermediate_size=96, max_position_embeddings=max_positions, rope_theta=500.0,
-        tie_word_embeddings=True, rms_norm_eps=1e-5,
-    )  # fmt: skip
+        vocab_size=vocab_size,
+        hidden_size=72,
+        num_hidden_layers=2,
+        num_attention_heads=6,
+        num_key_value_heads=2,
+        head_dim=12,
+        intermediate_size=96,
+        max_position_embeddings=max_positions,
+        rope_theta=500.0,
+        tie_word_embeddings=True,
+        rms_norm_eps=1e-5,
+    )
 
 
 @pytest.fixture(scope="session")

@@ -121,6 +121,7 @@ def test_a_benchmark_stopped_mid_run_gives_its_ticket_back_and_keeps_nothing(bun
 
     adm, key = Admission(1, 100 * MB, 2), ("stopped benchmark", id(progress))
     with pytest.raises(Left), adm.admitted("p", "a benchmark", MB):
-        service.kept(key, lambda: service.pronoun_benchmark(bundled_hf, pronoun_cases.LESSON, "vote", progress),
-                     heavy=True)  # fmt: skip
+        service.kept(
+            key, lambda: service.pronoun_benchmark(bundled_hf, pronoun_cases.LESSON, "vote", progress), heavy=True
+        )
     assert adm.status()["running"] == [] and service.cached_value(key) is None

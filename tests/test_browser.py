@@ -264,8 +264,13 @@ def _visit(browser, url: str, selector: str = "[data-testid=stSidebar]") -> list
 
 def test_an_online_server_never_contacts_the_hub_unless_its_operator_allows_downloads(browser, tmp_path):
     hub = FakeHub()
-    online = {"HF_HUB_OFFLINE": None, "HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf"), "ATTNVIZ_MODELS": None,
-              "ATTNVIZ_ALLOW_DOWNLOADS": None}  # fmt: skip
+    online = {
+        "HF_HUB_OFFLINE": None,
+        "HF_ENDPOINT": hub.url,
+        "HF_HOME": str(tmp_path / "hf"),
+        "ATTNVIZ_MODELS": None,
+        "ATTNVIZ_ALLOW_DOWNLOADS": None,
+    }
     try:
         port = free_port()
         proc = start_server(port, tmp_path / "online.log", online)
@@ -337,8 +342,11 @@ def test_markdown_and_html_from_links_boxes_and_files_make_no_link_no_request_an
         # Uploaded, and the upload finished (the file's chip shows a spinner until then): a click before it would score
         # the built-in lesson instead, whose 273 cases outlast the wait below and load the machine for the next tests.
         pg.locator("[data-testid=stFileChipName]", has_text="cases.jsonl").first.wait_for(timeout=60_000)
-        pg.wait_for_function("() => !document.querySelector('[data-testid=stFileChipIconSpinner]')"
-                             " && !document.querySelector('[data-testid=stStatusWidget]')", timeout=90_000)  # fmt: skip
+        pg.wait_for_function(
+            "() => !document.querySelector('[data-testid=stFileChipIconSpinner]')"
+            " && !document.querySelector('[data-testid=stStatusWidget]')",
+            timeout=90_000,
+        )
         pg.get_by_role("button", name="Run the benchmark").click()
         pg.wait_for_selector("[data-testid=stAlertContentError]", timeout=60_000)
         assert "line 2: the answer" in pg.locator("[data-testid=stAlertContentError]").first.text_content()
@@ -382,8 +390,13 @@ def test_a_long_text_pasted_in_chromium_draws_pooled_maps_an_exact_window_and_th
         box.press("Control+Enter")
         pg.wait_for_selector("text=A long text", timeout=180_000)
         pg.wait_for_selector("text=An exact window", timeout=180_000)
-        n = int(re.search(r"A long text: ([\d,]+) tokens", pg.locator("[data-testid=stAlertContentInfo]").first
-                          .text_content()).group(1).replace(",", ""))  # fmt: skip
+        n = int(
+            re.search(
+                r"A long text: ([\d,]+) tokens", pg.locator("[data-testid=stAlertContentInfo]").first.text_content()
+            )
+            .group(1)
+            .replace(",", "")
+        )
         assert n > eager_tokens(30, 9) * 3
         title = "() => [...document.querySelectorAll('.gtitle')].map(t => t.textContent).find(t => t.includes('exact'))"
         assert f"queries {n - 63}–{n}" in pg.evaluate(title)  # the window starts at the text's end
@@ -754,8 +767,16 @@ MAPS_JS = """() => [...document.querySelectorAll('[data-testid=stMain] .js-plotl
 HEATMAP_JS = f"() => ({MAPS_JS})() > 0"
 
 
-def _readable(browser, server, path: str, model: str, projector: bool, clicks: tuple = (), drawn: str | None = None,
-              maps: bool = True) -> dict:  # fmt: skip
+def _readable(
+    browser,
+    server,
+    path: str,
+    model: str,
+    projector: bool,
+    clicks: tuple = (),
+    drawn: str | None = None,
+    maps: bool = True,
+) -> dict:
     """The page's READABLE_JS once it has drawn, after `clicks`: with `drawn`, once the chart of that key has drawn.
 
     What a click draws is waited for by its key, not by counting maps: the page's own maps may not have drawn when the
@@ -831,8 +852,9 @@ def test_the_pages_after_their_buttons_are_readable_too(browser, server, corpus_
     for path, (clicks, drawn) in READABLE_CLICKS.items():
         where = f"{query}&run={corpus_runs[model].folder.name}&stat=prev" if path == "corpora" else query
         maps = (model, path) not in MAPLESS
-        plain, big = (_readable(browser, server, path, where, projector, clicks, drawn, maps)
-                      for projector in (False, True))  # fmt: skip
+        plain, big = (
+            _readable(browser, server, path, where, projector, clicks, drawn, maps) for projector in (False, True)
+        )
         _check_readable(path, plain, big, maps)
 
 

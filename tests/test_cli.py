@@ -85,8 +85,17 @@ def test_stats_json_layout(tmp_path):
     d = json.loads(out.read_text())
     assert list(d) == ["model", "tokens", "stats", "labels"] and len(d["tokens"]) == 16
     assert set(d["stats"]) == {
-        "entropy", "distance", "cls", "sep", "punct", "prev", "next", "self", "confidence", "first"
-    }  # fmt: skip
+        "entropy",
+        "distance",
+        "cls",
+        "sep",
+        "punct",
+        "prev",
+        "next",
+        "self",
+        "confidence",
+        "first",
+    }
     assert all(torch.tensor(v).shape == (6, 12) for v in d["stats"].values())
     assert len(d["labels"]) == 6 and all(len(r) == 12 for r in d["labels"])
 
@@ -120,15 +129,34 @@ def test_pronouns_json_layout(tmp_path):
     )
     d = json.loads(out.read_text())
     assert list(d) == [
-        "model", "method", "n", "accuracy", "chance", "ties", "head_ties", "best_head", "held_out_best_head",
-        "permutation_best_head", "skipped", "cases",
-    ]  # fmt: skip
+        "model",
+        "method",
+        "n",
+        "accuracy",
+        "chance",
+        "ties",
+        "head_ties",
+        "best_head",
+        "held_out_best_head",
+        "permutation_best_head",
+        "skipped",
+        "cases",
+    ]
     assert d["n"] == 3 and d["method"] == "mas" and d["chance"] == 0.5
     assert list(d["best_head"]) == ["layer", "head", "accuracy", "picked_on"]
     c = d["cases"][0]
     assert list(c) == [
-        "text", "pronoun", "pronoun_at", "candidates", "answer", "predicted", "correct", "tie", "head_ties", "scores"
-    ]  # fmt: skip
+        "text",
+        "pronoun",
+        "pronoun_at",
+        "candidates",
+        "answer",
+        "predicted",
+        "correct",
+        "tie",
+        "head_ties",
+        "scores",
+    ]
     assert torch.tensor(c["scores"]).shape == (6, 12, 2)
 
 
@@ -295,16 +323,44 @@ def _interventions_json(tmp_path, folder, backend) -> dict:
     out = {name: tmp_path / f"{name}-{backend}.json" for name in ("induction", "ablate", "patch")}
     assert main(["induction", *model, "--length", "8", "--seed", "2", "--json", str(out["induction"])]) == 0
     assert main(["ablate", IOI, "--heads", "0.1,1.4", "--mode", "mean", *model, "--json", str(out["ablate"])]) == 0
-    assert main(["patch", "--clean", IOI, "--corrupt", IOI_CORRUPT, "--answer", "anna", "--wrong", "peter", *model,
-                 "--json", str(out["patch"])]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "patch",
+                "--clean",
+                IOI,
+                "--corrupt",
+                IOI_CORRUPT,
+                "--answer",
+                "anna",
+                "--wrong",
+                "peter",
+                *model,
+                "--json",
+                str(out["patch"]),
+            ]
+        )
+        == 0
+    )
     return {name: json.loads(path.read_text()) for name, path in out.items()}
 
 
 def test_induction_ablate_and_patch_write_their_json_and_both_backends_agree(tmp_path, tiny_llama_dir):
     hf, ours = (_interventions_json(tmp_path, tiny_llama_dir, b) for b in ("hf", "scratch"))
     ind, ab, pa = hf["induction"], hf["ablate"], hf["patch"]
-    assert set(ind) == {"model", "tokens", "length", "batch", "loss", "induction", "prefix", "duplicate",
-                        "induction_sd", "prefix_sd", "duplicate_sd"}  # fmt: skip
+    assert set(ind) == {
+        "model",
+        "tokens",
+        "length",
+        "batch",
+        "loss",
+        "induction",
+        "prefix",
+        "duplicate",
+        "induction_sd",
+        "prefix_sd",
+        "duplicate_sd",
+    }
     assert ind["length"] == 8 and len(ind["loss"]) == len(ind["tokens"]) - 1 and len(ind["induction"]) == 2
     assert ind["batch"] == 10 and len(ind["induction_sd"]) == 2  # ARENA's batch of 10 sequences, averaged
     assert ab["heads"] == [[0, 1], [1, 4]] and ab["mode"] == "mean" and len(ab["loss_after"]) == len(ab["tokens"]) - 1
@@ -322,8 +378,25 @@ def test_patch_gives_the_rule_it_applies_when_the_share_restored_is_undefined(tm
     used to say the corrupted prompt did not change the difference, though it had)."""
     model = ["--model", str(tiny_llama_dir)]
     out = tmp_path / "patch.json"
-    assert main(["patch", "--clean", IOI, "--corrupt", IOI_CORRUPT, "--answer", "anna", "--wrong", "peter", *model,
-                 "--json", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "patch",
+                "--clean",
+                IOI,
+                "--corrupt",
+                IOI_CORRUPT,
+                "--answer",
+                "anna",
+                "--wrong",
+                "peter",
+                *model,
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     d = json.loads(out.read_text())
     assert d["restored"] is None and d["clean_diff"] != d["corrupt_diff"]

@@ -18,8 +18,13 @@ SOURCE = re.compile(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*['\
 
 
 def _html_outputs(nb) -> list[str]:
-    return [o["data"]["text/html"] for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
-            if "text/html" in o.get("data", {})]  # fmt: skip
+    return [
+        o["data"]["text/html"]
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
+        if "text/html" in o.get("data", {})
+    ]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

@@ -130,8 +130,9 @@ def _graph():
             if isinstance(node, ast.Import):
                 found |= {a.name for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module:
-                found |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in files else node.module
-                          for a in node.names}  # fmt: skip
+                found |= {
+                    f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in files else node.module for a in node.names
+                }
         graph[name] = {m for m in found if m in files and m != name}
     return graph
 
@@ -188,8 +189,13 @@ def test_there_is_no_import_circle():
 
 
 def test_analysis_is_pure_functions_of_results():
-    offenders = [f"{a} -> {b}" for a, bs in _graph().items() if _unit(a) == "analysis" for b in bs
-                 if _unit(b) not in (*CORE, "analysis")]  # fmt: skip
+    offenders = [
+        f"{a} -> {b}"
+        for a, bs in _graph().items()
+        if _unit(a) == "analysis"
+        for b in bs
+        if _unit(b) not in (*CORE, "analysis")
+    ]
     assert offenders == []
 
 

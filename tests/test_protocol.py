@@ -48,8 +48,10 @@ class Page:
 
     @staticmethod
     def find(drawn: list, which: str, label: str):
-        return next((getattr(e, which) for e in drawn if e.WhichOneof("type") == which
-                     and getattr(e, which).label == label), None)  # fmt: skip
+        return next(
+            (getattr(e, which) for e in drawn if e.WhichOneof("type") == which and getattr(e, which).label == label),
+            None,
+        )
 
 
 @pytest.fixture
@@ -75,14 +77,21 @@ def test_one_page_flipping_its_class_and_sid_answers_once(server):
             await page.run(f"class={code}&sid={a}", "classroom")
             poll = db.start_poll(code, secret, "head type", "What kind?", list(polls.HEAD_TYPES), {})
             sent = []
-            for query in (f"class={code}&sid={a}", "class=BAD", f"class={code}&sid={b}", "class=ZZZZZZ",
-                          f"class={code}&sid={c}", f"class={code}&sid={b}"):  # fmt: skip
+            for query in (
+                f"class={code}&sid={a}",
+                "class=BAD",
+                f"class={code}&sid={b}",
+                "class=ZZZZZZ",
+                f"class={code}&sid={c}",
+                f"class={code}&sid={b}",
+            ):
                 drawn = await page.run(query, "classroom")
                 radio, send = page.find(drawn, "radio", "Your answer"), page.find(drawn, "button", "Send")
                 if radio and send:  # the form is offered: answer, as a student would
                     await page.run(query, "classroom", ((radio.id, "string_value", "self"),))
-                    await page.run(query, "classroom", ((radio.id, "string_value", "self"),
-                                                        (send.id, "trigger_value", True)))  # fmt: skip
+                    await page.run(
+                        query, "classroom", ((radio.id, "string_value", "self"), (send.id, "trigger_value", True))
+                    )
                     sent.append(query)
             assert db.count(poll) == 1 and db.answered(poll, a) == "self" and db.answered(poll, b) is None
             return sent
@@ -190,9 +199,17 @@ def test_a_students_answer_reruns_only_the_questions_part_of_the_page(server):
         await ws.send(msg.SerializeToString())
 
     def element(got: list, which: str, label: str):
-        return next((m for m in got if m.WhichOneof("type") == "delta" and m.delta.WhichOneof("type") == "new_element"
-                     and m.delta.new_element.WhichOneof("type") == which
-                     and getattr(m.delta.new_element, which).label == label), None)  # fmt: skip
+        return next(
+            (
+                m
+                for m in got
+                if m.WhichOneof("type") == "delta"
+                and m.delta.WhichOneof("type") == "new_element"
+                and m.delta.new_element.WhichOneof("type") == which
+                and getattr(m.delta.new_element, which).label == label
+            ),
+            None,
+        )
 
     async def session() -> None:
         async with websockets.connect(url, subprotocols=["streamlit"], max_size=64 * 2**20) as ws:
@@ -215,8 +232,11 @@ def test_a_students_answer_reruns_only_the_questions_part_of_the_page(server):
             got += await until(ws, alone)  # the answer stored, then the fragment drawn again: the answer kept
             runs = [list(m.metadata.run.fragment_ids) for m in got if m.WhichOneof("type") == "new_session"]
             assert runs and all(r == [fragment] for r in runs)  # never the whole page
-            kept = [m.delta.new_element.alert.body for m in got if m.WhichOneof("type") == "delta"
-                    and m.delta.new_element.WhichOneof("type") == "alert"]  # fmt: skip
+            kept = [
+                m.delta.new_element.alert.body
+                for m in got
+                if m.WhichOneof("type") == "delta" and m.delta.new_element.WhichOneof("type") == "alert"
+            ]
             assert any("Your answer: **self**" in k and "Waiting for the teacher" in k for k in kept)
             assert db.answered(poll, "f" * 16) == "self" and db.count(poll) == 1
 

@@ -8,8 +8,13 @@ from conftest import ROOT
 
 
 def test_the_pronoun_table_in_the_readme_is_what_bench_pronoun_table_computes():
-    run = subprocess.run([sys.executable, str(ROOT / "bench/pronoun_table.py"), "--check"], capture_output=True,
-                         text=True, timeout=600, cwd=ROOT)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "bench/pronoun_table.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "matches" in run.stdout
 

@@ -32,8 +32,14 @@ def make_run(port: int, log_path, *make_vars: str, env: dict | None = None) -> s
     in its own process group; returns once the server is healthy on loopback."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(["make", "--no-print-directory", "run", f"PORT={port}", *make_vars], cwd=ROOT,
-                                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            ["make", "--no-print-directory", "run", f"PORT={port}", *make_vars],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     deadline = time.time() + 120
     while time.time() < deadline:
         if proc.poll() is not None:
@@ -96,8 +102,10 @@ def qr_modules(png: bytes) -> list[list[int]]:
     side = (w - 2 * first) / first * 2  # modules across the code itself (border = 2 modules on each side)
     n = round(side)
     scale = first / 2
-    return [[int(img.getpixel((int(first + (c + 0.5) * scale), int(first + (r + 0.5) * scale))) < 128)
-             for c in range(n)] for r in range(n)]  # fmt: skip
+    return [
+        [int(img.getpixel((int(first + (c + 0.5) * scale), int(first + (r + 0.5) * scale))) < 128) for c in range(n)]
+        for r in range(n)
+    ]
 
 
 def segno_modules(url: str) -> list[list[int]]:

@@ -80,8 +80,16 @@ def test_a_label_drops_the_word_start_space_and_shows_other_whitespace():
     from attnviz.tokens import shown
 
     assert [shown(t) for t in (" animal", "\n", "\n\n", " ", "  ", "a\tb", "  foo", "##ing", "\r\n")] == [
-        "animal", "↵", "↵↵", "␣", "␣␣", "a⇥b", "␣foo", "##ing", "↵"
-    ]  # fmt: skip
+        "animal",
+        "↵",
+        "↵↵",
+        "␣",
+        "␣␣",
+        "a⇥b",
+        "␣foo",
+        "##ing",
+        "↵",
+    ]
 
 
 def test_byte_level_pieces_are_shown_as_text_and_kept_raw_as_pieces(smollm2_hf):

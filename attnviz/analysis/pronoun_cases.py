@@ -157,6 +157,7 @@ def _pair(text: str, word_a: str, answer_a: str, word_b: str, answer_b: str, can
 
 
 # Minimal pairs written for attnviz: one word changes the answer. The first is the seed material's.
+# The one `fmt: skip` left in the code: a pair to a line or two, so that the lesson reads as a table.
 LESSON: list[PronounCase] = [
     *_pair("The animal didn't cross the street because it was too {}.", "tired", "animal", "wide", "street",
            ("animal", "street")),

@@ -50,8 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
     ind.add_argument("--seed", type=int, default=0, help="the seed of the batch's sequences")
     ind.add_argument("--batch", type=int, default=10, help="sequences averaged (ARENA's 10)")
     text_args(ab)
-    ab.add_argument("--heads", required=True, metavar="L.H[,L.H...]",
-                    help="0-based layer.head pairs (3.1), or heads as the pages name them, 1-based (L4H2)")  # fmt: skip
+    ab.add_argument(
+        "--heads",
+        required=True,
+        metavar="L.H[,L.H...]",
+        help="0-based layer.head pairs (3.1), or heads as the pages name them, 1-based (L4H2)",
+    )
     ab.add_argument("--mode", choices=("zero", "mean"), default="zero")
     ab.add_argument("--position", type=int, default=-1, help="where the next tokens are read (0-based; -1: last)")
     pa.add_argument("--clean", required=True, help="the prompt the model gets right")
@@ -132,8 +136,13 @@ def build_parser() -> argparse.ArgumentParser:
     corpus_help = "what every head does across a corpus: Parquet tables (docs/corpus.md)"
     co = common_args(sub.add_parser("corpus", help=corpus_help), json_out=False)
     co.add_argument("path", help="a folder of .txt files, a .jsonl / .csv / .parquet / .txt file, or 'builtin'")
-    co.add_argument("--out", default=None, metavar="FOLDER", help="the run's folder (default: under "
-                    "ATTNVIZ_CORPUS_DIR or ~/.cache/attnviz/corpus); run again on it to resume")  # fmt: skip
+    co.add_argument(
+        "--out",
+        default=None,
+        metavar="FOLDER",
+        help="the run's folder (default: under "
+        "ATTNVIZ_CORPUS_DIR or ~/.cache/attnviz/corpus); run again on it to resume",
+    )
     co.add_argument(
         "--engine",
         choices=("embedded", "ray"),

@@ -25,8 +25,12 @@ def corpus_printer():
         rate = (fraction - f0) / (now - t0) if now > t0 and fraction > f0 else 0.0
         left = f"{(1 - fraction) / rate:,.0f} s left" if rate > 0 and fraction < 1 else "…"
         bar = "#" * int(fraction * 30)
-        print(f"\rcorpus [{bar:<30}] {fraction:5.1%} {what} · {left} ({now - started:,.0f} s)   ", end="",
-              file=sys.stderr, flush=True)  # fmt: skip
+        print(
+            f"\rcorpus [{bar:<30}] {fraction:5.1%} {what} · {left} ({now - started:,.0f} s)   ",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
         if fraction >= 1:
             print(file=sys.stderr)
 
@@ -37,19 +41,33 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     """What every head does across a corpus: a run's Parquet tables (resumable)."""
     from attnviz import api
 
-    run = api.corpus(args.path, args.model, args.out, engine=args.engine, text_column=args.text_column,
-                     window=args.window, device=args.device, actors=args.actors, threads=args.threads,
-                     progress=corpus_printer(), batch_mb=args.batch_mb)  # fmt: skip
+    run = api.corpus(
+        args.path,
+        args.model,
+        args.out,
+        engine=args.engine,
+        text_column=args.text_column,
+        window=args.window,
+        device=args.device,
+        actors=args.actors,
+        threads=args.threads,
+        progress=corpus_printer(),
+        batch_mb=args.batch_mb,
+    )
     m = run.manifest
     c = m["counts"]
     skipped = sum(m["corpus"]["skipped"].values())
-    print(f"wrote {run.folder}: {c['windows']:,} windows ({c['tokens']:,} tokens) of {m['corpus']['documents']:,} "
-          f"documents{f' ({skipped:,} skipped: see manifest.json)' if skipped else ''}, {m['layers']} layers x "
-          f"{m['heads']} heads, {m['engine']}, {m['seconds']:,.1f} s")  # fmt: skip
+    print(
+        f"wrote {run.folder}: {c['windows']:,} windows ({c['tokens']:,} tokens) of {m['corpus']['documents']:,} "
+        f"documents{f' ({skipped:,} skipped: see manifest.json)' if skipped else ''}, {m['layers']} layers x "
+        f"{m['heads']} heads, {m['engine']}, {m['seconds']:,.1f} s"
+    )
     print("tables: " + ", ".join(f"{t}.parquet" for t in ("heads", "examples", "texts", "text_stats")))
     heads = run.heads
     for stat in ("prev", "first", "entropy"):
         rows = heads[heads["stat"] == stat].sort_values("mean", ascending=False).head(3)
-        print(f"highest mean {stat}: " + ", ".join(f"{head_name(int(r['layer']), int(r['head']))} {r['mean']:.3f}"
-                                                   for _, r in rows.iterrows()))  # fmt: skip
+        print(
+            f"highest mean {stat}: "
+            + ", ".join(f"{head_name(int(r['layer']), int(r['head']))} {r['mean']:.3f}" for _, r in rows.iterrows())
+        )
     return 0

@@ -98,17 +98,27 @@ def cmd_induction(args: argparse.Namespace) -> int:
     from attnviz.interventions import induction_scores as induction
 
     got = api.induction(_decoder_engine(args), length=args.length, seed=args.seed, batch=args.batch)
-    print(f"{got.model}: {got.batch} sequences of {len(got.ids)} tokens ({got.length} random, twice); mean loss "
-          f"first copy {got.first_copy_loss:.2f}, second copy {got.second_copy_loss:.2f} nats")  # fmt: skip
+    print(
+        f"{got.model}: {got.batch} sequences of {len(got.ids)} tokens ({got.length} random, twice); mean loss "
+        f"first copy {got.first_copy_loss:.2f}, second copy {got.second_copy_loss:.2f} nats"
+    )
     sd = got.spread("induction")
     for layer, head, score in got.best(5):
         print(f"  {head_name(layer, head)} (1-based): induction {score:.3f} ± {float(sd[layer, head]):.3f}")
-    write_json(args.json, {
-        "model": got.model, "tokens": list(got.ids), "length": got.length, "batch": got.batch,
-        "loss": got.loss.tolist(), "induction": got.induction.tolist(), "prefix": got.prefix.tolist(),
-        "duplicate": got.duplicate.tolist(),
-        **{f"{name}_sd": got.spread(name).tolist() for name in induction.SCORES},
-    })  # fmt: skip
+    write_json(
+        args.json,
+        {
+            "model": got.model,
+            "tokens": list(got.ids),
+            "length": got.length,
+            "batch": got.batch,
+            "loss": got.loss.tolist(),
+            "induction": got.induction.tolist(),
+            "prefix": got.prefix.tolist(),
+            "duplicate": got.duplicate.tolist(),
+            **{f"{name}_sd": got.spread(name).tolist() for name in induction.SCORES},
+        },
+    )
     return 0
 
 
@@ -121,17 +131,29 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     text = read_text(args)
     heads = parse_heads(args.heads, engine.n_layers, engine.n_heads)
     got = api.ablate(text, heads, model=engine, mode=args.mode, position=args.position)
-    print(f"{got.model}: {sum(map(len, heads.values()))} head(s) {got.mode}-ablated; mean loss "
-          f"{got.loss_before.mean():.3f} -> {got.loss_after.mean():.3f} nats")  # fmt: skip
+    print(
+        f"{got.model}: {sum(map(len, heads.values()))} head(s) {got.mode}-ablated; mean loss "
+        f"{got.loss_before.mean():.3f} -> {got.loss_after.mean():.3f} nats"
+    )
     for name, top in (("before", got.top_before), ("after", got.top_after)):
-        print(f"  next token after token {got.position + 1} (1-based) {name}: "
-              + ", ".join(f"{t['token']!r} {t['p']:.2f}" for t in top))  # fmt: skip
-    write_json(args.json, {
-        "model": got.model, "heads": [[layer, h] for layer, hs in sorted(got.heads.items()) for h in hs],
-        "mode": got.mode, "tokens": [token_text(engine, i) for i in got.ids], "position": got.position,
-        "loss_before": got.loss_before.tolist(), "loss_after": got.loss_after.tolist(),
-        "top_before": got.top_before, "top_after": got.top_after,
-    })  # fmt: skip
+        print(
+            f"  next token after token {got.position + 1} (1-based) {name}: "
+            + ", ".join(f"{t['token']!r} {t['p']:.2f}" for t in top)
+        )
+    write_json(
+        args.json,
+        {
+            "model": got.model,
+            "heads": [[layer, h] for layer, hs in sorted(got.heads.items()) for h in hs],
+            "mode": got.mode,
+            "tokens": [token_text(engine, i) for i in got.ids],
+            "position": got.position,
+            "loss_before": got.loss_before.tolist(),
+            "loss_after": got.loss_after.tolist(),
+            "top_before": got.top_before,
+            "top_after": got.top_after,
+        },
+    )
     return 0
 
 
@@ -140,19 +162,29 @@ def cmd_patch(args: argparse.Namespace) -> int:
     from attnviz import api
 
     got = api.patch(args.clean, args.corrupt, args.answer, args.wrong, model=_decoder_engine(args))
-    print(f"{got.model}: logit({args.answer!r}) - logit({args.wrong!r}) = {got.clean_diff:+.2f} clean, "
-          f"{got.corrupt_diff:+.2f} corrupted")  # fmt: skip
+    print(
+        f"{got.model}: logit({args.answer!r}) - logit({args.wrong!r}) = {got.clean_diff:+.2f} clean, "
+        f"{got.corrupt_diff:+.2f} corrupted"
+    )
     if got.restored is None:
-        print(f"  the share restored is undefined and was not computed: it needs the model to get the pair right both "
-              f"ways (d clean > 0 > d corrupted), and here d clean is {got.clean_diff:+.2f}, d corrupted "
-              f"{got.corrupt_diff:+.2f}")  # fmt: skip
+        print(
+            f"  the share restored is undefined and was not computed: it needs the model to get the pair right both "
+            f"ways (d clean > 0 > d corrupted), and here d clean is {got.clean_diff:+.2f}, d corrupted "
+            f"{got.corrupt_diff:+.2f}"
+        )
     else:
         flat = got.restored.flatten()
         for i in flat.topk(min(5, flat.numel())).indices.tolist():
             layer, head = divmod(i, got.restored.shape[1])
             print(f"  {head_name(layer, head)} (1-based): restores {flat[i]:+.3f}")
-    write_json(args.json, {
-        "model": got.model, "clean_diff": got.clean_diff, "corrupt_diff": got.corrupt_diff, "flips": got.flips,
-        "restored": None if got.restored is None else got.restored.tolist(),
-    })  # fmt: skip
+    write_json(
+        args.json,
+        {
+            "model": got.model,
+            "clean_diff": got.clean_diff,
+            "corrupt_diff": got.corrupt_diff,
+            "flips": got.flips,
+            "restored": None if got.restored is None else got.restored.tolist(),
+        },
+    )
     return 0

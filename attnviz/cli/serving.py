@@ -27,8 +27,11 @@ def cmd_class(args: argparse.Namespace) -> int:
     if reach.is_loopback(reach.url_host(args.base_url)):
         found = reach.lan_address()
         hint = f" (this machine's network address looks like http://{found}:8501)" if found else ""
-        print(f"attnviz: warning: {args.base_url} opens on this machine only: students' devices cannot reach it. "
-              f"Pass --base-url with the address students open{hint}.", file=sys.stderr)  # fmt: skip
+        print(
+            f"attnviz: warning: {args.base_url} opens on this machine only: students' devices cannot reach it. "
+            f"Pass --base-url with the address students open{hint}.",
+            file=sys.stderr,
+        )
     try:
         store = Store(args.db) if args.db else Store()
     except DATABASE_ERRORS as err:  # an unusable setting or an unreachable server: one line, not a traceback
@@ -39,8 +42,10 @@ def cmd_class(args: argparse.Namespace) -> int:
     print(
         f"class {code}, ends {when}\nstudents: {urls['student_url']}\nteacher (keep it private): {urls['teacher_url']}"
     )
-    write_json(args.json, {"code": code, "teacher_url": urls["teacher_url"], "student_url": urls["student_url"],
-                           "expires": when})  # fmt: skip
+    write_json(
+        args.json,
+        {"code": code, "teacher_url": urls["teacher_url"], "student_url": urls["student_url"], "expires": when},
+    )
     return 0
 
 
@@ -66,8 +71,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:  # the class database (ATTNVIZ_DB) opens now, or the server does not start
         db = store.Store()
     except database.DATABASE_ERRORS as err:
-        print(f"attnviz: error: the class database ({database.DB_ENV}) cannot be used: {database.error_line(err)}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"attnviz: error: the class database ({database.DB_ENV}) cannot be used: {database.error_line(err)}",
+            file=sys.stderr,
+        )
         return BAD_INPUT
     print(f"attnviz: classes are stored in {db.describe()}", flush=True)
     db.close()

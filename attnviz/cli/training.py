@@ -42,7 +42,9 @@ def cmd_eval_heads(args: argparse.Namespace) -> int:
 
     result = head_models.held_out_accuracy(args.task, Path(args.root) if args.root else head_models.FOLDER)
     for m in result["models"]:
-        print(f"{result['task']}, {m['heads']} head(s): held-out digit accuracy {m['accuracy']:.2%}, "
-              f"whole sequences {m['sequence_accuracy']:.2%} ({m['steps']} training steps)")  # fmt: skip
+        print(
+            f"{result['task']}, {m['heads']} head(s): held-out digit accuracy {m['accuracy']:.2%}, "
+            f"whole sequences {m['sequence_accuracy']:.2%} ({m['steps']} training steps)"
+        )
     write_json(args.json, result)
     return 0

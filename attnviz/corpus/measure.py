@@ -49,8 +49,9 @@ class Settings:
                 raise ValueError(f"{name} must be a whole number of at least {low}, not {getattr(self, name)!r}")
         confidence_keys_ok = ("end", "specials", "none")
         if self.confidence_excludes not in confidence_keys_ok:
-            raise ValueError(f"confidence can leave out {', '.join(confidence_keys_ok)}, not "
-                             f"{self.confidence_excludes!r}")  # fmt: skip
+            raise ValueError(
+                f"confidence can leave out {', '.join(confidence_keys_ok)}, not {self.confidence_excludes!r}"
+            )
 
     def as_dict(self) -> dict:
         """The settings as the manifest writes them."""
@@ -129,8 +130,18 @@ class Partial:
     sample_keys: np.ndarray
     sample_weights: np.ndarray
 
-    ARRAYS = ("stats", "top_value", "top_ids", "top_keys", "top_weights", "sample_priority", "sample_ids",
-              "sample_value", "sample_keys", "sample_weights")  # fmt: skip
+    ARRAYS = (
+        "stats",
+        "top_value",
+        "top_ids",
+        "top_keys",
+        "top_weights",
+        "sample_priority",
+        "sample_ids",
+        "sample_value",
+        "sample_keys",
+        "sample_weights",
+    )
 
     def to_bytes(self) -> bytes:
         """The partial as one .npz (numbers only: read back with allow_pickle=False) holding the texts as JSON."""
@@ -149,12 +160,18 @@ class Partial:
 def _empty(n_s: int, n_l: int, n_h: int, settings: Settings) -> Partial:
     kk = settings.keys
     return Partial(
-        [], np.zeros((0, n_s, n_l, n_h), np.float32),
-        np.full((n_s, n_l, n_h, 0), -np.inf, np.float32), np.zeros((n_s, n_l, n_h, 0, 3), np.int64),
-        np.zeros((n_s, n_l, n_h, 0, kk), np.int32), np.zeros((n_s, n_l, n_h, 0, kk), np.float32),
-        np.zeros(0, np.float64), np.zeros((0, 3), np.int64), np.zeros((0, n_s, n_l, n_h), np.float32),
-        np.zeros((0, n_l, n_h, kk), np.int32), np.zeros((0, n_l, n_h, kk), np.float32),
-    )  # fmt: skip
+        [],
+        np.zeros((0, n_s, n_l, n_h), np.float32),
+        np.full((n_s, n_l, n_h, 0), -np.inf, np.float32),
+        np.zeros((n_s, n_l, n_h, 0, 3), np.int64),
+        np.zeros((n_s, n_l, n_h, 0, kk), np.int32),
+        np.zeros((n_s, n_l, n_h, 0, kk), np.float32),
+        np.zeros(0, np.float64),
+        np.zeros((0, 3), np.int64),
+        np.zeros((0, n_s, n_l, n_h), np.float32),
+        np.zeros((0, n_l, n_h, kk), np.int32),
+        np.zeros((0, n_l, n_h, kk), np.float32),
+    )
 
 
 def _keep_top(value, ids, keys, weights, k: int):
@@ -172,12 +189,20 @@ def _keep_sample(priority_, ids, value, keys, weights, n: int):
 
 def merge(a: Partial, b: Partial, settings: Settings) -> Partial:
     """Two partials as one (a's candidates before b's on ties: merge in batch order)."""
-    top = _keep_top(np.concatenate([a.top_value, b.top_value], 3), np.concatenate([a.top_ids, b.top_ids], 3),
-                    np.concatenate([a.top_keys, b.top_keys], 3), np.concatenate([a.top_weights, b.top_weights], 3),
-                    settings.top)  # fmt: skip
-    sample = _keep_sample(*(np.concatenate([getattr(a, f), getattr(b, f)]) for f in
-                            ("sample_priority", "sample_ids", "sample_value", "sample_keys", "sample_weights")),
-                          settings.sample)  # fmt: skip
+    top = _keep_top(
+        np.concatenate([a.top_value, b.top_value], 3),
+        np.concatenate([a.top_ids, b.top_ids], 3),
+        np.concatenate([a.top_keys, b.top_keys], 3),
+        np.concatenate([a.top_weights, b.top_weights], 3),
+        settings.top,
+    )
+    sample = _keep_sample(
+        *(
+            np.concatenate([getattr(a, f), getattr(b, f)])
+            for f in ("sample_priority", "sample_ids", "sample_value", "sample_keys", "sample_weights")
+        ),
+        settings.sample,
+    )
     return Partial(a.texts + b.texts, np.concatenate([a.stats, b.stats]), *top, *sample)
 
 
@@ -225,8 +250,16 @@ def _sub_batch(weights: tuple[torch.Tensor, ...], encs: list, kind: str, setting
     return values, stats, real.flatten().nonzero().squeeze(1)
 
 
-def _keys_of(weights: tuple[torch.Tensor, ...], lengths: torch.Tensor, b: torch.Tensor, h: torch.Tensor,
-             q: torch.Tensor, k: int, *, by_layer: bool) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def _keys_of(
+    weights: tuple[torch.Tensor, ...],
+    lengths: torch.Tensor,
+    b: torch.Tensor,
+    h: torch.Tensor,
+    q: torch.Tensor,
+    k: int,
+    *,
+    by_layer: bool,
+) -> tuple[np.ndarray, np.ndarray]:
     """The k keys each chosen (text b, head h, query q) looked at most, read from the sub-batch's weights for the
     chosen queries only: indices (-1: none) and weights. by_layer: b, h, q are (S, L, ...), the query chosen in each
     layer (out: (S, L, ..., k)); else the same queries in every layer (out: (L, ..., k))."""
@@ -249,8 +282,11 @@ def measure(engine: Engine, batch: Batch, settings: Settings, progress=None) -> 
     after each sub-batch (windows)."""
     n_l, n_h, n_s = engine.n_layers, engine.n_heads, len(STATS)
     kind = engine.kinds[0]
-    windows = [(doc, i, source, enc) for doc, source, text in batch.documents
-               for i, enc in enumerate(windows_of(engine, text, settings.window))]  # fmt: skip
+    windows = [
+        (doc, i, source, enc)
+        for doc, source, text in batch.documents
+        for i, enc in enumerate(windows_of(engine, text, settings.window))
+    ]
     out = _empty(n_s, n_l, n_h, settings)
     done = 0
     for group in sub_batches([w[3] for w in windows], n_l, n_h, settings.batch_mb):
@@ -261,8 +297,14 @@ def measure(engine: Engine, batch: Batch, settings: Settings, progress=None) -> 
         lengths = torch.tensor([len(e.ids) for e in encs])
         t = weights[0].shape[-1]
         qb, qt = where // t, where % t  # (Q,): each real query's text in the sub-batch and position
-        ids = np.stack([np.array([windows[group[i]][0] for i in qb.tolist()]),
-                        np.array([windows[group[i]][1] for i in qb.tolist()]), qt.numpy()], 1)  # fmt: skip
+        ids = np.stack(
+            [
+                np.array([windows[group[i]][0] for i in qb.tolist()]),
+                np.array([windows[group[i]][1] for i in qb.tolist()]),
+                qt.numpy(),
+            ],
+            1,
+        )
         if kind == "causal":  # a decoder's first query sees only itself: its row says nothing, it is no example
             values = values.masked_fill(qt == 0, float("nan"))
         # the top queries of each statistic and head, and the sample: only their rows' keys are read
@@ -287,11 +329,27 @@ def measure(engine: Engine, batch: Batch, settings: Settings, progress=None) -> 
             by_layer=False,
         )  # (L, P, H, K)
         del weights
-        texts = [{"doc": windows[i][0], "window": windows[i][1], "source": windows[i][2], "text": e.axis.text,
-                  "tokens": list(e.axis.tokens), "special": list(e.axis.special)}
-                 for i, e in zip(group, encs, strict=True)]  # fmt: skip
-        sub = Partial(texts, stats.numpy(), *chosen, prio[pick], ids[pick], values[..., pq].permute(3, 0, 1, 2).numpy(),
-                      sk.transpose(1, 0, 2, 3), sw.transpose(1, 0, 2, 3))  # fmt: skip
+        texts = [
+            {
+                "doc": windows[i][0],
+                "window": windows[i][1],
+                "source": windows[i][2],
+                "text": e.axis.text,
+                "tokens": list(e.axis.tokens),
+                "special": list(e.axis.special),
+            }
+            for i, e in zip(group, encs, strict=True)
+        ]
+        sub = Partial(
+            texts,
+            stats.numpy(),
+            *chosen,
+            prio[pick],
+            ids[pick],
+            values[..., pq].permute(3, 0, 1, 2).numpy(),
+            sk.transpose(1, 0, 2, 3),
+            sw.transpose(1, 0, 2, 3),
+        )
         out = merge(out, sub, settings)
         done += len(group)
         if progress:

@@ -42,8 +42,15 @@ class MeasureActor:
         return out
 
 
-def measure_all(model: str, batches: list[Batch], settings: Settings, *, device: str | None = None, actors: int = 2,
-                threads: int = 1) -> Iterator[tuple[int, bytes, dict]]:  # fmt: skip
+def measure_all(
+    model: str,
+    batches: list[Batch],
+    settings: Settings,
+    *,
+    device: str | None = None,
+    actors: int = 2,
+    threads: int = 1,
+) -> Iterator[tuple[int, bytes, dict]]:
     """(batch index, the partial's bytes, the model as loaded) for every batch, in the order they finish."""
     try:
         import ray
@@ -67,13 +74,17 @@ def measure_all(model: str, batches: list[Batch], settings: Settings, *, device:
         ds = ray.data.from_items(items, override_num_blocks=max(1, len(items)))
         out = ds.map_batches(
             MeasureActor,
-            fn_constructor_kwargs={"model": model, "settings": settings.as_dict(), "device": device,
-                                   "threads": threads},
+            fn_constructor_kwargs={
+                "model": model,
+                "settings": settings.as_dict(),
+                "device": device,
+                "threads": threads,
+            },
             batch_size=1,
             compute=ray.data.ActorPoolStrategy(size=actors),
             num_gpus=1 if gpu else 0,
             num_cpus=0 if gpu else threads,
-        )  # fmt: skip
+        )
         for row in out.iter_rows():
             yield int(row["index"]), bytes(row["partial"]), json.loads(row["info"])
     finally:

@@ -113,8 +113,10 @@ def project(x: np.ndarray, method: str = "pca", seed: int = 0) -> tuple[np.ndarr
 def read_qk(eng: Engine, text: str, layer: int, head: int) -> tuple[object, torch.Tensor, torch.Tensor]:
     """A text's encoding and one head's (T, d) queries and keys at the hook points (a HookedEngine's forward)."""
     if not hasattr(eng, "forward"):
-        raise ValueError(f"'{eng.name}' has no hook points here: its queries and keys are read on the scratch "
-                         "backend (BERT, Llama-family models)")  # fmt: skip
+        raise ValueError(
+            f"'{eng.name}' has no hook points here: its queries and keys are read on the scratch "
+            "backend (BERT, Llama-family models)"
+        )
     if not (0 <= layer < eng.n_layers and 0 <= head < eng.n_heads):
         raise ValueError(f"'{eng.name}' has layers 1-{eng.n_layers} and heads 1-{eng.n_heads}")
     enc = eng.encode(text)
@@ -124,8 +126,16 @@ def read_qk(eng: Engine, text: str, layer: int, head: int) -> tuple[object, torc
     return enc, q[head], k[head // (q.shape[0] // k.shape[0])]
 
 
-def of_texts(eng: Engine, texts: list[str], layer: int, head: int, *, method: str = "pca", max_tokens: int = MAX_TOKENS,
-             seed: int = 0) -> Space:  # fmt: skip
+def of_texts(
+    eng: Engine,
+    texts: list[str],
+    layer: int,
+    head: int,
+    *,
+    method: str = "pca",
+    max_tokens: int = MAX_TOKENS,
+    seed: int = 0,
+) -> Space:
     """A head's query/key space over some texts (their first `max_tokens` tokens in all)."""
     causal = eng.kinds[0] == "causal"
     qs, ks, tokens, contexts, which, positions, spans = [], [], [], [], [], [], []
@@ -139,8 +149,10 @@ def of_texts(eng: Engine, texts: list[str], layer: int, head: int, *, method: st
         qs.append(q[:n])
         ks.append(k[:n])
         tokens += toks[:n]
-        contexts += [" ".join(toks[max(0, i - CONTEXT) : i]) + f" [{toks[i]}] " +
-                     " ".join(toks[i + 1 : i + 1 + CONTEXT]) for i in range(n)]  # fmt: skip
+        contexts += [
+            " ".join(toks[max(0, i - CONTEXT) : i]) + f" [{toks[i]}] " + " ".join(toks[i + 1 : i + 1 + CONTEXT])
+            for i in range(n)
+        ]
         which += [t] * n
         positions += list(range(n))
         spans.append((start, n))
@@ -162,5 +174,16 @@ def of_texts(eng: Engine, texts: list[str], layer: int, head: int, *, method: st
     if len(dots_all) > MAX_PAIRS:
         pick = np.random.default_rng(seed).choice(len(dots_all), MAX_PAIRS, replace=False)
         dots_all, dist_all = dots_all[pick], dist_all[pick]
-    return Space(layer, head, method, points, tokens, contexts, np.array(which), np.array(positions),
-                 spearman(dots_all, -dist_all), len(dots_all), explained)  # fmt: skip
+    return Space(
+        layer,
+        head,
+        method,
+        points,
+        tokens,
+        contexts,
+        np.array(which),
+        np.array(positions),
+        spearman(dots_all, -dist_all),
+        len(dots_all),
+        explained,
+    )

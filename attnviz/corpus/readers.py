@@ -92,8 +92,10 @@ def read(path: str | Path, text_column: str = "text") -> Corpus:
         return builtin()
     p = Path(path).expanduser()
     if not p.exists():
-        raise CorpusError(f"no file or folder at {str(path)[:200]!r}: name a folder of .txt files, a "
-                          f".jsonl, .csv, .parquet or .txt file, or 'builtin'")  # fmt: skip
+        raise CorpusError(
+            f"no file or folder at {str(path)[:200]!r}: name a folder of .txt files, a "
+            f".jsonl, .csv, .parquet or .txt file, or 'builtin'"
+        )
     if p.is_dir():
         corpus = _folder(p)
     elif p.suffix.lower() == ".txt":
@@ -106,8 +108,10 @@ def read(path: str | Path, text_column: str = "text") -> Corpus:
     elif p.suffix.lower() == ".parquet":
         corpus = _parquet(p, text_column)
     else:
-        raise CorpusError(f"{p.name[:100]!r} is not a corpus attnviz reads: name a folder of .txt files or a file "
-                          f"ending in {', '.join(SUFFIXES)}")  # fmt: skip
+        raise CorpusError(
+            f"{p.name[:100]!r} is not a corpus attnviz reads: name a folder of .txt files or a file "
+            f"ending in {', '.join(SUFFIXES)}"
+        )
     return _usable(corpus)
 
 
@@ -163,8 +167,10 @@ def _jsonl(p: Path, column: str) -> Corpus:
             fields.update(list(row)[:50])
             corpus.add(f"{p.name}:{i}", row.get(column))
     if not corpus.documents and fields and column not in fields:
-        raise CorpusError(f"no line of {p.name[:100]!r} has a field {column[:50]!r}; its fields: "
-                          f"{', '.join(sorted(fields)[:20])} (choose one with --text-column)")  # fmt: skip
+        raise CorpusError(
+            f"no line of {p.name[:100]!r} has a field {column[:50]!r}; its fields: "
+            f"{', '.join(sorted(fields)[:20])} (choose one with --text-column)"
+        )
     return corpus
 
 
@@ -182,7 +188,7 @@ def _csv(p: Path, column: str) -> Corpus:
             )
         for i, row in enumerate(reader, 2):
             corpus.add(f"{p.name}:{i}", row.get(column))
-    return corpus  # fmt: skip
+    return corpus
 
 
 def _parquet(p: Path, column: str) -> Corpus:
@@ -193,8 +199,10 @@ def _parquet(p: Path, column: str) -> Corpus:
     except Exception as err:  # pyarrow raises its own types for a file that is not Parquet
         raise CorpusError(f"{p.name[:100]!r} is not a Parquet file ({str(err)[:200]})") from err
     if column not in schema.names:
-        raise CorpusError(f"{p.name[:100]!r} has no column {column[:50]!r}; its columns: "
-                          f"{', '.join(schema.names[:20])} (choose one with --text-column)")  # fmt: skip
+        raise CorpusError(
+            f"{p.name[:100]!r} has no column {column[:50]!r}; its columns: "
+            f"{', '.join(schema.names[:20])} (choose one with --text-column)"
+        )
     corpus = Corpus(p.name, [], f"the column {column!r} of {p.name}")
     for i, text in enumerate(pq.read_table(p, columns=[column]).column(column).to_pylist()):
         corpus.add(f"{p.name}:{i}", text)

@@ -150,16 +150,29 @@ def _prepare(folder: Path, manifest: dict) -> None:
             old = {}
         same = all(old.get(k) == manifest[k] for k in ("model", "settings", "fingerprint"))
         if not same:
-            raise CorpusError(f"{folder.name[:100]!r} holds another run (another model, corpus or settings): name a "
-                              "new folder with --out, or delete that one")  # fmt: skip
+            raise CorpusError(
+                f"{folder.name[:100]!r} holds another run (another model, corpus or settings): name a "
+                "new folder with --out, or delete that one"
+            )
     elif folder.exists() and any(folder.iterdir()):
         raise CorpusError(f"{folder.name[:100]!r} is not empty and holds no run: name a new folder with --out")
     (folder / "parts").mkdir(parents=True, exist_ok=True)
 
 
-def run(corpus: Corpus, model: str, out: str | Path, *, engine: str = "embedded", settings: Settings | None = None,
-        device: str | None = None, actors: int = 2, threads: int = 1, progress: Progress | None = None,
-        extras: bool = True, engine_of: Callable | None = None) -> CorpusRun:  # fmt: skip
+def run(
+    corpus: Corpus,
+    model: str,
+    out: str | Path,
+    *,
+    engine: str = "embedded",
+    settings: Settings | None = None,
+    device: str | None = None,
+    actors: int = 2,
+    threads: int = 1,
+    progress: Progress | None = None,
+    extras: bool = True,
+    engine_of: Callable | None = None,
+) -> CorpusRun:
     """Measure every head of `model` over the corpus into the folder `out` (see the module's docstring).
 
     engine "ray": Ray Data's map_batches with `actors` model-holding actors (a GPU each where there is one, else
@@ -176,17 +189,28 @@ def run(corpus: Corpus, model: str, out: str | Path, *, engine: str = "embedded"
     engine_of = engine_of or (lambda: load(model, device))
     eng = engine_of() if engine == "embedded" else None
     if eng is not None and not hasattr(eng, "batch_weights") or (eng is not None and eng.kinds[0] == "cross"):
-        raise ValueError(f"'{model}' cannot be run over a corpus: a corpus run covers Hugging Face encoders and "
-                         "decoders")  # fmt: skip
+        raise ValueError(
+            f"'{model}' cannot be run over a corpus: a corpus run covers Hugging Face encoders and decoders"
+        )
     batches = measure.batches(corpus.documents, settings.batch_chars)
     manifest = {
-        "attnviz": __version__, "model": model, "status": "running", "engine": engine,
-        "corpus": {"name": corpus.name, "described": corpus.described, "documents": len(corpus.documents),
-                   "characters": corpus.characters, "skipped": corpus.skipped,
-                   "skipped_examples": corpus.skipped_examples},
-        "fingerprint": fingerprint(corpus), "settings": settings.as_dict(), "batches": len(batches),
+        "attnviz": __version__,
+        "model": model,
+        "status": "running",
+        "engine": engine,
+        "corpus": {
+            "name": corpus.name,
+            "described": corpus.described,
+            "documents": len(corpus.documents),
+            "characters": corpus.characters,
+            "skipped": corpus.skipped,
+            "skipped_examples": corpus.skipped_examples,
+        },
+        "fingerprint": fingerprint(corpus),
+        "settings": settings.as_dict(),
+        "batches": len(batches),
         "stats": list(STATS),
-    }  # fmt: skip
+    }
     _prepare(folder, manifest)
     _write_json(folder / MANIFEST, manifest)
     todo = [b for b in batches if not _part(folder, b.index).exists()]
@@ -199,16 +223,20 @@ def run(corpus: Corpus, model: str, out: str | Path, *, engine: str = "embedded"
         for batch in todo:
             size = sum(len(t) for _, _, t in batch.documents)
             what = f"batch {batch.index + 1} of {len(batches)}"
-            part_progress = (lambda d, n, base=done, size=size, what=what: progress(
-                (base + size * d / max(n, 1)) / total, what)) if progress else None  # fmt: skip
+            part_progress = (
+                (lambda d, n, base=done, size=size, what=what: progress((base + size * d / max(n, 1)) / total, what))
+                if progress
+                else None
+            )
             write_part(folder, batch.index, measure.measure(eng, batch, settings, part_progress).to_bytes())
             done += size
     else:
         from attnviz.corpus import on_ray
 
         sizes = {b.index: sum(len(t) for _, _, t in b.documents) for b in todo}
-        for index, data, about in on_ray.measure_all(model, todo, settings, device=device, actors=actors,
-                                                     threads=threads):  # fmt: skip
+        for index, data, about in on_ray.measure_all(
+            model, todo, settings, device=device, actors=actors, threads=threads
+        ):
             write_part(folder, index, data)
             info = about
             done += sizes[index]
@@ -219,8 +247,9 @@ def run(corpus: Corpus, model: str, out: str | Path, *, engine: str = "embedded"
         info = info_of(eng)
     manifest.update(info)
     _write_json(folder / MANIFEST, manifest)
-    return finish(folder, manifest, settings, (lambda: eng) if eng is not None else engine_of, extras, started,
-                  progress)  # fmt: skip
+    return finish(
+        folder, manifest, settings, (lambda: eng) if eng is not None else engine_of, extras, started, progress
+    )
 
 
 def merged_parts(folder: Path, n: int, settings: Settings) -> tuple[Partial, dict]:
@@ -257,8 +286,15 @@ def _extras(engine_of: Callable, kind: str) -> dict:
     return {name: (v.mean(0).numpy(), v.std(0).numpy(), v.shape[0]) for name, v in ind.each.items()}
 
 
-def finish(folder: Path, manifest: dict, settings: Settings, engine_of: Callable, extras: bool, started: float,
-           progress: Progress | None = None) -> CorpusRun:  # fmt: skip
+def finish(
+    folder: Path,
+    manifest: dict,
+    settings: Settings,
+    engine_of: Callable,
+    extras: bool,
+    started: float,
+    progress: Progress | None = None,
+) -> CorpusRun:
     """The tables from the parts, and the manifest marked finished."""
     if progress:
         progress(0.99, "writing the tables")
@@ -269,13 +305,19 @@ def finish(folder: Path, manifest: dict, settings: Settings, engine_of: Callable
     more = _extras(engine_of, manifest["kind"]) if extras else {}
     tables.write(tables.heads_table(merged.stats, settings, more), folder / "heads.parquet")
     tables.write(tables.examples_table(merged, settings), folder / "examples.parquet")
-    manifest.update({
-        "status": "finished", "layers": n_l, "heads": n_h, "extras": sorted(more),
-        "counts": {**counts, "sampled_queries": int(len(merged.sample_priority))},
-        "ranges": {s: tables.value_range(s, settings) for s in STATS},
-        "seconds": round(time.time() - started, 2), "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "python": os.sys.version.split()[0],
-    })  # fmt: skip
+    manifest.update(
+        {
+            "status": "finished",
+            "layers": n_l,
+            "heads": n_h,
+            "extras": sorted(more),
+            "counts": {**counts, "sampled_queries": int(len(merged.sample_priority))},
+            "ranges": {s: tables.value_range(s, settings) for s in STATS},
+            "seconds": round(time.time() - started, 2),
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "python": os.sys.version.split()[0],
+        }
+    )
     _write_json(folder / MANIFEST, manifest)
     if progress:
         progress(1.0, "done")

@@ -40,12 +40,28 @@ def value_range(stat: str, settings: Settings) -> tuple[float, float]:
     return 0.0, 1.0
 
 
-def heads_table(stats: np.ndarray, settings: Settings, extras: dict[str, tuple[np.ndarray, np.ndarray, int]]
-                ) -> pa.Table:  # fmt: skip
+def heads_table(
+    stats: np.ndarray, settings: Settings, extras: dict[str, tuple[np.ndarray, np.ndarray, int]]
+) -> pa.Table:
     """(W, S, L, H) window statistics -> one row per (statistic, layer, head); extras: name -> (mean, sd, count)."""
     w, _, n_l, n_h = stats.shape
-    cols: dict[str, list] = {k: [] for k in ("stat", "layer", "head", "mean", "sd", "min", *(f"q{round(q * 100):02d}"
-                             for q in QUANTILES), "max", "count", "lo", "hi", "hist")}  # fmt: skip
+    cols: dict[str, list] = {
+        k: []
+        for k in (
+            "stat",
+            "layer",
+            "head",
+            "mean",
+            "sd",
+            "min",
+            *(f"q{round(q * 100):02d}" for q in QUANTILES),
+            "max",
+            "count",
+            "lo",
+            "hi",
+            "hist",
+        )
+    }
     for s, name in enumerate(STATS):
         lo, hi = value_range(name, settings)
         values = stats[:, s].astype(np.float64)  # (W, L, H)
@@ -70,8 +86,14 @@ def heads_table(stats: np.ndarray, settings: Settings, extras: dict[str, tuple[n
     for name, (mean, sd, count) in extras.items():
         for layer in range(n_l):
             for head in range(n_h):
-                row = {"stat": name, "layer": layer, "head": head, "mean": float(mean[layer, head]),
-                       "sd": float(sd[layer, head]), "count": count}  # fmt: skip
+                row = {
+                    "stat": name,
+                    "layer": layer,
+                    "head": head,
+                    "mean": float(mean[layer, head]),
+                    "sd": float(sd[layer, head]),
+                    "count": count,
+                }
                 for k in cols:
                     cols[k].append(row.get(k))
     return pa.table(cols)
@@ -86,10 +108,20 @@ def examples_table(merged: Partial, settings: Settings) -> pa.Table:
     for r in range(k):
         value = merged.top_value[..., r]
         ok = np.isfinite(value)
-        parts.append({"s": grid[0][ok], "layer": grid[1][ok], "head": grid[2][ok], "kind": "top", "rank": r,
-                      "decile": None, "value": value[ok], "ids": merged.top_ids[..., r, :][ok],
-                      "keys": merged.top_keys[..., r, :][ok],
-                      "weights": merged.top_weights[..., r, :][ok]})  # fmt: skip
+        parts.append(
+            {
+                "s": grid[0][ok],
+                "layer": grid[1][ok],
+                "head": grid[2][ok],
+                "kind": "top",
+                "rank": r,
+                "decile": None,
+                "value": value[ok],
+                "ids": merged.top_ids[..., r, :][ok],
+                "keys": merged.top_keys[..., r, :][ok],
+                "weights": merged.top_weights[..., r, :][ok],
+            }
+        )
     # the deciles: the sample ranked per head and statistic (NaN last), the middle of each tenth
     values = merged.sample_value  # (Q, S, L, H)
     if len(values):
@@ -105,9 +137,20 @@ def examples_table(merged: Partial, settings: Settings) -> pa.Table:
                 ok = pos < hi
                 q = np.take_along_axis(order, np.minimum(pos, len(values) - 1)[None], 0)[0]  # (S, L, H)
                 s_, l_, h_, q_ = grid[0][ok], grid[1][ok], grid[2][ok], q[ok]
-                parts.append({"s": s_, "layer": l_, "head": h_, "kind": "decile", "rank": r, "decile": d,
-                              "value": values[q_, s_, l_, h_], "ids": merged.sample_ids[q_],
-                              "keys": keys[l_, h_, q_], "weights": weights[l_, h_, q_]})  # fmt: skip
+                parts.append(
+                    {
+                        "s": s_,
+                        "layer": l_,
+                        "head": h_,
+                        "kind": "decile",
+                        "rank": r,
+                        "decile": d,
+                        "value": values[q_, s_, l_, h_],
+                        "ids": merged.sample_ids[q_],
+                        "keys": keys[l_, h_, q_],
+                        "weights": weights[l_, h_, q_],
+                    }
+                )
     n_keys = settings.keys
     cols = {
         "stat": np.concatenate([np.asarray(STATS)[p["s"]] for p in parts]),
@@ -118,7 +161,7 @@ def examples_table(merged: Partial, settings: Settings) -> pa.Table:
         "decile": pa.array(
             np.concatenate([np.full(len(p["s"]), -1 if p["decile"] is None else p["decile"]) for p in parts]),
             mask=np.concatenate([np.full(len(p["s"]), p["decile"] is None) for p in parts]),
-        ),  # fmt: skip
+        ),
         "value": np.concatenate([p["value"] for p in parts]).astype(np.float64),
     }
     ids = np.concatenate([p["ids"] for p in parts]).reshape(-1, 3)
@@ -126,12 +169,21 @@ def examples_table(merged: Partial, settings: Settings) -> pa.Table:
     keys = np.concatenate([p["keys"] for p in parts]).reshape(-1, n_keys)
     weights = np.concatenate([p["weights"] for p in parts]).reshape(-1, n_keys)
     cols["keys"] = pa.ListArray.from_arrays(np.arange(0, keys.size + 1, n_keys, dtype=np.int32), keys.reshape(-1))
-    cols["weights"] = pa.ListArray.from_arrays(np.arange(0, keys.size + 1, n_keys, dtype=np.int32),
-                                               weights.reshape(-1).astype(np.float64))  # fmt: skip
+    cols["weights"] = pa.ListArray.from_arrays(
+        np.arange(0, keys.size + 1, n_keys, dtype=np.int32), weights.reshape(-1).astype(np.float64)
+    )
     table = pa.table(cols)
     # rows: statistic in STATS order, layer, head, the top before the deciles, decile, rank
-    order = np.lexsort((cols["rank"], table["decile"].fill_null(-1).to_numpy(), cols["kind"] == "decile",
-                        cols["head"], cols["layer"], np.concatenate([p["s"] for p in parts])))  # fmt: skip
+    order = np.lexsort(
+        (
+            cols["rank"],
+            table["decile"].fill_null(-1).to_numpy(),
+            cols["kind"] == "decile",
+            cols["head"],
+            cols["layer"],
+            np.concatenate([p["s"] for p in parts]),
+        )
+    )
     return table.take(order)
 
 
@@ -149,9 +201,11 @@ def text_stats_table(texts: list[dict], stats: np.ndarray) -> pa.Table:
     window = np.array([t["window"] for t in texts], np.int64)
     per = n_l * n_h
     cols = {
-        "doc": np.repeat(doc, per), "window": np.repeat(window, per),
-        "layer": np.tile(np.repeat(np.arange(n_l), n_h), w), "head": np.tile(np.arange(n_h), w * n_l),
-    }  # fmt: skip
+        "doc": np.repeat(doc, per),
+        "window": np.repeat(window, per),
+        "layer": np.tile(np.repeat(np.arange(n_l), n_h), w),
+        "head": np.tile(np.arange(n_h), w * n_l),
+    }
     for s, name in enumerate(STATS):
         cols[name] = stats[:, s].reshape(-1)
     return pa.table(cols)

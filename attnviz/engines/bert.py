@@ -54,10 +54,16 @@ class BertConfig:
         if cfg.hidden_act not in ACTIVATIONS:
             raise ValueError(f"unsupported activation {cfg.hidden_act!r}; supported: {sorted(ACTIVATIONS)}")
         return cls(
-            cfg.vocab_size, cfg.hidden_size, cfg.num_hidden_layers, cfg.num_attention_heads,
-            cfg.intermediate_size, cfg.max_position_embeddings, cfg.type_vocab_size,
-            cfg.layer_norm_eps, cfg.hidden_act,
-        )  # fmt: skip
+            cfg.vocab_size,
+            cfg.hidden_size,
+            cfg.num_hidden_layers,
+            cfg.num_attention_heads,
+            cfg.intermediate_size,
+            cfg.max_position_embeddings,
+            cfg.type_vocab_size,
+            cfg.layer_norm_eps,
+            cfg.hidden_act,
+        )
 
 
 class BertEmbeddings(nn.Module):

@@ -315,8 +315,13 @@ class HFDecoderEngine(HFEngine):
         if not is_long(self, len(src.ids)):
             with self._passes, torch.inference_mode():
                 weights = self.weights_of(src.ids)
-            return Results({"causal": AttentionResult(weights, src.axis, src.axis, "causal", self.name,
-                                                      self.device_name, src.truncated)})  # fmt: skip
+            return Results(
+                {
+                    "causal": AttentionResult(
+                        weights, src.axis, src.axis, "causal", self.name, self.device_name, src.truncated
+                    )
+                }
+            )
         return Results({"causal": self.lazy_run(src, progress)}, lazy=True)
 
     def forward(self, enc: Encoded, hooks: Hooks):
@@ -336,8 +341,9 @@ class HFDecoderEngine(HFEngine):
         q, k = hooks.stacked("q").float(), hooks.stacked("k").float()  # (L, H, N, Dh), (L, Hkv, N, Dh): stay on
         # the model's device; LazyAttention computes every block there and sends back only what a view draws
         scale = self.model.base_model.layers[0].self_attn.scaling
-        return LazyAttention(q, k, src.axis, src.axis, "causal", self.name, self.device_name, src.truncated,
-                             scale=scale)  # fmt: skip
+        return LazyAttention(
+            q, k, src.axis, src.axis, "causal", self.name, self.device_name, src.truncated, scale=scale
+        )
 
     @property
     def stop_ids(self) -> set[int]:
@@ -395,8 +401,9 @@ class HFDecoderEngine(HFEngine):
             positions = torch.arange(x.shape[1], device=x.device)[None]  # (1, T)
             turn = inner.rotary_emb(x, position_ids=positions)
             for block in inner.layers[layer:]:
-                x = block(x, attention_mask=None, position_ids=positions, position_embeddings=turn,
-                          **self._hooks_kw(hooks))  # fmt: skip
+                x = block(
+                    x, attention_mask=None, position_ids=positions, position_embeddings=turn, **self._hooks_kw(hooks)
+                )
             hidden = inner.norm(x[:, -1] if last else x)
             return self.model.lm_head(hidden).float().cpu()
 

@@ -78,8 +78,9 @@ class Hooks:
         if fn is not None:
             new = fn(layer, x)
             if new.shape != x.shape:
-                raise ValueError(f"the replacement at {name}, layer {layer} has shape {tuple(new.shape)}, "
-                                 f"not {tuple(x.shape)}")  # fmt: skip
+                raise ValueError(
+                    f"the replacement at {name}, layer {layer} has shape {tuple(new.shape)}, not {tuple(x.shape)}"
+                )
             x = new.to(x.dtype)
         if name in self.read:
             self.taken[(name, layer)] = x.detach()

@@ -68,10 +68,18 @@ class LlamaConfig:
         head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         kv = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
         return cls(
-            cfg.vocab_size, cfg.hidden_size, cfg.num_hidden_layers, cfg.num_attention_heads, kv, head_dim,
-            cfg.intermediate_size, cfg.rms_norm_eps, float(theta), cfg.max_position_embeddings,
+            cfg.vocab_size,
+            cfg.hidden_size,
+            cfg.num_hidden_layers,
+            cfg.num_attention_heads,
+            kv,
+            head_dim,
+            cfg.intermediate_size,
+            cfg.rms_norm_eps,
+            float(theta),
+            cfg.max_position_embeddings,
             bool(getattr(cfg, "tie_word_embeddings", False)),
-        )  # fmt: skip
+        )
 
 
 class RMSNorm(nn.Module):
@@ -111,9 +119,14 @@ class LlamaBlock(nn.Module):
         self.index = index
         self.input_norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
         self.attention = MultiHeadAttention(
-            c.hidden_size, c.num_attention_heads, num_kv_heads=c.num_key_value_heads, head_dim=c.head_dim,
-            bias=False, rope=rope, layer=index,
-        )  # fmt: skip
+            c.hidden_size,
+            c.num_attention_heads,
+            num_kv_heads=c.num_key_value_heads,
+            head_dim=c.head_dim,
+            bias=False,
+            rope=rope,
+            layer=index,
+        )
         self.post_norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
         self.mlp = SwiGLU(c.hidden_size, c.intermediate_size)
 
@@ -239,8 +252,13 @@ class ScratchLlamaEngine:
         _, per_layer = self.forward(enc, hooks)
         weights, value_norms = to_weights(per_layer), hooks.stacked("value_norms").float().cpu()  # (L,H,T,T), (L,H,T)
         axis = enc.axis
-        return Results({"causal": AttentionResult(weights, axis, axis, "causal", self.name, self.device_name,
-                                                  enc.truncated, value_norms)})  # fmt: skip
+        return Results(
+            {
+                "causal": AttentionResult(
+                    weights, axis, axis, "causal", self.name, self.device_name, enc.truncated, value_norms
+                )
+            }
+        )
 
     def forward(self, enc: Encoded, hooks: Hooks | None = None) -> tuple[Tensor, tuple[Tensor | None, ...]]:
         """One pass over the text with these hooks (engines.hooks): the final hidden states and the weights."""
@@ -253,8 +271,17 @@ class ScratchLlamaEngine:
         self.forward(enc, hooks)
         q, k = hooks.stacked("q").float(), hooks.stacked("k").float()  # (L, H, N, Dh), (L, Hkv, N, Dh): stay on
         # the model's device; LazyAttention computes every block there and sends back only what a view draws
-        return LazyAttention(q, k, enc.axis, enc.axis, "causal", self.name, self.device_name, enc.truncated,
-                             value_norms=hooks.stacked("value_norms").float().cpu())  # fmt: skip
+        return LazyAttention(
+            q,
+            k,
+            enc.axis,
+            enc.axis,
+            "causal",
+            self.name,
+            self.device_name,
+            enc.truncated,
+            value_norms=hooks.stacked("value_norms").float().cpu(),
+        )
 
     hooked = True  # every pass goes through the hook points (an InterveningEngine)
 

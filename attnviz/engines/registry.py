@@ -205,8 +205,11 @@ def local_folders() -> list[str]:
     out = []
     for root in model_dirs():
         if root.is_dir():
-            out += [str(p.relative_to(root)) for p in sorted(root.iterdir())
-                    if (p / "config.json").is_file() and p.resolve().is_relative_to(root)]  # fmt: skip
+            out += [
+                str(p.relative_to(root))
+                for p in sorted(root.iterdir())
+                if (p / "config.json").is_file() and p.resolve().is_relative_to(root)
+            ]
     return out
 
 

@@ -117,8 +117,9 @@ class DecoderLayer(nn.Module):
         self.cross_attn = MultiHeadAttention(c.d_model, c.num_heads, layer=index, part="cross.")
         self.ff = FeedForward(c.d_model, c.d_ff)
 
-    def forward(self, y: Tensor, memory: Tensor, self_mask: Tensor, memory_mask: Tensor | None,
-                hooks: Hooks | None = None):  # fmt: skip
+    def forward(
+        self, y: Tensor, memory: Tensor, self_mask: Tensor, memory_mask: Tensor | None, hooks: Hooks | None = None
+    ):
         """(B, T, D) -> (B, T, D), the masked self weights (B, H, T, T) and the cross weights (B, H, T, S)."""
         h = self.norm1(y)
         attended, w_self = self.self_attn(h, h, h, self_mask, hooks=hooks)  # (B, T, D), (B, H, T, T)
@@ -281,11 +282,13 @@ class DateEngine:
             memory, mask, w_enc = self.model.encode(src)
             _, w_self, w_cross = self.model.decode(tgt_in, memory, mask)
         s, t, truncated, dev = enc.axis, self._target_axis(tgt_in), enc.truncated, self.device_name
-        return Results({
-            "self": AttentionResult(to_weights(w_enc), s, s, "self", self.name, dev, truncated),
-            "causal": AttentionResult(to_weights(w_self), t, t, "causal", self.name, dev, truncated),
-            "cross": AttentionResult(to_weights(w_cross), t, s, "cross", self.name, dev, truncated),
-        })  # fmt: skip
+        return Results(
+            {
+                "self": AttentionResult(to_weights(w_enc), s, s, "self", self.name, dev, truncated),
+                "causal": AttentionResult(to_weights(w_self), t, t, "causal", self.name, dev, truncated),
+                "cross": AttentionResult(to_weights(w_cross), t, s, "cross", self.name, dev, truncated),
+            }
+        )
 
 
 def train_step(model: Seq2Seq, optimizer, src: Tensor, tgt: Tensor) -> float:

@@ -116,12 +116,25 @@ def _convert(gguf: Path, folder: Path) -> None:
 # installed). A Llama of this shape with seeded random weights is what travels to a GPU machine: its 540 MB of
 # weights do not, and the parity and timings measured there are about attnviz's code, not the weights.
 SHAPE = {
-    "vocab_size": 49152, "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30,
-    "num_attention_heads": 9, "num_key_value_heads": 3, "head_dim": 64, "hidden_act": "silu",
-    "max_position_embeddings": 8192, "rms_norm_eps": 9.999999747378752e-06, "rope_theta": 100000.0,
-    "tie_word_embeddings": True, "attention_bias": False, "mlp_bias": False, "initializer_range": 0.02,
-    "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 2,
-}  # fmt: skip
+    "vocab_size": 49152,
+    "hidden_size": 576,
+    "intermediate_size": 1536,
+    "num_hidden_layers": 30,
+    "num_attention_heads": 9,
+    "num_key_value_heads": 3,
+    "head_dim": 64,
+    "hidden_act": "silu",
+    "max_position_embeddings": 8192,
+    "rms_norm_eps": 9.999999747378752e-06,
+    "rope_theta": 100000.0,
+    "tie_word_embeddings": True,
+    "attention_bias": False,
+    "mlp_bias": False,
+    "initializer_range": 0.02,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "pad_token_id": 2,
+}
 
 
 def shaped(folder: Path, tokenizer: Path, *, seed: int = 0, max_positions: int = 8192) -> Path:

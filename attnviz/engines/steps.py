@@ -20,8 +20,9 @@ def steps_hooks(layer: int) -> Hooks:
     return Hooks(read=POINTS, layers={layer})
 
 
-def read_steps(hooks: Hooks, layer: int, mask: Tensor | None, angles: Tensor | None = None, *,
-               normed: bool = False) -> AttentionSteps:  # fmt: skip
+def read_steps(
+    hooks: Hooks, layer: int, mask: Tensor | None, angles: Tensor | None = None, *, normed: bool = False
+) -> AttentionSteps:
     """The AttentionSteps of `layer` from hooks that read it (steps_hooks) during one forward pass.
 
     mask: the (Tq, Tk) bool mask the layer applied, or None; angles: the rotary angles (Tk, Dh/2), if any;
@@ -36,15 +37,37 @@ def read_steps(hooks: Hooks, layer: int, mask: Tensor | None, angles: Tensor | N
     scores = get("scores", layer)
     x = get("x", layer)
     return AttentionSteps(
-        hooks.taken.get(("resid", layer), x), x, flat(qh), flat(kh), flat(v), qh, kh, v, scores,
-        apply_mask(scores, mask), get("pattern", layer), z, flat(z), get("out", layer), mask,
-        q if turned else None, k if turned else None, angles, x if normed else None,
-    )  # fmt: skip
+        hooks.taken.get(("resid", layer), x),
+        x,
+        flat(qh),
+        flat(kh),
+        flat(v),
+        qh,
+        kh,
+        v,
+        scores,
+        apply_mask(scores, mask),
+        get("pattern", layer),
+        z,
+        flat(z),
+        get("out", layer),
+        mask,
+        q if turned else None,
+        k if turned else None,
+        angles,
+        x if normed else None,
+    )
 
 
 @torch.no_grad()
-def layer_steps(mha: MultiHeadAttention, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
-                positions: Tensor | None = None) -> AttentionSteps:  # fmt: skip
+def layer_steps(
+    mha: MultiHeadAttention,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    mask: Tensor | None = None,
+    positions: Tensor | None = None,
+) -> AttentionSteps:
     """One MultiHeadAttention's forward on its own (a playground layer), every intermediate read at its points."""
     hooks = steps_hooks(mha.layer)
     mha(query, key, value, mask, positions, hooks)

@@ -20,13 +20,23 @@ def histogram(counts: Sequence[int], lo: float, hi: float, title: str, *, style:
     values = np.asarray(counts)
     edges = np.linspace(lo, hi, len(values) + 1)
     centres = (edges[:-1] + edges[1:]) / 2
-    fig = go.Figure(go.Bar(x=centres, y=values, width=(hi - lo) / len(values) * 0.95,
-                           hovertemplate="%{x:.3f}: %{y} windows<extra></extra>",
-                           marker={"color": "#3b6ea5"}))  # fmt: skip
+    fig = go.Figure(
+        go.Bar(
+            x=centres,
+            y=values,
+            width=(hi - lo) / len(values) * 0.95,
+            hovertemplate="%{x:.3f}: %{y} windows<extra></extra>",
+            marker={"color": "#3b6ea5"},
+        )
+    )
     fig.update_xaxes(title_text=html_text(title, 80), range=[lo, hi])
     fig.update_yaxes(title_text="windows")
-    return fig.update_layout(height=300 if not style.projector else 420, margin={"t": 30, "b": 50, "l": 60, "r": 20},
-                             font={"size": style.font_size}, bargap=0.02)  # fmt: skip
+    return fig.update_layout(
+        height=300 if not style.projector else 420,
+        margin={"t": 30, "b": 50, "l": 60, "r": 20},
+        font={"size": style.font_size},
+        bargap=0.02,
+    )
 
 
 def example_markdown(tokens: Sequence[str], query: int, keys: Sequence[int], weights: Sequence[float]) -> str:
@@ -65,11 +75,23 @@ def qk_scatter(points: np.ndarray, contexts: Sequence[str], title: str, *, style
     fig = go.Figure()
     for role, (name, colour) in enumerate((("queries", "#1f77b4"), ("keys", "#d62728"))):
         part = points[role * n : (role + 1) * n]
-        fig.add_trace(go.Scattergl(x=part[:, 0], y=part[:, 1], mode="markers", name=name,
-                                   marker={"size": size, "color": colour, "opacity": 0.6},
-                                   text=hover, customdata=np.stack([np.arange(n), np.full(n, role)], 1),
-                                   hovertemplate=f"{name[:-1]}: %{{text}}<extra></extra>"))  # fmt: skip
+        fig.add_trace(
+            go.Scattergl(
+                x=part[:, 0],
+                y=part[:, 1],
+                mode="markers",
+                name=name,
+                marker={"size": size, "color": colour, "opacity": 0.6},
+                text=hover,
+                customdata=np.stack([np.arange(n), np.full(n, role)], 1),
+                hovertemplate=f"{name[:-1]}: %{{text}}<extra></extra>",
+            )
+        )
     fig.update_xaxes(title_text="first axis", zeroline=False)
     fig.update_yaxes(title_text="second axis", zeroline=False, scaleanchor="x")
-    return fig.update_layout(title={"text": html_text(title, 160)}, height=560 if not style.projector else 720,
-                             font={"size": style.font_size}, legend={"orientation": "h", "y": -0.15})  # fmt: skip
+    return fig.update_layout(
+        title={"text": html_text(title, 160)},
+        height=560 if not style.projector else 720,
+        font={"size": style.font_size},
+        legend={"orientation": "h", "y": -0.15},
+    )

@@ -91,10 +91,20 @@ def _grid_layout(n: int, columns: int, gap_x: float, gap_y: float, labelled: boo
         sx = "" if i == 0 else str(i + 1)
         x0, y1 = c * (w + gap_x), 1 - r * (h + gap_y)
         clamp = lambda v: min(1.0, max(0.0, round(v, 9)))  # noqa: E731  (float error could leave [0, 1])
-        layout[f"xaxis{sx}"] = {"domain": [clamp(x0), clamp(x0 + w)], "anchor": f"y{sx}", "tickangle": -60,
-                                "showticklabels": labelled, "type": "category"}  # fmt: skip
-        layout[f"yaxis{sx}"] = {"domain": [clamp(y1 - h), clamp(y1)], "anchor": f"x{sx}", "autorange": "reversed",
-                                "showticklabels": labelled, "type": "category"}  # fmt: skip
+        layout[f"xaxis{sx}"] = {
+            "domain": [clamp(x0), clamp(x0 + w)],
+            "anchor": f"y{sx}",
+            "tickangle": -60,
+            "showticklabels": labelled,
+            "type": "category",
+        }
+        layout[f"yaxis{sx}"] = {
+            "domain": [clamp(y1 - h), clamp(y1)],
+            "anchor": f"x{sx}",
+            "autorange": "reversed",
+            "showticklabels": labelled,
+            "type": "category",
+        }
         if labelled:  # every token, not every other one: plotly thins category labels it thinks too close
             for ax in (f"xaxis{sx}", f"yaxis{sx}"):
                 layout[ax].update(EVERY_TICK)
@@ -118,8 +128,9 @@ def head_grid(
 ) -> go.Figure:
     """One heatmap per head of a layer, on one shared colour scale; `note` says what else the title should."""
     maps, fq, fk = pooled(result.weights[layer], max_side)  # (H, Tq', Tk')
-    return maps_grid(maps, result.target_tokens, result.source_tokens, fq, fk, layer, style=style, columns=columns,
-                     note=note)  # fmt: skip
+    return maps_grid(
+        maps, result.target_tokens, result.source_tokens, fq, fk, layer, style=style, columns=columns, note=note
+    )
 
 
 def maps_grid(
@@ -203,10 +214,15 @@ def head_map(
     trace = go.Heatmap(z=m, x=xs, y=ys, coloraxis="coloraxis", name=f"head {head + 1}", hovertemplate=hover)
     fig = go.Figure(trace.update(customdata=data))
     every = EVERY_TICK
-    fig.update_xaxes(title="key (attended to)", tickangle=-60, showticklabels=len(xs) <= HEAD_LABELS,
-                     **(every if len(xs) <= HEAD_LABELS else {}))  # fmt: skip
-    fig.update_yaxes(title="query (attending)", showticklabels=len(ys) <= HEAD_LABELS,
-                     **(every if len(ys) <= HEAD_LABELS else {}))  # fmt: skip
+    fig.update_xaxes(
+        title="key (attended to)",
+        tickangle=-60,
+        showticklabels=len(xs) <= HEAD_LABELS,
+        **(every if len(xs) <= HEAD_LABELS else {}),
+    )
+    fig.update_yaxes(
+        title="query (attending)", showticklabels=len(ys) <= HEAD_LABELS, **(every if len(ys) <= HEAD_LABELS else {})
+    )
     fig = style_layout(fig, style, float(m.max()), f"Layer {layer + 1}, head {head + 1}{_note(note)}")
     row_px = style.font_size + 12  # px a row needs for its label: a projector's map grows with its font
     side = min(1400 if style.projector else 900, max(420, row_px * len(ys) + 160))
@@ -305,7 +321,7 @@ def matrix(
             colorbar={
                 "title": {"text": html_text(unit or ("value" if signed else "weight"))},
                 "thickness": 16 if style.projector else 10,
-            },  # fmt: skip
+            },
             hovertemplate="row %{y}<br>col %{x}<br>%{z:.4f}<extra></extra>",
             **scale,
         )
@@ -328,8 +344,13 @@ def matrix(
         if step > 1:
             axis(title={"text": f"every {step}{ordinal(step)} labelled", "font": {"size": font - 1}})
     if row_ticks is not None:
-        fig.update_yaxes(showticklabels=True, tickmode="array", tickvals=row_ticks[0], ticktext=row_ticks[1],
-                         title={"text": html_text(row_ticks[2]), "font": {"size": font - 1}})  # fmt: skip
+        fig.update_yaxes(
+            showticklabels=True,
+            tickmode="array",
+            tickvals=row_ticks[0],
+            ticktext=row_ticks[1],
+            title={"text": html_text(row_ticks[2]), "font": {"size": font - 1}},
+        )
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(tickangle=-60)
     return fig.update_layout(

@@ -159,8 +159,12 @@ def window_map(
         xaxis={"domain": [0.0, 0.9], "tickangle": -60, "showticklabels": labels, "title": "key"},
         xaxis2={"domain": [0.92, 1.0], "anchor": "y", "tickangle": -60},
         yaxis={"autorange": "reversed", "showticklabels": labels, "title": "query"},
-        coloraxis={"colorscale": style.colorscale, "cmin": 0.0, "cmax": float(np.nanmax(z)),
-                   "colorbar": {"title": {"text": "weight"}, "x": 1.02}},
-    )  # fmt: skip
+        coloraxis={
+            "colorscale": style.colorscale,
+            "cmin": 0.0,
+            "cmax": float(np.nanmax(z)),
+            "colorbar": {"title": {"text": "weight"}, "x": 1.02},
+        },
+    )
     side = min(900, max(420, 14 * len(ys) + 200))
     return _style(fig, style, title, side)

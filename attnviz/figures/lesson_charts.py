@@ -34,9 +34,15 @@ def lines(
     for i, (name, (x, y)) in enumerate(series.items()):
         colour = COLOURS[i % len(COLOURS)]  # by series, not by trace: the same series keeps its colour across charts
         fig.add_trace(
-            go.Scatter(x=list(x), y=list(y), mode="lines+markers", name=html_text(name), marker={"size": 4},
-                       line={"color": colour})
-        )  # fmt: skip
+            go.Scatter(
+                x=list(x),
+                y=list(y),
+                mode="lines+markers",
+                name=html_text(name),
+                marker={"size": 4},
+                line={"color": colour},
+            )
+        )
     xs = sorted({float(v) for x, _ in series.values() for v in x})
     fig.update_xaxes(title=html_text(x_title), type="log" if log_x else "linear")
     if log_x and len(xs) <= 12:
@@ -115,8 +121,9 @@ def mask_cost_chart(rows, *, style: Style = Style()) -> tuple[go.Figure, go.Figu
         "∝ N²": (ns.tolist(), (first * (ns / ns[0]) ** 2).tolist()),
         "∝ N": (ns.tolist(), (first * ns / ns[0]).tolist()),
     }
-    time_fig = lines(series(lambda r: r.ms), "time of one pass", "tokens N", "ms", style=style, log_x=True,
-                     log_y=True, reference=ref)  # fmt: skip
+    time_fig = lines(
+        series(lambda r: r.ms), "time of one pass", "tokens N", "ms", style=style, log_x=True, log_y=True, reference=ref
+    )
     memory = series(lambda r: r.peak_mb) if gpu else series(lambda r: r.scores_mb)
     mem_title = "peak GPU memory of one pass" if gpu else "scores the method forms"
     mem_fig = lines(memory, mem_title, "tokens N", "MB", style=style, log_x=True, log_y=True)

@@ -54,8 +54,9 @@ def panel(result: AttentionResult, layer: int, head: int, title: str) -> Panel:
     t = len(result.target_tokens)
     masked = np.triu(np.ones((t, t), dtype=bool), k=1) if result.kind == "causal" else None
     pieces = (result.target.pieces, result.source.pieces)
-    return Panel(title, result.head(layer, head).numpy(), result.target_tokens, result.source_tokens, masked,
-                 pieces=pieces)  # fmt: skip
+    return Panel(
+        title, result.head(layer, head).numpy(), result.target_tokens, result.source_tokens, masked, pieces=pieces
+    )
 
 
 def steps_panel(steps: np.ndarray, rows: tuple[str, ...], cols: tuple[str, ...], prompt: int, title: str) -> Panel:
@@ -125,8 +126,13 @@ def _key_ticks(keys: list[str], px: float, font: int) -> dict:
     if step == 1:
         return {"showticklabels": True, "title": {"text": "key"}, **EVERY_TICK}
     shown = keys[::step]
-    return {"showticklabels": True, "tickmode": "array", "tickvals": shown, "ticktext": shown,
-            "title": {"text": f"key: every {step}{ordinal(step)} of {n} labelled"}}  # fmt: skip
+    return {
+        "showticklabels": True,
+        "tickmode": "array",
+        "tickvals": shown,
+        "ticktext": shown,
+        "title": {"text": f"key: every {step}{ordinal(step)} of {n} labelled"},
+    }
 
 
 def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = "") -> go.Figure:

@@ -17,8 +17,13 @@ from attnviz.tokens import display_labels
 
 STAT_GRID_PX = 480  # a layer x head grid's plot width, measured in Chromium at 1280x800 on a projector (the least)
 FLIP_COLOURS = [  # flips the wrong way (orange), never moves (grey), flips right (green): three flat bands
-    [0, "#d95f02"], [1 / 3, "#d95f02"], [1 / 3, "#dddddd"], [2 / 3, "#dddddd"], [2 / 3, "#1b9e77"], [1, "#1b9e77"]
-]  # fmt: skip
+    [0, "#d95f02"],
+    [1 / 3, "#d95f02"],
+    [1 / 3, "#dddddd"],
+    [2 / 3, "#dddddd"],
+    [2 / 3, "#1b9e77"],
+    [1, "#1b9e77"],
+]
 
 
 def stat_grid(

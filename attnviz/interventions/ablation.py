@@ -89,8 +89,15 @@ def knock_out(heads: dict[int, list[int]], mode: Mode, means: dict[int, Tensor] 
     return replace
 
 
-def ablate(engine: Engine, text: str, heads: dict[int, list[int]], mode: Mode = "zero", position: int = -1,
-           k: int = 5, means: dict[int, Tensor] | None = None) -> Ablation:  # fmt: skip
+def ablate(
+    engine: Engine,
+    text: str,
+    heads: dict[int, list[int]],
+    mode: Mode = "zero",
+    position: int = -1,
+    k: int = 5,
+    means: dict[int, Tensor] | None = None,
+) -> Ablation:
     """The text through the engine, clean and with `heads` knocked out: loss per token, top next tokens, patterns.
     Mean ablation takes `means` (reference_means of every layer named) or computes them."""
     eng = decoder(engine)
@@ -104,10 +111,17 @@ def ablate(engine: Engine, text: str, heads: dict[int, list[int]], mode: Mode = 
     hooks = Hooks(read=("pattern",), replace={"z": knock_out(heads, mode, means)})
     after = eng.logits(ids, hooks)
     return Ablation(
-        engine.name, tuple(ids), {k_: sorted(v) for k_, v in heads.items()}, mode, position,
-        per_token_loss(before, ids), per_token_loss(after, ids), top_tokens(engine, before[position], k),
-        top_tokens(engine, after[position], k), hooks.stacked("pattern").float().cpu(),
-    )  # fmt: skip
+        engine.name,
+        tuple(ids),
+        {k_: sorted(v) for k_, v in heads.items()},
+        mode,
+        position,
+        per_token_loss(before, ids),
+        per_token_loss(after, ids),
+        top_tokens(engine, before[position], k),
+        top_tokens(engine, after[position], k),
+        hooks.stacked("pattern").float().cpu(),
+    )
 
 
 def _one_per_item(layer: int, mode: Mode, means: dict[int, Tensor] | None) -> Replace:
@@ -124,8 +138,13 @@ def _one_per_item(layer: int, mode: Mode, means: dict[int, Tensor] | None) -> Re
     return replace
 
 
-def importance(engine: Engine, text: str, mode: Mode = "zero", progress: Callable[[int, int], None] | None = None,
-               means: dict[int, Tensor] | None = None) -> tuple[Tensor, Tensor]:  # fmt: skip
+def importance(
+    engine: Engine,
+    text: str,
+    mode: Mode = "zero",
+    progress: Callable[[int, int], None] | None = None,
+    means: dict[int, Tensor] | None = None,
+) -> tuple[Tensor, Tensor]:
     """(L, H): the mean loss increase over the text when each head alone is knocked out; and the clean loss (T - 1,).
 
     One batched pass per layer: item b knocks out head b, starting at that layer from the clean residual stream.
@@ -145,8 +164,9 @@ def importance(engine: Engine, text: str, mode: Mode = "zero", progress: Callabl
     for layer in range(n_l):
         x = resid[layer][None].expand(n_h, -1, -1).contiguous()  # (H, T, D): one copy per head knocked out
         logits = eng.logits_from(layer, x, Hooks(replace={"z": _one_per_item(layer, mode, means)}))  # (H, T, V)
-        lost = torch.nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), target[None].expand(n_h, -1),
-                                                 reduction="none")  # (H, T - 1)  # fmt: skip
+        lost = torch.nn.functional.cross_entropy(
+            logits[:, :-1].transpose(1, 2), target[None].expand(n_h, -1), reduction="none"
+        )  # (H, T - 1)
         out[layer] = (lost - clean[None]).mean(-1)
         if progress:
             progress(layer + 1, n_l)

@@ -29,13 +29,17 @@ from attnviz.interventions.runs import decoder, one_token
 IOI_PAIRS = {
     "Anna and Peter at the market": (
         "When Anna and Peter went to the market, Peter handed the basket to",
-        "When Anna and Peter went to the market, Anna handed the basket to", " Anna", " Peter",
+        "When Anna and Peter went to the market, Anna handed the basket to",
+        " Anna",
+        " Peter",
     ),
     "Mary and John at the store": (
         "When Mary and John went to the store, John gave a drink to",
-        "When Mary and John went to the store, Mary gave a drink to", " Mary", " John",
+        "When Mary and John went to the store, Mary gave a drink to",
+        " Mary",
+        " John",
     ),
-}  # fmt: skip
+}
 CONTINUATION = " The word '{pronoun}' means"  # a pronoun case as a question the model can answer by its next token
 
 
@@ -66,9 +70,11 @@ def logit_diff(logits: Tensor, answer: int, wrong: int) -> Tensor:
 def _pair(engine: Engine, clean: str, corrupt: str) -> tuple[list[int], list[int]]:
     a, b = list(engine.encode(clean).ids), list(engine.encode(corrupt).ids)
     if len(a) != len(b):
-        raise ValueError(f"the two prompts must be the same length in tokens to patch position by position: the clean "
-                         f"one is {len(a)} tokens, the corrupted one {len(b)}. Change one word for another of the "
-                         "same length in tokens (names and short words are often one token each)")  # fmt: skip
+        raise ValueError(
+            f"the two prompts must be the same length in tokens to patch position by position: the clean "
+            f"one is {len(a)} tokens, the corrupted one {len(b)}. Change one word for another of the "
+            "same length in tokens (names and short words are often one token each)"
+        )
     if a == b:
         raise ValueError("the two prompts are the same tokens: change a word in the corrupted one")
     return a, b
@@ -94,8 +100,16 @@ def _patch_per_item(layer: int, clean_z: Tensor) -> Replace:
     return replace
 
 
-def patch(engine: Engine, clean: str, corrupt: str, answer: str, wrong: str,
-          progress: Callable[[int, int], None] | None = None, *, require_flip: bool = True) -> Patching:  # fmt: skip
+def patch(
+    engine: Engine,
+    clean: str,
+    corrupt: str,
+    answer: str,
+    wrong: str,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    require_flip: bool = True,
+) -> Patching:
     """The logit differences, clean and corrupted, and every head's share restored (None where the model does not get
     the pair right both ways, unless require_flip is False)."""
     eng = decoder(engine)

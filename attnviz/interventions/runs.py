@@ -40,8 +40,9 @@ def top_tokens(engine: Engine, row: Tensor, k: int = 5) -> list[dict]:
     """The k likeliest next tokens of one logits row (V,): [{"token", "id", "p"}], the token as text."""
     p = torch.softmax(row.float(), -1)
     values, ids = p.topk(k)
-    return [{"token": token_text(engine, int(i)), "id": int(i), "p": float(v)}
-            for i, v in zip(ids, values, strict=True)]  # fmt: skip
+    return [
+        {"token": token_text(engine, int(i)), "id": int(i), "p": float(v)} for i, v in zip(ids, values, strict=True)
+    ]
 
 
 def token_text(engine: Engine, token_id: int) -> str:
@@ -54,8 +55,10 @@ def one_token(engine: Engine, word: str) -> int:
     ids = engine.tokenizer.hf(word, add_special_tokens=False)["input_ids"]
     if len(ids) != 1:
         pieces = [token_text(engine, i) for i in ids]
-        raise ValueError(f"{word!r} is {len(ids)} tokens here ({pieces!r}): give a word that is one token "
-                         "(a name or word after a space is often one: ' Anna')")  # fmt: skip
+        raise ValueError(
+            f"{word!r} is {len(ids)} tokens here ({pieces!r}): give a word that is one token "
+            "(a name or word after a space is often one: ' Anna')"
+        )
     return ids[0]
 
 
@@ -73,8 +76,10 @@ def parse_heads(raw: str, n_layers: int, n_heads: int) -> dict[int, list[int]]:
             try:
                 layer, head = head_index(part.upper())
             except ValueError:
-                raise ValueError(f"heads are written LAYER.HEAD, 0-based (3.1), or L<layer>H<head>, 1-based (L4H2), "
-                                 f"separated by commas (got {part!r})") from None  # fmt: skip
+                raise ValueError(
+                    f"heads are written LAYER.HEAD, 0-based (3.1), or L<layer>H<head>, 1-based (L4H2), "
+                    f"separated by commas (got {part!r})"
+                ) from None
             if layer >= n_layers or head >= n_heads:
                 raise ValueError(f"{part}: this model has layers 1-{n_layers} and heads 1-{n_heads} (1-based)")
         heads.setdefault(layer, []).append(head)

@@ -215,9 +215,15 @@ def train_all(task: str, recipe: HeadRecipe, out: Path, head_counts=HEAD_COUNTS,
         acc, exact, loss = accuracy(model, held_out(), task)
         log(f"  {heads} heads: held-out digit accuracy {acc:.2%}, whole sequences {exact:.2%} ({curve.seconds} s)")
         summary["models"].append(
-            {"heads": heads, "accuracy": round(acc, 5), "sequence_accuracy": round(exact, 5),
-             "held_out_loss": round(loss, 5), "steps": recipe.steps, "curve": asdict(curve)}
-        )  # fmt: skip
+            {
+                "heads": heads,
+                "accuracy": round(acc, 5),
+                "sequence_accuracy": round(exact, 5),
+                "held_out_loss": round(loss, 5),
+                "steps": recipe.steps,
+                "curve": asdict(curve),
+            }
+        )
     (out / "curves.json").write_text(json.dumps(summary, indent=1))
     return summary
 
@@ -242,8 +248,14 @@ def held_out_accuracy(task: str, root: Path = FOLDER, device=None) -> dict:
     models = []
     for heads in sorted(record):
         acc, exact, _ = accuracy(TinyEncoder.load(folder, name(heads), device), held_out(), task)
-        models.append({"heads": heads, "accuracy": round(acc, 5), "sequence_accuracy": round(exact, 5),
-                       "steps": record[heads]["steps"]})  # fmt: skip
+        models.append(
+            {
+                "heads": heads,
+                "accuracy": round(acc, 5),
+                "sequence_accuracy": round(exact, 5),
+                "steps": record[heads]["steps"],
+            }
+        )
     return {"task": task, "held_out": HELD_OUT_N, "models": models}
 
 
@@ -290,7 +302,9 @@ def main(tasks=TASKS, steps: int | None = None, root: Path = FOLDER) -> int:
         print(f"task: {task} of {LENGTH} digits; {recipe}")
         summary = train_all(task, recipe, folder_of(task, root))
         for m in summary["models"]:
-            print(f"{task}, {m['heads']} heads: held-out digit accuracy {m['accuracy']:.2%}, "
-                  f"sequences {m['sequence_accuracy']:.2%}")  # fmt: skip
+            print(
+                f"{task}, {m['heads']} heads: held-out digit accuracy {m['accuracy']:.2%}, "
+                f"sequences {m['sequence_accuracy']:.2%}"
+            )
         print(f"saved {folder_of(task, root)}")
     return 0

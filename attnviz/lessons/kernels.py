@@ -87,8 +87,9 @@ def block_sparse(n: int, block: int, *, neighbours: int = 1, global_blocks: int 
     return m & causal_mask(n) if causal else m
 
 
-def make(name: str, n: int, *, width: int = 4, stride: int = 4, block: int = 4, real: int | None = None,
-         causal: bool = False) -> Tensor:  # fmt: skip
+def make(
+    name: str, n: int, *, width: int = 4, stride: int = 4, block: int = 4, real: int | None = None, causal: bool = False
+) -> Tensor:
     """One of MASKS by name, (n, n) bool; `causal` is and-ed into the patterns that have both forms."""
     if name == "full":
         return full(n)

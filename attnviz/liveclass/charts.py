@@ -31,24 +31,50 @@ def poll_figure(
         values = [float(a) for a, n in answers.items() for _ in range(n)]
         fig = go.Figure(go.Histogram(x=values, nbinsx=20, name="the class", marker_color="#1f77b4"))
         actual = float(cast(float, model))  # a number poll's model is the actual percentage
-        fig.add_vline(x=actual, line_color="#d62728", line_width=3,
-                      annotation_text=f"the model: {actual:.1f}%", annotation_position="top")  # fmt: skip
+        fig.add_vline(
+            x=actual,
+            line_color="#d62728",
+            line_width=3,
+            annotation_text=f"the model: {actual:.1f}%",
+            annotation_position="top",
+        )
         fig.update_xaxes(title="answer (%)")
         fig.update_yaxes(title="students")
         return _layout(fig, "The class's answers, and the model's", style)
     fig = make_subplots(rows=1, cols=2, subplot_titles=("The class", "The model"), horizontal_spacing=0.12)
     labels = [html_text(o) for o in options]
-    fig.add_trace(go.Bar(x=labels, y=[answers.get(o, 0) for o in options], name="students", marker_color="#1f77b4",
-                         hovertemplate="%{x}<br>%{y} student(s)<extra></extra>"), 1, 1)  # fmt: skip
+    fig.add_trace(
+        go.Bar(
+            x=labels,
+            y=[answers.get(o, 0) for o in options],
+            name="students",
+            marker_color="#1f77b4",
+            hovertemplate="%{x}<br>%{y} student(s)<extra></extra>",
+        ),
+        1,
+        1,
+    )
     if kind in ("token", "which head"):
         row = [float(v) for v in cast(Sequence[float], model)]  # a value per option: weights, or loss increases
         what = "attention weight" if kind == "token" else "loss increase (nats)"
-        fig.add_trace(go.Bar(x=labels, y=row, name=what, marker_color="#d62728",
-                             hovertemplate="%{x}<br>%{y:.3f}<extra></extra>"), 1, 2)  # fmt: skip
+        fig.add_trace(
+            go.Bar(x=labels, y=row, name=what, marker_color="#d62728", hovertemplate="%{x}<br>%{y:.3f}<extra></extra>"),
+            1,
+            2,
+        )
         fig.update_yaxes(title_text=what, row=1, col=2)
     else:
-        fig.add_trace(go.Bar(x=labels, y=[1.0 if o == model else 0.0 for o in options], name="the model's label",
-                             marker_color="#d62728", hovertemplate="%{x}<extra></extra>"), 1, 2)  # fmt: skip
+        fig.add_trace(
+            go.Bar(
+                x=labels,
+                y=[1.0 if o == model else 0.0 for o in options],
+                name="the model's label",
+                marker_color="#d62728",
+                hovertemplate="%{x}<extra></extra>",
+            ),
+            1,
+            2,
+        )
         fig.update_yaxes(showticklabels=False, row=1, col=2)
     fig.update_yaxes(title_text="students", row=1, col=1)
     fig.update_xaxes(tickangle=-45)

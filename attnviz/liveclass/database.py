@@ -98,8 +98,9 @@ def sqlite_engine(url: sa.URL) -> sa.Engine:
     so a call a second later sees it."""
     path = Path(url.database or "")  # database_url() gives every SQLite URL its file
     path.parent.mkdir(parents=True, exist_ok=True)
-    engine = sa.create_engine(url, connect_args={"timeout": 30, "check_same_thread": False}, pool_size=8,
-                              max_overflow=56, pool_timeout=60)  # fmt: skip
+    engine = sa.create_engine(
+        url, connect_args={"timeout": 30, "check_same_thread": False}, pool_size=8, max_overflow=56, pool_timeout=60
+    )
 
     wal = path.with_name(path.name + "-wal")
 
@@ -141,6 +142,11 @@ def postgres_engine(url: sa.URL) -> sa.Engine:
     """PostgreSQL: a pool checked before use, a 10 s connect timeout, the class's name in pg_stat_activity, and text
     in UTF-8 whatever the database's encoding (in a SQL_ASCII database, made by an initdb with no UTF-8 locale,
     psycopg would hand back bytes: SQLAlchemy's first query failed on them)."""
-    return sa.create_engine(url, pool_pre_ping=True, pool_size=8, max_overflow=32, pool_timeout=60,
-                            connect_args={"connect_timeout": 10, "application_name": "attnviz",
-                                          "client_encoding": "utf8"})  # fmt: skip
+    return sa.create_engine(
+        url,
+        pool_pre_ping=True,
+        pool_size=8,
+        max_overflow=32,
+        pool_timeout=60,
+        connect_args={"connect_timeout": 10, "application_name": "attnviz", "client_encoding": "utf8"},
+    )

@@ -15,7 +15,8 @@ SCHEMA_LOCK = 0x617474  # the advisory lock replicas take to create or migrate t
 metadata = sa.MetaData()
 Time = sa.Float(precision=53)  # time.time(): SQLite's REAL, PostgreSQL's double precision
 sa.Table(
-    "classes", metadata,
+    "classes",
+    metadata,
     sa.Column("code", sa.Text, primary_key=True),
     sa.Column("secret_hash", sa.Text, nullable=False),
     sa.Column("created", Time, nullable=False),
@@ -24,9 +25,10 @@ sa.Table(
     sa.Column("version", sa.Integer, nullable=False, server_default="0"),
     sa.Column("changed", Time, nullable=False, server_default="0"),
     sa.Column("locked", sa.Integer, nullable=False, server_default="0"),
-)  # fmt: skip
+)
 sa.Table(
-    "students", metadata,
+    "students",
+    metadata,
     sa.Column("code", sa.Text, sa.ForeignKey("classes.code"), primary_key=True),
     sa.Column("student", sa.Text, primary_key=True),
     sa.Column("name", sa.Text, nullable=False, server_default=""),
@@ -34,9 +36,10 @@ sa.Table(
     sa.Column("seen", Time, nullable=False),
     sa.Column("joined", Time, nullable=False, server_default="0"),
     sa.Column("removed", sa.Integer, nullable=False, server_default="0"),
-)  # fmt: skip
+)
 sa.Table(
-    "polls", metadata,
+    "polls",
+    metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("code", sa.Text, sa.ForeignKey("classes.code"), nullable=False),
     sa.Column("kind", sa.Text, nullable=False),
@@ -47,19 +50,21 @@ sa.Table(
     sa.Column("revealed", sa.Integer, nullable=False, server_default="0"),
     sa.Index("polls_by_class", "code", "id"),
     sqlite_autoincrement=True,
-)  # fmt: skip
+)
 sa.Table(
-    "answers", metadata,
+    "answers",
+    metadata,
     sa.Column("poll", sa.Integer, sa.ForeignKey("polls.id"), primary_key=True),
     sa.Column("student", sa.Text, primary_key=True),
     sa.Column("answer", sa.Text, nullable=False),
     sa.Column("at", Time, nullable=False),
-)  # fmt: skip
+)
 sa.Table(
-    "voters", metadata,
+    "voters",
+    metadata,
     sa.Column("poll", sa.Integer, sa.ForeignKey("polls.id"), primary_key=True),
     sa.Column("student", sa.Text, primary_key=True),
-)  # fmt: skip
+)
 ADDED_COLUMNS = {  # columns newer than a database may be: added on start (table -> column -> definition)
     "classes": {"locked": "INTEGER NOT NULL DEFAULT 0"},
     "students": {"joined": "DOUBLE PRECISION NOT NULL DEFAULT 0", "removed": "INTEGER NOT NULL DEFAULT 0"},

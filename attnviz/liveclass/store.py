@@ -233,8 +233,9 @@ class Store:
         row = self._one("SELECT * FROM classes WHERE code = :code", code=clean_code(code))
         if row is None or row["expires"] < time.time():
             raise ClassNotFound(ClassNotFound.message(code))
-        return ClassInfo(row["code"], row["created"], row["expires"], json.loads(row["view"]), row["version"],
-                         row["changed"])  # fmt: skip
+        return ClassInfo(
+            row["code"], row["created"], row["expires"], json.loads(row["view"]), row["version"], row["changed"]
+        )
 
     def moment(self, code: str) -> Moment | None:
         """The class, its newest poll and its removed students, on one connection (what a follower needs each beat
@@ -245,8 +246,9 @@ class Store:
             if row is None or row["expires"] < time.time():
                 return None
             removed = frozenset(db.execute(REMOVED_SQL, {"code": code}).scalars())
-        info = ClassInfo(row["code"], row["created"], row["expires"], json.loads(row["view"]), row["version"],
-                         row["changed"])  # fmt: skip
+        info = ClassInfo(
+            row["code"], row["created"], row["expires"], json.loads(row["view"]), row["version"], row["changed"]
+        )
         return Moment(info, row["poll"], bool(row["revealed"]), removed)
 
     def is_teacher(self, code: str, secret: str | None) -> bool:
@@ -308,8 +310,9 @@ class Store:
         """The teacher closes the class to new students (those already in stay), or opens it again."""
         code = self._check(code, secret)
         with self._write(code) as db:
-            db.execute(text("UPDATE classes SET locked = :locked WHERE code = :code"),
-                       {"locked": int(locked), "code": code})  # fmt: skip
+            db.execute(
+                text("UPDATE classes SET locked = :locked WHERE code = :code"), {"locked": int(locked), "code": code}
+            )
 
     def locked(self, code: str) -> bool:
         """Whether the class takes no new students."""
@@ -328,8 +331,13 @@ class Store:
 
     def removed(self, code: str, student: str) -> bool:
         """Whether the teacher removed this student."""
-        return bool(self._value("SELECT removed FROM students WHERE code = :code AND student = :student",
-                                code=clean_code(code), student=student))  # fmt: skip
+        return bool(
+            self._value(
+                "SELECT removed FROM students WHERE code = :code AND student = :student",
+                code=clean_code(code),
+                student=student,
+            )
+        )
 
     def roster(self, code: str, secret: str | None) -> list[dict]:
         """The teacher's list of the students seen in the last FOLLOWING_WITHIN seconds: id, name, following."""
@@ -355,8 +363,10 @@ class Store:
     def seen(self, code: str, student: str) -> None:
         """A student's page checked in (followers do, every ten seconds)."""
         with self._write() as db:
-            db.execute(text("UPDATE students SET seen = :now WHERE code = :code AND student = :student"),
-                       {"now": time.time(), "code": clean_code(code), "student": student})  # fmt: skip
+            db.execute(
+                text("UPDATE students SET seen = :now WHERE code = :code AND student = :student"),
+                {"now": time.time(), "code": clean_code(code), "student": student},
+            )
 
     def students(self, code: str, within: float = FOLLOWING_WITHIN) -> tuple[int, int]:
         """(students seen in the last `within` seconds, of whom following); removed students are not counted."""
@@ -370,8 +380,9 @@ class Store:
 
     # --- polls ---------------------------------------------------------------------------------------------------
 
-    def start_poll(self, code: str, secret: str | None, kind: str, question: str, options: list[str],
-                   view: dict) -> int:  # fmt: skip
+    def start_poll(
+        self, code: str, secret: str | None, kind: str, question: str, options: list[str], view: dict
+    ) -> int:
         """The teacher asks a question about a view; its id. Students see the newest poll of their class; those
         following it now (seen in the last FOLLOWING_WITHIN seconds) are its voters, and only they may answer."""
         if kind not in POLL_KINDS:
@@ -391,7 +402,7 @@ class Store:
                     "options": json.dumps(list(options)),
                     "view": json.dumps(view, sort_keys=True),
                     "now": now,
-                },  # fmt: skip
+                },
             ).scalar_one()
             db.execute(
                 text(
@@ -419,13 +430,22 @@ class Store:
     def _poll(self, row) -> Poll | None:
         if row is None:
             return None
-        return Poll(row["id"], row["code"], row["kind"], row["question"], json.loads(row["options"]),
-                    json.loads(row["view"]), row["created"], bool(row["revealed"]))  # fmt: skip
+        return Poll(
+            row["id"],
+            row["code"],
+            row["kind"],
+            row["question"],
+            json.loads(row["options"]),
+            json.loads(row["view"]),
+            row["created"],
+            bool(row["revealed"]),
+        )
 
     def current_poll(self, code: str) -> Poll | None:
         """The class's newest poll, or None."""
-        return self._poll(self._one("SELECT * FROM polls WHERE code = :code ORDER BY id DESC LIMIT 1",
-                                    code=clean_code(code)))  # fmt: skip
+        return self._poll(
+            self._one("SELECT * FROM polls WHERE code = :code ORDER BY id DESC LIMIT 1", code=clean_code(code))
+        )
 
     def poll(self, poll_id: int) -> Poll | None:
         """A poll by id, or None."""
@@ -473,8 +493,9 @@ class Store:
 
     def answered(self, poll_id: int, student: str) -> str | None:
         """The student's answer to a poll, or None."""
-        return self._value("SELECT answer FROM answers WHERE poll = :poll AND student = :student",
-                           poll=int(poll_id), student=student)  # fmt: skip
+        return self._value(
+            "SELECT answer FROM answers WHERE poll = :poll AND student = :student", poll=int(poll_id), student=student
+        )
 
     def count(self, poll_id: int) -> int:
         """How many students have answered."""
@@ -484,13 +505,16 @@ class Store:
         """The teacher shows the class's answers."""
         code = self._check(code, secret)
         with self._write(code) as db:
-            db.execute(text("UPDATE polls SET revealed = 1 WHERE id = :poll AND code = :code"),
-                       {"poll": int(poll_id), "code": code})  # fmt: skip
+            db.execute(
+                text("UPDATE polls SET revealed = 1 WHERE id = :poll AND code = :code"),
+                {"poll": int(poll_id), "code": code},
+            )
 
     def results(self, poll_id: int) -> Counter:
         """{answer: how many students gave it}."""
-        rows = self._all("SELECT answer, COUNT(*) AS n FROM answers WHERE poll = :poll GROUP BY answer",
-                         poll=int(poll_id))  # fmt: skip
+        rows = self._all(
+            "SELECT answer, COUNT(*) AS n FROM answers WHERE poll = :poll GROUP BY answer", poll=int(poll_id)
+        )
         return Counter({r["answer"]: int(r["n"]) for r in rows})
 
     def results_csv(self, code: str, secret: str | None, poll_id: int) -> str:
@@ -511,8 +535,9 @@ class Store:
         writer.writerow(["poll", "question", "student", "answer", "answered_at_utc"])
         for r in rows:
             at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(r["at"]))
-            writer.writerow([poll_id, poll.question, _csv_safe(r["name"] or r["student"][:8]), _csv_safe(r["answer"]),
-                             at])  # fmt: skip
+            writer.writerow(
+                [poll_id, poll.question, _csv_safe(r["name"] or r["student"][:8]), _csv_safe(r["answer"]), at]
+            )
         return out.getvalue()
 
 

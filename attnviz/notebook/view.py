@@ -53,8 +53,10 @@ class View:
     def __post_init__(self) -> None:
         n_l, n_h = self.result.n_layers, self.result.n_heads
         if not 0 <= self.layer < n_l or not 0 <= self.head < n_h:
-            raise ValueError(f"layer and head are 0-based here: this attention has layers 0-{n_l - 1} and heads "
-                             f"0-{n_h - 1} (got layer {self.layer}, head {self.head})")  # fmt: skip
+            raise ValueError(
+                f"layer and head are 0-based here: this attention has layers 0-{n_l - 1} and heads "
+                f"0-{n_h - 1} (got layer {self.layer}, head {self.head})"
+            )
         if self.statistic not in STATISTICS:
             raise ValueError(f"statistic is one of {', '.join(STATISTICS)} (got {self.statistic!r})")
 
@@ -74,8 +76,9 @@ class View:
         ]
 
     def _charts(self) -> str:
-        return "".join(pio.to_html(fig, include_plotlyjs=False, full_html=False, config=CONFIG)
-                       for fig in self.figures())  # fmt: skip
+        return "".join(
+            pio.to_html(fig, include_plotlyjs=False, full_html=False, config=CONFIG) for fig in self.figures()
+        )
 
     def _caption(self) -> str:
         r = self.result
@@ -136,8 +139,11 @@ class View:
         """The one head's map (or every head of the layer, long form) as CSV, tokens with their positions."""
         r = self.result
         w = r.weights[self.layer].numpy()
-        text = (export.layer_csv(w, r.target_tokens, r.source_tokens) if whole_layer
-                else export.matrix_csv(w[self.head], r.target_tokens, r.source_tokens))  # fmt: skip
+        text = (
+            export.layer_csv(w, r.target_tokens, r.source_tokens)
+            if whole_layer
+            else export.matrix_csv(w[self.head], r.target_tokens, r.source_tokens)
+        )
         out = Path(path)
         out.write_text(text, encoding="utf-8")
         return out
@@ -145,8 +151,9 @@ class View:
     def to_json(self, path: str | Path) -> Path:
         """The one head's weights, its tokens and what produced it, as the app's JSON bundle."""
         r = self.result
-        text = export.bundle_json(r.weights[self.layer, self.head].numpy(), r.target_tokens, r.source_tokens,
-                                  self._manifest(self.head))  # fmt: skip
+        text = export.bundle_json(
+            r.weights[self.layer, self.head].numpy(), r.target_tokens, r.source_tokens, self._manifest(self.head)
+        )
         out = Path(path)
         out.write_text(text, encoding="utf-8")
         return out
@@ -183,8 +190,13 @@ def _axis(tokens: Sequence[str] | TokenAxis, n: int, which: str) -> TokenAxis:
         axis = tokens
     else:
         pieces = tuple(str(t) for t in tokens)
-        axis = TokenAxis(tuple(piece_text(p) for p in pieces), (False,) * len(pieces), tuple(range(len(pieces))),
-                         ((0, 0),) * len(pieces), pieces=pieces)  # fmt: skip
+        axis = TokenAxis(
+            tuple(piece_text(p) for p in pieces),
+            (False,) * len(pieces),
+            tuple(range(len(pieces))),
+            ((0, 0),) * len(pieces),
+            pieces=pieces,
+        )
     if len(axis) != n:
         raise ValueError(f"the attention has {n} {which}, but {len(axis)} {which[:-1]} tokens were given")
     return axis
@@ -196,10 +208,13 @@ def weights_of(attention) -> torch.Tensor:
     or (H, Tq, Tk) (one layer)."""
     if isinstance(attention, list | tuple):
         if not attention:
-            raise ValueError("the attention is empty: with transformers, load the model with "
-                             "attn_implementation='eager' and call it with output_attentions=True")  # fmt: skip
-        layers = [torch.as_tensor(np.asarray(a.detach().cpu()) if hasattr(a, "detach") else np.asarray(a))
-                  for a in attention]  # fmt: skip
+            raise ValueError(
+                "the attention is empty: with transformers, load the model with "
+                "attn_implementation='eager' and call it with output_attentions=True"
+            )
+        layers = [
+            torch.as_tensor(np.asarray(a.detach().cpu()) if hasattr(a, "detach") else np.asarray(a)) for a in attention
+        ]
         if any(a.ndim != 4 for a in layers):
             raise ValueError("outputs.attentions holds one (batch, heads, queries, keys) tensor per layer")
         weights = torch.stack([a[0] for a in layers])
@@ -208,8 +223,10 @@ def weights_of(attention) -> torch.Tensor:
         if weights.ndim == 3:
             weights = weights[None]
         if weights.ndim != 4:
-            raise ValueError(f"attention is (layers, heads, queries, keys) or (heads, queries, keys), not of shape "
-                             f"{tuple(weights.shape)}")  # fmt: skip
+            raise ValueError(
+                f"attention is (layers, heads, queries, keys) or (heads, queries, keys), not of shape "
+                f"{tuple(weights.shape)}"
+            )
     return weights.float().contiguous()
 
 
@@ -231,9 +248,11 @@ def result_of(attention, tokens=None, *, key_tokens=None, model: str = "your mod
         kind = "causal" if tq == tk and not weights[..., upper].any() else "self"
     sums = weights.sum(-1)
     if (sums - 1).abs().max() > 1e-3:
-        raise ValueError(f"every row of attention weights sums to 1, but these sum to {float(sums.min()):.3g}.."
-                         f"{float(sums.max()):.3g}: pass the weights after the softmax (outputs.attentions), not "
-                         "the scores")  # fmt: skip
+        raise ValueError(
+            f"every row of attention weights sums to 1, but these sum to {float(sums.min()):.3g}.."
+            f"{float(sums.max()):.3g}: pass the weights after the softmax (outputs.attentions), not "
+            "the scores"
+        )
     return AttentionResult(weights, rows, cols, kind, model)
 
 
@@ -242,5 +261,7 @@ def as_result(value) -> AttentionResult:
     main = getattr(value, "main", value)
     if not getattr(value, "lazy", False) and hasattr(main, "weights"):
         return main
-    raise ValueError("this is a long text's attention (kept as queries and keys): show a window of it on the Heads "
-                     "page, or pass a shorter text")  # fmt: skip
+    raise ValueError(
+        "this is a long text's attention (kept as queries and keys): show a window of it on the Heads "
+        "page, or pass a shorter text"
+    )

@@ -44,8 +44,9 @@ def run_request(model: str, backend: Backend, text: str) -> api.Prepared | None:
     return st.session_state.get(RUN_KEY, {}).get((model, backend, text, None, None))
 
 
-def prepare_or_stop(model: str, backend: Backend, text: str, target: str | None = None,
-                    what_if: WhatIf | None = None) -> api.Prepared:  # fmt: skip
+def prepare_or_stop(
+    model: str, backend: Backend, text: str, target: str | None = None, what_if: WhatIf | None = None
+) -> api.Prepared:
     """This run's request through the door, as the server's policy allows: the model resolved and loaded once per
     run (a spinner while it loads); a clear message, and the page stops, if it cannot be."""
     made = st.session_state.setdefault(RUN_KEY, {})
@@ -92,8 +93,10 @@ def heavy(what: str, estimate: int, compute: Callable[[], T]) -> T:
     note = st.empty()
 
     def waiting(place: int, count: int) -> None:
-        note.info(f"Heavy work waits its turn on this server ({escape.md(what)}): place {place} of {count} in line. "
-                  "Typed sentences on the loaded models still work meanwhile.")  # fmt: skip
+        note.info(
+            f"Heavy work waits its turn on this server ({escape.md(what)}): place {place} of {count} in line. "
+            "Typed sentences on the loaded models still work meanwhile."
+        )
 
     try:
         with service.admission().admitted(owner, what, estimate, waiting):

@@ -29,15 +29,18 @@ def teacher_links(here: Seat) -> None:
     """The student link, its QR code, who is here, when the class ends."""
     info = seat.store().get(here.code)
     url = seat.links(here.code)["student_url"]
-    st.markdown(f"Students open this address, scan the code below, or type the class code **{here.code}** on the "
-                "Class page:")  # fmt: skip
+    st.markdown(
+        f"Students open this address, scan the code below, or type the class code **{here.code}** on the Class page:"
+    )
     st.code(url, language=None, wrap_lines=True)  # the address as it is (never markup), with a copy button
     if reach.is_loopback(reach.url_host(url)):
         st.warning(reach.LOOPBACK_WARNING.format(url=escape.md(seat.base_url())))
     st.image(qr_png(url), caption="The student link", width=200)
     n, following = seat.store().students(here.code)
-    st.caption(f"{n} student(s) seen in the last 30 s, {following} following. The class ends at "
-               f"{time.strftime('%H:%M UTC', time.gmtime(info.expires))}.")  # fmt: skip
+    st.caption(
+        f"{n} student(s) seen in the last 30 s, {following} following. The class ends at "
+        f"{time.strftime('%H:%M UTC', time.gmtime(info.expires))}."
+    )
 
 
 def student_panel(here: Seat) -> None:

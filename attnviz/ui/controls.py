@@ -22,33 +22,63 @@ CHOICES = {  # choice -> (what the menu says, model, backend); "hub" takes its m
     "hub": ("Another model (Hugging Face hub id)…", None, "hf"),
 }
 GLOSSARY = (  # the words a student meets on the pages, each once, in plain words (the sidebar's "Words" popover)
-    ("Token", "A piece of the text as the model reads it: a word, part of a word (“##ing”, “ing”), a mark, or a "
-     "marker of the model's own ([CLS], [SEP])."),
-    ("Query, key", "Each token asks (its query) and offers (its key). Rows of a map are queries, the token looking; "
-     "columns are keys, the token looked at."),
-    ("Attention weight", "How much of a query's attention goes to one key: 0 to 1, each row sums to 1. The colour bar "
-     "beside a map gives the scale."),
-    ("Head, layer", "A head is one attention pattern; a layer has several heads side by side, and the model stacks "
-     "layers. “L3 H5”: layer 3, head 5 (counted from 1)."),
+    (
+        "Token",
+        "A piece of the text as the model reads it: a word, part of a word (“##ing”, “ing”), a mark, or a "
+        "marker of the model's own ([CLS], [SEP]).",
+    ),
+    (
+        "Query, key",
+        "Each token asks (its query) and offers (its key). Rows of a map are queries, the token looking; "
+        "columns are keys, the token looked at.",
+    ),
+    (
+        "Attention weight",
+        "How much of a query's attention goes to one key: 0 to 1, each row sums to 1. The colour bar "
+        "beside a map gives the scale.",
+    ),
+    (
+        "Head, layer",
+        "A head is one attention pattern; a layer has several heads side by side, and the model stacks "
+        "layers. “L3 H5”: layer 3, head 5 (counted from 1).",
+    ),
     ("Masked (causal)", "A token may look only at itself and what came before it: the grey triangle of a decoder."),
     ("Previous-token head", "A head whose queries mostly look at the token just before them (“prev” in tables)."),
-    ("Entropy, nats", "How spread out a row's attention is: 0 when all of it goes to one token, higher when it is "
-     "spread; nats are entropy measured with the natural logarithm."),
+    (
+        "Entropy, nats",
+        "How spread out a row's attention is: 0 when all of it goes to one token, higher when it is "
+        "spread; nats are entropy measured with the natural logarithm.",
+    ),
     ("Logit", "The model's raw score for each possible next token, before softmax turns scores into probabilities."),
     ("Loss", "How surprised the model is by the right next token (minus the log of its probability), in nats."),
-    ("Knocking out, patching", "Setting one head's output to zero (or its mean) to see what the model loses; patching "
-     "copies a head's output from another text."),
-    ("Rollout", "Attention followed through every layer, counting the residual connection: where a token's "
-     "information came from, roughly."),
+    (
+        "Knocking out, patching",
+        "Setting one head's output to zero (or its mean) to see what the model loses; patching "
+        "copies a head's output from another text.",
+    ),
+    (
+        "Rollout",
+        "Attention followed through every layer, counting the residual connection: where a token's "
+        "information came from, roughly.",
+    ),
     ("Pooled", "A long text's map averages blocks of tokens into one cell (“pooled 4×4”); pick one head for detail."),
-    ("‖αf(x)‖ (weighted by what each key sends)", "A head's attention weight α times the length of what the key "
-     "sends through the head (its value after the output projection, f(x); Kobayashi et al. 2020): a key looked at "
-     "a lot that sends little scores low."),
-    ("ARENA", "An open course in mechanistic interpretability (the Alignment Research Engineer Accelerator); the "
-     "Induction page computes its scores as the course's chapters 1.2 and 1.4 do."),
-    ("bench/RESULTS.md", "The file of the project's measurements, in its source code's folder: each figure a page "
-     "quotes is there, with the command that measured it and the machine it ran on."),
-)  # fmt: skip
+    (
+        "‖αf(x)‖ (weighted by what each key sends)",
+        "A head's attention weight α times the length of what the key "
+        "sends through the head (its value after the output projection, f(x); Kobayashi et al. 2020): a key looked at "
+        "a lot that sends little scores low.",
+    ),
+    (
+        "ARENA",
+        "An open course in mechanistic interpretability (the Alignment Research Engineer Accelerator); the "
+        "Induction page computes its scores as the course's chapters 1.2 and 1.4 do.",
+    ),
+    (
+        "bench/RESULTS.md",
+        "The file of the project's measurements, in its source code's folder: each figure a page "
+        "quotes is there, with the command that measured it and the machine it ran on.",
+    ),
+)
 WRAP_CSS = (  # our own constant CSS: a page's name and a widget's label wrap onto a second line, never an ellipsis
     "<style>[data-testid=stSidebarNav] a span, [data-testid=stSidebarNav] [data-testid=stMarkdownContainer], "
     "[data-testid=stSidebarNav] p, [data-testid=stWidgetLabel] [data-testid=stMarkdownContainer], "

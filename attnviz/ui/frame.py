@@ -60,8 +60,10 @@ SETTINGS = {
 def file_pages(folder: str = "app_pages") -> tuple:
     """The pages as files in `folder` (relative to the main script), made once per server: each st.Page resolves its
     file (a class of 100 redrawing at once paid for it 1,200 times)."""
-    return tuple(st.Page(f"{folder}/{stem}.py", title=title, icon=icon, default=i == 0)
-                 for i, (stem, title, icon) in enumerate(PAGES))  # fmt: skip
+    return tuple(
+        st.Page(f"{folder}/{stem}.py", title=title, icon=icon, default=i == 0)
+        for i, (stem, title, icon) in enumerate(PAGES)
+    )
 
 
 @st.cache_resource(show_spinner=False)
@@ -75,7 +77,7 @@ def render_pages() -> tuple:
             icon=icon,
             url_path=stem,
             default=i == 0,
-        )  # fmt: skip
+        )
         for i, (stem, title, icon) in enumerate(PAGES)
     )
 

@@ -132,10 +132,11 @@ def head_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int) -> Non
     tokens = lazy.target_tokens
     wtitle = f"Layer {layer + 1}, head {head + 1}: queries {q0 + 1}–{q1}, keys {k0 + 1}–{k1} (exact)"
     st.plotly_chart(
-        lazy_maps.window_map(tile.numpy(), tokens[q0:q1], tokens[k0:k1], q0, k0, outside, wtitle, style=inputs.style,
-                        masked=masked),
+        lazy_maps.window_map(
+            tile.numpy(), tokens[q0:q1], tokens[k0:k1], q0, k0, outside, wtitle, style=inputs.style, masked=masked
+        ),
         key="heads.chart.window",
-    )  # fmt: skip
+    )
     st.caption(
         "Not pooled and not renormalised: each cell is the model's own weight. A row here need not sum to 1; the "
         "grey column on the right is what each query gives to keys outside the window"
@@ -166,8 +167,14 @@ def row_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int, q0: int
     csv = "key_position,token,weight\n" + "".join(
         f"{j + 1},{json.dumps(tokens[j], ensure_ascii=False)},{values[j]:.8g}\n" for j in range(seen)
     )
-    st.download_button("Row as CSV", csv, f"attnviz_L{layer + 1}_H{head + 1}_row{i + 1}.csv", "text/csv",
-                       key="heads.export.row", on_click="ignore")  # fmt: skip
+    st.download_button(
+        "Row as CSV",
+        csv,
+        f"attnviz_L{layer + 1}_H{head + 1}_row{i + 1}.csv",
+        "text/csv",
+        key="heads.export.row",
+        on_click="ignore",
+    )
 
 
 def export_maps(inputs: Inputs, lazy: LazyAttention, maps: np.ndarray, f: int, layer: int | None, key: str) -> None:
@@ -193,8 +200,9 @@ def export_maps(inputs: Inputs, lazy: LazyAttention, maps: np.ndarray, f: int, l
     )
 
 
-def export_window(inputs: Inputs, lazy: LazyAttention, layer: int, head: int, w: np.ndarray, q0: int, k0: int,
-                  key: str) -> None:  # fmt: skip
+def export_window(
+    inputs: Inputs, lazy: LazyAttention, layer: int, head: int, w: np.ndarray, q0: int, k0: int, key: str
+) -> None:
     """PNG, SVG, CSV and JSON of the exact window shown."""
     from attnviz.figures import export
 

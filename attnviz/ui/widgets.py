@@ -41,18 +41,30 @@ class Options:
 
 
 TOGGLES = (  # field, URL key, label, help
-    ("hide_special", "hide", "Hide special tokens", "Leave out the tokenizer's own markers ({specials}); rows are "
-     "renormalised over the tokens left."),
+    (
+        "hide_special",
+        "hide",
+        "Hide special tokens",
+        "Leave out the tokenizer's own markers ({specials}); rows are renormalised over the tokens left.",
+    ),
     ("merge_words", "merge", "Merge word pieces", "Sum over a word's key pieces, mean over its query pieces."),
-    ("first_aside", "sink", "Set the first token aside",
-     "Many heads park most of their attention on the first token (an attention sink), which darkens the rest of "
-     "the map. This drops its row and column and renormalises every row over the tokens left."),
-    ("value_weight", "value", "Weight by what each key sends",
-     "Multiply each attention weight α by the size of what that key sends through the head, the length of its "
-     "value vector after the output projection, ‖f(x)‖ (Kobayashi et al. 2020: the map then shows ‖α f(x)‖), rows "
-     "renormalised. A key that is attended to but sends almost nothing fades. For the models attnviz rebuilds: "
-     "BERT and SmolLM2."),
-)  # fmt: skip
+    (
+        "first_aside",
+        "sink",
+        "Set the first token aside",
+        "Many heads park most of their attention on the first token (an attention sink), which darkens the rest of "
+        "the map. This drops its row and column and renormalises every row over the tokens left.",
+    ),
+    (
+        "value_weight",
+        "value",
+        "Weight by what each key sends",
+        "Multiply each attention weight α by the size of what that key sends through the head, the length of its "
+        "value vector after the output projection, ‖f(x)‖ (Kobayashi et al. 2020: the map then shows ‖α f(x)‖), rows "
+        "renormalised. A key that is attended to but sends almost nothing fades. For the models attnviz rebuilds: "
+        "BERT and SmolLM2.",
+    ),
+)
 
 
 def applies(field: str, axis: TokenAxis | None) -> bool:
@@ -77,8 +89,9 @@ def options(prefix: str, axis: TokenAxis | None = None, projector: bool = False)
     for i, (field, url_key, label, help_text) in enumerate(shown):
         state.restore(f"{prefix}.{url_key}", url_key, False)
         col = columns[i % len(columns)]
-        values[field] = col.toggle(label, key=f"{prefix}.{url_key}",
-                                   help=help_text.format(specials=specials or "[CLS], [SEP], <s>"))  # fmt: skip
+        values[field] = col.toggle(
+            label, key=f"{prefix}.{url_key}", help=help_text.format(specials=specials or "[CLS], [SEP], <s>")
+        )
         state.remember(url_key, values[field])
     return Options(**values)
 
@@ -281,9 +294,14 @@ def snapshot_row(inputs: Inputs, view: dict, figures: Callable[[], list], key: s
     if held is not None:
         _, head, body = held
         size = snapshot.size(head, body) / 2**20
-        st.download_button(f"Save the snapshot (HTML, {size:.1f} MB, opens offline)",
-                           lambda: snapshot.html_file(head, body), "attnviz_snapshot.html", "text/html",
-                           key=f"{key}.save", on_click="ignore")  # fmt: skip
+        st.download_button(
+            f"Save the snapshot (HTML, {size:.1f} MB, opens offline)",
+            lambda: snapshot.html_file(head, body),
+            "attnviz_snapshot.html",
+            "text/html",
+            key=f"{key}.save",
+            on_click="ignore",
+        )
 
 
 def rows_csv(rows: list[dict]) -> str:
@@ -315,14 +333,18 @@ def qk_space(model: str, texts: list[str], layer: int, head: int, style, key: st
         st.info(escape.md(err))
         return None
     title = f"{head_name(layer, head)}: queries and keys of {space.n:,} tokens (PCA)"
-    event = st.plotly_chart(corpus_charts.qk_scatter(space.points, space.contexts, title, style=style), key=key,
-                            on_select="rerun", selection_mode="points")  # fmt: skip
+    event = st.plotly_chart(
+        corpus_charts.qk_scatter(space.points, space.contexts, title, style=style),
+        key=key,
+        on_select="rerun",
+        selection_mode="points",
+    )
     st.caption(
         f"Faithfulness: Spearman's ρ = {space.faithfulness:.2f} between a query–key pair's dot product and minus its "
         f"distance in this plot, over {space.pairs:,} pairs a query may attend to (1: nearer always means more "
         f"attention; the two axes keep {space.explained or 0:.0%} of the variance). The keys were scaled and moved "
         "to the queries' centroid as AttentionViz does: no attention weight changes. Hover a point for its token."
-    )  # fmt: skip
+    )
     points = event.get("selection", {}).get("points", []) if event else []
     clicked = int(points[0]["customdata"][0]) if points and points[0].get("customdata") is not None else None
     return space, clicked

@@ -69,8 +69,13 @@ def test_corpus_average_is_the_mean():
 
 def test_punctuation_is_judged_by_the_characters_a_token_covers():
     text = "Hi, you."
-    axis = TokenAxis(("[CLS]", "Ġhi", "Ġ,", "you", "##.", "[SEP]"), SPECIAL, tuple(range(6)),
-                     (NO_SPAN, (0, 2), (2, 3), (4, 7), (7, 8), NO_SPAN), text)  # fmt: skip
+    axis = TokenAxis(
+        ("[CLS]", "Ġhi", "Ġ,", "you", "##.", "[SEP]"),
+        SPECIAL,
+        tuple(range(6)),
+        (NO_SPAN, (0, 2), (2, 3), (4, 7), (7, 8), NO_SPAN),
+        text,
+    )
     assert head_stats.punctuation(axis) == [False, False, True, False, True, False]
 
 

@@ -72,7 +72,7 @@ def test_a_candidate_of_several_pieces_takes_the_max_over_its_content_pieces_not
         (44, 50),
         (50, 51),
         NO_SPAN,
-    ]  # fmt: skip  ("play" + "wright" are two pieces)
+    ]  # "play" + "wright" are two pieces
     case = PronounCase(text, "he", ("the playwright", "the actor"), "the playwright")
     r = _result({8: {1: 0.05, 2: 0.3, 3: 0.25, 5: 0.05, 6: 0.35}}, _axis(text, offs))
     vote = pronoun_scores.scores(r, case, "vote")[0, 0]
@@ -81,8 +81,13 @@ def test_a_candidate_of_several_pieces_takes_the_max_over_its_content_pieces_not
 
 
 def test_one_character_pieces_are_not_content_when_a_candidate_has_several():
-    axis = TokenAxis(("[CLS]", "dog", "'", "s", "x", "[SEP]"), (True, False, False, False, False, True),
-                     (0, 1, 2, 3, 4, 5), (NO_SPAN, (0, 3), (3, 4), (4, 5), (6, 7), NO_SPAN), "dog's x")  # fmt: skip
+    axis = TokenAxis(
+        ("[CLS]", "dog", "'", "s", "x", "[SEP]"),
+        (True, False, False, False, False, True),
+        (0, 1, 2, 3, 4, 5),
+        (NO_SPAN, (0, 3), (3, 4), (4, 5), (6, 7), NO_SPAN),
+        "dog's x",
+    )
     assert pronoun_cases.content_pieces(axis, (0, 5)) == [1]
     assert pronoun_cases.content_pieces(axis, (6, 7)) == [4]  # a one-piece candidate keeps its piece
 
@@ -119,8 +124,12 @@ def test_a_causal_model_has_no_maximum_attention_score():
 
 def test_the_best_head_is_scored_on_the_half_it_was_not_picked_on():
     names = [("cat", "mouse"), ("dog", "bird"), ("fox", "hen"), ("owl", "rat")]  # four twin pairs
-    texts = ["{} chased {} as it was {}.", "Yesterday {} met {} and it said {}.", "{}, {}: it ran {} times.",
-             "Nobody knew why {} fled from {} when it was {}."]  # fmt: skip
+    texts = [
+        "{} chased {} as it was {}.",
+        "Yesterday {} met {} and it said {}.",
+        "{}, {}: it ran {} times.",
+        "Nobody knew why {} fled from {} when it was {}.",
+    ]
     cases = [
         PronounCase(t.format(a, b, i), "it", (a, b), a) for t, (a, b) in zip(texts, names, strict=True) for i in (1, 2)
     ]
@@ -179,8 +188,23 @@ def test_lesson_has_twenty_minimal_pairs_that_flip_the_answer(bundled_hf):
 
 def test_candidates_on_the_same_tokens_are_skipped_with_the_reason_not_forced():
     text = "The old house was replaced by a new one because it was falling apart."
-    words = ["The", "old", "house", "was", "replaced", "by", "a", "new", "one", "because", "it", "was", "falling",
-             "apart", "."]  # fmt: skip
+    words = [
+        "The",
+        "old",
+        "house",
+        "was",
+        "replaced",
+        "by",
+        "a",
+        "new",
+        "one",
+        "because",
+        "it",
+        "was",
+        "falling",
+        "apart",
+        ".",
+    ]
     axis = _axis(text, _offsets(text, words))
     case = PronounCase(text, "it", ("the old house", "the new house"), "the old house")
     where = pronoun_cases.locate(case)  # "the new house" is not in the text: its head noun is old house's `house`

@@ -25,8 +25,9 @@ SMALL = Settings(window=64, batch_chars=600, sample=40, top=5)
 
 @pytest.fixture(scope="module")
 def bert_run(tmp_path_factory):
-    return api.corpus(DOCS, "default", tmp_path_factory.mktemp("runs") / "bert", window=64, batch_chars=600,
-                      sample=40, top=5)  # fmt: skip
+    return api.corpus(
+        DOCS, "default", tmp_path_factory.mktemp("runs") / "bert", window=64, batch_chars=600, sample=40, top=5
+    )
 
 
 def _overview(text: str, model: str) -> dict:
@@ -83,8 +84,9 @@ def test_the_top_examples_are_the_true_maxima_with_the_keys_looked_at(bert_run):
         got = top["value"].to_numpy().reshape(6, 12, 5)
         assert np.abs(got - best).max() < 1e-5, stat
     row = ex[(ex["stat"] == "prev") & (ex["kind"] == "top")].iloc[0]
-    w = api.attention(texts[(texts["doc"] == row["doc"]) & (texts["window"] == row["window"])]["text"].iloc[0],
-                      "default").main.weights[row["layer"], row["head"], row["query"]]  # fmt: skip
+    w = api.attention(
+        texts[(texts["doc"] == row["doc"]) & (texts["window"] == row["window"])]["text"].iloc[0], "default"
+    ).main.weights[row["layer"], row["head"], row["query"]]
     assert list(row["keys"]) == torch.topk(w, 8).indices.tolist()
     assert np.allclose(row["weights"], torch.topk(w, 8).values.numpy(), atol=1e-5)
 
@@ -151,8 +153,18 @@ def test_finished_runs_are_listed_newest_first(tmp_path, bert_run):
 
 def test_ray_writes_the_embedded_runs_rows(tmp_path, bert_run):
     pytest.importorskip("ray")
-    ray_run = api.corpus(DOCS, "default", tmp_path / "ray", engine="ray", actors=2, threads=1, window=64,
-                         batch_chars=600, sample=40, top=5)  # fmt: skip
+    ray_run = api.corpus(
+        DOCS,
+        "default",
+        tmp_path / "ray",
+        engine="ray",
+        actors=2,
+        threads=1,
+        window=64,
+        batch_chars=600,
+        sample=40,
+        top=5,
+    )
     assert ray_run.manifest["engine"] == "ray"
     for name in corpus_run.TABLES:
         assert ray_run.table(name).equals(bert_run.table(name)), name

@@ -103,8 +103,9 @@ def dynamic_rope_llama_dir(tiny_llama_dir, tmp_path_factory):
 
 
 @pytest.mark.parametrize("which", ["llama hf", "llama scratch", "bert scratch"])
-def test_a_short_pass_never_waits_for_another_sessions_pass_on_a_model_attnviz_knows(which, tiny_llama_dir,
-                                                                                     bundled_scratch):  # fmt: skip
+def test_a_short_pass_never_waits_for_another_sessions_pass_on_a_model_attnviz_knows(
+    which, tiny_llama_dir, bundled_scratch
+):
     if which == "bert scratch":
         engine = bundled_scratch
     else:

@@ -48,8 +48,12 @@ def test_trace_ignores_other_threads_and_removes_its_hooks():
         other.join()
 
     steps = shapes.trace(model, call)
-    assert [(s.name, s.outputs) for s in steps] == [("0", ((5, 8),)), ("1", ((5, 8),)), ("2", ((5, 2),)),
-                                                     ("", ((5, 2),))]  # fmt: skip
+    assert [(s.name, s.outputs) for s in steps] == [
+        ("0", ((5, 8),)),
+        ("1", ((5, 8),)),
+        ("2", ((5, 2),)),
+        ("", ((5, 2),)),
+    ]
     assert all(not m._forward_hooks for m in model.modules())
 
 

@@ -108,17 +108,25 @@ def test_a_grid_labels_every_token_on_every_map_up_to_64_and_none_past_it():
 def test_projector_mode_scales_every_maps_labels_by_at_least_one_and_a_half():
     r = _random_result(l=1, h=4, t=12)
     plain, big = interactive.Style(), interactive.Style(projector=True)
-    for build in (lambda s: interactive.head_grid(r, 0, style=s), lambda s: interactive.head_map(r, 0, 0, style=s),
-                  lambda s: interactive.matrix(np.eye(12), "m", rows=list("abcdefghijkl"), style=s)):  # fmt: skip
+    for build in (
+        lambda s: interactive.head_grid(r, 0, style=s),
+        lambda s: interactive.head_map(r, 0, 0, style=s),
+        lambda s: interactive.matrix(np.eye(12), "m", rows=list("abcdefghijkl"), style=s),
+    ):
         a, b = build(plain), build(big)
         assert b.layout.font.size >= 1.5 * a.layout.font.size
         assert b.layout.height >= a.layout.height
 
 
 def test_every_small_matrix_has_a_colour_bar_a_title_in_lines_and_a_stated_label_rule():
-    fig = interactive.matrix(np.random.rand(64, 32), "PE: 64 positions × 32 dimensions, compared each with each",
-                             rows=[str(i) for i in range(64)], cols=[f"d{i}" for i in range(32)],
-                             style=interactive.Style(), signed=False)  # fmt: skip
+    fig = interactive.matrix(
+        np.random.rand(64, 32),
+        "PE: 64 positions × 32 dimensions, compared each with each",
+        rows=[str(i) for i in range(64)],
+        cols=[f"d{i}" for i in range(32)],
+        style=interactive.Style(),
+        signed=False,
+    )
     heat = fig.data[0]
     assert heat.showscale is not False and heat.colorbar.title.text == "weight"
     assert "<br>" in fig.layout.title.text  # wrapped to the column, never cut
@@ -147,8 +155,9 @@ def test_small_maps_side_by_side_stand_as_many_a_row_as_leave_every_token_its_la
     for style in (Style(), Style(projector=True)):
         k, px = maps_a_row(labels, len(labels), style, most=3)
         assert k * px + (k - 1) * COLUMN_GAP <= MAIN_PX[style.projector]
-        fig = matrix(np.random.rand(16, 16), "softmax: attention weights", rows=labels, cols=labels, style=style,
-                     width=px)  # fmt: skip
+        fig = matrix(
+            np.random.rand(16, 16), "softmax: attention weights", rows=labels, cols=labels, style=style, width=px
+        )
         assert list(fig.layout.xaxis.tickvals) == labels and list(fig.layout.yaxis.tickvals) == labels
         per_row[style.projector] = k
     assert per_row[False] > per_row[True] >= 1

@@ -27,8 +27,9 @@ def test_the_exact_window_keeps_its_weights_masks_and_the_share_outside_and_esca
 
     w = np.array([[0.5, 0.0], [0.2, 0.3]], dtype=np.float32)
     masked = np.array([[False, True], [False, False]])
-    fig = lazy_maps.window_map(w, ["<script>x</script>", "it"], ["a", "b"], 1030, 7, np.array([0.5, 0.5]), "t",
-                          masked=masked)  # fmt: skip
+    fig = lazy_maps.window_map(
+        w, ["<script>x</script>", "it"], ["a", "b"], 1030, 7, np.array([0.5, 0.5]), "t", masked=masked
+    )
     z = array(fig.data[0].z)
     assert np.isnan(z[0, 1]) and z[1].tolist() == pytest.approx([0.2, 0.3])  # masked cells are gaps, not zeros
     assert array(fig.data[1].z).ravel().tolist() == [0.5, 0.5]  # what each row gives to keys outside the window

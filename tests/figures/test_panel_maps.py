@@ -61,8 +61,11 @@ def test_side_by_side_panels_stand_in_rows_that_leave_every_key_its_label_and_tw
     clear of the next one's title and key labels; the two colour bars stacked, not side by side."""
     toks = tuple(f"tok{i}" for i in range(16))
     w = np.full((16, 16), 1 / 16)
-    panels = [panel_maps.Panel("bidirectional", w, toks, toks), panel_maps.Panel("causal", w, toks, toks),
-              panel_maps.Panel("difference", w - w.T, toks, toks, signed=True)]  # fmt: skip
+    panels = [
+        panel_maps.Panel("bidirectional", w, toks, toks),
+        panel_maps.Panel("causal", w, toks, toks),
+        panel_maps.Panel("difference", w - w.T, toks, toks, signed=True),
+    ]
     for style, per_row in ((interactive.Style(), 2), (interactive.Style(projector=True), 1)):
         assert panel_maps.panels_a_row(panels, style) == per_row
         fig = panel_maps.side_by_side(panels, style=style)
@@ -80,8 +83,10 @@ def test_side_by_side_panels_stand_in_rows_that_leave_every_key_its_label_and_tw
         bars = fig.layout.coloraxis.colorbar, fig.layout.coloraxis2.colorbar
         assert bars[0].y - bars[0].len >= bars[1].y + bars[1].len - 1e-9  # the weight bar over the difference's
     keys = tuple(f"k{i}" for i in range(40))  # one panel of 40 keys on a projector: no layout gives each its line
-    alone = panel_maps.side_by_side([panel_maps.Panel("steps", np.full((3, 40), 1 / 40), ("a", "b", "c"), keys)],
-                                     style=interactive.Style(projector=True))  # fmt: skip
+    alone = panel_maps.side_by_side(
+        [panel_maps.Panel("steps", np.full((3, 40), 1 / 40), ("a", "b", "c"), keys)],
+        style=interactive.Style(projector=True),
+    )
     step = int(alone.layout.xaxis.title.text.split()[2][:-2])
     assert step > 1 and alone.layout.xaxis.title.text == f"key: every {step}{layout.ordinal(step)} of 40 labelled"
     assert list(alone.layout.xaxis.tickvals) == [f"k{i} ·{i + 1}" for i in range(0, 40, step)]

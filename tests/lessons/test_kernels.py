@@ -104,8 +104,14 @@ def test_looped_heads_equal_batched_heads(device):
 def test_heads_cost_measures_every_plan():
     rows = cost.heads_cost(64, 32, (1, 4), kv_heads={4: (2, 1)}, repeats=1, device="cpu")
     plan = [(r.heads, r.kv_heads, r.method) for r in rows]
-    assert plan == [(1, 1, "batched"), (1, 1, "loop over heads"), (4, 4, "batched"), (4, 4, "loop over heads"),
-                    (4, 2, "batched"), (4, 1, "batched")]  # fmt: skip
+    assert plan == [
+        (1, 1, "batched"),
+        (1, 1, "loop over heads"),
+        (4, 4, "batched"),
+        (4, 4, "loop over heads"),
+        (4, 2, "batched"),
+        (4, 1, "batched"),
+    ]
     assert all(r.ms > 0 and r.peak_mb is None for r in rows)
     assert [r.kv_mb for r in rows[-2:]] == [2 * 32 * 2 * 16 * 4 / 2**20, 2 * 32 * 1 * 16 * 4 / 2**20]
 

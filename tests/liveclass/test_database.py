@@ -42,8 +42,11 @@ def test_the_database_setting_is_a_path_or_a_postgresql_url_and_nothing_else(tmp
 def test_a_database_error_is_one_line_with_no_statement_and_no_password():
     import sqlalchemy as sa
 
-    err = sa.exc.OperationalError("SELECT secret_hash FROM classes WHERE code = :code", {"code": "ABCDEF"},
-                                  Exception("could not reach postgresql://u:pw@db:5432/x"))  # fmt: skip
+    err = sa.exc.OperationalError(
+        "SELECT secret_hash FROM classes WHERE code = :code",
+        {"code": "ABCDEF"},
+        Exception("could not reach postgresql://u:pw@db:5432/x"),
+    )
     assert "SELECT" in str(err) and "ABCDEF" in str(err)  # SQLAlchemy's own text names both
     line = database.error_line(err)
     assert "\n" not in line and "SELECT" not in line and "ABCDEF" not in line and "pw" not in line

@@ -103,8 +103,9 @@ def test_which_head_matters_most_is_the_largest_loss_increase_and_a_poll_takes_i
 def test_a_snapshot_escapes_what_people_typed():
     import plotly.graph_objects as go
 
-    head, body = snapshot.parts("<script>alert(1)</script>", {"text": "<img src=x onerror=alert(1)>"},
-                                        [go.Figure(go.Heatmap(z=[[1]]))])  # fmt: skip
+    head, body = snapshot.parts(
+        "<script>alert(1)</script>", {"text": "<img src=x onerror=alert(1)>"}, [go.Figure(go.Heatmap(z=[[1]]))]
+    )
     page = snapshot.html_file(head, body)
     assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert "<title>&lt;script&gt;" in page

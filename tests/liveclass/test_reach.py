@@ -12,10 +12,23 @@ from attnviz.liveclass import reach
 
 @pytest.mark.parametrize(
     ("host", "loopback"),
-    [("localhost", True), ("LOCALHOST", True), ("app.localhost", True), ("127.0.0.1", True), ("127.3.4.5", True),
-     ("::1", True), ("[::1]", True), ("0.0.0.0", True), ("", True), ("192.168.1.20", False), ("10.0.0.7", False),
-     ("fe80::1", False), ("school-server.local", False), ("attnviz.example.org", False)],
-)  # fmt: skip
+    [
+        ("localhost", True),
+        ("LOCALHOST", True),
+        ("app.localhost", True),
+        ("127.0.0.1", True),
+        ("127.3.4.5", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("0.0.0.0", True),
+        ("", True),
+        ("192.168.1.20", False),
+        ("10.0.0.7", False),
+        ("fe80::1", False),
+        ("school-server.local", False),
+        ("attnviz.example.org", False),
+    ],
+)
 def test_loopback_hosts_are_this_machine_only(host, loopback):
     assert reach.is_loopback(host) is loopback
 

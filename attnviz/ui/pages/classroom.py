@@ -23,8 +23,12 @@ from attnviz.ui.frame import PAGES
 from attnviz.ui.halt import halt
 from attnviz.ui.seat import Seat
 
-KIND_TEXT = {"token": "Which word?", "head type": "What kind of head?", "number": "How much?",
-             "which head": "Which head matters most?"}  # fmt: skip
+KIND_TEXT = {
+    "token": "Which word?",
+    "head type": "What kind of head?",
+    "number": "How much?",
+    "which head": "Which head matters most?",
+}
 
 
 def start_or_join() -> None:
@@ -72,8 +76,10 @@ def teacher_view(here: Seat, inputs: Inputs) -> None:
             "app full screen or the student link, not the address bar). Anyone with it can lead the class:"
         )
         st.code(urls["teacher_url"], language=None)  # a code block: the address is shown as it is, never as markup
-    st.markdown("Students open this address or scan the code in the sidebar. Go to any page: the class sees what "
-                "you see. Come back here to ask a question about it.")  # fmt: skip
+    st.markdown(
+        "Students open this address or scan the code in the sidebar. Go to any page: the class sees what "
+        "you see. Come back here to ask a question about it."
+    )
     st.code(urls["student_url"], language=None, wrap_lines=True)
     params = seat.store().get(here.code).view.get("lesson", {})  # the last head a page of the teacher's showed
     layer, head = _index(params.get("layer")), _index(params.get("head"))
@@ -99,9 +105,12 @@ def room(here: Seat) -> None:
 def _room(here: Seat) -> None:
     secret = st.session_state["class.secret"]
     with st.expander("Who is here", expanded=False):
-        locked = st.toggle("Closed to new students", value=seat.store().locked(here.code), key="class.lock",
-                           help="Those already in stay; a new page opening the student link is told the class is "
-                           "closed.")  # fmt: skip
+        locked = st.toggle(
+            "Closed to new students",
+            value=seat.store().locked(here.code),
+            key="class.lock",
+            help="Those already in stay; a new page opening the student link is told the class is closed.",
+        )
         if locked != seat.store().locked(here.code):
             seat.store().lock(here.code, secret, locked)
         roster = seat.store().roster(here.code, secret)
@@ -109,10 +118,17 @@ def _room(here: Seat) -> None:
             st.caption("No student seen in the last 30 s.")
             return
         names = {r["student"]: f"{r['name'] or 'no name'} · {r['student'][:6]}" for r in roster}
-        st.caption(f"{len(roster)} student page(s) seen in the last 30 s: "
-                   + ", ".join(escape.md(n) for n in names.values()))  # fmt: skip
-        who = st.selectbox("Remove", list(names), index=None, format_func=names.get, key="class.remove_who",
-                           placeholder="a student page")  # fmt: skip
+        st.caption(
+            f"{len(roster)} student page(s) seen in the last 30 s: " + ", ".join(escape.md(n) for n in names.values())
+        )
+        who = st.selectbox(
+            "Remove",
+            list(names),
+            index=None,
+            format_func=names.get,
+            key="class.remove_who",
+            placeholder="a student page",
+        )
         if who and st.button("Remove from the class", key="class.remove"):
             seat.store().remove(here.code, secret, who)
             seat.forget(here.code)  # this server's pages read the removal at their next run, not a window later
@@ -143,8 +159,9 @@ def ask(
     if title:
         st.caption(f"The head you showed last, on the {title} page. Show another head on any page to ask about it.")
     else:
-        st.caption("No head shown yet in this class: show one on the Heads page (or any page with a head) to ask "
-                   "about it.")  # fmt: skip
+        st.caption(
+            "No head shown yet in this class: show one on the Heads page (or any page with a head) to ask about it."
+        )
     result = shown(cache.attention_or_stop(inputs.model, inputs.backend, inputs.text, long_ok=True), kind_shown)
     layer, head = min(layer, result.n_layers - 1), min(head, result.n_heads - 1)
     rows, cols = plain_labels(result.target_tokens), plain_labels(result.source_tokens)
@@ -154,12 +171,24 @@ def ask(
     query = key = 0
     mode = "zero"
     if kind == "which head":  # the same two ways as the Knock out page; the reveal answers in the one asked
-        mode = st.radio("Knocked out how", ablation.MODES, horizontal=True, key="class.mode",
-                        format_func={"zero": "zero (output set to 0)",
-                                     "mean": "mean (output set to its mean over a reference corpus)"}.get)  # fmt: skip
+        mode = st.radio(
+            "Knocked out how",
+            ablation.MODES,
+            horizontal=True,
+            key="class.mode",
+            format_func={
+                "zero": "zero (output set to 0)",
+                "mean": "mean (output set to its mean over a reference corpus)",
+            }.get,
+        )
     if kind in ("token", "number"):
-        query = st.selectbox("From the word", range(len(rows)), index=_pronoun(result.target_tokens),
-                             format_func=rows.__getitem__, key="class.query")  # fmt: skip
+        query = st.selectbox(
+            "From the word",
+            range(len(rows)),
+            index=_pronoun(result.target_tokens),
+            format_func=rows.__getitem__,
+            key="class.query",
+        )
     if kind == "number":
         key = st.selectbox("To the word", range(len(cols)), format_func=cols.__getitem__, key="class.key")
     question = {
@@ -172,12 +201,23 @@ def ask(
     }[kind]
     st.caption(escape.md(question))
     if st.button("Ask", key="class.ask", type="primary"):
-        view = {"model": inputs.model, "backend": inputs.backend, "text": inputs.text, "layer": layer, "head": head,
-                "query": query, "key": key, "kind": result.kind}  # fmt: skip
+        view = {
+            "model": inputs.model,
+            "backend": inputs.backend,
+            "text": inputs.text,
+            "layer": layer,
+            "head": head,
+            "query": query,
+            "key": key,
+            "kind": result.kind,
+        }
         if kind == "which head":
             view["mode"] = mode
-        options = {"token": cols, "head type": list(polls.HEAD_TYPES),
-                   "which head": polls.head_names(result.n_layers, result.n_heads)}.get(kind, [])  # fmt: skip
+        options = {
+            "token": cols,
+            "head type": list(polls.HEAD_TYPES),
+            "which head": polls.head_names(result.n_layers, result.n_heads),
+        }.get(kind, [])
         seat.store().start_poll(here.code, st.session_state["class.secret"], kind, question, options, view)
         seat.wake(here.code)  # this server's followers draw the question now, not at their next heartbeat
 
@@ -216,8 +256,10 @@ def _poll_status(here: Seat, poll_id: int) -> None:
     store = seat.store()
     poll = store.poll(poll_id)
     _, following = store.students(here.code)
-    st.markdown(f"**{escape.md(poll.question)}**  \nanswered {store.count(poll.id)} of {store.voters(poll.id)} "
-                f"following when it was asked · {following} following now")  # fmt: skip
+    st.markdown(
+        f"**{escape.md(poll.question)}**  \nanswered {store.count(poll.id)} of {store.voters(poll.id)} "
+        f"following when it was asked · {following} following now"
+    )
     if not poll.revealed and st.button("Reveal", key=f"class.reveal.{poll.id}", type="primary"):
         store.reveal(here.code, st.session_state["class.secret"], poll.id)
         seat.wake(here.code)
@@ -249,8 +291,10 @@ def answering(here: Seat, poll: Poll) -> None:
     try:
         mine = seat.store().answered(poll.id, here.student)
         if mine is None and not seat.store().may_answer(poll.id, here.student):
-            st.info("This question was asked before this page joined the class (or while it was exploring alone): "
-                    "you can answer the next one.")  # fmt: skip
+            st.info(
+                "This question was asked before this page joined the class (or while it was exploring alone): "
+                "you can answer the next one."
+            )
         elif mine is None:
             answer_form(here, poll)
         else:
@@ -267,8 +311,7 @@ def answer_form(here: Seat, poll: Poll) -> None:
     elif len(poll.options) > 24:  # every head of a model: a list to pick from
         answer = st.selectbox("Your answer", poll.options, index=None, key=f"class.answer.{poll.id}")
     else:
-        answer = st.radio("Your answer", poll.options, index=None, key=f"class.answer.{poll.id}",
-                          format_func=escape.md)  # fmt: skip
+        answer = st.radio("Your answer", poll.options, index=None, key=f"class.answer.{poll.id}", format_func=escape.md)
     if st.button("Send", key=f"class.send.{poll.id}", type="primary", disabled=answer is None):
         try:
             kept = seat.store().answer(poll.id, here.student, answer)
@@ -310,22 +353,40 @@ def results(poll: Poll, inputs: Inputs, here: Seat) -> None:
     if not cache.request_is_long(view["model"], view["backend"], view["text"]):
         head_fig = interactive.head_map(result, layer, head, style=inputs.style)
         st.plotly_chart(head_fig, key=f"class.head.{poll.id}")
-    facts = {"question": poll.question, "model": view["model"], "backend": view["backend"], "text": view["text"],
-             "layer": str(layer + 1), "head": str(head + 1), "answers": str(total), "the model's answer": right,
-             "saved": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}  # fmt: skip
+    facts = {
+        "question": poll.question,
+        "model": view["model"],
+        "backend": view["backend"],
+        "text": view["text"],
+        "layer": str(layer + 1),
+        "head": str(head + 1),
+        "answers": str(total),
+        "the model's answer": right,
+        "saved": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
     head_html, body = snapshot.parts(
         f"attnviz class {poll.code}: {poll.question}", facts, [f for f in (fig, head_fig) if f is not None]
     )
     size = snapshot.size(head_html, body) / 2**20
     a, b = st.columns(2)
-    a.download_button(f"Snapshot (HTML, {size:.1f} MB, opens offline)",
-                      lambda: snapshot.html_file(head_html, body), f"attnviz_class_{poll.code}_{poll.id}.html",
-                      "text/html", key=f"class.snapshot.{poll.id}", on_click="ignore")  # fmt: skip
+    a.download_button(
+        f"Snapshot (HTML, {size:.1f} MB, opens offline)",
+        lambda: snapshot.html_file(head_html, body),
+        f"attnviz_class_{poll.code}_{poll.id}.html",
+        "text/html",
+        key=f"class.snapshot.{poll.id}",
+        on_click="ignore",
+    )
     if here.teacher:  # the answers with names are the teacher's; students see the counts above
         secret = st.session_state["class.secret"]
-        b.download_button("Answers (CSV)", lambda: seat.store().results_csv(poll.code, secret, poll.id),
-                          f"attnviz_class_{poll.code}_{poll.id}.csv", "text/csv", key=f"class.csv.{poll.id}",
-                          on_click="ignore")  # fmt: skip
+        b.download_button(
+            "Answers (CSV)",
+            lambda: seat.store().results_csv(poll.code, secret, poll.id),
+            f"attnviz_class_{poll.code}_{poll.id}.csv",
+            "text/csv",
+            key=f"class.csv.{poll.id}",
+            on_click="ignore",
+        )
 
 
 def render() -> None:

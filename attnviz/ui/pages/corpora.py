@@ -10,8 +10,12 @@ from attnviz.figures import corpus_charts, stat_charts
 from attnviz.result import head_name
 from attnviz.ui import cache, controls, state, widgets
 
-VALUES = {"mean": "mean over the windows", "sd": "spread (standard deviation)", "q50": "median",
-          "q95": "95th percentile"}  # fmt: skip
+VALUES = {
+    "mean": "mean over the windows",
+    "sd": "spread (standard deviation)",
+    "q50": "median",
+    "q95": "95th percentile",
+}
 SIZES = (50, 200, 500, 1000)  # documents of the built-in corpus a page may run on
 EXTRA_NAMES = {
     "induction": "induction score (repeated random sequences, not the corpus)",
@@ -24,8 +28,10 @@ SHOWN_TOP = 5
 
 def _label(run: api.CorpusRun) -> str:
     m = run.manifest
-    return (f"{m['model']} · {m['corpus']['name']} · {m['counts']['windows']:,} windows · "
-            f"{m.get('finished', '')[:16].replace('T', ' ')}")  # fmt: skip
+    return (
+        f"{m['model']} · {m['corpus']['name']} · {m['counts']['windows']:,} windows · "
+        f"{m.get('finished', '')[:16].replace('T', ' ')}"
+    )
 
 
 def _start(inputs) -> None:
@@ -33,9 +39,11 @@ def _start(inputs) -> None:
     with st.expander("Start a run on the built-in corpus (Python's documentation topics, offline)"):
         state.restore("co.size", "size", SIZES[1], lambda v: v in SIZES)
         size = st.select_slider("Paragraphs", SIZES, key="co.size")
-        st.caption("A run on BERT measures about 15 paragraphs a second on this server's CPU; SmolLM2 about 2. A "
-                   "finished run is kept and listed below; the command line runs whole corpora "
-                   "(`attnviz corpus FOLDER --model NAME`).")  # fmt: skip
+        st.caption(
+            "A run on BERT measures about 15 paragraphs a second on this server's CPU; SmolLM2 about 2. A "
+            "finished run is kept and listed below; the command line runs whole corpora "
+            "(`attnviz corpus FOLDER --model NAME`)."
+        )
         if not st.button(f"Run {inputs.model[:60]} on {size:,} paragraphs", key="co.start"):
             return
         bar = cache.LazyBar("measuring the corpus")
@@ -65,16 +73,20 @@ def _examples(run: api.CorpusRun, stat: str, layer: int, head: int, texts) -> No
     for tab, rows, what in ((tabs[0], top, "top"), (tabs[1], deciles, "decile")):
         with tab:
             if what == "decile":
-                st.caption("From a fixed sample of the corpus's queries (the same for every head), ranked by this "
-                           "head's value: the middle of each tenth, highest first, so that typical behaviour shows "
-                           "and not only the extremes.")  # fmt: skip
+                st.caption(
+                    "From a fixed sample of the corpus's queries (the same for every head), ranked by this "
+                    "head's value: the middle of each tenth, highest first, so that typical behaviour shows "
+                    "and not only the extremes."
+                )
             for i, row in enumerate(rows.itertuples()):
                 text = index.loc[(row.doc, row.window)]
                 tokens = list(text["tokens"])
                 where = f"decile {int(row.decile) + 1}" if what == "decile" else f"#{int(row.rank) + 1}"
-                st.markdown(f"**{where}** · {escape.md(head_stats.NAMES.get(stat, stat))} {row.value:.3f} · query "
-                            f"{escape.quoted(tokens[row.query], 40)} (position {row.query + 1}) in "
-                            f"{escape.md(text['source'], 60)}")  # fmt: skip
+                st.markdown(
+                    f"**{where}** · {escape.md(head_stats.NAMES.get(stat, stat))} {row.value:.3f} · query "
+                    f"{escape.quoted(tokens[row.query], 40)} (position {row.query + 1}) in "
+                    f"{escape.md(text['source'], 60)}"
+                )
                 st.markdown(corpus_charts.example_markdown(tokens, int(row.query), list(row.keys), list(row.weights)))
                 a, b = st.columns([4, 1])
                 a.caption(corpus_charts.keys_line(tokens, list(row.keys), list(row.weights)))
@@ -86,8 +98,15 @@ def _qk(run: api.CorpusRun, layer: int, head: int, texts, style) -> None:
     """The head's query/key space over the first windows of the run (on demand: it runs the model); a click opens
     the point's text on the Heads page."""
     sample = texts.head(QK_TEXTS)["text"].tolist()
-    placed = widgets.qk_space(run.manifest["model"], sample, layer, head, style, "co.qkplot",
-                              f"the first {len(sample)} windows' tokens; click a point to open its text")  # fmt: skip
+    placed = widgets.qk_space(
+        run.manifest["model"],
+        sample,
+        layer,
+        head,
+        style,
+        "co.qkplot",
+        f"the first {len(sample)} windows' tokens; click a point to open its text",
+    )
     if placed is not None and placed[1] is not None:
         space, token = placed
         widgets.open_head(
@@ -99,10 +118,12 @@ def render() -> None:
     """Draw the page."""
     inputs = controls.current()
     st.header("What each head does across a corpus")
-    st.caption("A corpus run measures every head on every window of many texts (the command line: `attnviz corpus "
-               "PATH --model NAME`; Python: `attnviz.corpus(...)`), with the Model overview's statistics. Here: "
-               "their spread over the corpus, each head's histogram, the queries where it is highest and typical "
-               "ones, and its query/key space.")  # fmt: skip
+    st.caption(
+        "A corpus run measures every head on every window of many texts (the command line: `attnviz corpus "
+        "PATH --model NAME`; Python: `attnviz.corpus(...)`), with the Model overview's statistics. Here: "
+        "their spread over the corpus, each head's histogram, the queries where it is highest and typical "
+        "ones, and its query/key space."
+    )
     _start(inputs)
     runs = {r.folder.name: r for r in api.corpus_runs()}
     if not runs:
@@ -120,14 +141,13 @@ def render() -> None:
         f"{m['counts']['windows']:,} windows of at most {m['settings']['window']} tokens "
         f"({m['counts']['documents_cut']:,} documents cut into several), {m['counts']['tokens']:,} tokens; "
         f"{m['engine']} run, attnviz {escape.md(m['attnviz'])}."
-    )  # fmt: skip
+    )
     names = {**head_stats.NAMES, **{k: v for k, v in EXTRA_NAMES.items() if k in m.get("extras", [])}}
     state.restore("co.stat", "stat", "entropy", lambda v: v in names)
     state.restore("co.value", "value", "mean", lambda v: v in VALUES)
     a, b = st.columns([3, 2])
     stat = a.selectbox("Colour by", list(names), format_func=names.get, key="co.stat")
-    value = b.selectbox("Value", list(VALUES), format_func=VALUES.get, key="co.value",
-                        disabled=stat in EXTRA_NAMES)  # fmt: skip
+    value = b.selectbox("Value", list(VALUES), format_func=VALUES.get, key="co.value", disabled=stat in EXTRA_NAMES)
     state.remember("stat", stat)
     state.remember("value", value)
     value = "mean" if stat in EXTRA_NAMES else value
@@ -136,10 +156,16 @@ def render() -> None:
     uniform = sum(head_stats.uniform_entropy_of(n, m["kind"]) for n in texts["n_tokens"]) / len(texts)
     labels = head_stats.labels(means, uniform)
     grid = run.grid(stat, value)
-    event = st.plotly_chart(stat_charts.stat_grid(grid, labels, f"{stat} ({value})", style=inputs.style),
-                            key="co.grid", on_select="rerun", selection_mode="points")  # fmt: skip
-    st.caption("Each cell: the head's label from its mean statistics over the corpus (the Model overview's rule) and "
-               "the value chosen. Click a head for its histogram and examples.")  # fmt: skip
+    event = st.plotly_chart(
+        stat_charts.stat_grid(grid, labels, f"{stat} ({value})", style=inputs.style),
+        key="co.grid",
+        on_select="rerun",
+        selection_mode="points",
+    )
+    st.caption(
+        "Each cell: the head's label from its mean statistics over the corpus (the Model overview's rule) and "
+        "the value chosen. Click a head for its histogram and examples."
+    )
     points = event.get("selection", {}).get("points", []) if event else []
     n_l, n_h = m["layers"], m["heads"]
     state.restore("co.layer", "layer", 1, lambda v: 1 <= v <= n_l)
@@ -157,17 +183,22 @@ def render() -> None:
     heads = run.heads
     row = heads[(heads["stat"] == stat) & (heads["layer"] == layer) & (heads["head"] == head)].iloc[0]
     if stat in EXTRA_NAMES:
-        st.markdown(f"{escape.md(names[stat])}: **{row['mean']:.3f}** ± {row['sd']:.3f} over {row['count']} "
-                    "sequences.")  # fmt: skip
+        st.markdown(f"{escape.md(names[stat])}: **{row['mean']:.3f}** ± {row['sd']:.3f} over {row['count']} sequences.")
     else:
-        st.plotly_chart(corpus_charts.histogram(row["hist"], row["lo"], row["hi"], names[stat], style=inputs.style),
-                        key="co.hist")  # fmt: skip
-        st.caption(f"Mean {row['mean']:.3f}, sd {row['sd']:.3f}; quantiles 5% {row['q05']:.3f}, 25% {row['q25']:.3f},"
-                   f" 50% {row['q50']:.3f}, 75% {row['q75']:.3f}, 95% {row['q95']:.3f}; over {row['count']:,} "
-                   "windows (a window's value averages its queries, as the Model overview does for a text)."
-                   )  # fmt: skip
+        st.plotly_chart(
+            corpus_charts.histogram(row["hist"], row["lo"], row["hi"], names[stat], style=inputs.style), key="co.hist"
+        )
+        st.caption(
+            f"Mean {row['mean']:.3f}, sd {row['sd']:.3f}; quantiles 5% {row['q05']:.3f}, 25% {row['q25']:.3f},"
+            f" 50% {row['q50']:.3f}, 75% {row['q75']:.3f}, 95% {row['q95']:.3f}; over {row['count']:,} "
+            "windows (a window's value averages its queries, as the Model overview does for a text)."
+        )
         _examples(run, stat, layer, head, texts)
     st.subheader("Query/key space")
     _qk(run, layer, head, texts, inputs.style)
-    widgets.csv_button("Download every head's statistics (CSV)", lambda: heads.drop(columns=["hist"]).to_csv(
-        index=False), f"{name}-heads.csv", "co.csv")  # fmt: skip
+    widgets.csv_button(
+        "Download every head's statistics (CSV)",
+        lambda: heads.drop(columns=["hist"]).to_csv(index=False),
+        f"{name}-heads.csv",
+        "co.csv",
+    )

@@ -122,6 +122,6 @@ def draw(inputs: controls.Inputs, gen: api.Generation) -> None:
             heads[:: r.n_heads],
             [f"layer {lay + 1}" for lay in range(r.n_layers)],
             f"rows: the {r.n_heads} heads of each layer, in order (hover for one)",
-        ),  # fmt: skip
+        ),
     )
     st.plotly_chart(fig, key="gen.step.heads")

@@ -37,21 +37,31 @@ def _evaluated(task: str) -> dict:
 def curves_section(task: str, style: Style) -> None:
     """The training curves, the held-out accuracies recomputed now, and the curves as CSV."""
     record = head_models.shipped(task)
-    series_acc = {f"{m['heads']} head(s)": (m["curve"]["steps"], m["curve"]["held_out_accuracy"])
-                  for m in record["models"]}  # fmt: skip
+    series_acc = {
+        f"{m['heads']} head(s)": (m["curve"]["steps"], m["curve"]["held_out_accuracy"]) for m in record["models"]
+    }
     series_loss = {f"{m['heads']} head(s)": (m["curve"]["steps"], m["curve"]["train_loss"]) for m in record["models"]}
     a, b = st.columns(2)
-    a.plotly_chart(lesson_charts.lines(series_acc, "held-out digit accuracy", "training step", "accuracy", style=style),
-                   key="hc.acc")  # fmt: skip
-    b.plotly_chart(lesson_charts.lines(series_loss, "training loss", "training step", "cross-entropy", style=style,
-                                 log_y=True), key="hc.loss")  # fmt: skip
+    a.plotly_chart(
+        lesson_charts.lines(series_acc, "held-out digit accuracy", "training step", "accuracy", style=style),
+        key="hc.acc",
+    )
+    b.plotly_chart(
+        lesson_charts.lines(series_loss, "training loss", "training step", "cross-entropy", style=style, log_y=True),
+        key="hc.loss",
+    )
     with st.spinner("Scoring the four models on the held-out sequences…"):
         now = _evaluated(task)
     rows = [
-        {"heads": m["heads"], "d_k = 32 / heads": 32 // m["heads"], "digit accuracy": f"{m['accuracy']:.2%}",
-         "whole sequences right": f"{m['sequence_accuracy']:.2%}", "training steps": m["steps"]}
+        {
+            "heads": m["heads"],
+            "d_k = 32 / heads": 32 // m["heads"],
+            "digit accuracy": f"{m['accuracy']:.2%}",
+            "whole sequences right": f"{m['sequence_accuracy']:.2%}",
+            "training steps": m["steps"],
+        }
         for m in now["models"]
-    ]  # fmt: skip
+    ]
     st.dataframe(rows, hide_index=True)
     st.caption(
         f"Recomputed now on {now['held_out']:,} held-out sequences (never seen in training), one seed, "
@@ -120,9 +130,10 @@ def cost_section(style: Style) -> None:
     if st.button(f"Measure on this server ({api.describe_device(dev)})", key="hc.measure"):
         with st.spinner(f"Timing 8 kinds of pass × {REPEATS} repeats…"):
             st.session_state["hc.cost"] = cache.heavy(
-                "timing heads", api.GRID_BYTES,
+                "timing heads",
+                api.GRID_BYTES,
                 lambda: cost.heads_cost(512, n, kv_heads={16: (4, 1)}, repeats=REPEATS, device=dev),
-            )  # fmt: skip
+            )
     rows = st.session_state.get("hc.cost")
     if not rows or rows[0].n != n:
         st.caption("Press the button: the timing runs on this server's own engine device, now.")
@@ -141,7 +152,7 @@ def cost_section(style: Style) -> None:
             "K+V MB": round(r.kv_mb, 2),
         }
         for r in rows
-    ]  # fmt: skip
+    ]
     st.dataframe(table, hide_index=True)
     loop16 = next(r.ms for r in rows if r.heads == 16 and r.method != "batched") / batched[(16, 16)]
     where = "GPU" if dev.type == "cuda" else "CPU"
@@ -158,8 +169,9 @@ def cost_section(style: Style) -> None:
     widgets.csv_button(
         "Measurements (CSV)",
         lambda: widgets.rows_csv(table),
-        "attnviz_heads_cost.csv", "hc.cost_csv",
-    )  # fmt: skip
+        "attnviz_heads_cost.csv",
+        "hc.cost_csv",
+    )
 
 
 def best_text(models: list[dict]) -> str:

@@ -91,11 +91,13 @@ def render() -> None:
     start = run.offset + n - 1  # the loss index of the first prediction of the second copy
     loss = run.loss.tolist()
     st.plotly_chart(
-        lesson_charts.loss_lines({"first copy": (0, loss[:start]), "second copy": (start, loss[start:])},
-                                 f"Loss of each token, predicted from the ones before it (mean of {run.batch} "
-                                 "sequences)", style=inputs.style),
+        lesson_charts.loss_lines(
+            {"first copy": (0, loss[:start]), "second copy": (start, loss[start:])},
+            f"Loss of each token, predicted from the ones before it (mean of {run.batch} sequences)",
+            style=inputs.style,
+        ),
         key="ind.loss",
-    )  # fmt: skip
+    )
     st.caption(
         "Loss is cross-entropy in nats: −ln of the probability the model gave the right token (0 = certain and "
         f"right; ln of the vocabulary's size, about {np.log(len(eng.tokenizer.hf)):.1f}, = a uniform guess)."
@@ -103,24 +105,29 @@ def render() -> None:
     st.markdown(SCORES)
     ind = run.induction.numpy()
     st.plotly_chart(
-        stat_charts.stat_grid(ind, _labels(ind, "induction", induction_scores.THRESHOLD), "induction score",
-                              style=inputs.style),
-        key="ind.grid", on_select="ignore",
-    )  # fmt: skip
+        stat_charts.stat_grid(
+            ind, _labels(ind, "induction", induction_scores.THRESHOLD), "induction score", style=inputs.style
+        ),
+        key="ind.grid",
+        on_select="ignore",
+    )
     c1, c2 = widgets.two_places(inputs.style.projector)
     for col, values, name in ((c1, run.prefix.numpy(), "prefix matching"), (c2, run.duplicate.numpy(), "duplicate")):
         col.plotly_chart(
             stat_charts.stat_grid(values, _labels(values, "", 1.0), name, style=inputs.style, show_values=False),
-            key=f"ind.{name}", on_select="ignore",
-        )  # fmt: skip
+            key=f"ind.{name}",
+            on_select="ignore",
+        )
     st.subheader("The best heads")
     st.markdown("By mean induction score:  \n" + "  \n".join(f"{i + 1}. {t}" for i, t in enumerate(_ranked(run, 5))))
     st.caption(
         "Two heads are told apart when their gap is more than twice the standard error of their paired difference "
         f"over the {run.batch} sequences; one random sequence alone can reverse a closer pair."
     )
-    st.caption(f"The offset diagonal, n − 1 = {n - 1} tokens back from each query of the second copy, is the mark "
-               "(the map is the first of the sequences).")  # fmt: skip
+    st.caption(
+        f"The offset diagonal, n − 1 = {n - 1} tokens back from each query of the second copy, is the mark "
+        "(the map is the first of the sequences)."
+    )
     result = _result(run, axis)
     best = run.best(5)
     names = [f"layer {layer + 1}, head {head + 1} (induction {score:.2f})" for layer, head, score in best]
@@ -131,8 +138,12 @@ def render() -> None:
     )
     st.subheader("Previous-token heads")
     prev = result.stats()["prev"].numpy()  # the Model overview's statistic, on the first sequence
-    found = [(lay, h, prev[lay, h]) for lay in range(prev.shape[0]) for h in range(prev.shape[1])
-             if prev[lay, h] > SHARE_THRESHOLD]  # fmt: skip
+    found = [
+        (lay, h, prev[lay, h])
+        for lay in range(prev.shape[0])
+        for h in range(prev.shape[1])
+        if prev[lay, h] > SHARE_THRESHOLD
+    ]
     above = (run.induction > induction_scores.THRESHOLD).nonzero().tolist()  # [[layer, head], ...]
     first_induction = min(layer for layer, _ in above) if above else None
 
@@ -149,17 +160,27 @@ def render() -> None:
     else:
         before = [f for f in found if f[0] < first_induction]
         after = [f for f in found if f[0] >= first_induction]
-        text += (f"before layer {first_induction + 1} (the first layer with an induction head above "
-                 f"{induction_scores.THRESHOLD:.1f}), where they can feed every induction head: {listed(before)}; "
-                 f"from layer {first_induction + 1} on, where they can feed only the induction heads of later "
-                 f"layers: {listed(after)}.")  # fmt: skip
+        text += (
+            f"before layer {first_induction + 1} (the first layer with an induction head above "
+            f"{induction_scores.THRESHOLD:.1f}), where they can feed every induction head: {listed(before)}; "
+            f"from layer {first_induction + 1} on, where they can feed only the induction heads of later "
+            f"layers: {listed(after)}."
+        )
     st.markdown(text)
     sd = {name: run.spread(name) for name in induction_scores.SCORES}
-    rows = [{"layer": lay + 1, "head": h + 1, "induction": round(float(ind[lay, h]), 4),
-             "induction_sd": round(float(sd["induction"][lay, h]), 4),
-             "prefix": round(float(run.prefix[lay, h]), 4), "prefix_sd": round(float(sd["prefix"][lay, h]), 4),
-             "duplicate": round(float(run.duplicate[lay, h]), 4),
-             "duplicate_sd": round(float(sd["duplicate"][lay, h]), 4),
-             "previous": round(float(prev[lay, h]), 4)}
-            for lay in range(ind.shape[0]) for h in range(ind.shape[1])]  # fmt: skip
+    rows = [
+        {
+            "layer": lay + 1,
+            "head": h + 1,
+            "induction": round(float(ind[lay, h]), 4),
+            "induction_sd": round(float(sd["induction"][lay, h]), 4),
+            "prefix": round(float(run.prefix[lay, h]), 4),
+            "prefix_sd": round(float(sd["prefix"][lay, h]), 4),
+            "duplicate": round(float(run.duplicate[lay, h]), 4),
+            "duplicate_sd": round(float(sd["duplicate"][lay, h]), 4),
+            "previous": round(float(prev[lay, h]), 4),
+        }
+        for lay in range(ind.shape[0])
+        for h in range(ind.shape[1])
+    ]
     widgets.csv_button("Scores (CSV)", lambda: widgets.rows_csv(rows), "attnviz_induction.csv", "ind.csv")

@@ -102,9 +102,12 @@ def draw_llama_parts(s: api.AttentionSteps, labels: list[str], head: int, style:
     widgets.map_rows(figs, per_row, [f"in.llama{i}" for i in range(4)])
     pairs = [f"pair {i + 1}" for i in range(s.angles.shape[-1])]
     angle_fig = interactive.matrix(
-        s.angles.cos().cpu().numpy(), "cos(angle) each pair of dimensions has turned, per position",
-        rows=labels, cols=pairs, style=style,
-    )  # fmt: skip
+        s.angles.cos().cpu().numpy(),
+        "cos(angle) each pair of dimensions has turned, per position",
+        rows=labels,
+        cols=pairs,
+        style=style,
+    )
     st.plotly_chart(angle_fig, key="in.angles")
     st.caption(
         "Pair 1 turns by one radian per position; each later pair turns more slowly (θ^(−2i/d)): fast pairs tell "

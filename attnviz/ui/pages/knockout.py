@@ -87,24 +87,36 @@ def knockout_section(eng: api.Engine, inputs: Inputs) -> None:
         st.info("Type a text of at least two tokens in the sidebar and pick at least one head.")
         return
     words = [token_text(eng, i) for i in ids]
-    position = st.select_slider("Read the next token after", list(range(len(ids))), len(ids) - 1,
-                                format_func=lambda i: f"{i + 1}: {words[i]!r}", key="ko.pos")  # fmt: skip
+    position = st.select_slider(
+        "Read the next token after",
+        list(range(len(ids))),
+        len(ids) - 1,
+        format_func=lambda i: f"{i + 1}: {words[i]!r}",
+        key="ko.pos",
+    )
     with st.spinner("Two passes: with and without the heads…"):
         got = cache.run(api.ablation_work(eng, inputs.text, heads, mode, position))
-    st.markdown(f"**{_heads_label(heads)}** knocked out ({escape.md(mode)}): mean loss {got.loss_before.mean():.3f} "
-                f"→ {got.loss_after.mean():.3f} nats.")  # fmt: skip
+    st.markdown(
+        f"**{_heads_label(heads)}** knocked out ({escape.md(mode)}): mean loss {got.loss_before.mean():.3f} "
+        f"→ {got.loss_after.mean():.3f} nats."
+    )
     c1, c2 = st.columns(2)
     for col, name, top in ((c1, "before", got.top_before), (c2, "after", got.top_after)):
         col.markdown(f"Next token after {escape.quoted(words[position])}, {name}:")
         col.dataframe([{"token": repr(t["token"]), "probability": round(t["p"], 4)} for t in top], hide_index=True)
     st.plotly_chart(
-        lesson_charts.loss_lines({"before": (0, got.loss_before.tolist()), "after": (0, got.loss_after.tolist())},
-                                 "Loss of each token, before and after", style=inputs.style),
+        lesson_charts.loss_lines(
+            {"before": (0, got.loss_before.tolist()), "after": (0, got.loss_after.tolist())},
+            "Loss of each token, before and after",
+            style=inputs.style,
+        ),
         key="ko.loss",
-    )  # fmt: skip
+    )
     first = min(heads)
-    layer = st.slider("Attention downstream: layer", first + 1, eng.n_layers, min(first + 2, eng.n_layers),
-                      key="ko.layer") - 1  # fmt: skip
+    layer = (
+        st.slider("Attention downstream: layer", first + 1, eng.n_layers, min(first + 2, eng.n_layers), key="ko.layer")
+        - 1
+    )
     axis = eng.tokenizer.plain_axis(ids)
     after = AttentionResult(got.patterns_after, axis, axis, "causal", f"{eng.name}, {_heads_label(heads)} out")
     st.plotly_chart(interactive.head_grid(after, layer, style=inputs.style), key="ko.after", theme=None)
@@ -116,26 +128,41 @@ def importance_section(eng: api.Engine, inputs: Inputs, mode: str) -> None:
     st.subheader("Which heads matter for this text?")
     n = eng.n_layers * eng.n_heads
     held = api.importance_work(eng, inputs.text, mode).held()
-    if held is None and not st.button(f"Knock out each of the {n} heads alone ({eng.n_layers} batched passes)",
-                                      key="ko.grid"):  # fmt: skip
+    if held is None and not st.button(
+        f"Knock out each of the {n} heads alone ({eng.n_layers} batched passes)", key="ko.grid"
+    ):
         st.caption("One pass per layer, its heads in one batch, each starting from the clean run at that layer.")
         return
     grid, _ = held if held is not None else cache.importance(eng, inputs.text, mode)
     stats = cache.attention_or_stop(inputs.model, inputs.backend, inputs.text).main.stats()
     c1, c2 = widgets.two_places(inputs.style.projector)
     values = grid.numpy()
-    c1.plotly_chart(stat_charts.stat_grid(values, [[""] * values.shape[1]] * values.shape[0],
-                                          "loss increase (nats)", style=inputs.style, show_values=False),
-                    key="ko.importance")  # fmt: skip
+    c1.plotly_chart(
+        stat_charts.stat_grid(
+            values,
+            [[""] * values.shape[1]] * values.shape[0],
+            "loss increase (nats)",
+            style=inputs.style,
+            show_values=False,
+        ),
+        key="ko.importance",
+    )
     stat = c2.selectbox(
         "beside a statistic of where it looks",
         ("prev", "first", "entropy", "self"),
         key="ko.beside",
         format_func=STAT_NAMES.get,
     )
-    c2.plotly_chart(stat_charts.stat_grid(stats[stat].numpy(), [[""] * values.shape[1]] * values.shape[0],
-                                          STAT_NAMES[stat],
-                                          style=inputs.style, show_values=False), key="ko.stat_grid")  # fmt: skip
+    c2.plotly_chart(
+        stat_charts.stat_grid(
+            stats[stat].numpy(),
+            [[""] * values.shape[1]] * values.shape[0],
+            STAT_NAMES[stat],
+            style=inputs.style,
+            show_values=False,
+        ),
+        key="ko.stat_grid",
+    )
     top = np.dstack(np.unravel_index(np.argsort(-values, axis=None)[:3], values.shape))[0]
     st.markdown(
         f"A striking pattern and a large effect are different things: with {mode} ablation, the heads that matter "
@@ -143,10 +170,12 @@ def importance_section(eng: api.Engine, inputs: Inputs, mode: str) -> None:
         + ", ".join(f"{head_name(a, b)} (+{values[a, b]:.3f} nats)" for a, b in top)
         + ". Compare where they sit with the statistic's brightest cells."
     )
-    rows = [{"layer": a + 1, "head": b + 1, "loss_increase": round(float(values[a, b]), 5)}
-            for a in range(values.shape[0]) for b in range(values.shape[1])]  # fmt: skip
-    widgets.csv_button("Loss increase per head (CSV)", lambda: widgets.rows_csv(rows), "attnviz_knockout.csv",
-                       "ko.csv")  # fmt: skip
+    rows = [
+        {"layer": a + 1, "head": b + 1, "loss_increase": round(float(values[a, b]), 5)}
+        for a in range(values.shape[0])
+        for b in range(values.shape[1])
+    ]
+    widgets.csv_button("Loss increase per head (CSV)", lambda: widgets.rows_csv(rows), "attnviz_knockout.csv", "ko.csv")
 
 
 def patch_section(eng: api.Engine, inputs: Inputs) -> None:
@@ -163,8 +192,10 @@ def patch_section(eng: api.Engine, inputs: Inputs) -> None:
         wrong = b.text_input("Wrong answer", " Peter", key="pa.wrong", max_chars=40)
     else:
         clean, corrupt, answer, wrong = pairs[choice]
-        st.markdown(f"Clean: {escape.quoted(clean)} → {escape.quoted(answer)}  \n"
-                    f"Corrupted: {escape.quoted(corrupt)} → {escape.quoted(wrong)}")  # fmt: skip
+        st.markdown(
+            f"Clean: {escape.quoted(clean)} → {escape.quoted(answer)}  \n"
+            f"Corrupted: {escape.quoted(corrupt)} → {escape.quoted(wrong)}"
+        )
     st.markdown(METRIC)
     held = api.patch_work(eng, clean, corrupt, answer, wrong).held()
     if held is None and not st.button("Patch every head (one batched pass per layer)", key="pa.run"):
@@ -179,21 +210,27 @@ def patch_section(eng: api.Engine, inputs: Inputs) -> None:
         return
     st.markdown(f"d clean = **{held.clean_diff:+.2f}**, d corrupted = **{held.corrupt_diff:+.2f}**.")
     if held.restored is None:
-        st.info("The model does not get this pair right both ways (it needs d clean > 0 > d corrupted): the word "
-                "does not flip its answer, so the share restored is undefined here and was not computed. "
-                "Try another pair.")  # fmt: skip
+        st.info(
+            "The model does not get this pair right both ways (it needs d clean > 0 > d corrupted): the word "
+            "does not flip its answer, so the share restored is undefined here and was not computed. "
+            "Try another pair."
+        )
         return
     values = held.restored.numpy()
-    st.plotly_chart(stat_charts.stat_grid(values, [[""] * values.shape[1]] * values.shape[0], "share restored",
-                                          style=inputs.style), key="pa.grid")  # fmt: skip
+    st.plotly_chart(
+        stat_charts.stat_grid(values, [[""] * values.shape[1]] * values.shape[0], "share restored", style=inputs.style),
+        key="pa.grid",
+    )
     best = np.unravel_index(int(np.argmax(values)), values.shape)
     names = [head_name(a, b) for a in range(values.shape[0]) for b in range(values.shape[1])]
     pick = st.selectbox("By position, for head", names, index=int(best[0] * values.shape[1] + best[1]), key="pa.head")
     layer, head = head_index(pick)
     per = cache.run(api.patch_position_work(eng, clean, corrupt, answer, wrong, layer, head))
     words = eng.tokenizer.plain_axis(held.corrupt_ids).tokens
-    st.plotly_chart(stat_charts.bars(per.numpy(), words, f"{pick}: share restored by the position patched",
-                                     style=inputs.style), key="pa.bars")  # fmt: skip
+    st.plotly_chart(
+        stat_charts.bars(per.numpy(), words, f"{pick}: share restored by the position patched", style=inputs.style),
+        key="pa.bars",
+    )
 
 
 def render() -> None:
@@ -205,8 +242,16 @@ def render() -> None:
     if cache.request_is_long(inputs.model, inputs.backend, inputs.text):
         cache.stop_long(eng, "This page runs the model once per layer")
     state.restore("ko.tab", "tab", "knock", lambda v: v in ("knock", "patch"))
-    tab = st.segmented_control("Experiment", ("knock", "patch"), key="ko.tab", required=True,
-                               format_func={"knock": "Knock heads out", "patch": "Patch"}.get) or "knock"  # fmt: skip
+    tab = (
+        st.segmented_control(
+            "Experiment",
+            ("knock", "patch"),
+            key="ko.tab",
+            required=True,
+            format_func={"knock": "Knock heads out", "patch": "Patch"}.get,
+        )
+        or "knock"
+    )
     state.remember("tab", tab)
     if tab == "knock":
         st.caption("On the sidebar's text. Layers and heads are 1-based here.")

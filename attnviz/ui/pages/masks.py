@@ -95,9 +95,11 @@ def weights_section(inputs, style: Style) -> None:
         "pairs. A model was trained with one mask; under another its weights are arithmetic, not what it would learn."
     )
     widgets.csv_button(
-        "These weights (CSV)", lambda: export.matrix_csv(weights, enc.axis.tokens, enc.axis.tokens),
-        f"attnviz_mask_{kind.replace(' ', '_')}_L{layer + 1}_H{head + 1}.csv", "mk.csv",
-    )  # fmt: skip
+        "These weights (CSV)",
+        lambda: export.matrix_csv(weights, enc.axis.tokens, enc.axis.tokens),
+        f"attnviz_mask_{kind.replace(' ', '_')}_L{layer + 1}_H{head + 1}.csv",
+        "mk.csv",
+    )
 
 
 def cost_section(style: Style) -> None:
@@ -107,8 +109,9 @@ def cost_section(style: Style) -> None:
     lengths = (256, 512, 1024, 2048, 4096) if dev.type == "cuda" else (256, 512, 1024, 2048)
     if st.button(f"Measure on this server ({api.describe_device(dev)})", key="mk.measure"):
         with st.spinner(f"Timing three methods at N = {', '.join(map(str, lengths))}…"):
-            st.session_state["mk.cost"] = cache.heavy("timing three masks", 2 * api.GRID_BYTES,
-                                                      lambda: cost.mask_cost(lengths, device=dev))  # fmt: skip
+            st.session_state["mk.cost"] = cache.heavy(
+                "timing three masks", 2 * api.GRID_BYTES, lambda: cost.mask_cost(lengths, device=dev)
+            )
     rows = st.session_state.get("mk.cost")
     if not rows:
         st.caption("Press the button: causal sliding window w = 64, 8 heads of 64 dimensions, timed now.")
@@ -118,9 +121,17 @@ def cost_section(style: Style) -> None:
     a.plotly_chart(time_fig, key="mk.time")
     b.plotly_chart(mem_fig, key="mk.mem")
     dense = {r.n: r.ms for r in rows if r.method == "dense + mask"}
-    table = [{"N": r.n, "method": r.method, "ms": round(r.ms, 3), "× dense": round(r.ms / dense[r.n], 2),
-              "peak GPU MB": None if r.peak_mb is None else round(r.peak_mb, 1),
-              "scores formed MB": round(r.scores_mb, 2)} for r in rows]  # fmt: skip
+    table = [
+        {
+            "N": r.n,
+            "method": r.method,
+            "ms": round(r.ms, 3),
+            "× dense": round(r.ms / dense[r.n], 2),
+            "peak GPU MB": None if r.peak_mb is None else round(r.peak_mb, 1),
+            "scores formed MB": round(r.scores_mb, 2),
+        }
+        for r in rows
+    ]
     st.dataframe(table, hide_index=True)
     last = max(dense)
     window = next(r for r in rows if r.n == last and r.method.startswith("sliding"))
@@ -135,8 +146,9 @@ def cost_section(style: Style) -> None:
     widgets.csv_button(
         "Measurements (CSV)",
         lambda: widgets.rows_csv(table),
-        "attnviz_mask_cost.csv", "mk.cost_csv",
-    )  # fmt: skip
+        "attnviz_mask_cost.csv",
+        "mk.cost_csv",
+    )
 
 
 def render() -> None:

@@ -115,11 +115,15 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
         f"{uniform:.2f} nats{', averaged over the corpus sentences' if averaged is not None else ''}); "
         "other otherwise. "
         f"Punctuation counts tokens whose characters are all Unicode punctuation: {punct}."
-        + (f" A decoder's head is induction when its induction score is above {induction_scores.THRESHOLD:.1f} on "
-           f"{induction_scores.BATCH} repeated random sequences ({INDUCTION_N} tokens twice, seed 0; the Induction "
-           "heads page), whatever the "
-           "text; that label comes first." if induction is not None else "")
-    )  # fmt: skip
+        + (
+            f" A decoder's head is induction when its induction score is above {induction_scores.THRESHOLD:.1f} on "
+            f"{induction_scores.BATCH} repeated random sequences ({INDUCTION_N} tokens twice, seed 0; the Induction "
+            "heads page), whatever the "
+            "text; that label comes first."
+            if induction is not None
+            else ""
+        )
+    )
     event = st.plotly_chart(
         stat_charts.stat_grid(stats[stat].numpy(), labels, stat, style=inputs.style),
         key="ov.grid",

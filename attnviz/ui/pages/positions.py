@@ -48,7 +48,7 @@ def sinusoidal_section(style: Style) -> None:
     c1.plotly_chart(
         interactive.matrix(
             pe.numpy(), f"PE: {n} positions × {d} dimensions", rows=rows, cols=_dims(d), style=style, height=360
-        ),  # fmt: skip
+        ),
         key="pos.pe",
     )
     c2.plotly_chart(
@@ -79,13 +79,15 @@ def sinusoidal_section(style: Style) -> None:
                 "offset k",
                 "dot product",
                 style=style,
-            ),  # fmt: skip
+            ),
             key="pos.offsets",
         )
     widgets.csv_button(
-        "PE matrix (CSV)", lambda: export.matrix_csv(pe.numpy(), rows, [f"d{i}" for i in range(d)]),
-        f"attnviz_sinusoidal_{n}x{d}.csv", "pos.csv",
-    )  # fmt: skip
+        "PE matrix (CSV)",
+        lambda: export.matrix_csv(pe.numpy(), rows, [f"d{i}" for i in range(d)]),
+        f"attnviz_sinusoidal_{n}x{d}.csv",
+        "pos.csv",
+    )
 
 
 def learned_section(inputs: Inputs, style: Style) -> None:
@@ -121,19 +123,19 @@ def learned_section(inputs: Inputs, style: Style) -> None:
             style=style,
             height=340,
             bound=clip,
-        ),  # fmt: skip
+        ),
         key="pos.table",
     )
     c2.plotly_chart(
         interactive.matrix(
             learned.numpy(), "learned: cosine(P(i), P(j))", rows=rows, cols=rows, style=style, height=340
-        ),  # fmt: skip
+        ),
         key="pos.learned_sim",
     )
     c3.plotly_chart(
         interactive.matrix(
             sinus.numpy(), f"sinusoidal (d = {table.shape[1]}): cosine", rows=rows, cols=rows, style=style, height=340
-        ),  # fmt: skip
+        ),
         key="pos.sinus_sim",
     )
     near = float(np.mean([learned.diagonal(k).mean() for k in (1, 2)]))
@@ -154,8 +156,9 @@ def rotary_section(style: Style) -> None:
     )
     a, b = st.columns(2)
     n = a.slider("positions", 8, 512, 64, key="pos.rope_n")
-    theta = b.select_slider("θ (SmolLM2: 100,000; Llama 2: 10,000)", [10000.0, 100000.0, 500000.0], SMOLLM2_THETA,
-                            key="pos.theta")  # fmt: skip
+    theta = b.select_slider(
+        "θ (SmolLM2: 100,000; Llama 2: 10,000)", [10000.0, 100000.0, 500000.0], SMOLLM2_THETA, key="pos.theta"
+    )
     angles = encodings.rotary_angles(n, SMOLLM2_HEAD_DIM, theta)
     pairs = [f"pair {i + 1}" for i in range(SMOLLM2_HEAD_DIM // 2)]
     rows = [str(p) for p in range(n)]
@@ -168,7 +171,7 @@ def rotary_section(style: Style) -> None:
             cols=pairs,
             style=style,
             height=360,
-        ),  # fmt: skip
+        ),
         key="pos.rope",
     )
     score = encodings.rotary_score_by_offset(SMOLLM2_HEAD_DIM, theta, min(n, 256))
@@ -180,7 +183,7 @@ def rotary_section(style: Style) -> None:
             "q·k",
             style=style,
             height=360,
-        ),  # fmt: skip
+        ),
         key="pos.rope_decay",
     )
     st.caption(

@@ -11,8 +11,16 @@ from attnviz.liveclass import polls
 from attnviz.liveclass.database import FILE_CHECK_SECONDS
 from attnviz.liveclass.store import Store
 
-VIEW = {"model": "default", "backend": "hf", "text": SENTENCE, "layer": 0, "head": 0, "query": 1, "key": 0,
-        "kind": "self"}  # fmt: skip
+VIEW = {
+    "model": "default",
+    "backend": "hf",
+    "text": SENTENCE,
+    "layer": 0,
+    "head": 0,
+    "query": 1,
+    "key": 0,
+    "kind": "self",
+}
 
 
 @pytest.fixture
@@ -283,8 +291,16 @@ def test_a_heartbeat_redraws_a_page_that_never_got_its_runs_end_after_a_grace_at
     monkeypatch.setattr(seat, "fragment_run", lambda: True)  # the browser's timer, not a whole run's own call
     monkeypatch.setattr(seat, "_keep_beating", lambda: beats.append(1))
     version = db.get(code).version
-    st.session_state.update({"class.code": code, "class.student": "c" * 16, "class.version": version,
-                             "class.page": "", "class.poll_mark": None, "class.seen_at": time.time()})  # fmt: skip
+    st.session_state.update(
+        {
+            "class.code": code,
+            "class.student": "c" * 16,
+            "class.version": version,
+            "class.page": "",
+            "class.poll_mark": None,
+            "class.seen_at": time.time(),
+        }
+    )
     st.session_state["class.drawn"] = ("1.None.0", time.time() - 10)
     st.query_params[seat.DRAWN] = "1.None.0"
     seat._beat()
@@ -420,8 +436,10 @@ def test_a_layer_shown_whole_keeps_the_head_the_lesson_had_and_a_fresh_class_say
 def test_a_following_student_who_moves_a_slider_stops_following_and_is_told_so(db):
     from attnviz.ui import seat
 
-    view = {"page": "", "params": {"view": "Head", "layer": "2", "head": "3", "model": "default",
-                                        "backend": "hf", "text": SENTENCE}}  # fmt: skip
+    view = {
+        "page": "",
+        "params": {"view": "Head", "layer": "2", "head": "3", "model": "default", "backend": "hf", "text": SENTENCE},
+    }
     at, code, _ = _following(db, view, "h")
     assert at.slider(key="heads.layer").value == 2 and _follows(at)
     at.slider(key="heads.layer").set_value(5).run()
@@ -440,11 +458,21 @@ def test_a_following_student_who_moves_a_slider_stops_following_and_is_told_so(d
 
 
 def test_a_following_student_who_picks_another_model_stops_following_but_a_palette_is_their_own(db):
-    view = {"page": "", "params": {"view": "Layer", "layer": "1", "model": "default", "backend": "hf",
-                                        "text": SENTENCE, "palette": "viridis"}}  # fmt: skip
+    view = {
+        "page": "",
+        "params": {
+            "view": "Layer",
+            "layer": "1",
+            "model": "default",
+            "backend": "hf",
+            "text": SENTENCE,
+            "palette": "viridis",
+        },
+    }
     at, code, _ = _following(db, view, "k")
-    at.sidebar.selectbox(key="sb.palette").set_value(next(p for p in at.sidebar.selectbox(key="sb.palette").options
-                                                          if p != "viridis")).run()  # fmt: skip
+    at.sidebar.selectbox(key="sb.palette").set_value(
+        next(p for p in at.sidebar.selectbox(key="sb.palette").options if p != "viridis")
+    ).run()
     _ok(at)
     assert _follows(at)  # how it looks is the student's own
     at.sidebar.selectbox(key="sb.choice").set_value("scratch").run()
@@ -457,8 +485,10 @@ def test_a_following_session_is_one_to_wake_and_one_exploring_alone_is_not(db):
     wake them in, the browser tests and bench/load.py --class do)."""
     from attnviz.ui import seat
 
-    view = {"page": "", "params": {"view": "Head", "layer": "2", "head": "3", "model": "default", "backend": "hf",
-                                   "text": SENTENCE}}  # fmt: skip
+    view = {
+        "page": "",
+        "params": {"view": "Head", "layer": "2", "head": "3", "model": "default", "backend": "hf", "text": SENTENCE},
+    }
     at, code, _ = _following(db, view, "w")
     assert len(seat._awake[code]) == 1
     at.slider(key="heads.layer").set_value(4).run()  # the student explores alone now

@@ -26,8 +26,9 @@ def test_masks_page_reweighs_the_models_own_queries_and_keys():
     )
     at.button(key="mk.measure").click().run()
     _ok(at)
-    assert set(at.dataframe[0].value["method"]) == set(("dense + mask", "sliding window (blocked)",
-                                                        "block-sparse (blocked)"))  # fmt: skip
+    assert set(at.dataframe[0].value["method"]) == set(
+        ("dense + mask", "sliding window (blocked)", "block-sparse (blocked)")
+    )
 
 
 def test_on_a_decoder_the_mask_drawn_is_the_mask_applied_window_and_causal(smollm2_hf):
