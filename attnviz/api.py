@@ -14,7 +14,6 @@ that says what to do.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from torch import Tensor
@@ -36,7 +35,7 @@ from attnviz.engines.registry import DEFAULT as DEFAULT_MODEL
 from attnviz.engines.scratch import describe_device, resolve_device
 from attnviz.engines.steps import AttentionSteps
 from attnviz.figures.style import Style
-from attnviz.interventions import ablation, induction_scores, patching
+from attnviz.interventions import induction_scores
 from attnviz.interventions.ablation import Ablation, Mode
 from attnviz.interventions.induction_scores import Induction
 from attnviz.interventions.patching import Patching
@@ -44,74 +43,70 @@ from attnviz.interventions.runs import parse_heads
 from attnviz.notebook.view import View, as_result, result_of
 from attnviz.result import Results
 from attnviz.service import ANALYSING, READING
+from attnviz.work import (  # the kept computations (re-exported: the door is a front end's one import)
+    GRID_BYTES,
+    Work,
+    ablation_work,
+    benchmark_work,
+    cost_work,
+    generation_work,
+    importance_work,
+    induction_work,
+    mean_reference_work,
+    patch_position_work,
+    patch_work,
+)
 
 __all__ = [
+    "ablate",
+    "ablation_work",
     "ANALYSING",
+    "attention",
     "AttentionSteps",
     "Backend",
-    "CorpusError",
-    "CorpusRun",
-    "DEFAULT_MODEL",
-    "Engine",
-    "GeneratingEngine",
-    "Generation",
-    "ModelLoadError",
-    "Prepared",
-    "READING",
-    "SteppingEngine",
-    "View",
-    "Work",
-    "ablate",
-    "attention",
+    "benchmark_work",
     "can_rebuild",
     "corpus",
     "corpus_runs",
     "corpus_work",
+    "CorpusError",
+    "CorpusRun",
+    "cost_work",
     "decoded",
+    "DEFAULT_MODEL",
     "describe_device",
     "eager_tokens",
+    "Engine",
     "engine",
     "generate",
+    "GeneratingEngine",
+    "Generation",
+    "generation_work",
+    "GRID_BYTES",
     "has_learned_positions",
     "importance",
+    "importance_work",
     "induction",
+    "induction_work",
+    "mean_reference_work",
+    "ModelLoadError",
     "open_corpus_run",
     "patch",
+    "patch_position_work",
+    "patch_work",
     "prepare",
+    "Prepared",
     "qk_space",
     "qk_work",
+    "READING",
     "resolve_device",
     "sentences_work",
     "shape_trace",
     "show",
+    "SteppingEngine",
+    "View",
+    "Work",
 ]
-
-
-@dataclass(frozen=True)
-class Work:
-    """A computation the door keeps for every session: its memo key (built here and nowhere else), what it does in
-    words and its estimated memory (heavy work is admitted by the server's one budget where a page passes `admit`)."""
-
-    key: tuple
-    compute: Callable[[], object] = field(compare=False)
-    what: str = ""
-    estimate: int = 0
-    heavy: bool = False
-
-    def held(self) -> object | None:
-        """The kept value, if some session computed it; nothing is computed."""
-        return service.cached_value(self.key)
-
-    def run(self, admit: Callable | None = None) -> object:
-        """The kept value, or computed once and kept; `admit(what, estimate, compute)` gates heavy work (a page's)."""
-        held = self.held()
-        if held is not None:
-            return held
-        keep = lambda: service.kept(self.key, self.compute, heavy=self.heavy)  # noqa: E731
-        return admit(self.what, self.estimate, keep) if self.heavy and admit is not None else keep()
-
-
-GRID_BYTES = service.FLAT_MB * 2**20  # what a grid, a benchmark or a measurement is counted as
 
 
 def _engine(model: str | Engine, backend: Backend) -> Engine:
@@ -119,106 +114,9 @@ def _engine(model: str | Engine, backend: Backend) -> Engine:
     return engine(model, backend) if isinstance(model, str) else model
 
 
-def induction_work(eng: Engine, length: int = 50, seed: int = 0, batch: int = induction_scores.BATCH) -> Work:
-    """Induction heads on `batch` repeated random sequences (the Induction page, the Model overview, notebooks)."""
-    return Work(
-        ("induction", eng.name, eng.backend, length, seed, batch),
-        lambda: induction_scores.run(eng, length, seed, batch),
-    )
-
-
-def mean_reference_work(eng: Engine, text: str) -> Work:
-    """Mean ablation's reference for `text`: every layer's head means over the reference corpus, `text` left out."""
-    return Work(
-        ("mean-reference", eng.name, eng.backend, ablation.reference_texts(text)),
-        lambda: ablation.reference_means(eng, range(eng.n_layers), text),
-    )
-
-
-def ablation_work(eng: Engine, text: str, heads: dict[int, list[int]], mode: Mode = "zero", position: int = -1) -> Work:
-    """Heads knocked out on a text: loss per token and next tokens before and after."""
-    means = (lambda: mean_reference_work(eng, text).run()) if mode == "mean" else (lambda: None)
-    return Work(
-        ("ablate", eng.name, eng.backend, text, repr(sorted(heads.items())), mode, position),
-        lambda: ablation.ablate(eng, text, heads, mode, position, means=means()),
-    )
-
-
-def importance_work(eng: Engine, text: str, mode: Mode = "zero", progress=None) -> Work:
-    """Each head knocked out alone: the loss increase grid (the Knock out page's and the class poll's, one key)."""
-    means = (lambda: mean_reference_work(eng, text).run()) if mode == "mean" else (lambda: None)
-    return Work(
-        ("importance", eng.name, eng.backend, text, mode),
-        lambda: ablation.importance(eng, text, mode, progress, means=means()),
-        f"knocking out each of {eng.n_layers * eng.n_heads} heads",
-        GRID_BYTES,
-        heavy=True,
-    )
-
-
-def patch_work(eng: Engine, clean: str, corrupt: str, answer: str, wrong: str, progress=None) -> Work:
-    """Every head's clean output patched into the corrupted run."""
-    return Work(
-        ("patch", eng.name, eng.backend, clean, corrupt, answer, wrong),
-        lambda: patching.patch(eng, clean, corrupt, answer, wrong, progress),
-        "patching every head",
-        GRID_BYTES,
-        heavy=True,
-    )
-
-
-def patch_position_work(eng: Engine, clean: str, corrupt: str, answer: str, wrong: str, layer: int, head: int) -> Work:
-    """One head's clean output patched at one position at a time."""
-    return Work(
-        ("patch-pos", eng.name, eng.backend, clean, corrupt, answer, wrong, layer, head),
-        lambda: patching.by_position(eng, clean, corrupt, answer, wrong, layer, head),
-    )
-
-
-def generation_work(eng: Engine, prompt: str, max_new_tokens: int, chat: bool = True, progress=None) -> Work:
-    """A decoder writing after a prompt (admitted: it holds every step's weights)."""
-    tokens = len(eng.encode(prompt).ids) + max_new_tokens + 32  # the prompt, what is written, a template's markers
-    return Work(
-        ("generate", eng.name, eng.backend, prompt, max_new_tokens, chat),
-        lambda: eng.generate(prompt, max_new_tokens, chat=chat, progress=progress),
-        f"writing {max_new_tokens} tokens",
-        service.eager_estimate(eng, tokens),
-        heavy=True,
-    )
-
-
-def benchmark_work(eng: Engine, cases: tuple, method, progress=None) -> Work:
-    """The pronoun benchmark on a set of cases: (benchmark, held-out best head, permutation test of the best)."""
-
-    def run() -> tuple:
-        bench = service.pronoun_benchmark(eng, cases, method, progress)
-        return bench, bench.held_out_best_head(), bench.permutation_best_head()
-
-    return Work(
-        ("pronoun-benchmark", eng.name, eng.backend, cases, method),
-        run,
-        f"a benchmark of {len(cases):,} cases",
-        GRID_BYTES,
-        heavy=True,
-    )
-
-
 def pronoun_benchmark(eng: Engine, cases, method="mas", progress=None):
     """The pronoun benchmark on cases (a Benchmark: accuracy per method, per head), not kept (the command line)."""
     return service.pronoun_benchmark(eng, cases, method, progress)
-
-
-def cost_work(d_model: int, heads: int) -> Work:
-    """The scratch engine's measured cost at N = 16 … 512 (a live measurement: admitted)."""
-    from attnviz.lessons import cost
-
-    return Work(
-        ("inside-cost", d_model, heads),
-        lambda: cost.measure(d_model, heads),
-        "timing the engine",
-        GRID_BYTES,
-        heavy=True,
-    )
 
 
 def _source(model: str) -> registry.Source:
@@ -385,10 +283,7 @@ def generate(
     backend: Backend = "hf",
 ) -> Generation:
     """A decoder writes after the prompt (greedily), and the attention of every step of the writing."""
-    eng = _engine(model, backend)
-    if not isinstance(eng, GeneratingEngine):
-        raise ValueError(f"'{eng.name}' does not write text: generate needs a decoder such as smollm2")
-    return generation_work(eng, prompt, max_new_tokens, chat).run()
+    return generation_work(_engine(model, backend), prompt, max_new_tokens, chat).run()
 
 
 def show(

@@ -226,11 +226,11 @@ MEMO_CALLS = {"kept", "cached_value", "cached", "memo", "heavy_memo", "long_memo
 
 
 def test_no_memo_key_is_built_outside_the_door():
-    """The memos are reached through the door (attnviz/api.py: Work, Prepared) and the service itself only: a page
-    never writes a key, so two pages asking for the same work share one entry."""
+    """The memos are reached through the door (attnviz/api.py: Prepared; attnviz/work.py: Work, which api re-exports)
+    and the service itself only: a page never writes a key, so two pages asking for the same work share one entry."""
     offenders = []
     for f in _package_files():
-        if f.relative_to(ROOT).as_posix() in ("attnviz/api.py", "attnviz/service.py"):
+        if f.relative_to(ROOT).as_posix() in ("attnviz/api.py", "attnviz/work.py", "attnviz/service.py"):
             continue
         for node in ast.walk(ast.parse(f.read_text())):
             named = getattr(node, "value", None)
