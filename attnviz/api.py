@@ -52,9 +52,11 @@ from attnviz.work import (  # the kept computations (re-exported: the door is a 
     generation_work,
     importance_work,
     induction_work,
+    local_source,
     mean_reference_work,
     patch_position_work,
     patch_work,
+    qk_work,
 )
 
 __all__ = [
@@ -119,11 +121,6 @@ def pronoun_benchmark(eng: Engine, cases, method="mas", progress=None):
     return service.pronoun_benchmark(eng, cases, method, progress)
 
 
-def _source(model: str) -> registry.Source:
-    """The model as the person at this machine names it: any folder, a bundled name or a hub id."""
-    return dataclasses.replace(registry.resolve(model, allow_paths=True), local_user=True)
-
-
 @dataclass
 class Prepared:
     """One request made once per page run (or call): the model resolved once, its engine loaded once, and whether the
@@ -170,7 +167,7 @@ def prepare(
     """A request resolved once: as the person at this machine names models (any folder, a hub id), or, with
     `server`, as a server's policy allows (what a room may load: the pages); `device` "cpu" or "cuda" (default: the
     GPU when there is one)."""
-    source = service.policy().resolve(model) if server else _source(model)
+    source = service.policy().resolve(model) if server else local_source(model)
     return Prepared(
         service.Request(model, backend, text, target, what_if), source, service.engine(model, backend, source, device)
     )
@@ -206,7 +203,7 @@ def can_rebuild(eng: Engine) -> bool:
 def engine(model: str = "default", backend: Backend = "hf", device: str | None = None) -> Engine:
     """The loaded model (kept: a second call is free), for what the door does not cover; `device` "cpu" or "cuda"
     (default: the GPU when there is one)."""
-    return service.engine(model, backend, _source(model), device)
+    return service.engine(model, backend, local_source(model), device)
 
 
 def attention(text: str, model: str = "default", *, backend: Backend = "hf", target: str | None = None) -> Results:
@@ -354,7 +351,7 @@ def corpus(
     docs = corpus_run.read(source, text_column)
     chosen = measure.Settings(window=window, **settings)
     folder = out if out is not None and not server else corpus_run.default_folder(model, docs, chosen)
-    source = service.policy().resolve(model) if server else _source(model)
+    source = service.policy().resolve(model) if server else local_source(model)
 
     def kept():  # the door's kept engine, as a corpus run measures with it
         hf = service.engine(model, "hf", source, device)
@@ -392,29 +389,6 @@ def qk_space(texts, layer: int, head: int, model: str = "default", *, method: st
     """A head's queries and keys on a text (or a list of texts), normalised as AttentionViz does and projected
     jointly to 2-D (corpus.qk.Space: the points, the tokens, and how faithful the plot is). 0-based layer, head."""
     return qk_work(model, [texts] if isinstance(texts, str) else list(texts), layer, head, method).run()
-
-
-def _hooked(model: str, source: registry.Source) -> Engine:
-    """The model where its queries and keys can be read (the hook points): an encoder rebuilt on attnviz's
-    attention, a Llama-family decoder as Hugging Face loads it."""
-    eng = service.engine(model, "hf", source)
-    if not hasattr(eng, "forward") and registry.can_rebuild(eng):
-        eng = service.engine(model, "scratch", source)
-    return eng
-
-
-def qk_work(model: str, texts: list[str], layer: int, head: int, method: str = "pca", *, server: bool = False) -> Work:
-    """A head's query/key space over some texts (see qk_space), kept for every session; admitted on a page."""
-    from attnviz.corpus import qk
-
-    source = service.policy().resolve(model) if server else _source(model)
-    return Work(
-        ("qk", source, tuple(texts), layer, head, method),
-        lambda: qk.of_texts(_hooked(model, source), texts, layer, head, method=method),
-        "placing a head's queries and keys",
-        GRID_BYTES,
-        heavy=True,
-    )
 
 
 def corpus_work(model: str, documents: int, progress=None) -> Work:

@@ -8,11 +8,13 @@ a front end imports the door, never this module.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar, cast
 
 from attnviz import service
+from attnviz.engines import registry
 from attnviz.engines.base import Engine, GeneratingEngine
 from attnviz.interventions import ablation, induction_scores, patching
 from attnviz.interventions.ablation import Mode
@@ -143,6 +145,34 @@ def cost_work(d_model: int, heads: int) -> Work:
         ("inside-cost", d_model, heads),
         lambda: cost.measure(d_model, heads),
         "timing the engine",
+        GRID_BYTES,
+        heavy=True,
+    )
+
+
+def local_source(model: str) -> registry.Source:
+    """The model as the person at this machine names it: any folder, a bundled name or a hub id."""
+    return dataclasses.replace(registry.resolve(model, allow_paths=True), local_user=True)
+
+
+def _hooked(model: str, source: registry.Source) -> Engine:
+    """The model where its queries and keys can be read (the hook points): an encoder rebuilt on attnviz's
+    attention, a Llama-family decoder as Hugging Face loads it."""
+    eng = service.engine(model, "hf", source)
+    if not hasattr(eng, "forward") and registry.can_rebuild(eng):
+        eng = service.engine(model, "scratch", source)
+    return eng
+
+
+def qk_work(model: str, texts: list[str], layer: int, head: int, method: str = "pca", *, server: bool = False) -> Work:
+    """A head's query/key space over some texts (see qk_space), kept for every session; admitted on a page."""
+    from attnviz.corpus import qk
+
+    source = service.policy().resolve(model) if server else local_source(model)
+    return Work(
+        ("qk", source, tuple(texts), layer, head, method),
+        lambda: qk.of_texts(_hooked(model, source), texts, layer, head, method=method),
+        "placing a head's queries and keys",
         GRID_BYTES,
         heavy=True,
     )
