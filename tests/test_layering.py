@@ -279,6 +279,7 @@ def test_no_page_imports_another_page():
 # or a line here; a line whose module has since got its test file (or gone) fails too.
 TESTED_ELSEWHERE = {
     "__main__.py": "two lines that run cli.main; test_cli.py runs `python -m attnviz` as a user would",
+    "ui/class_read.py": "ui/pages/test_classroom.py (a read a window, one in flight, a forget, a run's one read)",
     "cli/attention.py": "test_cli.py (attention, --rows, stats, rollout, doctor)",
     "cli/common.py": "test_cli.py and test_bad_input.py (--file, --rows, --json, one-line errors)",
     "cli/corpus_run.py": "corpus/test_run.py and test_cli.py (the corpus command)",

@@ -36,9 +36,10 @@ from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
 from attnviz import escape
 from attnviz.liveclass import reach
 from attnviz.liveclass.database import DATABASE_ERRORS, error_line
-from attnviz.liveclass.store import REMOVED, ClassInfo, ClassNotFound, Moment, NotAdmitted, Store, clean_code
+from attnviz.liveclass.store import REMOVED, ClassInfo, ClassNotFound, Moment, NotAdmitted, clean_code
 from attnviz.liveclass.store import links as store_links
 from attnviz.ui import controls, routes, state
+from attnviz.ui.class_read import RUN_READ, forget, moment, run_moment, store
 
 CLASS, TEACHER, STUDENT = "class", "teacher", "sid"
 KEEP = ("class.", "_")  # session keys that survive taking the teacher's view (the class's own, Streamlit's)
@@ -51,10 +52,6 @@ NET_SECONDS = 2.0
 SERVER = secrets.token_hex(6)  # this server process, as the views it publishes name it
 SEEN_SECONDS = 10.0  # how often a follower's page says it is still here (one write)
 CLASS_PAGE = "classroom"  # the Class page's URL path
-MOMENTS_KEPT = 256  # classes whose shared read a server keeps
-RUN_READ = "class.run_read"  # (code, Moment): this whole run's read of its class, shared by the seat, follow and panel
-PULSE_SHARED = 0.05  # seconds: one read of a class's pulse serves every heartbeat of it on this server in this window
-READ_WAIT = 5.0  # seconds a run waits for another's read of its class before making its own
 DRAWN = "drawn"  # the URL parameter where a student's whole run, at its end, writes what it drew (view, poll)
 # seconds after a whole run's end before a heartbeat still carrying an older `drawn` redraws: the browser's URL takes
 # a run's end within a tick or two; at 3 s, a page that missed its run's end (see _redraw_if_lost) was behind for more
@@ -70,12 +67,6 @@ class Seat:
     code: str
     teacher: bool
     student: str  # the student's id ('' for the teacher)
-
-
-@st.cache_resource(show_spinner=False)
-def store() -> Store:
-    """The one store of this server (ATTNVIZ_DB)."""
-    return Store()
 
 
 def base_url() -> str:
@@ -283,8 +274,8 @@ def touched(params: dict[str, str]) -> list[str]:
 
 def note_poll(poll_id: int | None, revealed: bool) -> None:
     """What this whole run draws of the polls: follow() notes the server's shared read; the Class page notes the poll
-    it read from the database itself, up to PULSE_SHARED newer, so a poll asked just after the view changed does not
-    cost the page a second run when the next heartbeat sees it."""
+    it read from the database itself, up to class_read.PULSE_SHARED newer, so a poll asked just after the view
+    changed does not cost the page a second run when the next heartbeat sees it."""
     st.session_state["class.poll_mark"] = _poll_mark(poll_id, revealed)
 
 
@@ -343,69 +334,6 @@ def publish(here: Seat | None, page_url: str, params: dict[str, str], head: tupl
     if version != st.session_state.get("class.shown_version"):  # a new view: this server's followers take it now
         st.session_state["class.shown_version"] = version
         wake(here.code)
-
-
-_moments: dict[str, tuple[float, Moment]] = {}
-_reads: dict[str, threading.Event] = {}  # a class's read in flight: a run that needs the class meanwhile waits for it
-_moments_lock = threading.Lock()
-
-
-def moment(code: str) -> Moment | None:
-    """The class, its newest poll and its removed students (Store.moment), read at most once per PULSE_SHARED seconds
-    for all its followers on this server: 250 heartbeats a second cost the database about 20 reads, and a change is
-    seen at most 0.05 s later. One read at a time: the runs a teacher's change wakes at once wait for the first one's
-    read instead of each making its own (30 followers made about 20). None when the class does not exist or has
-    ended."""
-    now = time.monotonic()
-    with _moments_lock:
-        hit = _moments.get(code)
-        if hit is not None and now - hit[0] < PULSE_SHARED:
-            return hit[1]
-        flight = _reads.get(code)
-        mine = flight is None
-        if flight is None:
-            flight = _reads[code] = threading.Event()
-    if not mine:  # another run is reading it: its read began after this call's window did, so it serves this call
-        flight.wait(READ_WAIT)
-        with _moments_lock:
-            hit = _moments.get(code)
-        if hit is not None and hit[0] >= now - PULSE_SHARED:
-            return hit[1]
-        return store().moment(code)  # that read failed, found no class or was forgotten: this call's own
-    value = None
-    try:
-        value = store().moment(code)  # stamped with the time before the read: never newer than it claims
-    finally:
-        with _moments_lock:
-            current = _reads.get(code) is flight  # not forgotten while it read (a change made meanwhile is newer)
-            if current:
-                del _reads[code]
-            if current and value is not None:  # no class: not kept (a script trying codes would fill the dict)
-                _moments[code] = (now, value)
-                if len(_moments) > MOMENTS_KEPT:  # classes that ended or moved on: the oldest half goes
-                    for old in sorted(_moments, key=lambda c: _moments[c][0])[: MOMENTS_KEPT // 2]:
-                        del _moments[old]
-        flight.set()
-    return value
-
-
-def run_moment(code: str) -> Moment | None:
-    """The class as this whole run read it first (`moment`, once): the seat, follow and the panel agree on one read,
-    and a follower's run costs the server's shared read once, not three times. The heartbeat reads `moment` itself."""
-    kept = st.session_state.get(RUN_READ)
-    if kept is not None and kept[0] == code:
-        return kept[1]
-    now = moment(code)
-    st.session_state[RUN_READ] = (code, now)
-    return now
-
-
-def forget(code: str) -> None:
-    """Drop this server's shared read of a class, and any read in flight: the next heartbeat (or run) reads it
-    afresh, after whatever change made the caller forget it."""
-    with _moments_lock:
-        _moments.pop(code, None)
-        _reads.pop(code, None)
 
 
 def tick_seconds(now: Moment | None) -> float:

@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 from attnviz.liveclass import polls
 from attnviz.liveclass.database import FILE_CHECK_SECONDS
 from attnviz.liveclass.store import Store
+from attnviz.ui import class_read
 
 VIEW = {
     "model": "default",
@@ -120,7 +121,6 @@ def test_a_class_database_that_fails_mid_class_is_the_apps_message_not_a_traceba
 
 
 def test_a_locked_class_turns_new_pages_away_and_a_removed_student_is_out(db):
-    from attnviz.ui import seat
 
     code, secret, _ = db.create_class()
     inside = _page(**{"class": code, "sid": "f" * 16})
@@ -129,7 +129,7 @@ def test_a_locked_class_turns_new_pages_away_and_a_removed_student_is_out(db):
     newcomer = _page(**{"class": code, "sid": "g" * 16})
     assert any("closed this class to new students" in w.value for w in newcomer.sidebar.warning)
     db.remove(code, secret, "f" * 16)  # from another server: this one sees it once its shared read is over
-    time.sleep(seat.PULSE_SHARED + 0.02)
+    time.sleep(class_read.PULSE_SHARED + 0.02)
     inside.run()
     assert any("removed this page" in w.value for w in inside.sidebar.warning)
     assert "class.student" not in inside.session_state
@@ -184,13 +184,13 @@ def test_followers_on_one_server_share_one_read_of_the_class_per_pulse_window(db
     reads = []
     moment = shared.moment
     monkeypatch.setattr(shared, "moment", lambda c: reads.append(c) or moment(c))
-    monkeypatch.setattr(seat, "_moments", {})
+    monkeypatch.setattr(class_read, "_moments", {})
     first = [seat.moment(code) for _ in range(50)]  # fifty heartbeats at once
     assert len(reads) == 1 and all(m == first[0] for m in first) and first[0].info.version == 0
     db.set_view(code, secret, {"page": "inside", "params": {}})
-    time.sleep(seat.PULSE_SHARED + 0.02)
+    time.sleep(class_read.PULSE_SHARED + 0.02)
     assert seat.moment(code).info.version == 1 and len(reads) == 2  # a change is seen one window later
-    assert seat.moment("ZZZZZZ") is None and seat.moment("ZZZZZZ") is None and "ZZZZZZ" not in seat._moments
+    assert seat.moment("ZZZZZZ") is None and seat.moment("ZZZZZZ") is None and "ZZZZZZ" not in class_read._moments
 
 
 def test_runs_that_need_a_class_at_once_wait_for_one_read_and_a_forget_is_never_served_an_older_one(db, monkeypatch):
@@ -209,8 +209,8 @@ def test_runs_that_need_a_class_at_once_wait_for_one_read_and_a_forget_is_never_
         return moment(c)
 
     monkeypatch.setattr(shared, "moment", slow)
-    monkeypatch.setattr(seat, "_moments", {})
-    monkeypatch.setattr(seat, "_reads", {})
+    monkeypatch.setattr(class_read, "_moments", {})
+    monkeypatch.setattr(class_read, "_reads", {})
     got = []
     woken = [threading.Thread(target=lambda: got.append(seat.moment(code))) for _ in range(20)]  # a change's runs
     for t in woken:
@@ -224,7 +224,7 @@ def test_runs_that_need_a_class_at_once_wait_for_one_read_and_a_forget_is_never_
     assert len(reads) == 1 and len(got) == 20 and {m.info.version for m in got} == {0}
     # A change made while a read is in flight: the runs it wakes (after forget) read afresh and see it.
     release.clear()
-    monkeypatch.setattr(seat, "_moments", {})
+    monkeypatch.setattr(class_read, "_moments", {})
     before = threading.Thread(target=seat.moment, args=(code,))  # a heartbeat, reading before the change
     before.start()
     while len(reads) < 2:
@@ -244,7 +244,9 @@ def test_a_followers_whole_run_reads_its_class_once(db, monkeypatch):
     reads = []
     moment = shared.moment
     monkeypatch.setattr(shared, "moment", lambda c: reads.append(c) or moment(c))
-    monkeypatch.setattr(seat, "PULSE_SHARED", 0.0)  # no shared read: every read the run asks for reaches the store
+    monkeypatch.setattr(
+        class_read, "PULSE_SHARED", 0.0
+    )  # no shared read: every read the run asks for reaches the store
     db.set_view(code, secret, {"page": "", "params": {"view": "Head", "layer": "4", "head": "1"}})
     at.run()
     _ok(at)
@@ -259,11 +261,11 @@ def test_a_students_whole_run_ends_by_writing_what_it_drew_into_the_url_even_whe
     drawn, when = at.session_state["class.drawn"]
     assert drawn == "1.None.0" and abs(time.time() - when) < 60 and at.query_params[seat.DRAWN] == "1.None.0"
     poll = _poll(db, code, secret)
-    time.sleep(seat.PULSE_SHARED + 0.02)  # the server's shared read of the class sees it
+    time.sleep(class_read.PULSE_SHARED + 0.02)  # the server's shared read of the class sees it
     at.run()
     assert at.session_state["class.drawn"][0] == f"1.{poll}.0" and at.query_params[seat.DRAWN] == f"1.{poll}.0"
     db.set_view(code, secret, {"page": "", "params": {"text": " "}})  # an empty text: the page says so and halts
-    time.sleep(seat.PULSE_SHARED + 0.02)
+    time.sleep(class_read.PULSE_SHARED + 0.02)
     at.run()
     assert [w.value for w in at.warning] == ["The text is empty\\: type a sentence to see its attention\\."]
     assert at.session_state["class.version"] == 2 and at.query_params[seat.DRAWN] == f"2.{poll}.0"  # the frame ran on
@@ -287,7 +289,7 @@ def test_a_heartbeat_redraws_a_page_that_never_got_its_runs_end_after_a_grace_at
     monkeypatch.setattr(st, "caption", lambda *a, **k: None)
     monkeypatch.setattr(st, "session_state", {})
     monkeypatch.setattr(st, "query_params", {})
-    monkeypatch.setattr(seat, "_moments", {})
+    monkeypatch.setattr(class_read, "_moments", {})
     monkeypatch.setattr(seat, "fragment_run", lambda: True)  # the browser's timer, not a whole run's own call
     monkeypatch.setattr(seat, "_keep_beating", lambda: beats.append(1))
     version = db.get(code).version
@@ -319,12 +321,11 @@ def test_a_heartbeat_redraws_a_page_that_never_got_its_runs_end_after_a_grace_at
 
 
 def test_a_follower_run_on_another_page_than_the_teachers_goes_back_to_it_though_the_view_is_taken(db):
-    from attnviz.ui import seat
 
     at, _, _ = _following(db, {"page": "inside", "params": {}}, "f")
     assert at.session_state["class.version"] == 1 and at.session_state["class.page"] == "inside"
     # A heartbeat sent before the switch reached the browser carries the old page: the session runs there again.
-    time.sleep(seat.PULSE_SHARED + 0.02)
+    time.sleep(class_read.PULSE_SHARED + 0.02)
     at.switch_page("app_pages/heads.py").run()
     _ok(at)
     assert at.session_state["class.version"] == 1 and at.session_state["class.page"] == "inside"
@@ -335,7 +336,7 @@ def test_a_followers_class_page_marks_the_poll_it_read_itself_not_the_servers_ol
 
     at, code, secret = _following(db, {"page": seat.CLASS_PAGE, "params": {}}, "g")
     assert at.session_state["class.poll_mark"] is None and at.session_state["class.drawn"][0] == "1.None.0"
-    monkeypatch.setattr(seat, "PULSE_SHARED", 60.0)  # the shared read stays the one from before the question
+    monkeypatch.setattr(class_read, "PULSE_SHARED", 60.0)  # the shared read stays the one from before the question
     poll = _poll(db, code, secret)
     assert seat.moment(code).poll is None
     at.run()  # the teacher moved to the Class page and asked at once: this run sees the question itself
@@ -434,7 +435,6 @@ def test_a_layer_shown_whole_keeps_the_head_the_lesson_had_and_a_fresh_class_say
 
 
 def test_a_following_student_who_moves_a_slider_stops_following_and_is_told_so(db):
-    from attnviz.ui import seat
 
     view = {
         "page": "",
@@ -448,7 +448,7 @@ def test_a_following_student_who_moves_a_slider_stops_following_and_is_told_so(d
     assert db.students(code) == (1, 0)  # the teacher's count of who follows says so too
     assert any("You changed the view (layer)" in w.value for w in at.sidebar.warning)
     assert at.toggle(key="class.follow_toggle").value is False
-    time.sleep(seat.PULSE_SHARED + 0.02)
+    time.sleep(class_read.PULSE_SHARED + 0.02)
     at.run()
     assert at.slider(key="heads.layer").value == 5  # their own view: not taken back by the next run
     at.toggle(key="class.follow_toggle").set_value(True).run()  # rejoin: the teacher's view at once
@@ -532,7 +532,7 @@ def test_a_follower_of_a_teacher_on_this_server_beats_slowly_and_of_one_on_anoth
     _ok(student)
     assert student.session_state["class.tick"] == seat.NET_SECONDS
     db.set_view(code, secret, {**view, "server": "another replica"})
-    seat._moments.clear()
+    class_read._moments.clear()
     assert seat.tick_seconds(db.moment(code)) == seat.TICK_SECONDS
     student.run()
     _ok(student)
