@@ -20,7 +20,8 @@ def cmd_class(args: argparse.Namespace) -> int:
 
     from attnviz.liveclass import reach
     from attnviz.liveclass.database import DATABASE_ERRORS, error_line
-    from attnviz.liveclass.store import Store, links
+    from attnviz.liveclass.records import links
+    from attnviz.liveclass.store import Store
 
     args.base_url = args.base_url or os.environ.get(reach.BASE_URL_ENV) or "http://localhost:8501"
     links(args.base_url, "CHECK")  # a bad address fails before a class is made

@@ -1,11 +1,11 @@
 """The classroom's store: classes, the teacher's view, followers, polls and answers, in SQLite or PostgreSQL.
 
-The one module that reads and writes the classes, through SQLAlchemy Core: one set of statements on both databases.
-Where the database is and how it is opened: attnviz.liveclass.database; its tables, created and migrated on start:
-attnviz.liveclass.schema. On SQLite every write is one `BEGIN IMMEDIATE` transaction; on PostgreSQL reads run in
-autocommit and every write is one transaction that first locks its class's row (`SELECT ... FOR UPDATE`), so the
-writes of one class run one at a time, as SQLite's are, and a reveal cannot slip between an answer's checks and its
-insert. Everything survives a server restart.
+The one module that reads and writes the classes, through SQLAlchemy Core: one set of statements on both databases
+(what it hands out, its errors and limits: liveclass.records; the database: database; its tables: schema). On SQLite
+every write is one `BEGIN IMMEDIATE` transaction; on PostgreSQL reads run in autocommit and every write is one
+transaction that first locks its class's row (`SELECT ... FOR UPDATE`), so the writes of one class run one at a
+time, as SQLite's are, and a reveal cannot slip between an answer's checks and its insert. Everything survives a
+server restart.
 
 Only the teacher leads: every call that changes a class (its view, a poll) takes the teacher's secret, which is
 stored hashed and compared in constant time (`hmac.compare_digest`); a wrong or missing secret raises
@@ -21,18 +21,14 @@ students and remove one (their answers to open polls go with them). The answers 
 from __future__ import annotations
 
 import contextlib
-import csv
 import hashlib
 import hmac
-import io
 import json
 import math
-import os
 import secrets
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import text
@@ -40,49 +36,25 @@ from sqlalchemy.engine import Connection, RowMapping
 
 from attnviz.liveclass import schema
 from attnviz.liveclass.database import configured, database_url, postgres_engine, sqlite_engine
-
-HOURS_ENV = "ATTNVIZ_CLASS_HOURS"
-DEFAULT_HOURS = 8.0  # a class expires this long after it was started
-CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read off a projector
-CODE_LENGTH = 6
-POLL_KINDS = ("token", "head type", "number", "which head")
-MAX_STUDENT_NAME = 40
-MAX_ANSWER = 200
-FOLLOWING_WITHIN = 30.0  # a student seen this recently (seconds) counts as here
-NUMBER_RANGE = (0.0, 100.0)  # a number poll asks for a percentage
-
-
-class NotTeacher(PermissionError):
-    """A call that only the teacher may make came without the class's secret."""
-
-
-class ClassNotFound(LookupError):
-    """No class has this code, or it has expired."""
-
-    @staticmethod
-    def message(code: str) -> str:
-        """What a person is told."""
-        return f"No class has the code {clean_code(code) or '(none)'}, or it has ended."
-
-
-class NotAdmitted(PermissionError):
-    """The class is closed to new students, or the teacher removed this student."""
-
-
-REMOVED = "The teacher removed this page from the class."
-
-
-@dataclass(frozen=True)
-class ClassInfo:
-    """A class as stored (without its secret)."""
-
-    code: str
-    created: float
-    expires: float
-    view: dict
-    version: int  # how many times the teacher's view has changed
-    changed: float  # when it last changed (time.time())
-
+from attnviz.liveclass.records import (
+    CODE_ALPHABET,
+    CODE_LENGTH,
+    FOLLOWING_WITHIN,
+    MAX_ANSWER,
+    MAX_STUDENT_NAME,
+    NUMBER_RANGE,
+    POLL_KINDS,
+    REMOVED,
+    ClassInfo,
+    ClassNotFound,
+    Moment,
+    NotAdmitted,
+    NotTeacher,
+    Poll,
+    answers_csv,
+    class_hours,
+    clean_code,
+)
 
 MOMENT_SQL = text(
     "SELECT c.*, p.id AS poll, p.revealed FROM classes c LEFT JOIN polls p ON p.id = "
@@ -91,62 +63,8 @@ MOMENT_SQL = text(
 REMOVED_SQL = text("SELECT student FROM students WHERE code = :code AND removed = 1")
 
 
-@dataclass(frozen=True)
-class Moment:
-    """A class as a follower checks it: the class, its newest poll and the students the teacher removed."""
-
-    info: ClassInfo
-    poll: int | None  # the newest poll's id, None before the first
-    revealed: bool  # whether that poll's answers are shown
-    removed: frozenset[str] = frozenset()  # the ids of the students the teacher removed
-
-    def pulse(self) -> tuple[int, int | None, bool]:
-        """(view version, newest poll id, revealed): what tells a follower's page to draw again."""
-        return self.info.version, self.poll, self.revealed
-
-
-@dataclass(frozen=True)
-class Poll:
-    """A question the teacher asked, about one view."""
-
-    id: int
-    code: str
-    kind: str  # one of POLL_KINDS
-    question: str
-    options: list[str]  # what students choose from (empty for a number)
-    view: dict  # the view the question is about (model, text, layer, head, query token, ...)
-    created: float
-    revealed: bool
-
-
-def class_hours() -> float:
-    """How long a class lasts: $ATTNVIZ_CLASS_HOURS, else 8."""
-    try:
-        hours = float(os.environ.get(HOURS_ENV, DEFAULT_HOURS))
-    except ValueError:
-        return DEFAULT_HOURS
-    return hours if 0 < hours <= 24 * 30 else DEFAULT_HOURS
-
-
-def links(base: str, code: str, secret: str | None = None) -> dict[str, str]:
-    """The student link (?class=CODE) and, given the secret, the teacher link (?class=CODE&teacher=SECRET)."""
-    if not base.startswith(("http://", "https://")):
-        raise ValueError(f"The base URL must start with http:// or https://, not {base[:40]!r}.")
-    base = base.rstrip("/")
-    out = {"student_url": f"{base}/?class={code}"}
-    if secret:
-        out["teacher_url"] = f"{base}/?class={code}&teacher={secret}"
-    return out
-
-
 def _hash(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8", "replace")).hexdigest()
-
-
-def clean_code(code: object) -> str:
-    """A typed class code as stored: upper case, spaces and dashes dropped; '' when it cannot be one."""
-    text = "".join(str(code or "").split()).replace("-", "").upper()
-    return text if len(text) == CODE_LENGTH and all(c in CODE_ALPHABET for c in text) else ""
 
 
 class Store:
@@ -328,16 +246,6 @@ class Store:
             db.execute(text("UPDATE students SET removed = 1 WHERE code = :code AND student = :student"), params)
             db.execute(text(f"DELETE FROM answers WHERE student = :student AND poll IN ({open_polls})"), params)
             db.execute(text(f"DELETE FROM voters WHERE student = :student AND poll IN ({open_polls})"), params)
-
-    def removed(self, code: str, student: str) -> bool:
-        """Whether the teacher removed this student."""
-        return bool(
-            self._value(
-                "SELECT removed FROM students WHERE code = :code AND student = :student",
-                code=clean_code(code),
-                student=student,
-            )
-        )
 
     def roster(self, code: str, secret: str | None) -> list[dict]:
         """The teacher's list of the students seen in the last FOLLOWING_WITHIN seconds: id, name, following."""
@@ -530,28 +438,4 @@ class Store:
             code=poll.code,
             poll=int(poll_id),
         )
-        out = io.StringIO()
-        writer = csv.writer(out)
-        writer.writerow(["poll", "question", "student", "answer", "answered_at_utc"])
-        for r in rows:
-            at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(r["at"]))
-            writer.writerow(
-                [poll_id, poll.question, _csv_safe(r["name"] or r["student"][:8]), _csv_safe(r["answer"]), at]
-            )
-        return out.getvalue()
-
-
-FORMULA_STARTS = ("=", "+", "-", "@", "＝", "＋", "－", "＠")  # full-width forms: spreadsheets read them too
-
-
-def _csv_safe(text: str) -> str:
-    """A cell a spreadsheet will not run as a formula: one whose first character, or first after any leading
-    whitespace, starts a formula (=, +, -, @, or their full-width forms), or that starts with a tab, return or
-    newline, gets a leading apostrophe; plain numbers stay numbers."""
-    try:
-        if math.isfinite(float(text)) and text.strip() == text:
-            return text
-    except ValueError:
-        pass
-    risky = text[:1] in ("\t", "\r", "\n") or text.lstrip()[:1] in FORMULA_STARTS
-    return "'" + text if risky else text
+        return answers_csv(poll_id, poll.question, rows)

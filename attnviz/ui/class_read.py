@@ -13,7 +13,8 @@ import time
 
 import streamlit as st
 
-from attnviz.liveclass.store import Moment, Store
+from attnviz.liveclass.records import Moment
+from attnviz.liveclass.store import Store
 
 MOMENTS_KEPT = 256  # classes whose shared read a server keeps
 RUN_READ = "class.run_read"  # (code, Moment): this whole run's read of its class, shared by the seat, follow and panel

@@ -36,8 +36,8 @@ from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
 from attnviz import escape
 from attnviz.liveclass import reach
 from attnviz.liveclass.database import DATABASE_ERRORS, error_line
-from attnviz.liveclass.store import REMOVED, ClassInfo, ClassNotFound, Moment, NotAdmitted, clean_code
-from attnviz.liveclass.store import links as store_links
+from attnviz.liveclass.records import REMOVED, ClassInfo, ClassNotFound, Moment, NotAdmitted, clean_code
+from attnviz.liveclass.records import links as store_links
 from attnviz.ui import controls, routes, state
 from attnviz.ui.class_read import RUN_READ, forget, moment, run_moment, store
 

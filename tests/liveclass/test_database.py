@@ -3,7 +3,7 @@ said in one line with no statement and no password, an unreachable PostgreSQL ne
 
 import pytest
 
-from attnviz.liveclass import database, store
+from attnviz.liveclass import database, records
 from attnviz.liveclass.store import Store
 
 
@@ -14,7 +14,7 @@ def test_the_default_path_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     assert database.default_path() == tmp_path / "attnviz" / "classes.db"
     monkeypatch.setenv("ATTNVIZ_CLASS_HOURS", "bad")
-    assert store.class_hours() == store.DEFAULT_HOURS
+    assert records.class_hours() == records.DEFAULT_HOURS
 
 
 def test_the_database_setting_is_a_path_or_a_postgresql_url_and_nothing_else(tmp_path):

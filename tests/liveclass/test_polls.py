@@ -11,7 +11,8 @@ from attnviz.analysis import head_stats
 from attnviz.cli import main
 from attnviz.liveclass import charts as figures
 from attnviz.liveclass import polls, snapshot
-from attnviz.liveclass.store import Store, links
+from attnviz.liveclass.records import links
+from attnviz.liveclass.store import Store
 
 APP = str(ROOT / "app.py")
 TEXT = "The animal didn't cross the street because it was too tired."

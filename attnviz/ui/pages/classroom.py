@@ -14,7 +14,7 @@ from attnviz.interventions.runs import can_intervene
 from attnviz.liveclass import charts as class_figures
 from attnviz.liveclass import polls, snapshot
 from attnviz.liveclass.database import DATABASE_ERRORS
-from attnviz.liveclass.store import POLL_KINDS, ClassNotFound, Poll, clean_code
+from attnviz.liveclass.records import POLL_KINDS, ClassNotFound, Poll, clean_code
 from attnviz.result import Attention, Results, head_index
 from attnviz.tokens import plain_labels
 from attnviz.ui import cache, controls, routes, seat
