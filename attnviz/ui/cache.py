@@ -8,9 +8,10 @@ texts; the others say so.
 from __future__ import annotations
 
 import collections
+import contextlib
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
@@ -113,6 +114,38 @@ def run(work: api.Work) -> T:
     return work.run(admit=heavy)
 
 
+IMPORTANCE_BAR = "Knocking out each head"  # the importance grid's progress bar, on the Knock out and Class pages
+
+
+def on_demand(
+    make: Callable[[Callable | None], api.Work],
+    label: str,
+    key: str,
+    *,
+    note: str = "",
+    bar: str | None = None,
+    spinner: str | None = None,
+) -> Any:
+    """Heavy work a page offers behind a button: its value when some session has it (no button then), else the
+    button (and `note` under it) until pressed, and then the work computed once for every session, admitted first,
+    with a progress bar (`bar`: `make` is given its step) or a spinner. None until asked. The work's errors are the
+    caller's to word (a ValueError, a ModelLoadError)."""
+    held = make(None).held()
+    if held is not None:
+        return held
+    if not st.button(label, key=key):
+        if note:
+            st.caption(note)
+        return None
+    if bar is not None:
+        progress = LazyBar(bar)
+        value = run(make(progress.step))
+        progress.done()
+        return value
+    with st.spinner(spinner) if spinner else contextlib.nullcontext():
+        return run(make(None))
+
+
 class LazyBar:
     """A progress bar with the time left that appears only if the work it reports on is computed (not on a memo
     hit): pass `step` as the work's progress, call `done()` after."""
@@ -136,7 +169,7 @@ class LazyBar:
 def importance(eng: Engine, text: str, mode: str) -> tuple:
     """(L, H) loss increase of each head knocked out alone in `mode`, and the clean loss: the Knock out page's grid
     and the class poll's answer (the door's one key for both), admitted as heavy work, with a progress bar."""
-    bar = LazyBar("Knocking out each head")
+    bar = LazyBar(IMPORTANCE_BAR)
     got = run(api.importance_work(eng, text, mode, bar.step))
     bar.done()
     return got

@@ -322,15 +322,18 @@ def qk_space(model: str, texts: list[str], layer: int, head: int, style, key: st
     from attnviz.figures import corpus_charts
     from attnviz.result import head_name
 
-    work = api.qk_work(model, texts, layer, head, server=True)
-    if work.held() is None and not st.button("Place this head's queries and keys", key=f"{key}.button"):
-        st.caption(f"The queries and keys of {what}, projected together to 2-D (AttentionViz).")
-        return None
     try:
-        with st.spinner("Reading the head's queries and keys…"):
-            space = cache.run(work)
+        space = cache.on_demand(
+            lambda _: api.qk_work(model, texts, layer, head, server=True),
+            "Place this head's queries and keys",
+            f"{key}.button",
+            note=f"The queries and keys of {what}, projected together to 2-D (AttentionViz).",
+            spinner="Reading the head's queries and keys…",
+        )
     except (ValueError, api.ModelLoadError) as err:
         st.info(escape.md(err))
+        return None
+    if space is None:
         return None
     title = f"{head_name(layer, head)}: queries and keys of {space.n:,} tokens (PCA)"
     event = st.plotly_chart(

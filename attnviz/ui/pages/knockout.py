@@ -127,13 +127,16 @@ def importance_section(eng: api.Engine, inputs: Inputs, mode: str) -> None:
     """Which heads matter for this text: the loss increase when each head alone is removed, beside a statistic."""
     st.subheader("Which heads matter for this text?")
     n = eng.n_layers * eng.n_heads
-    held = api.importance_work(eng, inputs.text, mode).held()
-    if held is None and not st.button(
-        f"Knock out each of the {n} heads alone ({eng.n_layers} batched passes)", key="ko.grid"
-    ):
-        st.caption("One pass per layer, its heads in one batch, each starting from the clean run at that layer.")
+    got = cache.on_demand(
+        lambda step: api.importance_work(eng, inputs.text, mode, step),
+        f"Knock out each of the {n} heads alone ({eng.n_layers} batched passes)",
+        "ko.grid",
+        note="One pass per layer, its heads in one batch, each starting from the clean run at that layer.",
+        bar=cache.IMPORTANCE_BAR,
+    )
+    if got is None:
         return
-    grid, _ = held if held is not None else cache.importance(eng, inputs.text, mode)
+    grid, _ = got
     stats = cache.attention_or_stop(inputs.model, inputs.backend, inputs.text).main.stats()
     c1, c2 = widgets.two_places(inputs.style.projector)
     values = grid.numpy()
@@ -197,16 +200,17 @@ def patch_section(eng: api.Engine, inputs: Inputs) -> None:
             f"Corrupted: {escape.quoted(corrupt)} → {escape.quoted(wrong)}"
         )
     st.markdown(METRIC)
-    held = api.patch_work(eng, clean, corrupt, answer, wrong).held()
-    if held is None and not st.button("Patch every head (one batched pass per layer)", key="pa.run"):
-        return
     try:
-        if held is None:
-            bar = cache.LazyBar("Patching each head")
-            held = cache.run(api.patch_work(eng, clean, corrupt, answer, wrong, bar.step))
-            bar.done()
+        held = cache.on_demand(
+            lambda step: api.patch_work(eng, clean, corrupt, answer, wrong, step),
+            "Patch every head (one batched pass per layer)",
+            "pa.run",
+            bar="Patching each head",
+        )
     except ValueError as err:
         st.warning(escape.md(err))
+        return
+    if held is None:
         return
     st.markdown(f"d clean = **{held.clean_diff:+.2f}**, d corrupted = **{held.corrupt_diff:+.2f}**.")
     if held.restored is None:
