@@ -43,6 +43,24 @@ def restore(widget_key: str, url_key: str, default: Any, valid: Callable[[Any], 
     st.session_state[widget_key] = value
 
 
+def bound(
+    widget: Callable[..., Any],
+    *args: Any,
+    url: str,
+    key: str,
+    default: Any,
+    valid: Callable[[Any], bool] = lambda v: True,
+    **kwargs: Any,
+) -> Any:
+    """A widget whose value lives in the URL, in one call: restored from ?url=... (else `default`, and `default`
+    where the value is not `valid`), drawn as `widget(*args, key=key, **kwargs)`, remembered for the URL; its value.
+    `widget` is Streamlit's or a container's (`st.radio`, `column.slider`)."""
+    restore(key, url, default, valid)
+    value = widget(*args, key=key, **kwargs)
+    remember(url, value)
+    return value
+
+
 def touched(params: dict[str, str]) -> list[str]:
     """The URL keys whose widget this session holds at another value than `params` gives it (as `restore` would
     read it): a following student's page, restored from the teacher's URL state, that the student changed since.

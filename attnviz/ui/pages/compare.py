@@ -56,10 +56,17 @@ def source_picker(inputs: Inputs) -> str:
     """Which model to compare with, in the URL: by default the sidebar's sentence, on BERT's three kinds (SmolLM2's
     masked attention beside BERT's when the sidebar shows SmolLM2); the dates model is one click away."""
     default = "llm" if inputs.model == "smollm2" else "bert"
-    state.restore("cmp.source", "source", default, lambda v: v in SOURCES)
-    source = st.radio("Model", list(SOURCES), format_func=SOURCES.get, key="cmp.source", horizontal=True)
-    state.remember("source", source)
-    return source
+    return state.bound(
+        st.radio,
+        "Model",
+        list(SOURCES),
+        url="source",
+        key="cmp.source",
+        default=default,
+        valid=lambda v: v in SOURCES,
+        format_func=SOURCES.get,
+        horizontal=True,
+    )
 
 
 def pickers(n_layers: int, n_heads: int, prefix: str = "", label: str = "") -> tuple[int, int]:
@@ -173,9 +180,13 @@ def draw_bert(inputs: Inputs) -> None:
     export_panels(inputs, panels, text, bi, layer, head, "cmp.bert.export")
     st.markdown(BERT_WHAT_IF)
     st.subheader("Cross-attention what-if")
-    state.restore("cmp.b", "b", "The creature was exhausted after the long walk.")
-    other = st.text_input("Sentence B (the queries); sentence A (keys and values) is the sidebar's text", key="cmp.b")
-    state.remember("b", other)
+    other = state.bound(
+        st.text_input,
+        "Sentence B (the queries); sentence A (keys and values) is the sidebar's text",
+        url="b",
+        key="cmp.b",
+        default="The creature was exhausted after the long walk.",
+    )
     cache.load_engine_or_stop(api.DEFAULT_MODEL, "scratch")
     try:
         cross = cache.cross_what_if(api.DEFAULT_MODEL, text, other)

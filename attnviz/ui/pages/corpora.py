@@ -129,9 +129,16 @@ def render() -> None:
     if not runs:
         st.info("No finished corpus run on this server yet: start one above, or run `attnviz corpus` here.")
         return
-    state.restore("co.run", "run", next(iter(runs)), lambda v: v in runs)
-    name = st.selectbox("Run", list(runs), format_func=lambda k: _label(runs[k]), key="co.run")
-    state.remember("run", name)
+    name = state.bound(
+        st.selectbox,
+        "Run",
+        list(runs),
+        url="run",
+        key="co.run",
+        default=next(iter(runs)),
+        valid=lambda v: v in runs,
+        format_func=lambda k: _label(runs[k]),
+    )
     run = runs[name]
     m = run.manifest
     skipped = sum(m["corpus"]["skipped"].values())

@@ -83,9 +83,15 @@ def curves_section(task: str, style: Style) -> None:
 
 def attention_section(task: str, style: Style) -> None:
     """Typed digits: each model's answer and every head's map, with its share on the positions the answer needs."""
-    state.restore("hc.digits", "digits", head_models.sample_digits(), lambda v: isinstance(v, str) and len(v) < 100)
-    digits = st.text_input(f"{head_models.LENGTH} digits", key="hc.digits", max_chars=60)
-    state.remember("digits", digits)
+    digits = state.bound(
+        st.text_input,
+        f"{head_models.LENGTH} digits",
+        url="digits",
+        key="hc.digits",
+        default=head_models.sample_digits(),
+        valid=lambda v: isinstance(v, str) and len(v) < 100,
+        max_chars=60,
+    )
     try:
         ids = head_models.parse_digits(digits)
     except ValueError as err:
@@ -118,9 +124,15 @@ def attention_section(task: str, style: Style) -> None:
 def cost_section(style: Style) -> None:
     """Heads batched vs looped and grouped-query variants, measured on this server when asked."""
     dev = api.resolve_device()
-    state.restore("hc.n", "n", 512, lambda v: v in (128, 256, 512, 1024))
-    n = st.select_slider("tokens N", (128, 256, 512, 1024), key="hc.n")
-    state.remember("n", n)
+    n = state.bound(
+        st.select_slider,
+        "tokens N",
+        (128, 256, 512, 1024),
+        url="n",
+        key="hc.n",
+        default=512,
+        valid=lambda v: v in (128, 256, 512, 1024),
+    )
     st.markdown(
         f"One self-attention pass at d_model 512 and N = {n} for 1, 8 and 16 heads: **batched** (one (1, h, N, "
         "d/h) product for every head at once) and a **Python loop over heads** (the same numbers, head by head). "
@@ -193,11 +205,17 @@ def render() -> None:
         "heads sharing d_model = 32 (so each head gets 32, 16, 8 or 4 dimensions). Each was trained by "
         "`python -m attnviz train-heads` (about a minute on two cores, seeded) on one task:"
     )
-    state.restore("hc.task", "task", "mirror-sum", lambda v: v in head_models.TASKS)
-    task = st.radio(
-        "Task", head_models.TASKS, key="hc.task", horizontal=True, format_func=lambda t: f"{t}: {TASK_TEXT[t]}"
+    task = state.bound(
+        st.radio,
+        "Task",
+        head_models.TASKS,
+        url="task",
+        key="hc.task",
+        default="mirror-sum",
+        valid=lambda v: v in head_models.TASKS,
+        horizontal=True,
+        format_func=lambda t: f"{t}: {TASK_TEXT[t]}",
     )
-    state.remember("task", task)
     guess = widgets.predict(
         f"Which head count learns {task} best in the same number of steps?",
         [f"{c} head(s)" for c in head_models.HEAD_COUNTS],

@@ -76,9 +76,16 @@ def render() -> None:
     results = cache.results_or_stop(read)
     kind = next(iter(results))
     if len(results) > 1:
-        state.restore("heads.kind", "kind", kind, lambda v: v in results)
-        kind = st.radio("Attention", list(results), horizontal=True, key="heads.kind")
-        state.remember("kind", kind)  # in the URL: a class's poll asks about the kind the teacher shows
+        kind = state.bound(  # in the URL: a class's poll asks about the kind the teacher shows
+            st.radio,
+            "Attention",
+            list(results),
+            url="kind",
+            key="heads.kind",
+            default=kind,
+            valid=lambda v: v in results,
+            horizontal=True,
+        )
     result = widgets.prepared(results[kind], opts)
     widgets.truncation_notice(result)
     if backend != inputs.backend:

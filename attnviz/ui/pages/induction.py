@@ -66,13 +66,27 @@ def render() -> None:
     st.header("Induction heads")
     st.markdown(INTRO)
     eng = cache.decoder_or_stop(inputs.model, inputs.backend)
-    state.restore("ind.n", "length", 50, lambda v: 10 <= v <= 100)
-    state.restore("ind.seed", "seed", 0, lambda v: 0 <= v <= 9999)
     a, b = st.columns(2)
-    n = a.slider("Random tokens in each copy (n)", 10, 100, key="ind.n")
-    seed = b.number_input(f"Seed (of the {induction_scores.BATCH} sequences)", 0, 9999, key="ind.seed")
-    state.remember("length", n)
-    state.remember("seed", seed)
+    n = state.bound(
+        a.slider,
+        "Random tokens in each copy (n)",
+        10,
+        100,
+        url="length",
+        key="ind.n",
+        default=50,
+        valid=lambda v: 10 <= v <= 100,
+    )
+    seed = state.bound(
+        b.number_input,
+        f"Seed (of the {induction_scores.BATCH} sequences)",
+        0,
+        9999,
+        url="seed",
+        key="ind.seed",
+        default=0,
+        valid=lambda v: 0 <= v <= 9999,
+    )
     guess = widgets.predict(
         "On the second copy, the model's loss per token will…", ["go down", "stay about the same", "go up"], "ind.q"
     )

@@ -46,18 +46,33 @@ def model_name(eng: api.Engine) -> str:
 
 def step_controls(eng: api.SteppingEngine, decoder: bool) -> tuple[int, int, bool]:
     """Layer, head (0-based) and the causal toggle (always on for a decoder); their values live in the URL."""
-    state.restore("inside.layer", "layer", 1, lambda v: 1 <= v <= eng.n_layers)
-    state.restore("inside.head", "head", 1, lambda v: 1 <= v <= eng.n_heads)
-    state.restore("inside.causal", "causal", False)
     a, b, c = st.columns([2, 2, 1])
-    layer = a.slider("Layer", 1, eng.n_layers, key="inside.layer")
-    head = b.slider("Head", 1, eng.n_heads, key="inside.head")
+    layer = state.bound(
+        a.slider,
+        "Layer",
+        1,
+        eng.n_layers,
+        url="layer",
+        key="inside.layer",
+        default=1,
+        valid=lambda v: 1 <= v <= eng.n_layers,
+    )
+    head = state.bound(
+        b.slider,
+        "Head",
+        1,
+        eng.n_heads,
+        url="head",
+        key="inside.head",
+        default=1,
+        valid=lambda v: 1 <= v <= eng.n_heads,
+    )
     help_text = "A decoder is trained with the mask: it is always on." if decoder else "Hide every later token"
     if decoder:
         st.session_state["inside.causal"] = True
-    causal = c.toggle("Causal mask", key="inside.causal", help=help_text, disabled=decoder)
-    for k, v in (("layer", layer), ("head", head), ("causal", causal)):
-        state.remember(k, v)
+    causal = state.bound(
+        c.toggle, "Causal mask", url="causal", key="inside.causal", default=False, help=help_text, disabled=decoder
+    )
     state.show_head(layer - 1, head - 1)
     return layer - 1, head - 1, causal
 

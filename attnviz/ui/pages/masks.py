@@ -44,9 +44,16 @@ GPU_FIGURES = (
 
 def mask_controls(n: int, decoder: bool) -> tuple[str, dict, bool]:
     """The mask, its size parameter and whether it is also causal (always, for a decoder); kept in the URL."""
-    state.restore("mk.kind", "mask", "sliding window", lambda v: v in kernels.MASKS)
-    kind = st.radio("Mask", kernels.MASKS, key="mk.kind", horizontal=True)
-    state.remember("mask", kind)
+    kind = state.bound(
+        st.radio,
+        "Mask",
+        kernels.MASKS,
+        url="mask",
+        key="mk.kind",
+        default="sliding window",
+        valid=lambda v: v in kernels.MASKS,
+        horizontal=True,
+    )
     st.caption(escape.md(HOW[kind]))
     a, b, c = st.columns(3)
     params = {}

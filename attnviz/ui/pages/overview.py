@@ -149,9 +149,9 @@ def _flow(model: str, backend: api.Backend, text: str, upto: int):
 
 def rollout_section(inputs: Inputs, result: AttentionResult) -> None:
     """Raw attention, rollout and (on demand) flow up to a layer; where one token draws from."""
-    state.restore("ov.layer", "layer", result.n_layers, lambda v: 1 <= v <= result.n_layers)
-    layer = st.slider("Layer", 1, result.n_layers, key="ov.layer") - 1
-    state.remember("layer", layer + 1)
+    n = result.n_layers
+    layer = state.bound(st.slider, "Layer", 1, n, url="layer", key="ov.layer", default=n, valid=lambda v: 1 <= v <= n)
+    layer -= 1
     raw = rollout.residual_attention(result)[layer]  # (T, T)
     rolled = rollout.rollout(result)[layer]
     toks = result.target_tokens
@@ -159,9 +159,13 @@ def rollout_section(inputs: Inputs, result: AttentionResult) -> None:
         Panel(f"raw attention, layer {layer + 1}\n(heads averaged, + residual)", raw.numpy(), toks, toks),
         Panel(f"rollout up to layer {layer + 1}", rolled.numpy(), toks, toks),
     ]
-    state.restore("ov.flow", "flow", False)
-    want_flow = st.toggle("Also compute attention flow (a few seconds of CPU per text)", key="ov.flow")
-    state.remember("flow", want_flow)
+    want_flow = state.bound(
+        st.toggle,
+        "Also compute attention flow (a few seconds of CPU per text)",
+        url="flow",
+        key="ov.flow",
+        default=False,
+    )
     if want_flow:  # on demand: a classroom of new sentences would otherwise queue behind the max-flow solves
         try:
             with st.spinner("Solving the attention flow…"):

@@ -34,13 +34,13 @@ def _dims(d: int) -> list[str]:
 
 def sinusoidal_section(style: Style) -> None:
     """The PE matrix, PE·PE, predict-then-reveal on relative position, the mean by offset, CSV."""
-    state.restore("pos.d", "d_model", 64, lambda v: v in D_MODELS)
-    state.restore("pos.n", "positions", 48, lambda v: 8 <= v <= 256)
     a, b = st.columns(2)
-    d = a.select_slider("d_model", D_MODELS, key="pos.d")
-    n = b.slider("positions", 8, 256, key="pos.n")
-    state.remember("d_model", d)
-    state.remember("positions", n)
+    d = state.bound(
+        a.select_slider, "d_model", D_MODELS, url="d_model", key="pos.d", default=64, valid=lambda v: v in D_MODELS
+    )
+    n = state.bound(
+        b.slider, "positions", 8, 256, url="positions", key="pos.n", default=48, valid=lambda v: 8 <= v <= 256
+    )
     pe = encodings.sinusoidal(n, d)
     sim = encodings.similarity(pe)
     rows = [str(p) for p in range(n)]
