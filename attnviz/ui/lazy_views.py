@@ -150,9 +150,18 @@ def row_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int, q0: int
     """One query's exact row over every key it sees, and the keys it weighs most."""
     n = lazy.n_tokens
     st.subheader("One token's exact row")
-    state.restore("heads.row", "row", q0 + 1, lambda v: 1 <= v <= n)
-    i = int(st.number_input("Query position", 1, n, key="heads.row", help="Where this token looks, every key")) - 1
-    state.remember("row", i + 1)
+    row = state.bound(
+        st.number_input,
+        "Query position",
+        1,
+        n,
+        url="row",
+        key="heads.row",
+        default=q0 + 1,
+        valid=lambda v: 1 <= v <= n,
+        help="Where this token looks, every key",
+    )
+    i = int(row) - 1
     tokens = lazy.target_tokens
     seen = i + 1 if lazy.kind == "causal" else n
     values = lazy.rows([i])[layer, head, 0, :seen].numpy()

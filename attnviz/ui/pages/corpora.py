@@ -150,13 +150,28 @@ def render() -> None:
         f"{m['engine']} run, attnviz {escape.md(m['attnviz'])}."
     )
     names = {**head_stats.NAMES, **{k: v for k, v in EXTRA_NAMES.items() if k in m.get("extras", [])}}
-    state.restore("co.stat", "stat", "entropy", lambda v: v in names)
-    state.restore("co.value", "value", "mean", lambda v: v in VALUES)
     a, b = st.columns([3, 2])
-    stat = a.selectbox("Colour by", list(names), format_func=names.get, key="co.stat")
-    value = b.selectbox("Value", list(VALUES), format_func=VALUES.get, key="co.value", disabled=stat in EXTRA_NAMES)
-    state.remember("stat", stat)
-    state.remember("value", value)
+    stat = state.bound(
+        a.selectbox,
+        "Colour by",
+        list(names),
+        url="stat",
+        key="co.stat",
+        default="entropy",
+        valid=lambda v: v in names,
+        format_func=names.get,
+    )
+    value = state.bound(
+        b.selectbox,
+        "Value",
+        list(VALUES),
+        url="value",
+        key="co.value",
+        default="mean",
+        valid=lambda v: v in VALUES,
+        format_func=VALUES.get,
+        disabled=stat in EXTRA_NAMES,
+    )
     value = "mean" if stat in EXTRA_NAMES else value
     means = {s: run.grid(s) for s in head_stats.NAMES}
     texts = run.texts
