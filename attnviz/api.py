@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from torch import Tensor
 
@@ -40,7 +41,6 @@ from attnviz.interventions.ablation import Ablation, Mode
 from attnviz.interventions.induction_scores import Induction
 from attnviz.interventions.patching import Patching
 from attnviz.interventions.runs import parse_heads
-from attnviz.notebook.view import View, as_result, result_of
 from attnviz.result import Results
 from attnviz.service import ANALYSING, READING
 from attnviz.work import (  # the kept computations (re-exported: the door is a front end's one import)
@@ -58,6 +58,9 @@ from attnviz.work import (  # the kept computations (re-exported: the door is a 
     patch_work,
     qk_work,
 )
+
+if TYPE_CHECKING:  # plotly is loaded by the first figure (show, View), not by the door: a GPU host or a script
+    from attnviz.notebook.view import View  # that only computes needs no plotting library
 
 __all__ = [
     "ablate",
@@ -307,6 +310,8 @@ def show(
       are another text's (cross-attention). Raw pieces ("Ġanimal", "▁animal") are shown as text.
     Nothing is fetched when it renders: plotly.js is inlined from the installed package.
     """
+    from attnviz.notebook.view import View, as_result, result_of
+
     if isinstance(attention, str) and text is None:
         attention, text = None, attention
     if text is not None:
@@ -427,3 +432,12 @@ def sentences_work(model: str, confidence_excludes: str = "end") -> Work:
         return stats, sum(uniform) / len(uniform)
 
     return Work(("sentences", model, confidence_excludes), run, "the built-in sentences", GRID_BYTES)
+
+
+def __getattr__(name: str):
+    """View, imported with plotly when first asked for (`attnviz.View`, `from attnviz.api import View`)."""
+    if name == "View":
+        from attnviz.notebook.view import View
+
+        return View
+    raise AttributeError(f"module 'attnviz.api' has no attribute {name!r}")

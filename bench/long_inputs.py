@@ -106,15 +106,23 @@ def flops(config, n: int) -> float:
 
 
 def _encode(engine, n: int):
-    """The first n tokens of this repository's own prose (README and docs, DESIGN, results), repeated if need be."""
+    """The first n tokens of this repository's own prose (README and docs, DESIGN, results), repeated if need be.
+
+    The prose is cut to about what n tokens take (5 characters a token to start, more if that falls short): the
+    whole of it is past the tokenizer's limit on a text (tokens.MAX_CHARS), which refused it as one text."""
+    from attnviz.tokens import MAX_CHARS
+
     files = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "DESIGN.md", ROOT / "bench/RESULTS.md"]
     prose = "\n\n".join(f.read_text(encoding="utf-8") for f in files)
-    text = prose
-    while len(engine.tokenizer.encode(text, n + 1).ids) <= n:
-        text += "\n\n" + prose
-    enc = engine.tokenizer.encode(text, n)
-    assert len(enc.ids) == n, (len(enc.ids), n)
-    return enc
+    chars = 5 * n + 1000
+    while True:
+        text = (prose * (chars // len(prose) + 1))[: min(chars, MAX_CHARS)]
+        enc = engine.tokenizer.encode(text, n)
+        if len(enc.ids) == n:
+            return enc
+        if chars >= MAX_CHARS:
+            raise ValueError(f"{MAX_CHARS:,} characters of prose make {len(enc.ids):,} tokens, fewer than {n:,}")
+        chars *= 2
 
 
 def child(mode: str, n: int, backend: str, device: str = "cpu", model: str = "smollm2") -> dict:

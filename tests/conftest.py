@@ -57,6 +57,7 @@ SLOW_TESTS = {
     "test_overview_export_is_what_the_overview_shows": "matplotlib's export of every head",
     "test_exports_write_what_the_app_exports": "every export format of a notebook view",
     "test_importing_the_pure_layers_does_not_load_streamlit": "a fresh Python importing torch",
+    "test_the_door_and_the_command_line_compute_without_plotly_or_streamlit": "a fresh Python importing torch",
     "test_the_page_reveals_the_loss_and_every_head_s_induction_score": "induction on SmolLM2",
     "test_wsc273_*": "the whole WSC273 benchmark on BERT",
     "test_a_small_run_on_the_builtin_corpus_starts_from_the_page": "a corpus run",

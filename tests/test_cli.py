@@ -71,6 +71,24 @@ def test_doctor_reports_versions_models_and_a_passing_check():
         assert needle in p.stdout, needle
 
 
+def test_doctor_runs_where_streamlit_is_not_installed(monkeypatch, capsys):
+    """A GPU host with only the library (the device machine has no streamlit): doctor says so, and still checks."""
+    import importlib.metadata
+
+    real = importlib.metadata.version
+
+    def version(name: str) -> str:
+        if name == "streamlit":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    monkeypatch.setitem(sys.modules, "streamlit", None)  # importing it fails, as where it is not installed
+    assert main(["doctor", "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "streamlit     not installed" in out and "(ok," in out
+
+
 def test_date_model_from_the_command_line_gives_three_kinds(tmp_path):
     out = tmp_path / "d.json"
     assert main(["attention", "22/11/2026", "--model", "dates", "--json", str(out)]) == 0

@@ -37,6 +37,17 @@ def test_importing_the_pure_layers_does_not_load_streamlit():
     assert out.stdout.strip() == "False"
 
 
+def test_the_door_and_the_command_line_compute_without_plotly_or_streamlit():
+    """A GPU host with only the library and torch (the device machine has neither plotting nor Streamlit): the door,
+    the command line and the request-path bench import; plotly comes with the first figure (show, View)."""
+    code = (
+        "import sys; sys.modules.update(plotly=None, streamlit=None, seaborn=None); "
+        "import attnviz.api, attnviz.cli; sys.path.insert(0, 'bench'); import request_path; print('imported')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert out.stdout.strip() == "imported", out.stderr
+
+
 def test_pages_do_not_import_torch():
     for f in (ROOT / "app_pages").glob("*.py"):
         assert "torch" not in {m.split(".")[0] for m in _imports(f)}, f

@@ -166,3 +166,16 @@ def test_the_readme_states_what_a_long_text_keeps_at_4096_tokens_on_smollm2():
     readme = "\n".join(f.read_text() for f in sorted((ROOT / "docs").glob("*.md")))
     assert f"{kept / 1e6:.0f} MB per 4,096-token text" in readme and f"{kept / 1e6:.0f} MB, at 4,096 tokens" in readme
     assert nbytes(lazy) >= kept  # what the memo counts for it
+
+
+def test_the_long_input_bench_reads_as_many_tokens_as_it_asks_for(bundled_hf):
+    """bench/long_inputs.py takes its texts from the repository's prose, cut to what n tokens need: the whole of it
+    grew past the tokenizer's limit on one text (200,000 characters), which refused every size."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    import long_inputs
+
+    for n in (256, 32768):
+        assert len(long_inputs._encode(bundled_hf, n).ids) == n

@@ -70,8 +70,8 @@ def offline_models() -> list[str]:
 def cmd_doctor(args: argparse.Namespace) -> int:
     """What this machine has, and one attention pass on the chosen device checked against the CPU."""
     import platform
+    from importlib.metadata import PackageNotFoundError, version
 
-    import streamlit
     import torch
     import transformers
 
@@ -84,7 +84,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     cuda = torch.cuda.is_available()
     print(f"CUDA          {'available: ' + torch.cuda.get_device_name(0) if cuda else 'not available'}")
     print(f"transformers  {transformers.__version__}")
-    print(f"streamlit     {streamlit.__version__}")
+    try:  # the app's; the command line and the library work without it (a GPU host with no web front end, say)
+        app = version("streamlit")
+    except PackageNotFoundError:
+        app = "not installed (the app needs it: pip install streamlit; the command line does not)"
+    print(f"streamlit     {app}")
     print("models offline:")
     for name in offline_models():
         print(f"  {name}")
