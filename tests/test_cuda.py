@@ -127,6 +127,21 @@ def test_smollm2_shaped_lazy_on_cuda_equals_eager_on_cuda(shaped_dir, backend, n
     assert lazy.notice is None
 
 
+def test_the_first_pass_on_cuda_builds_no_layer_s_scores(shaped_dir):
+    """The fused pass keeps Q and K, O(N): on 2026-11-26 (an H200) SDPA's float32 grouped-query call fell back to its
+    math kernel and built every head's N x N scores (88 GiB peak at 32,768 tokens). Its peak here is held under one
+    layer's scores (9 x 8,192^2 float32, 2.4 GB); the Q and K it keeps are 1.5 GB of that."""
+    engine = registry.load(str(shaped_dir), "hf", "cuda")
+    enc = _shaped_text(engine, 8192)
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    lazy = engine.lazy_run(enc)
+    torch.cuda.synchronize()
+    added = torch.cuda.max_memory_allocated() - before
+    assert lazy.q.is_cuda and added < 9 * 8192**2 * 4, f"{added / 2**30:.2f} GiB"
+
+
 def test_a_gpu_out_of_memory_in_the_first_pass_moves_it_to_the_cpu_with_a_notice(tiny_long_llama_dir):
     from attnviz.lazy import OOM_NOTICE
 

@@ -179,3 +179,21 @@ def test_the_long_input_bench_reads_as_many_tokens_as_it_asks_for(bundled_hf):
 
     for n in (256, 32768):
         assert len(long_inputs._encode(bundled_hf, n).ids) == n
+
+
+def test_the_fused_pass_gives_sdpa_one_key_head_per_query_head(long_tiny, monkeypatch):
+    """In float32, SDPA with enable_gqa falls back on CUDA to its math kernel, which builds every head's N x N scores
+    (bench/RESULTS.md, the CUDA section: 88 GiB at 32,768 tokens); the fused pass hands it K and V per query head."""
+    from torch.nn import functional
+
+    real, calls = functional.scaled_dot_product_attention, []
+
+    def sdpa(q, k, v, *args, **kwargs):
+        calls.append((q.shape[1], k.shape[1], v.shape[1], kwargs.get("enable_gqa", False)))
+        return real(q, k, v, *args, **kwargs)
+
+    monkeypatch.setattr(functional, "scaled_dot_product_attention", sdpa)
+    for engine in long_tiny:  # hf and scratch: 6 query heads sharing 2 key/value heads
+        enc = engine.tokenizer.encode(_text_of(engine, 300), 300)
+        engine.lazy_run(enc)
+    assert calls and set(calls) == {(6, 6, 6, False)}

@@ -129,7 +129,11 @@ def attend(
     ("decoder.", "cross."); `scale` defaults to 1 / sqrt(Dh).
     """
     if hooks is not None and hooks.fused:
-        z = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True, scale=scale)
+        # Each query head's K and V spelled out, rather than SDPA's enable_gqa: in float32, CUDA's fused kernels
+        # refuse unequal head counts and SDPA falls back to its math kernel, which builds every head's N x N scores
+        # (88 GiB and 5.2 s for SmolLM2's shape at 32,768 tokens on an H200). The copy is a layer's K and V, O(N).
+        k, v = (t.repeat_interleave(q.shape[1] // t.shape[1], dim=1) for t in (k, v))
+        z = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
         return point(hooks, part + "z", layer, z), None
     scores = point(hooks, part + "scores", layer, attention_scores(q, k, scale))  # (B, H, Tq, Tk)
     read = hooks is not None and hooks.reads(part + "scores", layer)
