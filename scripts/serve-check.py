@@ -45,16 +45,17 @@ async def first_page(url: str) -> tuple[list[str], list[str]]:
                     errors.append(f"exception: {el.exception.message[:300]}")
                 elif which == "alert" and el.alert.format == el.alert.ERROR:
                     errors.append(f"error: {el.alert.body[:300]}")
-            elif kind == "script_finished":
-                if fwd.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
-                    return texts, errors
+            elif kind == "script_finished" and fwd.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                return texts, errors
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8765)
     args = parser.parse_args()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    # A streamlit installed with `pip --target` (how wheels travel to the GPU machine) takes itself for a development
+    # checkout and then refuses --server.port.
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "STREAMLIT_GLOBAL_DEVELOPMENT_MODE": "false"}
     cmd = [sys.executable, "-m", "attnviz", "serve", "--port", str(args.port), "--server.fileWatcherType", "none"]
     start = time.perf_counter()
     server = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
