@@ -14,9 +14,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnviz.engines.base import Backend, passes, rename_weights, share_weights, to_weights
+from attnviz.engines.base import rename_weights, share_weights, to_weights
 from attnviz.engines.hf import HFEngine
 from attnviz.engines.hooks import Hooks, point
+from attnviz.engines.rebuilt import RebuiltEngine
 from attnviz.engines.scratch import MultiHeadAttention, causal_mask, key_padding_mask
 from attnviz.engines.steps import AttentionSteps, read_steps, steps_hooks
 from attnviz.result import AttentionKind, AttentionResult, Results
@@ -173,13 +174,12 @@ def from_hf(hf_model: nn.Module) -> ScratchBert:
     return model.to(device=first.device, dtype=first.dtype).eval()
 
 
-class ScratchBertEngine:
+class ScratchBertEngine(RebuiltEngine):
     """BERT on our own attention: a Hugging Face tokenizer, our own forward pass.
 
     An Engine, a SteppingEngine and a WhatIfEngine (engines/base.py).
     """
 
-    backend: Backend = "scratch"
     family = "bert"
     architecture = "encoder"
     kinds: tuple[AttentionKind, ...] = ("self",)
@@ -188,19 +188,9 @@ class ScratchBertEngine:
     def __init__(self, hf_engine: HFEngine) -> None:
         if hf_engine.architecture != "encoder" or hf_engine.family != "bert":
             raise ValueError(f"the scratch engine rebuilds BERT; '{hf_engine.name}' is not a BERT encoder")
-        self.name, self.device, self.device_name = hf_engine.name, hf_engine.device, hf_engine.device_name
-        self.tokenizer, self.max_tokens = hf_engine.tokenizer, hf_engine.max_tokens  # one tokenizer, one lock
-        self.model = from_hf(hf_engine.model)
-        self.n_layers, self.n_heads = self.model.config.num_hidden_layers, self.model.config.num_attention_heads
-        self.n_kv_heads = self.n_heads
-        self._passes = passes(shared=True)  # our own forward pass keeps no state: two at once
-
-    def encode(self, text: str) -> Encoded:
-        """The text as BERT's tokenizer cuts it."""
-        return self.tokenizer.encode(text, self.max_tokens)
-
-    def _ids(self, enc: Encoded) -> Tensor:
-        return torch.tensor([enc.ids], device=self.device)  # (1, T)
+        model = from_hf(hf_engine.model)
+        heads = model.config.num_attention_heads
+        super().__init__(hf_engine, model, model.config.num_hidden_layers, heads, heads)
 
     def run(self, text: str, target: str | None = None, progress=None) -> Results:
         """{"self": ...}: every layer's weights (BERT's 512 positions always fit the eager budget)."""
@@ -216,10 +206,7 @@ class ScratchBertEngine:
         with self._passes, torch.inference_mode():
             _, per_layer = self.model(self._ids(enc), causal=causal, hooks=hooks)
         kind: AttentionKind = "causal" if causal else "self"
-        axis, weights = enc.axis, to_weights(per_layer)  # (L, H, T, T)
-        value_norms = hooks.stacked("value_norms").float().cpu()  # (L, H, T)
-        result = AttentionResult(weights, axis, axis, kind, self.name, self.device_name, enc.truncated, value_norms)
-        return Results({kind: result})
+        return Results({kind: self._result(enc, per_layer, hooks, kind)})
 
     def batch_weights(self, ids: list[tuple[int, ...]]) -> tuple[Tensor, ...]:
         """One pass over several texts' ids, padded on the right: each layer's (B, H, T, T) weights, T the longest

@@ -17,12 +17,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnviz.engines.base import (
-    Backend,
     Generation,
     eager_tokens,
     is_long,
     make_generation,
-    passes,
     rename_weights,
     rope_parameters,
     rope_type,
@@ -31,10 +29,11 @@ from attnviz.engines.base import (
 )
 from attnviz.engines.hf import HFDecoderEngine
 from attnviz.engines.hooks import Hooks, point
+from attnviz.engines.rebuilt import RebuiltEngine
 from attnviz.engines.scratch import MultiHeadAttention, RotaryEmbedding, causal_mask
 from attnviz.engines.steps import AttentionSteps, read_steps, steps_hooks
 from attnviz.lazy import LazyAttention
-from attnviz.result import AttentionKind, AttentionResult, Results
+from attnviz.result import AttentionKind, Results
 from attnviz.tokens import Encoded
 
 
@@ -212,13 +211,12 @@ def from_hf(hf_model: nn.Module) -> ScratchLlama:
     return model.eval()
 
 
-class ScratchLlamaEngine:
+class ScratchLlamaEngine(RebuiltEngine):
     """A Llama decoder on our own attention: the Hugging Face tokenizer and weights, our forward pass.
 
     An Engine, a SteppingEngine and a GeneratingEngine (engines/base.py).
     """
 
-    backend: Backend = "scratch"
     family = "llama"
     architecture = "decoder"
     kinds: tuple[AttentionKind, ...] = ("causal",)
@@ -227,21 +225,11 @@ class ScratchLlamaEngine:
     def __init__(self, hf_engine: HFDecoderEngine) -> None:
         if hf_engine.family != "llama":
             raise ValueError(f"the scratch Llama engine rebuilds Llama models; '{hf_engine.name}' is not one")
-        self.name, self.device, self.device_name = hf_engine.name, hf_engine.device, hf_engine.device_name
-        self.tokenizer, self.max_tokens = hf_engine.tokenizer, hf_engine.max_tokens  # one tokenizer, one lock
-        self.model = from_hf(hf_engine.model)
-        c = self.model.config
-        self.n_layers, self.n_heads, self.n_kv_heads = c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads
+        model = from_hf(hf_engine.model)
+        c = model.config
+        super().__init__(hf_engine, model, c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads)
         self.stop_ids = hf_engine.stop_ids
         self._chat = hf_engine.chat_prompt
-        self._passes = passes(shared=True)  # our own forward pass keeps no state: two at once
-
-    def encode(self, text: str) -> Encoded:
-        """The text as the model's tokenizer cuts it."""
-        return self.tokenizer.encode(text, self.max_tokens)
-
-    def _ids(self, enc: Encoded) -> Tensor:
-        return torch.tensor([enc.ids], device=self.device)  # (1, T)
 
     def run(self, text: str, target: str | None = None, progress=None) -> Results:
         """{"causal": ...}: every layer's weights and each head's value norms; a LazyAttention past the eager budget."""
@@ -250,15 +238,7 @@ class ScratchLlamaEngine:
             return Results({"causal": self.lazy_run(enc, progress)}, lazy=True)
         hooks = Hooks(read=("value_norms",), progress=progress, n_layers=self.n_layers)
         _, per_layer = self.forward(enc, hooks)
-        weights, value_norms = to_weights(per_layer), hooks.stacked("value_norms").float().cpu()  # (L,H,T,T), (L,H,T)
-        axis = enc.axis
-        return Results(
-            {
-                "causal": AttentionResult(
-                    weights, axis, axis, "causal", self.name, self.device_name, enc.truncated, value_norms
-                )
-            }
-        )
+        return Results({"causal": self._result(enc, per_layer, hooks, "causal")})
 
     def forward(self, enc: Encoded, hooks: Hooks | None = None) -> tuple[Tensor, tuple[Tensor | None, ...]]:
         """One pass over the text with these hooks (engines.hooks): the final hidden states and the weights."""
