@@ -67,9 +67,9 @@ class LazyAttention:
     model: str
     device: str = "cpu"
     truncated: int = 0
-    scale: float | None = None  # the score scale; default 1 / sqrt(Dh)
-    block_bytes: int | None = None  # default: block_size(the device of q)
-    max_rows: int | None = None
+    scale: float = 0.0  # the score scale; 0: 1 / sqrt(Dh)
+    block_bytes: int = 0  # 0: block_size(the device of q)
+    max_rows: int = 0  # 0: block_size(the device of q)
     value_norms: Tensor | None = None  # (L, H, N) like AttentionResult's
     notice: str | None = None  # set when the GPU ran out of memory and the queries and keys moved to the CPU
     _cache: dict = field(default_factory=dict, repr=False)
@@ -84,7 +84,7 @@ class LazyAttention:
             raise ValueError(f"{n} queries and keys, but {len(self.target)} and {len(self.source)} tokens")
         if self.kind not in ("self", "causal"):
             raise ValueError("lazy attention is self or causal attention")
-        self.scale = self.scale if self.scale is not None else 1.0 / math.sqrt(dh)
+        self.scale = self.scale or 1.0 / math.sqrt(dh)
         if self.k.device != self.q.device:
             raise ValueError(f"queries on {self.q.device} and keys on {self.k.device}: they must be on one device")
         block_bytes, max_rows = block_size(self.q.device)

@@ -52,13 +52,41 @@ class Attention(Protocol):
     Layers, heads, rows and columns are 0-based; maps are float32 tensors on the CPU unless said.
     """
 
-    target: TokenAxis  # the rows (queries)
-    source: TokenAxis  # the columns (keys)
-    kind: AttentionKind
-    model: str
-    device: str
-    truncated: int
-    value_norms: Tensor | None  # (L, H, Tk): ||f_h(x_j)|| (Kobayashi et al. 2020), where the engine gives them
+    # Read-only here (properties), so that a frozen AttentionResult and a LazyAttention both are one.
+    @property
+    def target(self) -> TokenAxis:
+        """The rows (queries)."""
+        ...
+
+    @property
+    def source(self) -> TokenAxis:
+        """The columns (keys)."""
+        ...
+
+    @property
+    def kind(self) -> AttentionKind:
+        """ "self", "causal" or "cross"."""
+        ...
+
+    @property
+    def model(self) -> str:
+        """The model's name, as the user gave it."""
+        ...
+
+    @property
+    def device(self) -> str:
+        """Where it was computed, for people: "cpu", "cuda:0 — NVIDIA H100"."""
+        ...
+
+    @property
+    def truncated(self) -> int:
+        """Tokens of the text past the model's limit, left out."""
+        ...
+
+    @property
+    def value_norms(self) -> Tensor | None:
+        """(L, H, Tk): ||f_h(x_j)|| (Kobayashi et al. 2020), where the engine gives them."""
+        ...
 
     @property
     def target_tokens(self) -> tuple[str, ...]:

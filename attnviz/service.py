@@ -268,8 +268,10 @@ def preload(text: str) -> float:
     return time.perf_counter() - start
 
 
-def steps(eng: SteppingEngine, text: str, layer: int, causal: bool) -> tuple[Encoded, AttentionSteps]:
+def steps(eng: Engine, text: str, layer: int, causal: bool) -> tuple[Encoded, AttentionSteps]:
     """One layer's attention step by step, kept for every session."""
+    if not isinstance(eng, SteppingEngine):
+        raise ValueError(f"The model '{eng.name}' cannot show its attention step by step.")
     return memo().get(
         ("steps", eng.name, eng.backend, text, layer, causal), lambda: eng.steps(text, layer, causal=causal)
     )

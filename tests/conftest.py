@@ -75,6 +75,8 @@ SLOW_TESTS = {
     "test_command_line_exits_0_or_2_never_crashes": "the command line, each in a fresh Python",
     "test_a_bad_model_in_a_link_opens_the_default_with_a_notice": "every page's run for ten bad links",
     "test_every_page_runs_with_the_date_model_typed_as_a_hub_id": "every page, on a third model",
+    "test_one_render_resolves_the_model_once_and_decides_long_or_eager_once[[]a long text[]]": "a long text's pass",
+    "test_the_teachers_view_becomes_the_class_and_a_follower_takes_it": "two sessions of a class, 2.4 s",
 }
 
 

@@ -37,7 +37,7 @@ import torch
 from torch import Tensor
 
 from attnviz.analysis.pronoun_cases import PronounCase, content_pieces, locate, pronoun_piece
-from attnviz.result import AttentionResult
+from attnviz.result import Attention
 from attnviz.tokens import TokenAxis
 
 Method = Literal["mas", "vote"]
@@ -54,7 +54,7 @@ PUBLISHED = {  # bert-base-uncased with the Maximum Attention Score (Klein & Nab
 PERMUTATIONS = 1000  # random relabellings for the best-head baseline
 
 
-def _check_text(result: AttentionResult, case: PronounCase) -> TokenAxis:
+def _check_text(result: Attention, case: PronounCase) -> TokenAxis:
     axis = result.source
     if not any(e > s for s, e in axis.spans):
         raise ValueError("pronoun scoring needs each token's characters (a fast tokenizer)")
@@ -63,7 +63,7 @@ def _check_text(result: AttentionResult, case: PronounCase) -> TokenAxis:
     return axis
 
 
-def scores(result: AttentionResult, case: PronounCase, method: Method = "mas") -> Tensor:
+def scores(result: Attention, case: PronounCase, method: Method = "mas") -> Tensor:
     """(L, H, C): each head's score for each candidate, in the method's direction (see the module's docstring)."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}: use one of {', '.join(METHODS)}")
@@ -159,14 +159,14 @@ class CaseResult:
         return self.case.candidates.index(self.case.answer)
 
 
-def score_result(result: AttentionResult, case: PronounCase, method: Method = "mas") -> CaseResult:
+def score_result(result: Attention, case: PronounCase, method: Method = "mas") -> CaseResult:
     """Score a case on the attention of its text."""
     case_scores = scores(result, case, method)
     index, tie = predict(case_scores, method)
     return CaseResult(case, case_scores, method, case.candidates[index], tie, head_ties(case_scores))
 
 
-def pronoun_row(result: AttentionResult, case: PronounCase, layer: int, head: int) -> Tensor:
+def pronoun_row(result: Attention, case: PronounCase, layer: int, head: int) -> Tensor:
     """(Tk,): where the pronoun (its first piece) looks in one head."""
     axis = _check_text(result, case)
     return result.weights[layer, head, pronoun_piece(axis, locate(case).pronoun)]

@@ -36,7 +36,7 @@ from attnviz.figures.layout import (
     title_over,
 )
 from attnviz.figures.style import MASKED_COLOUR, Style, pooled_labels
-from attnviz.result import AttentionResult
+from attnviz.result import Attention, AttentionResult
 
 HOVER = "query %{y}<br>key %{x}<br>weight %{z:.4f}<extra>%{fullData.name}</extra>"
 PIECE_HOVER_CELLS = 96 * 96  # a one-head map this small carries each cell's raw pieces in its hover
@@ -118,7 +118,7 @@ def grid_columns(n_heads: int) -> int:
 
 
 def head_grid(
-    result: AttentionResult,
+    result: Attention,
     layer: int,
     *,
     style: Style = Style(),

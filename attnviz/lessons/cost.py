@@ -6,6 +6,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 from torch import Tensor
@@ -18,7 +19,7 @@ from attnviz.engines.scratch import (
 )
 from attnviz.engines.steps import AttentionSteps, layer_steps
 from attnviz.lessons import kernels
-from attnviz.result import AttentionResult
+from attnviz.result import AttentionKind, AttentionResult
 from attnviz.tokens import TokenAxis
 
 DEFAULT_LENGTHS = (16, 32, 64, 128, 256, 512)
@@ -79,7 +80,7 @@ def measure(
     out = []
     for n in lengths:
         x = torch.randn(1, n, d_model, device=dev, dtype=torch.float32)
-        ms, peak = timed(lambda x=x: mha(x, x, x), repeats, dev)
+        ms, peak = timed(partial(mha, x, x, x), repeats, dev)
         out.append(Cost(n, ms, num_heads * n * n * 4 / 2**20, peak))  # the (1, H, N, N) float32 weights
     return out
 
@@ -209,6 +210,6 @@ def demo_run(
     x = x.to(next(mha.parameters()).device)
     mask = causal_mask(len(tokens), device=x.device) if causal else None
     s = layer_steps(mha, x, x, x, mask)
-    kind = "causal" if causal else "self"
+    kind: AttentionKind = "causal" if causal else "self"
     name = f"random d_model={mha.d_model}, h={mha.num_heads}"
     return s, AttentionResult(s.weights[0][None].float().cpu().contiguous(), tokens, tokens, kind, name)

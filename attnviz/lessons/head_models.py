@@ -80,6 +80,8 @@ class Block(nn.Module):
 class TinyEncoder(nn.Module):
     """Digits -> a digit at every position, through `layers` attention blocks of `heads` heads."""
 
+    positions: Tensor  # (T, D) a buffer: the sinusoidal positions
+
     def __init__(self, config: TinyConfig) -> None:
         super().__init__()
         self.config = config
@@ -135,7 +137,7 @@ def held_out() -> Tensor:
 
 def training_batch(gen: torch.Generator, n: int, excluded: set[tuple[int, ...]]) -> Tensor:
     """(n, LENGTH) random sequences, none of them in `excluded`."""
-    rows = []
+    rows: list[list[int]] = []
     while len(rows) < n:
         for row in torch.randint(0, VOCAB, (n, LENGTH), generator=gen).tolist():
             if tuple(row) not in excluded and len(rows) < n:
@@ -207,14 +209,15 @@ def name(heads: int) -> str:
 
 def train_all(task: str, recipe: HeadRecipe, out: Path, head_counts=HEAD_COUNTS, log=print) -> dict:
     """Train every head count on a task, save each model and the curves (out/curves.json); the summary."""
-    summary = {"task": task, "length": LENGTH, "vocab": VOCAB, "recipe": asdict(recipe), "models": []}
+    models: list[dict] = []
+    summary = {"task": task, "length": LENGTH, "vocab": VOCAB, "recipe": asdict(recipe), "models": models}
     for heads in head_counts:
         log(f"{task}: training {heads} head(s), d_model {TinyConfig(heads).d_model}, {recipe.steps} steps")
         model, curve = train_one(heads, task, recipe, device="cpu", log=log)
         model.save(out, name(heads))
         acc, exact, loss = accuracy(model, held_out(), task)
         log(f"  {heads} heads: held-out digit accuracy {acc:.2%}, whole sequences {exact:.2%} ({curve.seconds} s)")
-        summary["models"].append(
+        models.append(
             {
                 "heads": heads,
                 "accuracy": round(acc, 5),

@@ -24,7 +24,7 @@ import torch
 from attnviz.analysis import head_stats
 from attnviz.figures import export, interactive, stat_charts
 from attnviz.figures.style import Style
-from attnviz.result import AttentionResult
+from attnviz.result import AttentionKind, AttentionResult
 from attnviz.tokens import TokenAxis, shown
 
 SIDES = {"overview": interactive.OVERVIEW_THUMB, "layer": 96, "head": 256}  # tokens a side past which maps pool
@@ -241,6 +241,7 @@ def result_of(attention, tokens=None, *, key_tokens=None, model: str = "your mod
     cols = _axis(key_tokens, tk, "keys") if key_tokens is not None else (rows if tq == tk else None)
     if cols is None:
         raise ValueError(f"the attention has {tq} queries and {tk} keys: give key_tokens for the keys' text")
+    kind: AttentionKind
     if key_tokens is not None and cols.tokens != rows.tokens:
         kind = "cross"
     else:

@@ -271,7 +271,7 @@ def stop_long(eng: Engine, what: str) -> None:
     halt()
 
 
-def steps_or_stop(eng: SteppingEngine, text: str, layer: int, causal: bool) -> tuple[Encoded, AttentionSteps]:
+def steps_or_stop(eng: Engine, text: str, layer: int, causal: bool) -> tuple[Encoded, AttentionSteps]:
     """One layer's attention step by step (kept for every session), or a message and the page stops."""
     try:
         if service.text_is_long(eng, text):
