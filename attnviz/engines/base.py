@@ -132,6 +132,7 @@ class InterveningEngine(Protocol):
     """
 
     hooked: bool
+    tokenizer: Tokenizer  # what writes its next tokens as text
 
     def logits(self, ids: Sequence[int], hooks: Hooks | None = None) -> torch.Tensor:
         """(T, V) float32 on the CPU: next-token logits at every position of one pass over ids."""

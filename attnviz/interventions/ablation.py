@@ -70,8 +70,15 @@ def reference_means(engine: Engine, layers, text: str | None = None) -> dict[int
     return {layer: sums[layer] / count for layer in layers}
 
 
+def _means_for(mode: Mode, means: dict[int, Tensor] | None) -> dict[int, Tensor]:
+    if mode == "mean" and means is None:
+        raise ValueError("mean ablation needs each head's reference means (reference_means)")
+    return means or {}
+
+
 def knock_out(heads: dict[int, list[int]], mode: Mode, means: dict[int, Tensor] | None = None) -> Replace:
     """The replacement for "z" that knocks these heads out ({layer: heads}), zeroed or set to their means."""
+    table = _means_for(mode, means)
     if mode not in MODES:
         raise ValueError(f"ablation is 'zero' or 'mean', not {mode!r}")
 
@@ -83,7 +90,7 @@ def knock_out(heads: dict[int, list[int]], mode: Mode, means: dict[int, Tensor] 
         if mode == "zero":
             out[:, chosen] = 0.0
         else:
-            out[:, chosen] = means[layer][chosen][None, :, None, :].to(z.dtype)  # (1, h, 1, Dh) over every position
+            out[:, chosen] = table[layer][chosen][None, :, None, :].to(z.dtype)  # (1, h, 1, Dh) over every position
         return out
 
     return replace
@@ -126,13 +133,14 @@ def ablate(
 
 def _one_per_item(layer: int, mode: Mode, means: dict[int, Tensor] | None) -> Replace:
     """A replacement for a batch whose item b knocks out head b of `layer` (zeroed or set to its mean)."""
+    table = _means_for(mode, means)
 
     def replace(at: int, z: Tensor) -> Tensor:
         if at != layer:
             return z
         out = z.clone()  # (B, H, T, Dh), B == H
         b = torch.arange(z.shape[0])
-        out[b, b] = 0.0 if mode == "zero" else means[layer][b][:, None, :].to(z.dtype)  # (B, T, Dh) per item
+        out[b, b] = 0.0 if mode == "zero" else table[layer][b][:, None, :].to(z.dtype)  # (B, T, Dh) per item
         return out
 
     return replace

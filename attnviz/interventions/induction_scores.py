@@ -109,7 +109,7 @@ class Induction:
 
 
 def _vocabulary(engine: Engine) -> Tensor:
-    hf = engine.tokenizer.hf
+    hf = decoder(engine).tokenizer.hf
     special = set(hf.all_special_ids)
     return torch.tensor([i for i in range(len(hf)) if i not in special])
 
@@ -123,7 +123,8 @@ def sequences(engine: Engine, length: int, seed: int, batch: int = 1) -> tuple[l
         raise ValueError(f"the batch is 1 to 64 sequences (got {batch})")
     vocab = _vocabulary(engine)
     gen = torch.Generator().manual_seed(seed)
-    bos = engine.tokenizer.hf.bos_token_id  # the tokenizer's, as TransformerLens prepends it (same on both backends)
+    # the tokenizer's, as TransformerLens prepends it (the same on both backends)
+    bos = decoder(engine).tokenizer.hf.bos_token_id
     head = [int(bos)] if isinstance(bos, int) else []
     out = []
     for _ in range(batch):
@@ -152,7 +153,9 @@ def run(engine: Engine, length: int = 50, seed: int = 0, batch: int = BATCH) -> 
     """The repeated sequences through the engine, one pass each: loss per token and every head's scores."""
     eng = decoder(engine)
     seqs, offset = sequences(engine, length, seed, batch)
-    losses, each, first = [], {name: [] for name in SCORES}, None
+    losses: list[Tensor] = []
+    each: dict[str, list[Tensor]] = {name: [] for name in SCORES}
+    first: Tensor | None = None
     for ids in seqs:
         hooks = Hooks(read=("pattern",))
         logits = eng.logits(ids, hooks)  # (T, V)
@@ -161,5 +164,7 @@ def run(engine: Engine, length: int = 50, seed: int = 0, batch: int = BATCH) -> 
             each[name].append(value)
         losses.append(per_token_loss(logits, ids))
         first = patterns if first is None else first
+    if first is None:  # sequences() gives at least one
+        raise ValueError("no sequence to score")
     stacked = {name: torch.stack(values) for name, values in each.items()}  # {score: (B, L, H)}
     return Induction(engine.name, tuple(seqs[0]), length, offset, torch.stack(losses), stacked, first)

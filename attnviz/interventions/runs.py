@@ -25,7 +25,7 @@ def can_intervene(engine: Engine) -> bool:
 
 def decoder(engine: Engine) -> InterveningEngine:
     """The engine as an InterveningEngine, or a ValueError that says which models can do this."""
-    if not can_intervene(engine):
+    if not isinstance(engine, InterveningEngine) or not engine.hooked:
         raise ValueError(DECODER_ONLY)
     return engine
 
@@ -47,12 +47,12 @@ def top_tokens(engine: Engine, row: Tensor, k: int = 5) -> list[dict]:
 
 def token_text(engine: Engine, token_id: int) -> str:
     """One token as the text it writes (a leading space kept), not the tokenizer's byte-level piece."""
-    return engine.tokenizer.hf.decode([token_id])
+    return decoder(engine).tokenizer.hf.decode([token_id])
 
 
 def one_token(engine: Engine, word: str) -> int:
     """The id of `word` as one token, as the model would write it next (write " Anna" with its space)."""
-    ids = engine.tokenizer.hf(word, add_special_tokens=False)["input_ids"]
+    ids = decoder(engine).tokenizer.hf(word, add_special_tokens=False)["input_ids"]
     if len(ids) != 1:
         pieces = [token_text(engine, i) for i in ids]
         raise ValueError(

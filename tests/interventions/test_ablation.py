@@ -104,3 +104,13 @@ def test_heads_are_named_layer_dot_head_and_bert_is_told_it_cannot(bundled_hf):
         parse_heads("30.0", 30, 9)
     with pytest.raises(ValueError, match="decoder"):
         ablation.ablate(bundled_hf, SENTENCE, {0: [0]})
+
+
+def test_mean_ablation_without_reference_means_is_refused_when_asked_not_midway():
+    """knock_out's "mean" replacement reads each head's reference mean: without them it says so at once (it raised
+    a TypeError inside the model's pass)."""
+    from attnviz.interventions.ablation import knock_out
+
+    with pytest.raises(ValueError, match="reference means"):
+        knock_out({0: [1]}, "mean")
+    assert knock_out({0: [1]}, "zero")(1, torch.ones(1, 2, 3, 4)).sum() == 24  # another layer: untouched
