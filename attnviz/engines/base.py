@@ -61,7 +61,12 @@ class Engine(Protocol):
     device: torch.device
     device_name: str  # for people: "cpu", "cuda:0 — NVIDIA H100"
     max_tokens: int  # the longest input, special tokens included
-    model: nn.Module  # the PyTorch model it runs (Hugging Face's, or ours on the scratch engine)
+
+    @property
+    def model(self) -> nn.Module:
+        """The PyTorch model it runs (Hugging Face's, or ours on the scratch engine)."""
+        ...
+
     n_layers: int  # layers (a decoder's, for an encoder-decoder)
     n_heads: int  # query heads per layer
     lazy: bool  # whether inputs past the eager budget get a LazyAttention (else that budget limits the input)
@@ -197,7 +202,7 @@ def make_generation(
     axis = tokenizer.extended(prompt.axis, written[:-1])
     result = AttentionResult(weights_of(reading), axis, axis, "causal", engine.name, engine.device_name)
     tokens = tokenizer.plain_axis(written).tokens
-    stopped = "end token" if written[-1] in stop_ids else "limit"
+    stopped: Literal["end token", "limit"] = "end token" if written[-1] in stop_ids else "limit"
     return Generation(result, len(prompt.ids), tokens, tokenizer.decode(written), stopped)
 
 

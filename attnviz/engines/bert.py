@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnviz.engines.base import rename_weights, share_weights, to_weights
+from attnviz.engines.base import Architecture, rename_weights, share_weights, to_weights
 from attnviz.engines.hf import HFEngine
 from attnviz.engines.hooks import Hooks, point
 from attnviz.engines.rebuilt import RebuiltEngine
@@ -181,7 +182,8 @@ class ScratchBertEngine(RebuiltEngine):
     """
 
     family = "bert"
-    architecture = "encoder"
+    architecture: Architecture = "encoder"
+    model: ScratchBert
     kinds: tuple[AttentionKind, ...] = ("self",)
     lazy = False  # BERT's 512 positions always fit the eager budget
 
@@ -245,7 +247,7 @@ class ScratchBertEngine(RebuiltEngine):
         with self._passes, torch.inference_mode():
             weights = [
                 block.attention(hb.get("resid", i), ha.get("resid", i), ha.get("resid", i))[1]
-                for i, block in enumerate(self.model.layers)
+                for i, block in enumerate(cast(list[BertLayer], self.model.layers))
             ]
         model = f"{self.name} (cross-attention what-if)"
         return AttentionResult(to_weights(weights), b.axis, a.axis, "cross", model, self.device_name, a.truncated)

@@ -93,7 +93,7 @@ def make_example(d: dt.date, rng: random.Random) -> Example:
 
 def sample(rng: random.Random, n: int, held_out: bool) -> list[Example]:
     """n examples from the training dates (held_out=False) or the held-out dates."""
-    out = []
+    out: list[Example] = []
     while len(out) < n:
         o = rng.randint(FIRST, LAST)
         if (o % HELD_OUT_EVERY == 0) == held_out:

@@ -42,7 +42,7 @@ from attnviz.engines.base import (
 from attnviz.engines.hooks import Hooks, point
 from attnviz.engines.scratch import attend, causal_mask, describe_device, resolve_device
 from attnviz.lazy import LazyAttention
-from attnviz.result import AttentionKind, AttentionResult, Results
+from attnviz.result import Attention, AttentionKind, AttentionResult, Results
 from attnviz.tokens import Encoded, TokenAxis, Tokenizer
 
 EAGER_HINT = (
@@ -68,8 +68,8 @@ def architecture_of(config) -> Architecture:
 def max_tokens_of(config, tokenizer) -> int:
     """The longest input the model takes: the smallest sane limit its config and tokenizer state."""
     names = ("max_position_embeddings", "n_positions", "max_target_positions")
-    limits = [getattr(config, n, None) for n in names] + [getattr(tokenizer, "model_max_length", None)]
-    limits = [x for x in limits if isinstance(x, int) and 0 < x < 100_000]
+    stated = [getattr(config, n, None) for n in names] + [getattr(tokenizer, "model_max_length", None)]
+    limits = [x for x in stated if isinstance(x, int) and 0 < x < 100_000]
     return min(limits) if limits else FALLBACK_MAX_TOKENS
 
 
@@ -245,7 +245,7 @@ class HFEngine:
         check_layers(self.name, "self", out.attentions, _layers(self.config, "num_hidden_layers", "n_layer"))
         return tuple(out.attentions)
 
-    def _run_seq2seq(self, src: Encoded, ids: torch.Tensor, target: str | None) -> dict[AttentionKind, AttentionResult]:
+    def _run_seq2seq(self, src: Encoded, ids: torch.Tensor, target: str | None) -> dict[str, Attention]:
         start = self._start_id()
         start_token = self.tokenizer.hf.convert_ids_to_tokens(start)
         if target is None or not target.strip():

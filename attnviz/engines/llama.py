@@ -11,12 +11,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnviz.engines.base import (
+    Architecture,
     Generation,
     eager_tokens,
     is_long,
@@ -206,7 +208,7 @@ def from_hf(hf_model: nn.Module) -> ScratchLlama:
     share_weights(model, translate_state_dict(hf_model.state_dict(), config.tie_word_embeddings), "Llama")
     device = next(hf_model.parameters()).device
     model.rope = RotaryEmbedding(config.head_dim, config.rope_theta, device=device)  # its buffer was on "meta"
-    for block in model.layers:
+    for block in cast(list[LlamaBlock], model.layers):
         block.attention.rope = model.rope
     return model.eval()
 
@@ -218,7 +220,8 @@ class ScratchLlamaEngine(RebuiltEngine):
     """
 
     family = "llama"
-    architecture = "decoder"
+    architecture: Architecture = "decoder"
+    model: ScratchLlama
     kinds: tuple[AttentionKind, ...] = ("causal",)
     lazy = True  # inputs past the eager budget keep Q and K (engines.base.is_long)
 

@@ -22,7 +22,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 
@@ -180,7 +180,7 @@ class Policy:
         )
 
 
-_scan = {"at": -1e9, "models": ()}
+_scan: dict[str, Any] = {"at": -1e9, "models": ()}
 _scan_lock = threading.Lock()
 
 

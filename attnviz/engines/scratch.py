@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -108,7 +109,10 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor |
 
     k and v may have fewer heads than q (grouped-query attention).
     """
-    return attend(q, k, v, mask, None, 0)
+    z, weights = attend(q, k, v, mask, None, 0)
+    if weights is None:  # only a fused pass (hooks.fused) leaves them out, and there are no hooks here
+        raise ValueError("attention without its weights")
+    return z, weights
 
 
 def attend(
@@ -180,6 +184,8 @@ class RotaryEmbedding(nn.Module):
     V is not, so the score Q_p . K_q depends on p - q, the relative position.
     """
 
+    inv_freq: Tensor  # (Dh/2,) a buffer: radians per position
+
     def __init__(self, head_dim: int, theta: float = 10000.0, device: torch.device | str | None = None) -> None:
         super().__init__()
         if head_dim % 2:
@@ -228,7 +234,7 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"num_heads ({num_heads}) must be a multiple of num_kv_heads ({num_kv_heads})")
         self.d_model, self.num_heads, self.num_kv_heads = d_model, num_heads, num_kv_heads
         self.d_head = head_dim or d_model // num_heads
-        kw = {"bias": bias, "device": device, "dtype": dtype}
+        kw: dict[str, Any] = {"bias": bias, "device": device, "dtype": dtype}
         self.w_q = nn.Linear(d_model, num_heads * self.d_head, **kw)
         self.w_k = nn.Linear(d_model, num_kv_heads * self.d_head, **kw)
         self.w_v = nn.Linear(d_model, num_kv_heads * self.d_head, **kw)

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnviz.engines.base import Backend, ModelLoadError, shift_right, to_weights
+from attnviz.engines.base import Architecture, Backend, ModelLoadError, shift_right, to_weights
 from attnviz.engines.hooks import Hooks
 from attnviz.engines.scratch import MultiHeadAttention, causal_mask, describe_device, key_padding_mask, resolve_device
 from attnviz.result import AttentionKind, AttentionResult, Results
@@ -132,6 +132,8 @@ class DecoderLayer(nn.Module):
 class Seq2Seq(nn.Module):
     """Encoder-decoder on our own attention; every forward also returns the weights of all three kinds."""
 
+    positions: Tensor  # (T, D) a buffer: the sinusoidal positions
+
     def __init__(self, config: Seq2SeqConfig) -> None:
         super().__init__()
         self.config = config
@@ -227,7 +229,7 @@ class DateEngine:
 
     backend: Backend = "scratch"
     family = "dates"
-    architecture = "encoder-decoder"
+    architecture: Architecture = "encoder-decoder"
     kinds: tuple[AttentionKind, ...] = ("self", "causal", "cross")
     lazy = False  # a few dozen characters: always every weight
 

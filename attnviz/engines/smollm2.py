@@ -16,6 +16,7 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -115,7 +116,7 @@ def _convert(gguf: Path, folder: Path) -> None:
 # SmolLM2-135M-Instruct's shape, as its converted config.json states it (a test compares them where SmolLM2 is
 # installed). A Llama of this shape with seeded random weights is what travels to a GPU machine: its 540 MB of
 # weights do not, and the parity and timings measured there are about attnviz's code, not the weights.
-SHAPE = {
+SHAPE: dict[str, Any] = {
     "vocab_size": 49152,
     "hidden_size": 576,
     "intermediate_size": 1536,

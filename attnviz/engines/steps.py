@@ -126,7 +126,7 @@ class AttentionSteps:
         steps += [("Q = X·W_Q", self.q), ("K = X·W_K", self.k), ("V = X·W_V", self.v)]
         steps += [("Q split into heads", self.q_heads), ("K split into heads", self.k_heads)]
         steps.append(("V split into heads", self.v_heads))
-        if self.q_rotated is not None:
+        if self.q_rotated is not None and self.k_rotated is not None:
             steps += [("Q turned by position (RoPE)", self.q_rotated), ("K turned by position (RoPE)", self.k_rotated)]
         share = f", each K head read by {self.group} Q heads" if self.group > 1 else ""
         steps += [
