@@ -96,14 +96,16 @@ def draw(inputs: controls.Inputs, gen: api.Generation) -> None:
         f"Rows: the {len(rows)} steps of the writing; columns: the prompt ({p} tokens, the chat template's included) "
         "and what was written before. Grey: not written yet at that step."
     )
-    state.restore("gen.step", "step", 1, lambda v: 1 <= v <= len(rows))
-    step = st.select_slider(
+    step = state.bound(
+        st.select_slider,
         "One step, across every layer and head",
         range(1, len(rows) + 1),
+        url="step",
         key="gen.step",
+        default=1,
+        valid=lambda v: 1 <= v <= len(rows),
         format_func=lambda i: f"{i}: {gen.written[i - 1][:20]}",
     )
-    state.remember("step", step)
     s = step - 1
     row = gen.across_heads(s).numpy()  # (L*H, keys seen)
     heads = [head_name(lay, h) for lay in range(r.n_layers) for h in range(r.n_heads)]

@@ -46,10 +46,17 @@ def value_panels(raw: AttentionResult, layer: int, head: int, opts: widgets.Opti
 
 def view_picker() -> str:
     """Layer, Head or Overview; kept in the URL."""
-    state.restore("heads.view", "view", VIEWS[0], lambda v: v in VIEWS)
-    view = st.segmented_control("View", VIEWS, key="heads.view", required=True) or VIEWS[0]
-    state.remember("view", view)
-    return view
+    view = state.bound(
+        st.segmented_control,
+        "View",
+        VIEWS,
+        url="view",
+        key="heads.view",
+        default=VIEWS[0],
+        valid=lambda v: v in VIEWS,
+        required=True,
+    )
+    return view or VIEWS[0]
 
 
 def render() -> None:

@@ -245,18 +245,20 @@ def render() -> None:
     eng = cache.decoder_or_stop(inputs.model, inputs.backend)
     if cache.request_is_long(inputs.model, inputs.backend, inputs.text):
         cache.stop_long(eng, "This page runs the model once per layer")
-    state.restore("ko.tab", "tab", "knock", lambda v: v in ("knock", "patch"))
     tab = (
-        st.segmented_control(
+        state.bound(
+            st.segmented_control,
             "Experiment",
             ("knock", "patch"),
+            url="tab",
             key="ko.tab",
+            default="knock",
+            valid=lambda v: v in ("knock", "patch"),
             required=True,
             format_func={"knock": "Knock heads out", "patch": "Patch"}.get,
         )
         or "knock"
     )
-    state.remember("tab", tab)
     if tab == "knock":
         st.caption("On the sidebar's text. Layers and heads are 1-based here.")
         knockout_section(eng, inputs)

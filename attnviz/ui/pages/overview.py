@@ -174,14 +174,16 @@ def rollout_section(inputs: Inputs, result: AttentionResult) -> None:
         except ValueError as err:
             st.info(escape.md(err))
     st.plotly_chart(panel_maps.side_by_side(panels, style=inputs.style), key="ov.rollout")
-    state.restore("ov.token", "token", 1, lambda v: 1 <= v <= len(toks))
-    pick = st.selectbox(
+    pick = state.bound(
+        st.selectbox,
         "Where does this token draw from?",
         range(1, len(toks) + 1),
+        url="token",
         key="ov.token",
+        default=1,
+        valid=lambda v: 1 <= v <= len(toks),
         format_func=lambda i: f"{toks[i - 1][:40]} (position {i})",
     )
-    state.remember("token", pick)
     title = f"'{toks[pick - 1]}' after layer {layer + 1}: rollout share per input token"
     st.plotly_chart(stat_charts.bars(rolled[pick - 1].numpy(), toks, title, style=inputs.style), key="ov.bars")
 
