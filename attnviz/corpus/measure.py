@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from attnviz.blocks import STATS, confidence_keys, key_columns, row_values
-from attnviz.engines.base import Engine
+from attnviz.engines.base import BatchedEngine
 
 ID_COLUMNS = ("doc", "window", "query")
 
@@ -68,7 +68,9 @@ class Batch:
 
 def batches(documents: list[tuple[str, str]], batch_chars: int) -> list[Batch]:
     """The run's batches, in order: documents in turn until a batch holds `batch_chars` characters."""
-    out, current, size = [], [], 0
+    out: list[Batch] = []
+    current: list[tuple[int, str, str]] = []
+    size = 0
     for doc, (source, text) in enumerate(documents):
         if current and size + len(text) > batch_chars:
             out.append(Batch(len(out), current))
@@ -80,7 +82,7 @@ def batches(documents: list[tuple[str, str]], batch_chars: int) -> list[Batch]:
     return out
 
 
-def windows_of(engine: Engine, text: str, window: int) -> list:
+def windows_of(engine: BatchedEngine, text: str, window: int) -> list:
     """The text as the model encodes it, in windows of at most `window` tokens (one when it fits)."""
     window = min(window, engine.max_tokens)
     try:
@@ -174,14 +176,17 @@ def _empty(n_s: int, n_l: int, n_h: int, settings: Settings) -> Partial:
     )
 
 
-def _keep_top(value, ids, keys, weights, k: int):
+Arrays4 = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _keep_top(value, ids, keys, weights, k: int) -> Arrays4:
     """The k highest values along axis 3 (ties: the earlier candidate first, so merges are deterministic)."""
     order = np.argsort(-value, axis=3, kind="stable")[..., :k]
     take = lambda a: np.take_along_axis(a, order.reshape(order.shape + (1,) * (a.ndim - 4)), axis=3)  # noqa: E731
     return take(value), take(ids), take(keys), take(weights)
 
 
-def _keep_sample(priority_, ids, value, keys, weights, n: int):
+def _keep_sample(priority_, ids, value, keys, weights, n: int) -> tuple[np.ndarray, ...]:
     """The n candidates of lowest priority (ties: ids in order)."""
     order = np.lexsort((ids[:, 2], ids[:, 1], ids[:, 0], priority_))[:n]
     return priority_[order], ids[order], value[order], keys[order], weights[order]
@@ -196,19 +201,17 @@ def merge(a: Partial, b: Partial, settings: Settings) -> Partial:
         np.concatenate([a.top_weights, b.top_weights], 3),
         settings.top,
     )
-    sample = _keep_sample(
-        *(
-            np.concatenate([getattr(a, f), getattr(b, f)])
-            for f in ("sample_priority", "sample_ids", "sample_value", "sample_keys", "sample_weights")
-        ),
-        settings.sample,
-    )
-    return Partial(a.texts + b.texts, np.concatenate([a.stats, b.stats]), *top, *sample)
+    fields = ("sample_priority", "sample_ids", "sample_value", "sample_keys", "sample_weights")
+    p, i, v, k, w = (np.concatenate([getattr(a, f), getattr(b, f)]) for f in fields)
+    p, i, v, k, w = _keep_sample(p, i, v, k, w, settings.sample)
+    return Partial(a.texts + b.texts, np.concatenate([a.stats, b.stats]), *top, p, i, v, k, w)
 
 
 def sub_batches(encoded: list, n_layers: int, n_heads: int, batch_mb: int) -> list[list[int]]:
     """Indices of windows in turn, as many per sub-batch as keep every layer's padded weights under batch_mb."""
-    out, current, longest = [], [], 0
+    out: list[list[int]] = []
+    current: list[int] = []
+    longest = 0
     for i, enc in enumerate(encoded):
         n = max(longest, len(enc.ids))
         if current and (len(current) + 1) * n_layers * n_heads * n * n * 4 > batch_mb * 2**20:
@@ -238,9 +241,9 @@ def _sub_batch(weights: tuple[torch.Tensor, ...], encs: list, kind: str, setting
     rows = torch.empty(len(STATS), n_l, b, n_h, t)
     for layer in range(n_l):
         w = weights[layer]  # (B, H, T, T): padded keys have weight 0
-        values = row_values(w, None, 0.0, keys, pairs, lengths[:, None, None], 0, kind)
+        by_stat = row_values(w, None, 0.0, keys, pairs, lengths[:, None, None], 0, kind)
         for i, name in enumerate(STATS):
-            rows[i, layer] = values[name]
+            rows[i, layer] = by_stat[name]
     # a window's statistic: its rows averaged as blocks.BlockPass.stats does (prev and next over n - 1 rows)
     summed = rows.masked_fill(~real[None, None, :, None, :], float("nan")).nansum(-1).double()  # (S, L, B, H)
     counts = torch.stack([(lengths - 1 if s in ("prev", "next") else lengths).clamp_min(1) for s in STATS])  # (S, B)
@@ -277,7 +280,7 @@ def _keys_of(
     return idx, wt
 
 
-def measure(engine: Engine, batch: Batch, settings: Settings, progress=None) -> Partial:
+def measure(engine: BatchedEngine, batch: Batch, settings: Settings, progress=None) -> Partial:
     """The partial results of one batch on one engine (an HFEngine: `batch_weights`); `progress(done, total)` is told
     after each sub-batch (windows)."""
     n_l, n_h, n_s = engine.n_layers, engine.n_heads, len(STATS)

@@ -3,15 +3,24 @@ of it."""
 
 from __future__ import annotations
 
-from attnviz.engines.base import Engine
+from attnviz.engines.base import BatchedEngine, Engine
 
 
-def load(model: str, device: str | None = None) -> Engine:
+def load(model: str, device: str | None = None) -> BatchedEngine:
     """The model as the person at this machine names it (a folder, a bundled name, a hub id), as a corpus run takes
     it: `corpus_engine` of its Hugging Face engine."""
     from attnviz.engines import registry
 
-    return corpus_engine(registry.load(model, "hf", device))
+    return batched(corpus_engine(registry.load(model, "hf", device)), model)
+
+
+def batched(eng: Engine, model: str) -> BatchedEngine:
+    """The engine as a corpus run measures with it, or a ValueError saying why this model cannot be."""
+    if not isinstance(eng, BatchedEngine) or eng.kinds[0] == "cross":
+        raise ValueError(
+            f"'{model}' cannot be run over a corpus: a corpus run covers Hugging Face encoders and decoders"
+        )
+    return eng
 
 
 def corpus_engine(hf: Engine) -> Engine:

@@ -33,7 +33,7 @@ class MeasureActor:
         self.info = json.dumps(info_of(self.engine))
 
     def __call__(self, rows: dict) -> dict:
-        out = {"index": [], "partial": [], "info": []}
+        out: dict[str, list] = {"index": [], "partial": [], "info": []}
         for index, docs in zip(rows["index"], rows["documents"], strict=True):
             batch = Batch(int(index), [(int(d), str(s), str(t)) for d, s, t in json.loads(docs)])
             out["index"].append(batch.index)
@@ -63,8 +63,8 @@ def measure_all(
     if started:
         for name, level in (("ray", logging.WARNING), ("ray.data", logging.ERROR)):
             logging.getLogger(name).setLevel(level)
-        local = {} if os.environ.get("RAY_ADDRESS") else {"num_cpus": max(actors * threads, 1)}
-        ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING, **local)
+        cpus = None if os.environ.get("RAY_ADDRESS") else max(actors * threads, 1)  # a cluster says its own
+        ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     try:
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = False

@@ -10,6 +10,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NoReturn
 from xml.parsers import expat
 
 from attnviz.analysis.pronoun_cases import LESSON, PronounCase
@@ -60,7 +61,7 @@ def _parse_without_dtd(raw: bytes) -> ET.Element:
     refuses them, after decoding the file in whatever encoding it declares (UTF-16 included), so no byte
     pattern can hide one; nothing is expanded before the refusal."""
 
-    def refuse(*_args) -> None:
+    def refuse(*_args) -> NoReturn:
         raise ValueError(NO_DTD)
 
     check = expat.ParserCreate()  # a first pass that builds nothing: it stops at the DOCTYPE's first byte

@@ -25,6 +25,7 @@ import torch
 
 from attnviz.engines.base import Engine
 from attnviz.engines.hooks import Hooks
+from attnviz.tokens import Encoded
 
 METHODS = ("pca", "umap")
 MAX_TOKENS = 2_000  # tokens placed (each as a query and a key); past it the texts are cut
@@ -110,7 +111,7 @@ def project(x: np.ndarray, method: str = "pca", seed: int = 0) -> tuple[np.ndarr
     return centred @ axes.T, (float((s[:2] ** 2).sum()) / total if total > 0 else None)
 
 
-def read_qk(eng: Engine, text: str, layer: int, head: int) -> tuple[object, torch.Tensor, torch.Tensor]:
+def read_qk(eng: Engine, text: str, layer: int, head: int) -> tuple[Encoded, torch.Tensor, torch.Tensor]:
     """A text's encoding and one head's (T, d) queries and keys at the hook points (a HookedEngine's forward)."""
     if not hasattr(eng, "forward"):
         raise ValueError(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ import numpy as np
 from attnviz.blocks import STATS
 from attnviz.corpus import measure, readers, tables
 from attnviz.corpus.measure import Partial, Settings
-from attnviz.corpus.models import info_of, load
+from attnviz.corpus.models import batched, info_of, load
 from attnviz.corpus.readers import Corpus, CorpusError
 from attnviz.version import __version__
 
@@ -187,11 +188,7 @@ def run(
     folder = Path(out).expanduser()
     started = time.time()
     engine_of = engine_of or (lambda: load(model, device))
-    eng = engine_of() if engine == "embedded" else None
-    if eng is not None and not hasattr(eng, "batch_weights") or (eng is not None and eng.kinds[0] == "cross"):
-        raise ValueError(
-            f"'{model}' cannot be run over a corpus: a corpus run covers Hugging Face encoders and decoders"
-        )
+    eng = batched(engine_of(), model) if engine == "embedded" else None
     batches = measure.batches(corpus.documents, settings.batch_chars)
     manifest = {
         "attnviz": __version__,
@@ -219,7 +216,7 @@ def run(
     if progress:
         progress(done / total, f"{len(batches) - len(todo)} of {len(batches)} batches already done")
     info = info_of(eng) if eng is not None else {}
-    if engine == "embedded":
+    if eng is not None:
         for batch in todo:
             size = sum(len(t) for _, _, t in batch.documents)
             what = f"batch {batch.index + 1} of {len(batches)}"
@@ -315,7 +312,7 @@ def finish(
             "ranges": {s: tables.value_range(s, settings) for s in STATS},
             "seconds": round(time.time() - started, 2),
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "python": os.sys.version.split()[0],
+            "python": sys.version.split()[0],
         }
     )
     _write_json(folder / MANIFEST, manifest)

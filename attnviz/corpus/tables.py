@@ -223,7 +223,8 @@ class Appender:
     to a temporary file renamed on a clean exit; an empty one is written with no rows."""
 
     def __init__(self, path: Path) -> None:
-        self.path, self.tmp, self.writer = path, path.with_suffix(".tmp"), None
+        self.path, self.tmp = path, path.with_suffix(".tmp")
+        self.writer: pq.ParquetWriter | None = None
 
     def add(self, table: pa.Table) -> None:
         """Append a table's rows."""

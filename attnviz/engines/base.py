@@ -121,6 +121,17 @@ class LazyEngine(Protocol):
 
 
 @runtime_checkable
+class BatchedEngine(Engine, Protocol):
+    """An engine that reads several texts' weights in one padded pass: what a corpus run measures with."""
+
+    tokenizer: Tokenizer
+
+    def batch_weights(self, ids: list[tuple[int, ...]]) -> tuple[torch.Tensor, ...]:
+        """Per layer, (B, H, T, T) float32 on the CPU for B texts padded to T tokens (a padded key has weight 0)."""
+        ...
+
+
+@runtime_checkable
 class HookedEngine(Protocol):
     """An engine whose attention passes through the hook points (engines.hooks): read or replaced for one call."""
 

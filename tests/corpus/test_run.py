@@ -144,6 +144,13 @@ def test_a_folder_holding_another_run_or_other_files_is_refused(tmp_path, bert_r
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
 
 
+def test_a_model_with_cross_attention_is_refused_before_anything_is_written(tmp_path):
+    """The date model (an encoder-decoder) cannot be measured over a corpus: one message, no folder."""
+    with pytest.raises(ValueError, match="'dates' cannot be run over a corpus"):
+        corpus_run.run(readers.from_texts(DOCS), "dates", tmp_path / "run", settings=SMALL)
+    assert not (tmp_path / "run").exists()
+
+
 def test_finished_runs_are_listed_newest_first(tmp_path, bert_run):
     shutil.copytree(bert_run.folder, tmp_path / "a")
     (tmp_path / "b").mkdir()  # not a run
