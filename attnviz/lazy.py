@@ -22,13 +22,14 @@ import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from attnviz.blocks import BlockPass, block_counts, pool_factor, pool_rows
-from attnviz.result import GRID_SIDE, THUMB_SIDE, AttentionKind, AttentionResult, Progress, as_axis
+from attnviz.result import GRID_SIDE, THUMB_SIDE, AttentionKind, AttentionResult, Progress, Results, as_axis
 from attnviz.tokens import TokenAxis
 
 BLOCK_BYTES = 16 * 2**20  # on the CPU, the most weights one block holds at once: it stays in the cache (block_size)
@@ -372,3 +373,11 @@ class LazyAttention:
         self._cache["lse"] = lse
         self._cache[("stats", confidence_excludes)] = blocks.stats()
         self._cache["received"] = blocks.received()
+
+
+def of(results: Results, kind: str | None = None) -> LazyAttention:
+    """One kind (default: the main one) of a long text's results, as queries and keys (Results.eager reads the
+    others'); a ValueError where the run held every weight."""
+    if not results.lazy:
+        raise ValueError("this text is not long: its run held every weight (Results.eager)")
+    return cast(LazyAttention, results[kind] if kind is not None else results.main)

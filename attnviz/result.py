@@ -31,7 +31,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, get_args
+from typing import Literal, Protocol, cast, get_args
 
 import numpy as np
 import torch
@@ -371,6 +371,13 @@ class Results(Mapping):
     def truncated(self) -> int:
         """How many tokens of the input were dropped to fit the model."""
         return self.main.truncated
+
+    def eager(self, kind: str | None = None) -> AttentionResult:
+        """One kind (default: the main one) as every weight held, what a view that draws every weight reads; a
+        ValueError on a long text's results (lazy.of reads those)."""
+        if self.lazy:
+            raise ValueError("this text is long: its attention is held as queries and keys, not every weight")
+        return cast(AttentionResult, self.kinds[kind] if kind is not None else self.main)
 
     def with_notice(self, notice: str | None) -> Results:
         """The same results, with a notice."""

@@ -10,6 +10,9 @@ query can see: n keys for self-attention, i + 1 for query i of a causal model.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -80,7 +83,7 @@ def head_stats(result: Attention, *, confidence_excludes: str = "end") -> dict[s
     return result.stats(confidence_excludes=confidence_excludes)
 
 
-def labels(stats: dict[str, Tensor], uniform: float) -> list[list[str]]:
+def labels(stats: Mapping[str, Tensor | np.ndarray], uniform: float) -> list[list[str]]:
     """A label per head: the pattern holding more than SHARE_THRESHOLD of its attention, else broad or other.
 
     `uniform` is the entropy of uniform attention (`uniform_entropy`; averaged, for several texts).
@@ -107,7 +110,7 @@ def punctuation_tokens(axis: TokenAxis) -> list[str]:
     return list(dict.fromkeys(t for t, p in zip(axis.tokens, punctuation(axis), strict=True) if p))
 
 
-def table(stats: dict[str, Tensor], head_labels: list[list[str]]) -> list[dict]:
+def table(stats: Mapping[str, Tensor | np.ndarray], head_labels: list[list[str]]) -> list[dict]:
     """One row per head: layer and head (1-based), its label, and every statistic (4 decimals)."""
     n_l, n_h = stats["entropy"].shape
     return [

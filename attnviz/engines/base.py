@@ -85,7 +85,7 @@ class Engine(Protocol):
 
 
 @runtime_checkable
-class SteppingEngine(Protocol):
+class SteppingEngine(Engine, Protocol):
     """An engine that can show one layer's attention step by step, every intermediate read at its hook points."""
 
     n_kv_heads: int  # key/value heads: fewer than n_heads with grouped-query attention
@@ -141,7 +141,7 @@ class HookedEngine(Protocol):
 
 
 @runtime_checkable
-class InterveningEngine(Protocol):
+class InterveningEngine(Engine, Protocol):
     """A decoder whose passes take hooks and give next-token logits: what ablation, patching and induction run on.
 
     Its `hooked` is False where its attention is not attnviz's (a hub decoder outside the Llama family).
@@ -187,7 +187,7 @@ class Generation:
 
 
 @runtime_checkable
-class GeneratingEngine(Protocol):
+class GeneratingEngine(Engine, Protocol):
     """A decoder that can write after a prompt."""
 
     def generate(

@@ -24,7 +24,10 @@ def which_head(importance: Tensor) -> tuple[list[float], str]:
     return values, names[max(range(len(values)), key=values.__getitem__)]
 
 
-def model_answer(result: Attention, kind: str, view: dict) -> tuple[object, str]:
+Drawn = list[float] | str | float  # what a poll's figure draws as the model's answer: a row, a label, a share
+
+
+def model_answer(result: Attention, kind: str, view: dict) -> tuple[Drawn, str]:
     """(what the figure draws, the model's own answer as students would have written it).
 
     "token": the head's attention row from view["query"] (a list over the keys), and the key it weighs most;

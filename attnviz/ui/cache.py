@@ -11,14 +11,14 @@ import collections
 import contextlib
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from attnviz import api, escape, service
 from attnviz.admission import Refused
-from attnviz.engines.base import Backend, Engine, ModelLoadError, SteppingEngine, eager_tokens
+from attnviz.engines.base import Backend, Engine, InterveningEngine, ModelLoadError, SteppingEngine, eager_tokens
 from attnviz.engines.steps import AttentionSteps
 from attnviz.interventions import runs
 from attnviz.result import Results
@@ -109,7 +109,7 @@ def heavy(what: str, estimate: int, compute: Callable[[], T]) -> T:
         halt()
 
 
-def run(work: api.Work) -> T:
+def run(work: api.Work[T]) -> T:
     """A door's Work for this page: from the memo when held, else computed once (admitted first when heavy)."""
     return work.run(admit=heavy)
 
@@ -151,11 +151,13 @@ class LazyBar:
     hit): pass `step` as the work's progress, call `done()` after."""
 
     def __init__(self, phase: str) -> None:
-        self.phase, self.bar, self.callback = phase, None, None
+        self.phase = phase
+        self.bar: TimedProgress | None = None
+        self.callback: Callable[[int, int], None] | None = None
 
     def step(self, done: int, total: int) -> None:
         """The work's progress callback."""
-        if self.bar is None:
+        if self.callback is None:
             self.bar = TimedProgress({self.phase: 1.0})
             self.callback = self.bar.phase(self.phase)
         self.callback(done, total)
@@ -166,7 +168,7 @@ class LazyBar:
             self.bar.done()
 
 
-def importance(eng: Engine, text: str, mode: str) -> tuple:
+def importance(eng: Engine, text: str, mode: api.Mode) -> tuple:
     """(L, H) loss increase of each head knocked out alone in `mode`, and the clean loss: the Knock out page's grid
     and the class poll's answer (the door's one key for both), admitted as heavy work, with a progress bar."""
     bar = LazyBar(IMPORTANCE_BAR)
@@ -203,14 +205,14 @@ def stepping_engine_or_stop(model: str, backend: Backend) -> SteppingEngine:
     return eng
 
 
-def decoder_or_stop(model: str, backend: Backend) -> Engine:
+def decoder_or_stop(model: str, backend: Backend) -> InterveningEngine:
     """The engine, if it is a decoder attnviz can intervene on (interventions.runs); else a message, and the page
     stops."""
     eng = load_engine_or_stop(model, backend)
     if not runs.can_intervene(eng):
         st.info(f"{runs.DECODER_ONLY} Pick **smollm2** in the sidebar's model box.")
         halt()
-    return eng
+    return runs.decoder(eng)
 
 
 def attention_or_stop(
@@ -290,7 +292,9 @@ _figures: collections.OrderedDict = collections.OrderedDict()
 _figures_lock = threading.Lock()
 
 
-def chart(view_key: tuple, build: Callable[[], object], key: str, theme: str | None = "streamlit") -> object:
+def chart(
+    view_key: tuple, build: Callable[[], object], key: str, theme: Literal["streamlit"] | None = "streamlit"
+) -> object:
     """A plotly chart drawn as every session that shows the same view draws it, built and serialised once.
 
     The figure comes from `figure` (built once); the chart element (its JSON, its id) is made by the first session
@@ -302,7 +306,7 @@ def chart(view_key: tuple, build: Callable[[], object], key: str, theme: str | N
 
 
 @st.cache_resource(show_spinner=False, max_entries=FIGURES_KEPT)
-def _chart(ident: str, key: str, theme: str | None, _fig) -> None:
+def _chart(ident: str, key: str, theme: Literal["streamlit"] | None, _fig) -> None:
     st.plotly_chart(_fig, key=key, theme=theme)  # on st, not a container: a replay lands where the caller is
 
 

@@ -14,7 +14,8 @@ from attnviz.tokens import MAX_CHARS, check_text
 from attnviz.ui import cache, state
 
 DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
-CHOICES = {  # choice -> (what the menu says, model, backend); "hub" takes its model from a second box
+CHOICES: dict[str, tuple[str, str | None, Backend]] = {  # choice -> (what the menu says, model, backend); "hub"
+    # takes its model from a second box
     "default": ("BERT · all-MiniLM-L6-v2 (bundled, Hugging Face)", registry.DEFAULT, "hf"),
     "scratch": ("BERT · rebuilt on attnviz's from-scratch attention", registry.DEFAULT, "scratch"),
     "smollm2": ("SmolLM2-135M · a decoder LLM (bundled, Hugging Face)", "smollm2", "hf"),

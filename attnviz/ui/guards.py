@@ -93,7 +93,8 @@ def install() -> None:
     """Guard the server (once per process; later calls do nothing)."""
     if getattr(AppSession, _INSTALLED, False):
         return
-    AppSession._handle_clear_cache_request = _clear_own_session
-    AppSession.request_rerun = _fragment_rerun_after_the_run
+    # Replacing two of Streamlit's methods is the point here (the module's docstring says why), so mypy is told so.
+    AppSession._handle_clear_cache_request = _clear_own_session  # type: ignore[method-assign,assignment]
+    AppSession.request_rerun = _fragment_rerun_after_the_run  # type: ignore[method-assign,assignment]
     app_session._populate_theme_msg = _theme_read_once
     setattr(AppSession, _INSTALLED, True)

@@ -51,11 +51,12 @@ def options_note(engine_layers: int, engine_heads: int) -> None:
 
 def heads(inputs: Inputs, lazy: LazyAttention, view: str) -> None:
     """The Heads page's three views of a long text."""
-    layer = widgets.pick("Layer", "heads", "layer", lazy.n_layers) if view != "Overview" else None
     if view == "Layer":
+        layer = widgets.pick("Layer", "heads", "layer", lazy.n_layers)
         state.show_head(layer)
         layer_view(inputs, lazy, layer)
     elif view == "Head":
+        layer = widgets.pick("Layer", "heads", "layer", lazy.n_layers)
         head = widgets.pick("Head", "heads", "head", lazy.n_heads)
         state.show_head(layer, head)
         head_view(inputs, lazy, layer, head)
@@ -90,15 +91,22 @@ def layer_view(inputs: Inputs, lazy: LazyAttention, layer: int) -> None:
 def _zoom_state(lazy: LazyAttention) -> tuple[int, int, int]:
     """The window's side, first query and first key (0-based), from the widgets (seeded from the URL)."""
     n = lazy.n_tokens
-    state.restore("heads.zw", "zoom", 64, lambda v: v in WIDTHS)
-    state.restore("heads.zq", "zq", max(1, n - 63), lambda v: 1 <= v <= n)
-    state.restore("heads.zk", "zk", max(1, n - 63), lambda v: 1 <= v <= n)
     a, b, c = st.columns(3)
-    width = a.select_slider("Window (tokens a side)", WIDTHS, key="heads.zw")
-    q0 = b.number_input("Queries from position", 1, n, key="heads.zq")
-    k0 = c.number_input("Keys from position", 1, n, key="heads.zk")
-    for k, v in (("zoom", width), ("zq", q0), ("zk", k0)):
-        state.remember(k, v)
+    last = max(1, n - 63)  # by default, the window ends at the text's end
+    width = state.bound(
+        a.select_slider,
+        "Window (tokens a side)",
+        WIDTHS,
+        url="zoom",
+        key="heads.zw",
+        default=64,
+        valid=WIDTHS.__contains__,
+    )
+    in_text = lambda v: 1 <= v <= n  # noqa: E731
+    q0 = state.bound(
+        b.number_input, "Queries from position", 1, n, url="zq", key="heads.zq", default=last, valid=in_text
+    )
+    k0 = state.bound(c.number_input, "Keys from position", 1, n, url="zk", key="heads.zk", default=last, valid=in_text)
     return int(width), int(q0) - 1, int(k0) - 1
 
 

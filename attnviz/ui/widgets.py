@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import streamlit as st
@@ -87,12 +88,14 @@ def options(prefix: str, axis: TokenAxis | None = None, projector: bool = False)
     specials = ", ".join(sorted({t for t, s in zip(axis.tokens, axis.special, strict=True) if s})) if axis else ""
     columns = st.columns(min(2, len(shown)) if projector else len(shown)) if shown else []
     for i, (field, url_key, label, help_text) in enumerate(shown):
-        state.restore(f"{prefix}.{url_key}", url_key, False)
-        col = columns[i % len(columns)]
-        values[field] = col.toggle(
-            label, key=f"{prefix}.{url_key}", help=help_text.format(specials=specials or "[CLS], [SEP], <s>")
+        values[field] = state.bound(
+            columns[i % len(columns)].toggle,
+            label,
+            url=url_key,
+            key=f"{prefix}.{url_key}",
+            default=False,
+            help=help_text.format(specials=specials or "[CLS], [SEP], <s>"),
         )
-        state.remember(url_key, values[field])
     return Options(**values)
 
 
@@ -118,13 +121,14 @@ def truncation_notice(result: Attention) -> None:
         st.info(f"The text was cut to fit the model: it reads {kept:,} tokens; {dropped:,} at the end were dropped.")
 
 
-def pick(label: str, prefix: str, url_key: str, count: int) -> int:
-    """A 1-based slider for people, returned 0-based; its value lives in the URL."""
-    state.restore(f"{prefix}.{url_key}", url_key, 1, lambda v: 1 <= v <= count)
+def pick(label: str, prefix: str, url_key: str, count: int, *, default: int = 1, where: Any = st) -> int:
+    """A 1-based slider for people (in `where`: a column), returned 0-based; its value lives in the URL. No slider
+    when there is one to pick from."""
+    state.restore(f"{prefix}.{url_key}", url_key, default, lambda v: 1 <= v <= count)
     if count == 1:
         value = 1
     else:
-        value = st.slider(label, 1, count, key=f"{prefix}.{url_key}")
+        value = where.slider(label, 1, count, key=f"{prefix}.{url_key}")
     state.remember(url_key, value)
     return value - 1
 
@@ -152,7 +156,7 @@ def download_row(
     if following_a_class() and not st.toggle("Export this view", key=f"{key}.open", value=False):
         return
     cols = st.columns(4)
-    files = (
+    files: tuple[tuple[str, Callable[[], str | bytes], str, str], ...] = (
         ("PNG", lambda: figure("png"), "png", "image/png"),
         ("SVG", lambda: figure("svg"), "svg", "image/svg+xml"),
         (csv_label, csv, "csv", "text/csv"),
@@ -162,7 +166,7 @@ def download_row(
         col.download_button(label, data, f"{stem}.{ext}", mime, key=f"{key}.{ext}", on_click="ignore")
 
 
-def manifest(inputs: Inputs, result: AttentionResult, kind: str, layer: int, head: int | None, options: dict):
+def manifest(inputs: Inputs, result: Attention, kind: str, layer: int, head: int | None, options: dict):
     """What produced an export: the result's own model and device, the sidebar's backend and text."""
     from attnviz.figures import export
 

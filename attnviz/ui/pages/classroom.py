@@ -125,7 +125,7 @@ def _room(here: Seat) -> None:
             "Remove",
             list(names),
             index=None,
-            format_func=names.get,
+            format_func=lambda s: names[s],
             key="class.remove_who",
             placeholder="a student page",
         )
@@ -255,6 +255,9 @@ def poll_status(here: Seat, poll_id: int) -> None:
 def _poll_status(here: Seat, poll_id: int) -> None:
     store = seat.store()
     poll = store.poll(poll_id)
+    if poll is None:  # gone since this run began (the class ended)
+        st.info("This question is no longer in the class.")
+        return
     _, following = store.students(here.code)
     st.markdown(
         f"**{escape.md(poll.question)}**  \nanswered {store.count(poll.id)} of {store.voters(poll.id)} "
@@ -305,6 +308,7 @@ def answering(here: Seat, poll: Poll) -> None:
 
 def answer_form(here: Seat, poll: Poll) -> None:
     """Pick a word or a kind of head, or type a number; one answer per poll."""
+    answer: str | None
     if poll.kind == "number":
         value = st.number_input("Your answer (%)", 0.0, 100.0, 10.0, 1.0, key=f"class.answer.{poll.id}")
         answer = f"{value:g}"
@@ -312,7 +316,8 @@ def answer_form(here: Seat, poll: Poll) -> None:
         answer = st.selectbox("Your answer", poll.options, index=None, key=f"class.answer.{poll.id}")
     else:
         answer = st.radio("Your answer", poll.options, index=None, key=f"class.answer.{poll.id}", format_func=escape.md)
-    if st.button("Send", key=f"class.send.{poll.id}", type="primary", disabled=answer is None):
+    sent = st.button("Send", key=f"class.send.{poll.id}", type="primary", disabled=answer is None)
+    if sent and answer is not None:  # a disabled button's click cannot come from a browser, but a socket can send it
         try:
             kept = seat.store().answer(poll.id, here.student, answer)
         except (ValueError, ClassNotFound) as err:
@@ -332,6 +337,7 @@ def results(poll: Poll, inputs: Inputs, here: Seat) -> None:
     result = shown(
         cache.attention_or_stop(view["model"], view["backend"], view["text"], long_ok=True), view.get("kind")
     )
+    drawn: polls.Drawn
     if poll.kind == "which head":
         drawn, right = polls.which_head(_importance(view))
     else:
@@ -351,7 +357,8 @@ def results(poll: Poll, inputs: Inputs, here: Seat) -> None:
         st.caption(f"Below: the map of {escape.md(right)}, the model's answer.")
     head_fig = None  # a long text's map is on the Heads page
     if not cache.request_is_long(view["model"], view["backend"], view["text"]):
-        head_fig = interactive.head_map(result, layer, head, style=inputs.style)
+        eager = cache.attention_or_stop(view["model"], view["backend"], view["text"]).eager(result.kind)
+        head_fig = interactive.head_map(eager, layer, head, style=inputs.style)
         st.plotly_chart(head_fig, key=f"class.head.{poll.id}")
     facts = {
         "question": poll.question,

@@ -7,7 +7,7 @@ import streamlit as st
 from attnviz import api, escape
 from attnviz.figures import panel_maps
 from attnviz.figures.panel_maps import Panel
-from attnviz.result import AttentionKind, AttentionResult
+from attnviz.result import Attention, Results
 from attnviz.ui import cache, controls, state, widgets
 from attnviz.ui.controls import Inputs
 from attnviz.ui.halt import halt
@@ -71,19 +71,13 @@ def source_picker(inputs: Inputs) -> str:
 
 def pickers(n_layers: int, n_heads: int, prefix: str = "", label: str = "") -> tuple[int, int]:
     """Layer (the last by default) and head, 0-based; their values live in the URL (keys prefixed by `prefix`)."""
-    layer_key, head_key = f"{prefix}layer", f"{prefix}head"
-    state.restore(f"cmp.{layer_key}", layer_key, n_layers, lambda v: 1 <= v <= n_layers)
-    state.restore(f"cmp.{head_key}", head_key, 1, lambda v: 1 <= v <= n_heads)
     a, b = st.columns(2)
-    layer = a.slider(f"{label}Layer", 1, n_layers, key=f"cmp.{layer_key}") if n_layers > 1 else 1
-    head = b.slider(f"{label}Head", 1, n_heads, key=f"cmp.{head_key}") if n_heads > 1 else 1
-    state.remember(layer_key, layer)
-    state.remember(head_key, head)
-    return layer - 1, head - 1
+    layer = widgets.pick(f"{label}Layer", "cmp", f"{prefix}layer", n_layers, default=n_layers, where=a)
+    return layer, widgets.pick(f"{label}Head", "cmp", f"{prefix}head", n_heads, where=b)
 
 
 def export_panels(
-    inputs: Inputs, panels: list[Panel], text: str, result: AttentionResult, layer: int, head: int, key: str
+    inputs: Inputs, panels: list[Panel], text: str, result: Attention, layer: int, head: int, key: str
 ) -> None:
     """PNG, SVG and JSON of the panels shown; CSV of the last panel (the cross-attention)."""
     from attnviz.figures import export
@@ -100,9 +94,9 @@ def export_panels(
     widgets.download_row("attnviz_compare", key, fig, csv, lambda: export.panels_json(panels, meta), "CSV (last panel)")
 
 
-def three_panels(results: dict[AttentionKind, AttentionResult], layer: int, head: int) -> list[Panel]:
+def three_panels(results: Results, layer: int, head: int) -> list[Panel]:
     """Encoder self, decoder masked self, and cross attention of one layer and head."""
-    s, c, x = results["self"], results["causal"], results["cross"]
+    s, c, x = results.eager("self"), results.eager("causal"), results.eager("cross")
     enc_layer, enc_head = min(layer, s.n_layers - 1), min(head, s.n_heads - 1)
     return [
         panel_maps.panel(s, enc_layer, enc_head, f"encoder self-attention\nlayer {enc_layer + 1}, head {enc_head + 1}"),
@@ -117,7 +111,7 @@ def explain() -> None:
         col.markdown(EXPLAIN[kind])
 
 
-def draw_three(inputs: Inputs, results: dict[AttentionKind, AttentionResult], text: str, key: str) -> None:
+def draw_three(inputs: Inputs, results: Results, text: str, key: str) -> None:
     """Pickers, the three panels and their export."""
     layer, head = pickers(results["cross"].n_layers, results["cross"].n_heads)
     panels = three_panels(results, layer, head)
@@ -128,7 +122,6 @@ def draw_three(inputs: Inputs, results: dict[AttentionKind, AttentionResult], te
 
 def draw_dates(inputs: Inputs) -> None:
     """Our date model: a date typed (or picked) and the three kinds of attention."""
-    state.restore("cmp.date", "date", DATE_EXAMPLES[0])
     st.selectbox(
         "Examples",
         DATE_EXAMPLES,
@@ -137,8 +130,7 @@ def draw_dates(inputs: Inputs) -> None:
         placeholder="Pick an example…",
         on_change=lambda: st.session_state.update({"cmp.date": st.session_state["cmp.example"]}),
     )
-    text = st.text_input("A date, written any way", key="cmp.date")
-    state.remember("date", text)
+    text = state.bound(st.text_input, "A date, written any way", url="date", key="cmp.date", default=DATE_EXAMPLES[0])
     results = cache.attention_or_stop("dates", "scratch", text)
     st.markdown(f"**{escape.md(text)}** → **{escape.md(api.decoded(results['causal']))}**")  # its own output
     draw_three(inputs, results, text, "cmp.dates")
@@ -146,8 +138,8 @@ def draw_dates(inputs: Inputs) -> None:
 
 def draw_llm(inputs: Inputs) -> None:
     """BERT's real self-attention beside SmolLM2's real masked self-attention, on the same sentence."""
-    bert = cache.attention_or_stop(api.DEFAULT_MODEL, "hf", inputs.text)["self"]
-    llm = cache.attention_or_stop("smollm2", "hf", inputs.text)["causal"]
+    bert = cache.attention_or_stop(api.DEFAULT_MODEL, "hf", inputs.text).eager("self")
+    llm = cache.attention_or_stop("smollm2", "hf", inputs.text).eager("causal")
     a, b = st.columns(2)
     with a:
         bl, bh = pickers(bert.n_layers, bert.n_heads, "bert_", "BERT: ")
@@ -165,8 +157,8 @@ def draw_llm(inputs: Inputs) -> None:
 def draw_bert(inputs: Inputs) -> None:
     """BERT bidirectional vs causal on the same weights, and a cross-attention what-if between two sentences."""
     text, style = inputs.text, inputs.style
-    bi = cache.attention_or_stop(api.DEFAULT_MODEL, "scratch", text)["self"]
-    ca = cache.attention_or_stop(api.DEFAULT_MODEL, "scratch", text, what_if="causal")["causal"]
+    bi = cache.attention_or_stop(api.DEFAULT_MODEL, "scratch", text).eager("self")
+    ca = cache.attention_or_stop(api.DEFAULT_MODEL, "scratch", text, what_if="causal").eager("causal")
     layer, head = pickers(bi.n_layers, bi.n_heads)
     both = panel_maps.panel(ca, layer, head, "causal mask, same weights\n(what-if)")
     b = bi.head(layer, head).numpy()

@@ -37,8 +37,9 @@ def _label(run: api.CorpusRun) -> str:
 def _start(inputs) -> None:
     """A run of the sidebar's model on part of the built-in corpus (admitted heavy work, with a bar)."""
     with st.expander("Start a run on the built-in corpus (Python's documentation topics, offline)"):
-        state.restore("co.size", "size", SIZES[1], lambda v: v in SIZES)
-        size = st.select_slider("Paragraphs", SIZES, key="co.size")
+        size = state.bound(
+            st.select_slider, "Paragraphs", SIZES, url="size", key="co.size", default=SIZES[1], valid=SIZES.__contains__
+        )
         st.caption(
             "A run on BERT measures about 15 paragraphs a second on this server's CPU; SmolLM2 about 2. A "
             "finished run is kept and listed below; the command line runs whole corpora "
@@ -190,16 +191,13 @@ def render() -> None:
     )
     points = event.get("selection", {}).get("points", []) if event else []
     n_l, n_h = m["layers"], m["heads"]
-    state.restore("co.layer", "layer", 1, lambda v: 1 <= v <= n_l)
-    state.restore("co.head", "head", 1, lambda v: 1 <= v <= n_h)
-    if points:
+    if points:  # a clicked cell (L3, H5) picks its head: restored values are checked as the URL's are
         st.session_state["co.layer"] = int(str(points[0]["y"])[1:])
         st.session_state["co.head"] = int(str(points[0]["x"])[1:])
     a, b, _ = st.columns([1, 1, 3])
-    layer = a.number_input("Layer", 1, n_l, key="co.layer") - 1
-    head = b.number_input("Head", 1, n_h, key="co.head") - 1
-    state.remember("layer", layer + 1)
-    state.remember("head", head + 1)
+    in_l, in_h = (lambda v: 1 <= v <= n_l), (lambda v: 1 <= v <= n_h)
+    layer = state.bound(a.number_input, "Layer", 1, n_l, url="layer", key="co.layer", default=1, valid=in_l) - 1
+    head = state.bound(b.number_input, "Head", 1, n_h, url="head", key="co.head", default=1, valid=in_h) - 1
     state.show_head(layer, head)
     st.subheader(f"Head {head_name(layer, head)}")
     heads = run.heads

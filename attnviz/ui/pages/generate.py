@@ -22,7 +22,7 @@ INTRO = (
 )
 
 
-def writer(model: str, backend: str) -> api.GeneratingEngine:
+def writer(model: str, backend: api.Backend) -> api.GeneratingEngine:
     """The sidebar's model when it can write, else SmolLM2 (with a notice)."""
     eng = cache.load_engine_or_stop(model, backend)
     if isinstance(eng, api.GeneratingEngine):

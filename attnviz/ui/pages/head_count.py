@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from functools import partial
 
 import streamlit as st
 
@@ -116,8 +117,8 @@ def attention_section(task: str, style: Style) -> None:
             f"The answer needs: {needs}. Where the heads look: {share_text}."
         )
         per_row, px = interactive.maps_a_row(labels, len(labels), style, most=4)  # the same size for every count
-        square = dict(rows=labels, cols=labels, style=style, signed=False, height=230, width=px)
-        figs = [interactive.matrix(weights[0, h].numpy(), f"head {h + 1}", **square) for h in range(count)]
+        square = partial(interactive.matrix, rows=labels, cols=labels, style=style, signed=False, height=230, width=px)
+        figs = [square(weights[0, h].numpy(), f"head {h + 1}") for h in range(count)]
         widgets.map_rows(figs, per_row, [f"hc.map{count}.{h}" for h in range(count)])
 
 

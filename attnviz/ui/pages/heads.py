@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attnviz import api
+from attnviz import api, lazy
 from attnviz.analysis import view_options
 from attnviz.figures import interactive, panel_maps
 from attnviz.figures.panel_maps import Panel
@@ -68,10 +68,10 @@ def render() -> None:
     eng = asked.engine
     if cache.long_text(asked):
         lazy_views.options_note(eng.n_layers, eng.n_heads)
-        lazy = cache.results_or_stop(asked, long_ok=True).main
-        lazy_views.intro(lazy)
-        widgets.truncation_notice(lazy)
-        lazy_views.heads(inputs, lazy, view_picker())
+        held = lazy.of(cache.results_or_stop(asked, long_ok=True))
+        lazy_views.intro(held)
+        widgets.truncation_notice(held)
+        lazy_views.heads(inputs, held, view_picker())
         return
     try:
         axis = eng.encode(text).axis  # the options this text's tokens have
@@ -93,19 +93,19 @@ def render() -> None:
             valid=lambda v: v in results,
             horizontal=True,
         )
-    result = widgets.prepared(results[kind], opts)
+    result = widgets.prepared(results.eager(kind), opts)
     widgets.truncation_notice(result)
     if backend != inputs.backend:
         st.caption("Value-weighting reads the same weights on attnviz's own engine, which keeps the value vectors.")
 
     def fetch() -> AttentionResult:  # names, not tensors: see widgets.Fetch
-        return widgets.prepared(read.results()[kind], opts)
+        return widgets.prepared(read.results().eager(kind), opts)
 
     view = view_picker()
-    layer = widgets.pick("Layer", "heads", "layer", result.n_layers) if view != "Overview" else None
     note = opts.note()
-
+    view_key: tuple
     if view == "Layer":
+        layer = widgets.pick("Layer", "heads", "layer", result.n_layers)
         state.show_head(layer)
         st.caption("Rows are queries (the token looking), columns are keys (the token looked at). One colour scale.")
         view_key = ("heads", model, backend, text, kind, repr(opts), inputs.style, layer)
@@ -120,10 +120,11 @@ def render() -> None:
             inputs, {"view": "layer", "layer": layer + 1, **opts.as_dict()}, lambda: [fig], "heads.snap"
         )
     elif view == "Head":
+        layer = widgets.pick("Layer", "heads", "layer", result.n_layers)
         head = widgets.pick("Head", "heads", "head", result.n_heads)
         state.show_head(layer, head)
         if opts.value_weight:
-            panels = value_panels(results[kind], layer, head, opts)
+            panels = value_panels(results.eager(kind), layer, head, opts)
             fig = panel_maps.side_by_side(panels, style=inputs.style)
             st.plotly_chart(fig, key="heads.chart.head", theme=None)
         else:

@@ -115,6 +115,8 @@ def draw_llama_parts(s: api.AttentionSteps, labels: list[str], head: int, style:
         by_dim(m(s.k_rotated)[kv], f"K, K/V head {kv + 1}, after RoPE"),
     ]
     widgets.map_rows(figs, per_row, [f"in.llama{i}" for i in range(4)])
+    if s.angles is None:  # no rotary positions read at this layer: nothing turned
+        return
     pairs = [f"pair {i + 1}" for i in range(s.angles.shape[-1])]
     angle_fig = interactive.matrix(
         s.angles.cos().cpu().numpy(),
@@ -170,15 +172,27 @@ def draw_steps(s: api.AttentionSteps, tokens: TokenAxis, head: int, style: Style
 
 def size_controls() -> tuple[int, int]:
     """d_model and the number of heads of the random engine; their values live in the URL."""
-    state.restore("inside.d_model", "d_model", 384, lambda v: v in D_MODELS)
     a, b = st.columns(2)
-    d_model = a.select_slider("d_model", D_MODELS, key="inside.d_model")
+    d_model = state.bound(
+        a.select_slider,
+        "d_model",
+        D_MODELS,
+        url="d_model",
+        key="inside.d_model",
+        default=384,
+        valid=D_MODELS.__contains__,
+    )
     options = [h for h in HEAD_COUNTS if d_model % h == 0]
-    state.restore("inside.heads", "heads", 12 if 12 in options else options[-1], lambda v: v in options)
-    heads = b.select_slider("heads h", options, key="inside.heads")
+    heads = state.bound(
+        b.select_slider,
+        "heads h",
+        options,
+        url="heads",
+        key="inside.heads",
+        default=12 if 12 in options else options[-1],
+        valid=options.__contains__,
+    )
     st.markdown(f"d_k = d_model / h = {d_model} / {heads} = **{d_model // heads}** numbers per head")
-    state.remember("d_model", d_model)
-    state.remember("heads", heads)
     return d_model, heads
 
 

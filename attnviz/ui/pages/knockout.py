@@ -21,7 +21,7 @@ WHY = (
     "see what changes (Michel et al. 2019), or put a clean run's head into a corrupted run and see what comes back "
     "(Wang et al. 2022; Meng et al. 2022)."
 )
-MODES = {
+MODES: dict[api.Mode, str] = {
     "zero": "zero: the head's output before W_O set to 0",
     "mean": "mean: the head's output at every position replaced by its mean over a reference corpus",
 }
@@ -52,7 +52,7 @@ def _heads_label(heads: dict[int, list[int]]) -> str:
     return ", ".join(head_name(layer, h) for layer, hs in sorted(heads.items()) for h in hs)
 
 
-def _pick_heads(eng: api.Engine, inputs: Inputs) -> dict[int, list[int]]:
+def _pick_heads(eng: api.InterveningEngine, inputs: Inputs) -> dict[int, list[int]]:
     """Heads chosen by name, or the top k by a statistic of the Model overview (on the sidebar's text)."""
     n_l, n_h = eng.n_layers, eng.n_heads
     how = st.radio("Heads", ("by name", "the top k by a statistic"), horizontal=True, key="ko.how")
@@ -65,7 +65,9 @@ def _pick_heads(eng: api.Engine, inputs: Inputs) -> dict[int, list[int]]:
             heads.setdefault(layer, []).append(head)
         return heads
     a, b = st.columns(2)
-    stat = a.selectbox("Statistic", ("prev", "first", "self", "entropy"), key="ko.stat", format_func=STAT_NAMES.get)
+    stat = a.selectbox(
+        "Statistic", ("prev", "first", "self", "entropy"), key="ko.stat", format_func=lambda s: STAT_NAMES[s]
+    )
     k = b.slider("k", 1, min(32, n_l * n_h), 5, key="ko.k")
     stats = cache.attention_or_stop(inputs.model, inputs.backend, inputs.text).main.stats()
     flat = stats[stat].flatten()
@@ -76,10 +78,10 @@ def _pick_heads(eng: api.Engine, inputs: Inputs) -> dict[int, list[int]]:
     return heads
 
 
-def knockout_section(eng: api.Engine, inputs: Inputs) -> None:
+def knockout_section(eng: api.InterveningEngine, inputs: Inputs) -> None:
     """Heads knocked out on the sidebar's text: next tokens and loss before and after, downstream maps."""
     heads = _pick_heads(eng, inputs)
-    mode = st.radio("How", list(MODES), format_func=MODES.get, key="ko.mode")
+    mode = st.radio("How", list(MODES), format_func=lambda m: MODES[m], key="ko.mode")
     if mode == "mean":
         st.caption(MEAN)
     ids = list(eng.encode(inputs.text).ids)
@@ -123,7 +125,7 @@ def knockout_section(eng: api.Engine, inputs: Inputs) -> None:
     importance_section(eng, inputs, mode)
 
 
-def importance_section(eng: api.Engine, inputs: Inputs, mode: str) -> None:
+def importance_section(eng: api.InterveningEngine, inputs: Inputs, mode: api.Mode) -> None:
     """Which heads matter for this text: the loss increase when each head alone is removed, beside a statistic."""
     st.subheader("Which heads matter for this text?")
     n = eng.n_layers * eng.n_heads
@@ -181,7 +183,7 @@ def importance_section(eng: api.Engine, inputs: Inputs, mode: str) -> None:
     widgets.csv_button("Loss increase per head (CSV)", lambda: widgets.rows_csv(rows), "attnviz_knockout.csv", "ko.csv")
 
 
-def patch_section(eng: api.Engine, inputs: Inputs) -> None:
+def patch_section(eng: api.InterveningEngine, inputs: Inputs) -> None:
     """A minimal pair: the logit difference clean and corrupted, every head's share restored, then by position."""
     pairs = {**patching.IOI_PAIRS, **patching.pronoun_pairs()}
     choice = st.selectbox("A pair", [*pairs, OWN], key="pa.pair")

@@ -3,6 +3,8 @@ what a masked dense computation costs against kernels that skip the masked block
 
 from __future__ import annotations
 
+from functools import partial
+
 import streamlit as st
 
 from attnviz import api, escape
@@ -88,11 +90,11 @@ def weights_section(inputs, style: Style) -> None:
     labels = display_labels(enc.axis.tokens)
     own = steps.weights[0, head].float().cpu().numpy()
     per_row, px = interactive.maps_a_row(labels, len(labels), style, most=3)  # every token labelled on each
-    square = dict(rows=labels, cols=labels, style=style, signed=False, height=360, width=px)
+    square = partial(interactive.matrix, rows=labels, cols=labels, style=style, signed=False, height=360, width=px)
     figs = [
-        interactive.matrix(mask.float().numpy(), f"mask: {kind} (1 = may attend)", **square),
-        interactive.matrix(own, f"the model's own weights, layer {layer + 1}, head {head + 1}", **square),
-        interactive.matrix(weights, f"the same Q and K under the {kind} mask", masked=~mask.numpy(), **square),
+        square(mask.float().numpy(), f"mask: {kind} (1 = may attend)"),
+        square(own, f"the model's own weights, layer {layer + 1}, head {head + 1}"),
+        square(weights, f"the same Q and K under the {kind} mask", masked=~mask.numpy()),
     ]
     widgets.map_rows(figs, per_row, ["mk.mask", "mk.own", "mk.new"])
     name = "The bundled BERT" if eng.name == api.DEFAULT_MODEL else eng.name

@@ -72,26 +72,37 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
     induction = _induction(inputs)
     if induction is not None:
         names["induction"] = INDUCTION_NAME
-    state.restore("ov.stat", "stat", "entropy", lambda v: v in names)
-    state.restore("ov.corpus", "corpus", False)
-    state.restore("ov.conf", "confidence", "end", lambda v: v in head_stats.CONFIDENCE_EXCLUDES)
     a, b, c = st.columns([3, 2, 2])
-    stat = a.selectbox("Colour by", list(names), format_func=names.get, key="ov.stat")
-    corpus = b.toggle(
+    stat = state.bound(
+        a.selectbox,
+        "Colour by",
+        list(names),
+        url="stat",
+        key="ov.stat",
+        default="entropy",
+        valid=lambda v: v in names,
+        format_func=lambda s: names[s],
+    )
+    corpus = state.bound(
+        b.toggle,
         f"Corpus average ({len(head_stats.CORPUS)} sentences)",
+        url="corpus",
         key="ov.corpus",
+        default=False,
         help="Average every statistic over the built-in sentences instead of the typed text: a corpus run over them "
         "(the Corpus page lists it), each sentence measured as this page measures a text.",
     )
-    excludes = c.selectbox(
+    excludes = state.bound(
+        c.selectbox,
         "Confidence leaves out",
         list(head_stats.CONFIDENCE_EXCLUDES),
-        format_func=head_stats.CONFIDENCE_EXCLUDES.get,
+        url="confidence",
         key="ov.conf",
+        default="end",
+        valid=lambda v: v in head_stats.CONFIDENCE_EXCLUDES,
+        format_func=lambda e: head_stats.CONFIDENCE_EXCLUDES[e],
         help="Which keys each row's largest weight may not be: Voita et al. (2019) leave out the end token.",
     )
-    for k, v in (("stat", stat), ("corpus", corpus), ("confidence", excludes)):
-        state.remember(k, v)
     averaged = _corpus_stats(inputs.model, excludes) if corpus else None
     if averaged is not None:
         stats, uniform = averaged
@@ -143,8 +154,7 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def _flow(model: str, backend: api.Backend, text: str, upto: int):
-    r = cache.attention(model, backend, text).main
-    return rollout.flow(r, upto)
+    return rollout.flow(cache.attention(model, backend, text).eager(), upto)
 
 
 def rollout_section(inputs: Inputs, result: AttentionResult) -> None:
@@ -210,4 +220,4 @@ def render() -> None:
         "Rollout and flow follow attention through the layers, counting the residual connection "
         f"(Abnar & Zuidema 2020). Flow is slower: it is computed for up to {rollout.MAX_FLOW_TOKENS} tokens."
     )
-    rollout_section(inputs, result)
+    rollout_section(inputs, cache.attention_or_stop(inputs.model, inputs.backend, inputs.text).eager(result.kind))
