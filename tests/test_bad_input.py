@@ -93,7 +93,7 @@ def test_a_server_never_tells_a_folder_that_exists_from_one_that_does_not(tmp_pa
         said = []
         for name in (present, absent):
             try:
-                said.append(("ok", policy.resolve(name).kind))
+                said.append(("ok", policy.resolve(name).origin))
             except ModelLoadError as err:
                 said.append(("refused", str(err).replace(name, "NAME")))
         assert said[0] == said[1], said  # the same answer, folder or not
@@ -122,7 +122,7 @@ def test_a_server_offers_the_listed_models_and_refuses_the_rest(tiny_bert_dir, m
     monkeypatch.setenv(registry.MODELS_ENV, f"{tiny_bert_dir.name}, some/hub-model")
     policy = registry.Policy.from_env()
     assert policy.offered() == [*registry.BUNDLED, tiny_bert_dir.name, "some/hub-model"]
-    assert policy.resolve("some/hub-model").kind == "hub" and not policy.downloads
+    assert policy.resolve("some/hub-model").origin == "hub" and not policy.downloads
     with pytest.raises(ModelLoadError, match="not offered on this server"):
         policy.resolve("other/model")
 

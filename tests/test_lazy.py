@@ -14,8 +14,8 @@ from attnviz.analysis.head_stats import head_stats
 from attnviz.blocks import block_mean
 from attnviz.engines import registry
 from attnviz.engines.base import eager_tokens
-from attnviz.lazy import LazyAttention
-from attnviz.result import AttentionResult
+from attnviz.lazy import LazyAttention, of
+from attnviz.result import AttentionResult, Results
 from attnviz.tokens import TokenAxis
 
 TOL = 1e-5
@@ -144,6 +144,17 @@ def test_causal_lazy_weights_hide_the_future():
     w = lazy.tile([0], [0, 1], slice(None), slice(None))
     assert torch.count_nonzero(torch.triu(w, 1)) == 0
     assert (w.sum(-1) - 1).abs().max() < 1e-6
+
+
+def test_of_hands_on_a_long_runs_kind_and_refuses_an_eager_runs():
+    axis = TokenAxis.plain(["a", "b"])
+    lazy = LazyAttention(torch.zeros(1, 2, 2, 4), torch.zeros(1, 1, 2, 4), axis, axis, "causal", "m")
+    assert (
+        of(Results({"causal": lazy}, lazy=True)) is lazy and of(Results({"causal": lazy}, lazy=True), "causal") is lazy
+    )
+    eager = AttentionResult(torch.tensor([[[[1.0, 0.0], [0.5, 0.5]]]]), axis, axis, "causal", "m")
+    with pytest.raises(ValueError, match="not long"):
+        of(Results({"causal": eager}))
 
 
 def test_mismatched_queries_and_keys_are_refused():

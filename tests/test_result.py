@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from attnviz.result import AttentionResult
+from attnviz.result import AttentionResult, Results
 
 
 def _uniform(l=2, h=3, tq=4, tk=4):
@@ -77,3 +77,10 @@ def test_a_result_made_from_another_computes_its_own_statistics():
     flat = dataclasses.replace(first, weights=torch.full((1, 2, 4, 4), 0.25))  # what view options do
     assert torch.allclose(flat.stats()["entropy"], torch.full((1, 2), float(torch.log(torch.tensor(4.0)))))
     assert torch.equal(first.stats()["entropy"], before)
+
+
+def test_eager_hands_on_a_kind_of_a_run_that_held_every_weight_and_refuses_a_long_ones():
+    r = AttentionResult(_uniform(), TOKS, TOKS, "self", "m")
+    assert Results({"self": r}).eager() is r and Results({"self": r}).eager("self") is r
+    with pytest.raises(ValueError, match="this text is long"):
+        Results({"self": r}, lazy=True).eager()

@@ -59,7 +59,7 @@ class Source:
     """A resolved model: what it is, where it loads from, and the one name it is known by."""
 
     name: str  # canonical: "default", "owner/name", a folder's path relative to its model folder
-    kind: Literal["bundled", "hub", "folder"]
+    origin: Literal["bundled", "hub", "folder"]  # where it comes from
     location: str  # the folder to load from, or the hub id
     local_user: bool = False  # named by the person at this machine (the door): a hub id may download
 
@@ -168,7 +168,7 @@ class Policy:
             source = Source(name, "hub", name)
         if self.listed and source.name not in self.listed:
             raise ModelLoadError(self._not_offered(source.name))
-        if not self.listed and not self.downloads and source.kind == "hub" and source.name not in local_hub_models():
+        if not self.listed and not self.downloads and source.origin == "hub" and source.name not in local_hub_models():
             raise ModelLoadError(self._not_offered(source.name))
         return source
 
@@ -263,7 +263,7 @@ def _build(source: Source, backend: Backend, device, offline: bool) -> Engine:
         from attnviz.engines import smollm2
 
         location = str(smollm2.prepared())
-    local = offline or source.kind != "hub"
+    local = offline or source.origin != "hub"
     hf = hf_engines.open_engine(source.name, location, device, local_files_only=local)
     if backend == "hf":
         return hf

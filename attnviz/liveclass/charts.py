@@ -14,7 +14,7 @@ from attnviz.figures.style import Style
 
 
 def poll_figure(
-    kind: str,
+    form: str,
     options: Sequence[str],
     answers: Counter,
     model: Sequence[float] | str | float,
@@ -23,11 +23,11 @@ def poll_figure(
 ) -> go.Figure:
     """The class's answers as a histogram beside the model's actual answer.
 
-    kind "token": options are the tokens, `model` the head's attention from the question's word to each (a row);
+    form "token": options are the tokens, `model` the head's attention from the question's word to each (a row);
     "which head": options are the heads, `model` each one's loss increase when it alone is knocked out;
     "head type": options are the labels, `model` the head's label; "number": `model` the actual percentage.
     """
-    if kind == "number":
+    if form == "number":
         values = [float(a) for a, n in answers.items() for _ in range(n)]
         fig = go.Figure(go.Histogram(x=values, nbinsx=20, name="the class", marker_color="#1f77b4"))
         actual = float(cast(float, model))  # a number poll's model is the actual percentage
@@ -54,9 +54,9 @@ def poll_figure(
         1,
         1,
     )
-    if kind in ("token", "which head"):
+    if form in ("token", "which head"):
         row = [float(v) for v in cast(Sequence[float], model)]  # a value per option: weights, or loss increases
-        what = "attention weight" if kind == "token" else "loss increase (nats)"
+        what = "attention weight" if form == "token" else "loss increase (nats)"
         fig.add_trace(
             go.Bar(x=labels, y=row, name=what, marker_color="#d62728", hovertemplate="%{x}<br>%{y:.3f}<extra></extra>"),
             1,

@@ -27,7 +27,7 @@ def which_head(importance: Tensor) -> tuple[list[float], str]:
 Drawn = list[float] | str | float  # what a poll's figure draws as the model's answer: a row, a label, a share
 
 
-def model_answer(result: Attention, kind: str, view: dict) -> tuple[Drawn, str]:
+def model_answer(result: Attention, form: str, view: dict) -> tuple[Drawn, str]:
     """(what the figure draws, the model's own answer as students would have written it).
 
     "token": the head's attention row from view["query"] (a list over the keys), and the key it weighs most;
@@ -36,15 +36,15 @@ def model_answer(result: Attention, kind: str, view: dict) -> tuple[Drawn, str]:
     Layers, heads and tokens in `view` are 0-based.
     """
     layer, head, query = int(view.get("layer", 0)), int(view.get("head", 0)), int(view.get("query", 0))
-    if kind == "head type":
+    if form == "head type":
         stats, uniform = result.stats(), head_stats.uniform_entropy(result)
         label = head_stats.labels(stats, uniform)[layer][head]
         return label, label
     row = result.rows([query])[layer, head, 0]
-    if kind == "token":
+    if form == "token":
         keys = plain_labels(result.source_tokens)
         return row.tolist(), keys[int(row.argmax())]
-    if kind == "number":
+    if form == "number":
         share = 100.0 * float(row[int(view.get("key", 0))])
         return share, f"{share:.1f}"
-    raise ValueError(f"unknown poll kind {kind!r}")
+    raise ValueError(f"unknown poll form {form!r}")

@@ -17,7 +17,7 @@ HOURS_ENV = "ATTNVIZ_CLASS_HOURS"
 DEFAULT_HOURS = 8.0  # a class expires this long after it was started
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read off a projector
 CODE_LENGTH = 6
-POLL_KINDS = ("token", "head type", "number", "which head")
+POLL_FORMS = ("token", "head type", "number", "which head")  # what a poll asks for: a word, a label, ...
 MAX_STUDENT_NAME = 40
 MAX_ANSWER = 200
 FOLLOWING_WITHIN = 30.0  # a student seen this recently (seconds) counts as here
@@ -76,7 +76,7 @@ class Poll:
 
     id: int
     code: str
-    kind: str  # one of POLL_KINDS
+    form: str  # one of POLL_FORMS (stored in the polls table's column `kind`)
     question: str
     options: list[str]  # what students choose from (empty for a number)
     view: dict  # the view the question is about (model, text, layer, head, query token, ...)

@@ -43,7 +43,7 @@ from attnviz.liveclass.records import (
     MAX_ANSWER,
     MAX_STUDENT_NAME,
     NUMBER_RANGE,
-    POLL_KINDS,
+    POLL_FORMS,
     REMOVED,
     ClassInfo,
     ClassNotFound,
@@ -289,12 +289,12 @@ class Store:
     # --- polls ---------------------------------------------------------------------------------------------------
 
     def start_poll(
-        self, code: str, secret: str | None, kind: str, question: str, options: list[str], view: dict
+        self, code: str, secret: str | None, form: str, question: str, options: list[str], view: dict
     ) -> int:
         """The teacher asks a question about a view; its id. Students see the newest poll of their class; those
         following it now (seen in the last FOLLOWING_WITHIN seconds) are its voters, and only they may answer."""
-        if kind not in POLL_KINDS:
-            raise ValueError(f"unknown poll kind {kind!r}: one of {', '.join(POLL_KINDS)}")
+        if form not in POLL_FORMS:
+            raise ValueError(f"unknown poll form {form!r}: one of {', '.join(POLL_FORMS)}")
         code = self._check(code, secret)
         now = time.time()
         with self._write(code) as db:
@@ -305,7 +305,7 @@ class Store:
                 ),
                 {
                     "code": code,
-                    "kind": kind,
+                    "kind": form,
                     "question": question[:500],
                     "options": json.dumps(list(options)),
                     "view": json.dumps(view, sort_keys=True),
@@ -370,7 +370,7 @@ class Store:
             raise ValueError("That poll does not exist.")
         self.get(poll.code)
         answer = str(answer).strip()[:MAX_ANSWER]
-        if poll.kind == "number":
+        if poll.form == "number":
             try:
                 value = float(answer)
             except ValueError as err:

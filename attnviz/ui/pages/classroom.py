@@ -14,7 +14,7 @@ from attnviz.interventions.runs import can_intervene
 from attnviz.liveclass import charts as class_figures
 from attnviz.liveclass import polls, snapshot
 from attnviz.liveclass.database import DATABASE_ERRORS
-from attnviz.liveclass.records import POLL_KINDS, ClassNotFound, Poll, clean_code
+from attnviz.liveclass.records import POLL_FORMS, ClassNotFound, Poll, clean_code
 from attnviz.result import Attention, Results, head_index
 from attnviz.tokens import plain_labels
 from attnviz.ui import cache, controls, routes, seat
@@ -23,7 +23,7 @@ from attnviz.ui.frame import PAGES
 from attnviz.ui.halt import halt
 from attnviz.ui.seat import Seat
 
-KIND_TEXT = {
+FORM_TEXT = {
     "token": "Which word?",
     "head type": "What kind of head?",
     "number": "How much?",
@@ -166,11 +166,11 @@ def ask(
     layer, head = min(layer, result.n_layers - 1), min(head, result.n_heads - 1)
     rows, cols = plain_labels(result.target_tokens), plain_labels(result.source_tokens)
     eng = cache.load_engine_or_stop(inputs.model, inputs.backend)
-    kinds = [k for k in POLL_KINDS if k != "which head" or can_intervene(eng)]  # knocking heads out needs a decoder
-    kind = st.radio("Question", kinds, horizontal=True, key="class.kind", format_func=KIND_TEXT.get)
+    forms = [f for f in POLL_FORMS if f != "which head" or can_intervene(eng)]  # knocking heads out needs a decoder
+    form = st.radio("Question", forms, horizontal=True, key="class.form", format_func=FORM_TEXT.get)
     query = key = 0
     mode = "zero"
-    if kind == "which head":  # the same two ways as the Knock out page; the reveal answers in the one asked
+    if form == "which head":  # the same two ways as the Knock out page; the reveal answers in the one asked
         mode = st.radio(
             "Knocked out how",
             ablation.MODES,
@@ -181,7 +181,7 @@ def ask(
                 "mean": "mean (output set to its mean over a reference corpus)",
             }.get,
         )
-    if kind in ("token", "number"):
+    if form in ("token", "number"):
         query = st.selectbox(
             "From the word",
             range(len(rows)),
@@ -189,7 +189,7 @@ def ask(
             format_func=rows.__getitem__,
             key="class.query",
         )
-    if kind == "number":
+    if form == "number":
         key = st.selectbox("To the word", range(len(cols)), format_func=cols.__getitem__, key="class.key")
     question = {
         "token": f"Layer {layer + 1}, head {head + 1}: which word does “{rows[query]}” attend to most?",
@@ -198,7 +198,7 @@ def ask(
         f"to “{cols[key]}”?",
         "which head": f"Which head matters most for this text: which one, knocked out alone ({mode} ablation), "
         "raises the loss the most? (The Knock out and patch page's grid.)",
-    }[kind]
+    }[form]
     st.caption(escape.md(question))
     if st.button("Ask", key="class.ask", type="primary"):
         view = {
@@ -211,14 +211,14 @@ def ask(
             "key": key,
             "kind": result.kind,
         }
-        if kind == "which head":
+        if form == "which head":
             view["mode"] = mode
         options = {
             "token": cols,
             "head type": list(polls.HEAD_TYPES),
             "which head": polls.head_names(result.n_layers, result.n_heads),
-        }.get(kind, [])
-        seat.store().start_poll(here.code, st.session_state["class.secret"], kind, question, options, view)
+        }.get(form, [])
+        seat.store().start_poll(here.code, st.session_state["class.secret"], form, question, options, view)
         seat.wake(here.code)  # this server's followers draw the question now, not at their next heartbeat
 
 
@@ -309,7 +309,7 @@ def answering(here: Seat, poll: Poll) -> None:
 def answer_form(here: Seat, poll: Poll) -> None:
     """Pick a word or a kind of head, or type a number; one answer per poll."""
     answer: str | None
-    if poll.kind == "number":
+    if poll.form == "number":
         value = st.number_input("Your answer (%)", 0.0, 100.0, 10.0, 1.0, key=f"class.answer.{poll.id}")
         answer = f"{value:g}"
     elif len(poll.options) > 24:  # every head of a model: a list to pick from
@@ -338,21 +338,21 @@ def results(poll: Poll, inputs: Inputs, here: Seat) -> None:
         cache.attention_or_stop(view["model"], view["backend"], view["text"], long_ok=True), view.get("kind")
     )
     drawn: polls.Drawn
-    if poll.kind == "which head":
+    if poll.form == "which head":
         drawn, right = polls.which_head(_importance(view))
     else:
-        drawn, right = polls.model_answer(result, poll.kind, view)
+        drawn, right = polls.model_answer(result, poll.form, view)
     answers = seat.store().results(poll.id)
     total = sum(answers.values())
-    share = answers.get(right, 0) / total if total and poll.kind != "number" else None
-    fig = class_figures.poll_figure(poll.kind, poll.options, answers, drawn, style=inputs.style)
+    share = answers.get(right, 0) / total if total and poll.form != "number" else None
+    fig = class_figures.poll_figure(poll.form, poll.options, answers, drawn, style=inputs.style)
     st.plotly_chart(fig, key=f"class.results.{poll.id}")
-    said = f"The model: **{escape.md(right)}**" + ("%" if poll.kind == "number" else "")
+    said = f"The model: **{escape.md(right)}**" + ("%" if poll.form == "number" else "")
     if share is not None:
         said += f"; {answers.get(right, 0)} of {total} answers agree ({share:.0%})."
     st.markdown(said)
     layer, head = int(view["layer"]), int(view["head"])
-    if poll.kind == "which head":  # the map of the head the model answered, not of the head last shown
+    if poll.form == "which head":  # the map of the head the model answered, not of the head last shown
         layer, head = head_index(right)
         st.caption(f"Below: the map of {escape.md(right)}, the model's answer.")
     head_fig = None  # a long text's map is on the Heads page

@@ -363,7 +363,7 @@ def test_a_which_head_poll_asks_and_answers_in_the_teachers_mode_and_reveals_the
     db.set_view(code, secret, {"page": "heads", "params": {"layer": "1", "head": "1"}})  # the teacher showed L1H1
     teacher = _page(**{"class": code, "teacher": secret, "model": folder, "text": text})
     _ok(teacher)
-    teacher.radio(key="class.kind").set_value("which head").run()
+    teacher.radio(key="class.form").set_value("which head").run()
     teacher.radio(key="class.mode").set_value("mean").run()
     teacher.button(key="class.ask").click().run()
     _ok(teacher)
