@@ -504,3 +504,27 @@ def test_serve_sets_what_it_has_loaded_aside_from_the_collectors_full_passes():
         assert gc.isenabled()
     finally:
         gc.unfreeze()
+
+
+def test_the_corpus_bar_counts_the_rate_from_its_first_report_and_is_quiet_in_a_pipe(monkeypatch):
+    """A resumed run starts at the fraction already done: the time left is from the rate since then."""
+    import io
+
+    from attnviz.cli import corpus_run
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert corpus_run.corpus_printer() is None  # a pipe: no bar
+    clock = iter([0.0, 100.0, 110.0, 120.0])
+    monkeypatch.setattr("time.monotonic", lambda: next(clock))
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    report = corpus_run.corpus_printer()
+    report(0.5, "batch 6 of 10")  # resumed halfway, at t = 100 s
+    report(0.6, "batch 7 of 10")  # 0.1 in 10 s: 40 s left
+    report(1.0, "done")
+    out = sys.stderr.getvalue()
+    assert "50.0% batch 6 of 10 · …" in out and "60.0% batch 7 of 10 · 40 s left" in out
+    assert out.endswith("100.0% done · … (120 s)   \n")

@@ -15,12 +15,12 @@ def corpus_printer():
     if not sys.stderr.isatty():
         return None
     started = time.monotonic()
-    first = [None]
+    first: list[tuple[float, float]] = []  # (fraction, time) of the first report: resumed work counts from there
 
     def report(fraction: float, what: str) -> None:
         now = time.monotonic()
-        if first[0] is None:  # resumed work counts from where it started
-            first[0] = (fraction, now)
+        if not first:
+            first.append((fraction, now))
         f0, t0 = first[0]
         rate = (fraction - f0) / (now - t0) if now > t0 and fraction > f0 else 0.0
         left = f"{(1 - fraction) / rate:,.0f} s left" if rate > 0 and fraction < 1 else "…"
