@@ -77,6 +77,7 @@ SLOW_TESTS = {
     "test_every_page_runs_with_the_date_model_typed_as_a_hub_id": "every page, on a third model",
     "test_one_render_resolves_the_model_once_and_decides_long_or_eager_once[[]a long text[]]": "a long text's pass",
     "test_the_teachers_view_becomes_the_class_and_a_follower_takes_it": "two sessions of a class, 2.4 s",
+    "test_the_pronoun_benchmark_on_a_causal_model_offers_the_head_vote_only": "SmolLM2 on the pronoun page, 2.4 s",
 }
 
 
