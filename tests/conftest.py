@@ -33,66 +33,21 @@ from attnviz.engines import registry  # noqa: E402
 
 hf_logging.disable_progress_bar()
 
-# `make test-fast` is `pytest -m "not slow"`, the everyday loop (at most 2 minutes): no browser, no server, no
-# PostgreSQL, no SmolLM2, no command line in a subprocess, no Ray, nothing that took 2 s or more in a full run of the
-# suite. `make test` (what CI runs) runs everything. A test is slow by its file, a fixture it uses, a parameter, or
-# its name below (fnmatch patterns on the test's name, with why).
-SLOW_FILES = {
-    "test_browser.py": "Chromium against a server",
-    "test_serving.py": "`make run` itself, and a minute of an idle tab",
-    "test_protocol.py": "a server, spoken to over its websocket",
-    "test_examples.py": "the notebooks, executed",
-    "test_package.py": "pip install into a fresh virtual environment",
-    "test_cli.py": "the command line, each in a fresh Python",
-    "test_readme_tables.py": "the pronoun table recomputed in a subprocess",
-    "test_cuda.py": "a GPU (skipped without one)",
-}
+# `make test-fast` is `pytest -m "not slow"`, the everyday loop (at most 60 s): no browser, no server, no
+# PostgreSQL, no SmolLM2, no command line in a subprocess, no Ray, nothing that takes 2 s or more in a full run of the
+# suite. `make test` (what CI runs) runs everything. A slow test says so where it is written: `pytestmark =
+# pytest.mark.slow` for a whole file (the browser, the servers, the notebooks, the package), `@pytest.mark.slow` on a
+# test, with why beside it. Two rules stay here because they are about a resource, not a name: a test that uses one of
+# these fixtures, or a store_target on PostgreSQL, is slow.
 SLOW_FIXTURES = {"postgres", "smollm2_hf", "smollm2_eager", "smollm2_scratch", "browser", "server"}
-SLOW_PARAMS = {"postgresql", "smollm2"}
-SLOW_TESTS = {
-    "*smollm2*": "loads SmolLM2 (about 20 s the first time)",
-    "test_ray_writes_the_embedded_runs_rows": "starts Ray",
-    "test_a_decoders_run_equals_its_overview_and_adds_its_induction_scores": "a corpus run on a decoder",
-    "test_png_and_svg_of_a_layer_grid_and_a_head": "matplotlib and seaborn's first figures",
-    "test_overview_export_is_what_the_overview_shows": "matplotlib's export of every head",
-    "test_exports_write_what_the_app_exports": "every export format of a notebook view",
-    "test_importing_the_pure_layers_does_not_load_streamlit": "a fresh Python importing torch",
-    "test_the_door_and_the_command_line_compute_without_plotly_or_streamlit": "a fresh Python importing torch",
-    "test_the_page_reveals_the_loss_and_every_head_s_induction_score": "induction on SmolLM2",
-    "test_wsc273_*": "the whole WSC273 benchmark on BERT",
-    "test_a_small_run_on_the_builtin_corpus_starts_from_the_page": "a corpus run",
-    "test_masks_page_reweighs_the_models_own_queries_and_keys": "SmolLM2's queries and keys",
-    "test_on_a_decoder_the_mask_drawn_is_the_mask_applied_window_and_causal": "SmolLM2's queries and keys",
-    "test_head_count_page_reveals_the_shipped_accuracies_and_checks_typed_digits": "the four head models, scored",
-    "test_head_count_cost_measures_every_plan": "a live measurement",
-    "test_the_generate_page_writes_and_shows_every_step": "SmolLM2 writes",
-    "test_shipped_checkpoint_meets_accuracy_and_alignment_targets": "the date model on its held-out set",
-    "test_a_decoders_space_counts_only_the_pairs_it_may_attend": "SmolLM2's query/key space",
-    "test_training_is_seeded_and_learns": "trains a model twice",
-    "test_lazy_equals_eager_on_a_tiny_llama[[]*-1024[]]": "1,024 tokens, eager and lazy",
-    "test_inside_page_runs_and_shows_the_shapes": "every step of a layer, on two models",
-    "test_every_page_shows_a_message_or_a_picture": "every bad input on every page (56 runs)",
-    "test_command_line_exits_0_or_2_never_crashes": "the command line, each in a fresh Python",
-    "test_a_bad_model_in_a_link_opens_the_default_with_a_notice": "every page's run for ten bad links",
-    "test_every_page_runs_with_the_date_model_typed_as_a_hub_id": "every page, on a third model",
-    "test_one_render_resolves_the_model_once_and_decides_long_or_eager_once[[]a long text[]]": "a long text's pass",
-    "test_the_teachers_view_becomes_the_class_and_a_follower_takes_it": "two sessions of a class, 2.4 s",
-    "test_the_pronoun_benchmark_on_a_causal_model_offers_the_head_vote_only": "SmolLM2 on the pronoun page, 2.4 s",
-}
+SLOW_PARAMS = {"postgresql"}
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark the slow tests (see SLOW_FILES above): `make test-fast` leaves them out."""
-    from fnmatch import fnmatchcase
-
+    """Mark the tests that need a slow resource (SLOW_FIXTURES, SLOW_PARAMS): `make test-fast` leaves them out."""
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        if (
-            item.path.name in SLOW_FILES
-            or SLOW_FIXTURES & set(item.fixturenames)
-            or SLOW_PARAMS & {v for v in params.values() if isinstance(v, str)}
-            or any(fnmatchcase(name, pattern) for pattern in SLOW_TESTS for name in (item.name, item.originalname))
-        ):
+        if SLOW_FIXTURES & set(item.fixturenames) or SLOW_PARAMS & {v for v in params.values() if isinstance(v, str)}:
             item.add_marker(pytest.mark.slow)
 
 

@@ -15,6 +15,7 @@ def _labels(chart: dict) -> set[str]:
     return set(_tokens([str(v) for v in out]))
 
 
+@pytest.mark.slow  # every page, on a third model
 @pytest.mark.parametrize("page", ["heads", "inside", "overview", "compare", "pronouns"])
 def test_every_page_runs_with_the_date_model_typed_as_a_hub_id(page):
     """A link naming the bundled date model (which the menu does not list) opens it as "another model": its own
@@ -37,6 +38,7 @@ def test_every_page_runs_with_the_date_model_typed_as_a_hub_id(page):
         assert any("‘dates’ cannot be rebuilt" in i.value and "shows the bundled BERT" in i.value for i in at.info)
 
 
+@pytest.mark.slow  # loads SmolLM2 (about 20 s the first time)
 @pytest.mark.parametrize("backend", ["hf", "scratch"])
 @pytest.mark.parametrize("page", PAGES_ALL)
 def test_every_page_runs_with_smollm2(page, backend):

@@ -32,6 +32,7 @@ def test_engines_give_a_message_or_a_valid_result(name, text, expect, bundled_hf
         assert (r.truncated > 0) == (expect == "truncated")
 
 
+@pytest.mark.slow  # the command line, each in a fresh Python
 @pytest.mark.parametrize(("name", "text", "expect"), TEXTS, ids=[t[0] for t in TEXTS])
 def test_command_line_exits_0_or_2_never_crashes(name, text, expect, capsys):
     code = main(["attention", text, "--device", "cpu"])
@@ -134,6 +135,7 @@ def test_the_app_loader_never_opens_folders_outside_the_model_folders(tmp_path, 
             registry.resolve(outside, allow_paths=False)
 
 
+@pytest.mark.slow  # every bad input on every page (56 runs)
 @pytest.mark.parametrize("page", PAGES)
 @pytest.mark.parametrize(
     ("name", "text", "expect"),
@@ -149,6 +151,7 @@ def test_every_page_shows_a_message_or_a_picture(page, name, text, expect):
     assert at.warning if expect == "message" else at.get("plotly_chart")
 
 
+@pytest.mark.slow  # every page's run for ten bad links
 @pytest.mark.parametrize(("name", "model"), MODELS, ids=[m[0] for m in MODELS])
 def test_a_bad_model_in_a_link_opens_the_default_with_a_notice(name, model):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)

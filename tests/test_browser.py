@@ -13,9 +13,10 @@ from conftest import ROOT
 
 from harness.server import ARGS, CHROMIUM, IDLE_JS, free_port, start_server
 
-pytestmark = pytest.mark.skipif(
-    not os.path.exists(CHROMIUM), reason="Chromium is not installed (make test installs it)"
-)
+pytestmark = [  # slow: Chromium against a server
+    pytest.mark.slow,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed (make test installs it)"),
+]
 HEATMAPS_JS = "() => document.querySelector('.js-plotly-plot')?.data?.filter(d => d.type === 'heatmap').length ?? 0"
 FIRST_X_JS = "() => document.querySelector('.js-plotly-plot')?.data?.[0]?.x ?? []"
 

@@ -55,6 +55,7 @@ def _run(*args):
     return subprocess.run([sys.executable, "-m", "attnviz", *args], cwd=ROOT, env=env, capture_output=True, text=True)
 
 
+@pytest.mark.slow  # the command line in a fresh Python, four times
 def test_bad_input_exits_2_with_one_line_and_no_traceback():
     for args in (["attention", "   "], ["attention", "hi", "--model", "no-such/model-xyz"], ["attention"]):
         p = _run(*args)
@@ -64,6 +65,7 @@ def test_bad_input_exits_2_with_one_line_and_no_traceback():
     assert _run("attention", "   ").stderr.strip().count("\n") == 0
 
 
+@pytest.mark.slow  # the command line in a fresh Python
 def test_doctor_reports_versions_models_and_a_passing_check():
     p = _run("doctor", "--device", "cpu")
     assert p.returncode == 0, p.stderr
@@ -218,6 +220,7 @@ def test_pronoun_scores_are_raw_attention_read_in_the_method_s_direction(tmp_pat
     assert d["accuracy"] == right / len(cases)
 
 
+@pytest.mark.slow  # the command line in a fresh Python
 def test_pronouns_with_a_broken_file_exits_2(tmp_path):
     bad = tmp_path / "bad.xml"
     bad.write_text("<collection><schema>")
@@ -233,6 +236,7 @@ def test_pronouns_with_no_scorable_case_exits_2_with_the_reason(tmp_path, capsys
     assert "none of the 1 cases could be scored" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # loads SmolLM2 (about 20 s the first time)
 @pytest.mark.parametrize("backend", ["hf", "scratch"])
 def test_smollm2_from_the_command_line_is_causal_and_equals_raw_eager(tmp_path, smollm2_hf, smollm2_eager, backend):
     out = tmp_path / "s.json"
@@ -248,6 +252,7 @@ def test_smollm2_from_the_command_line_is_causal_and_equals_raw_eager(tmp_path, 
     assert (w - raw).abs().max() < 1e-4
 
 
+@pytest.mark.slow  # loads SmolLM2 (about 20 s the first time)
 def test_the_maximum_attention_score_on_smollm2_says_it_is_not_defined(tmp_path, capsys):
     assert main(["pronouns", "--cases", "lesson", "--limit", "2", "--model", "smollm2", "--method", "mas"]) == 2
     assert "not defined for a causal model" in capsys.readouterr().err
@@ -265,6 +270,7 @@ def test_a_text_from_a_file_equals_the_same_text_as_an_argument(tmp_path):
     assert json.loads(a.read_text()) == json.loads(b.read_text())
 
 
+@pytest.mark.slow  # the command line in a fresh Python, three times
 def test_file_and_text_together_or_a_file_that_is_not_text_exit_2(tmp_path):
     binary = tmp_path / "b.txt"
     binary.write_bytes(b"\xff\xfe\x00\x81 not utf-8")
@@ -308,6 +314,7 @@ def test_a_long_text_writes_exact_rows_and_refuses_every_weight(tmp_path, tiny_l
     assert (torch.tensor(r["weights"]) - w[:, :, rows]).abs().max() < 1e-5
 
 
+@pytest.mark.slow  # the command line in a fresh Python
 def test_stats_of_a_long_text_are_exact_and_carry_the_first_token_share(tmp_path, tiny_long_llama_dir, monkeypatch):
     from attnviz.analysis.head_stats import STATS, head_stats
     from attnviz.engines import registry
@@ -449,6 +456,7 @@ def test_interventions_on_bert_or_with_bad_heads_exit_2_with_one_line(capsys):
     assert "LAYER.HEAD" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # the whole WSC273 benchmark on BERT
 def test_pronouns_on_wsc273_names_each_same_token_case_and_counts_ties_inside_heads(tmp_path, capsys, bundled_hf):
     wsc = ROOT.parent / "shared/data/winograd/WSCollection.xml"
     if not wsc.exists():
@@ -464,6 +472,7 @@ def test_pronouns_on_wsc273_names_each_same_token_case_and_counts_ties_inside_he
     assert sum("same tokens" in s["reason"] for s in d["skipped"]) == 10
 
 
+@pytest.mark.slow  # corpus runs in a fresh Python
 def test_corpus_runs_a_jsonl_column_writes_its_tables_and_refuses_bad_input_in_one_line(tmp_path):
     import pandas as pd
 

@@ -7,7 +7,10 @@ from torch import nn
 from attnviz.engines import registry
 from attnviz.engines.scratch import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU here")
+pytestmark = [  # slow: a GPU (skipped without one)
+    pytest.mark.slow,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU here"),
+]
 
 
 def test_scratch_mha_on_gpu_equals_cpu():

@@ -13,6 +13,8 @@ from nbconvert import HTMLExporter
 
 from harness.server import ARGS, CHROMIUM
 
+pytestmark = pytest.mark.slow  # the notebooks, executed
+
 NOTEBOOKS = sorted((ROOT / "examples").glob("*.ipynb"))
 SOURCE = re.compile(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*['\"]?(?:https?:)?//", re.I)
 

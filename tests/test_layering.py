@@ -5,6 +5,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
 
 PURE = ["attnviz/result.py", "attnviz/tokens.py", "attnviz/engines", "attnviz/analysis", "attnviz/figures"]
@@ -29,6 +30,7 @@ def test_pure_layers_never_import_streamlit_in_source():
     assert offenders == []
 
 
+@pytest.mark.slow  # a fresh Python importing torch
 def test_importing_the_pure_layers_does_not_load_streamlit():
     modules = "attnviz.engines.registry, attnviz.engines.bert, attnviz.analysis.view_options, attnviz.lessons.cost, "
     modules += "attnviz.figures.interactive, attnviz.figures.export, attnviz.cli, attnviz.__main__"
@@ -37,6 +39,7 @@ def test_importing_the_pure_layers_does_not_load_streamlit():
     assert out.stdout.strip() == "False"
 
 
+@pytest.mark.slow  # a fresh Python importing torch
 def test_the_door_and_the_command_line_compute_without_plotly_or_streamlit():
     """A GPU host with only the library and torch (the device machine has neither plotting nor Streamlit): the door,
     the command line and the request-path bench import; plotly comes with the first figure (show, View)."""

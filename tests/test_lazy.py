@@ -65,7 +65,7 @@ def long_tiny(tiny_long_llama_dir):
     return hf, registry.scratch_engine(hf)
 
 
-@pytest.mark.parametrize("n", [256, 512, 1024])
+@pytest.mark.parametrize("n", [256, 512, pytest.param(1024, marks=pytest.mark.slow)])  # 1,024: eager and lazy, slow
 @pytest.mark.parametrize("backend", ["hf", "scratch"])
 def test_lazy_equals_eager_on_a_tiny_llama(long_tiny, backend, n):
     engine = long_tiny[0] if backend == "hf" else long_tiny[1]
@@ -91,6 +91,7 @@ def test_lazy_equals_eager_on_a_tiny_llama(long_tiny, backend, n):
         _assert_matches(blocked, eager)
 
 
+@pytest.mark.slow  # loads SmolLM2 (about 20 s the first time)
 def test_smollm2_lazy_equals_its_eager_weights_at_1024_tokens(smollm2_hf, smollm2_eager):
     enc = smollm2_hf.tokenizer.encode(_text_of(smollm2_hf, 1024), 1024)
     with torch.inference_mode():  # transformers' own eager attention: the reference
@@ -102,6 +103,7 @@ def test_smollm2_lazy_equals_its_eager_weights_at_1024_tokens(smollm2_hf, smollm
     del w, eager
 
 
+@pytest.mark.slow  # loads SmolLM2 (about 20 s the first time)
 def test_the_scratch_smollm2_lazy_queries_and_keys_equal_hugging_faces(smollm2_hf, smollm2_scratch):
     enc = smollm2_hf.tokenizer.encode(_text_of(smollm2_hf, 512), 512)
     a, b = smollm2_hf.lazy_run(enc), smollm2_scratch.lazy_run(enc)
@@ -165,6 +167,7 @@ def test_mismatched_queries_and_keys_are_refused():
         LazyAttention(torch.zeros(1, 4, 2, 8), torch.zeros(1, 4, 2, 8), axis, axis, "cross", "m")
 
 
+@pytest.mark.slow  # loads SmolLM2 (about 20 s the first time)
 def test_the_readme_states_what_a_long_text_keeps_at_4096_tokens_on_smollm2():
     from conftest import ROOT
 

@@ -15,7 +15,10 @@ from conftest import ROOT
 from attnviz.cli import build_parser
 from harness.server import ARGS, CHROMIUM, free_port
 
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed (make test does)")
+pytestmark = [  # slow: pip install into a fresh virtual environment
+    pytest.mark.slow,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed (make test does)"),
+]
 
 
 def _commands() -> list[str]:

@@ -14,6 +14,8 @@ from attnviz.liveclass import polls
 from attnviz.liveclass.store import Store
 from harness.server import free_port, start_server
 
+pytestmark = pytest.mark.slow  # a server, spoken to over its websocket
+
 DONE = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR)
 
 

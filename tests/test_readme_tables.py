@@ -4,9 +4,11 @@ the README and docs/ leads somewhere."""
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
 
 
+@pytest.mark.slow  # the pronoun table recomputed in a subprocess
 def test_the_pronoun_table_in_the_readme_is_what_bench_pronoun_table_computes():
     run = subprocess.run(
         [sys.executable, str(ROOT / "bench/pronoun_table.py"), "--check"],

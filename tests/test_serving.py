@@ -20,9 +20,10 @@ from test_browser import _start_class
 from attnviz.liveclass import reach
 from harness.server import ARGS, CHROMIUM, free_port
 
-pytestmark = pytest.mark.skipif(
-    not os.path.exists(CHROMIUM), reason="Chromium is not installed (make test installs it)"
-)
+pytestmark = [  # slow: `make run` itself, and an idle tab measured
+    pytest.mark.slow,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed (make test installs it)"),
+]
 IDLE_SECONDS = 60
 IDLE_CPU_LIMIT = 2.0  # seconds of the server's CPU over that minute
 

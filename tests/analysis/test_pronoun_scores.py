@@ -166,6 +166,7 @@ def test_scores_equal_raw_hugging_face_attention_in_the_method_s_direction(bundl
 WSC = ROOT.parent / "shared/data/winograd/WSCollection.xml"  # shared/ sits beside the checkout, not in it
 
 
+@pytest.mark.slow  # the whole WSC273 benchmark on BERT
 def test_wsc273_scores_at_least_265_cases_each_at_its_annotated_pronoun(bundled_hf):
     if not WSC.exists():
         pytest.skip(f"the Winograd collection is not at {WSC}")
@@ -259,6 +260,7 @@ def test_groups_keep_a_schema_and_its_twins_whole_whatever_was_skipped():
     assert [r.case for r in a] == [*twin, *minnow] and [r.case for r in b] == triple
 
 
+@pytest.mark.slow  # the whole WSC273 benchmark on BERT
 def test_wsc273_groups_are_whole_in_the_halves_and_the_same_token_cases_are_skipped(bundled_hf):
     if not WSC.exists():
         pytest.skip(f"the Winograd collection is not at {WSC}")

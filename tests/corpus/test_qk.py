@@ -4,6 +4,7 @@ measured as stated."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from attnviz import api
@@ -43,6 +44,7 @@ def test_a_heads_space_on_bert_reads_the_q_and_k_the_model_scores_with():
     assert "[" + space.tokens[3] + "]" in space.contexts[3]
 
 
+@pytest.mark.slow  # SmolLM2's query/key space
 def test_a_decoders_space_counts_only_the_pairs_it_may_attend():
     space = api.qk_space(list(head_stats.CORPUS[:2]), 0, 0, "smollm2")
     lengths = [len(api.attention(t, "smollm2").main.target) for t in head_stats.CORPUS[:2]]

@@ -99,6 +99,7 @@ def test_decile_examples_run_from_low_to_high_values(bert_run):
     assert (np.diff(by) >= 0).all()
 
 
+@pytest.mark.slow  # a corpus run on a decoder
 def test_a_decoders_run_equals_its_overview_and_adds_its_induction_scores(tmp_path):
     run = api.corpus(list(head_stats.CORPUS[:3]), "smollm2", tmp_path / "s", window=64)
     assert run.manifest["kind"] == "causal" and run.manifest["extras"] == ["duplicate", "induction", "prefix"]
@@ -158,6 +159,7 @@ def test_finished_runs_are_listed_newest_first(tmp_path, bert_run):
     assert [r.folder.name for r in runs] == ["a"]
 
 
+@pytest.mark.slow  # starts Ray
 def test_ray_writes_the_embedded_runs_rows(tmp_path, bert_run):
     pytest.importorskip("ray")
     ray_run = api.corpus(

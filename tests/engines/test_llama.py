@@ -99,6 +99,7 @@ def test_a_model_the_scratch_backend_cannot_rebuild_says_so(tiny_gpt2_dir):
 # --- the real SmolLM2 (converted once into the local cache on first use) ---
 
 
+@pytest.mark.slow  # loads SmolLM2 (about 20 s the first time)
 def test_smollm2_is_a_grouped_query_causal_llama(smollm2_hf):
     r = smollm2_hf.run(SENTENCE)["causal"]
     assert r.shape == (30, 9, 13, 13) and r.kind == "causal"
@@ -106,6 +107,7 @@ def test_smollm2_is_a_grouped_query_causal_llama(smollm2_hf):
     assert r.weights[..., 0].mean() > 0.25  # an attention sink: much of every head's attention on the first token
 
 
+@pytest.mark.slow  # loads SmolLM2 (about 20 s the first time)
 @pytest.mark.parametrize("text", TEXTS)
 def test_smollm2_scratch_equals_hugging_face_eager(smollm2_hf, smollm2_scratch, smollm2_eager, text):
     ids = list(smollm2_hf.encode(text).ids)
@@ -118,6 +120,7 @@ def test_smollm2_scratch_equals_hugging_face_eager(smollm2_hf, smollm2_scratch, 
     assert (smollm2_scratch.model.logits(hidden)[0] - logits).abs().max() < 1e-3
 
 
+@pytest.mark.slow  # loads SmolLM2 (about 20 s the first time)
 def test_smollm2_writes_the_same_answer_on_both_backends_and_shows_every_step(smollm2_hf, smollm2_scratch):
     a = smollm2_hf.generate("What is the capital of France?", 12)
     b = smollm2_scratch.generate("What is the capital of France?", 12)
@@ -130,6 +133,7 @@ def test_smollm2_writes_the_same_answer_on_both_backends_and_shows_every_step(sm
     assert a.result.target.tokens[0] == "<|im_start|>" and a.result.target.special[0]  # the chat template's marker
 
 
+@pytest.mark.slow  # loads SmolLM2 (about 20 s the first time)
 def test_the_smollm2_shaped_llama_has_smollm2s_exact_shape_and_runs_on_both_backends(tmp_path):
     """What travels to a GPU machine in SmolLM2's place: its config field for field, seeded random weights."""
     import json

@@ -14,6 +14,7 @@ def date_engine():
     return registry.load("dates")
 
 
+@pytest.mark.slow  # the date model on its held-out set
 def test_shipped_checkpoint_meets_accuracy_and_alignment_targets(date_engine):
     ev = date_training.evaluate_dates(date_engine.model, n=1000, seed=12345)
     assert ev.exact >= 0.99, ev

@@ -5,11 +5,13 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 from conftest import SENTENCE
 
 from attnviz.figures import export
 
 
+@pytest.mark.slow  # matplotlib and seaborn's first figures
 def test_png_and_svg_of_a_layer_grid_and_a_head(bundled_hf):
     r = bundled_hf.run(SENTENCE)["self"]
     png = export.figure_bytes(export.grid_figure(r, 0), "png")
@@ -54,6 +56,7 @@ def test_json_bundle_has_weights_and_manifest(bundled_hf):
     assert np.allclose(np.array(d["weights"]), r.weights[0, 3].numpy()) and d["shape"] == [16, 16]
 
 
+@pytest.mark.slow  # matplotlib's export of every head
 def test_overview_export_is_what_the_overview_shows(bundled_hf):
     from attnviz.figures import interactive
 

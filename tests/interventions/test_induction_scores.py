@@ -94,6 +94,7 @@ def test_two_heads_are_separated_only_when_their_gap_exceeds_the_noise(tiny):
     assert not fake.separated((0, 0), (1, 0))
 
 
+@pytest.mark.slow  # loads SmolLM2 (about 20 s the first time)
 def test_smollm2_copies_the_second_copy_and_has_induction_heads(smollm2_hf):
     got = induction.run(smollm2_hf, 50, seed=0)
     assert got.second_copy_loss < got.first_copy_loss - 2.0  # nats: it copies

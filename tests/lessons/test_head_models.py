@@ -79,6 +79,7 @@ def test_typed_digits_are_checked():
         head_models.parse_digits("12345678901a")
 
 
+@pytest.mark.slow  # trains a model twice
 def test_training_is_seeded_and_learns(tmp_path):
     recipe = head_models.HeadRecipe(steps=200, eval_every=100)
     a = head_models.train_all("reversal", recipe, tmp_path / "a", head_counts=(1,), log=lambda *_: None)

@@ -122,6 +122,7 @@ def _teacher_and_student(db):
     return code, secret, teacher
 
 
+@pytest.mark.slow  # two sessions of a class, 2.4 s
 def test_the_teachers_view_becomes_the_class_and_a_follower_takes_it():
     from attnviz.liveclass.database import default_path
 

@@ -85,6 +85,7 @@ def test_a_causal_pattern_is_recognised_and_bad_input_says_what_to_pass():
         view.View(view.result_of(causal, list("abcd")), layer=2)
 
 
+@pytest.mark.slow  # every export format of a notebook view
 def test_exports_write_what_the_app_exports(hf_outputs, tmp_path):
     attentions, pieces = hf_outputs
     v = view.View(view.result_of(attentions, pieces), layer=1, head=0)

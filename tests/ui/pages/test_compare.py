@@ -1,6 +1,7 @@
 """AppTest of the compare page: it runs on the bundled models and sends what the engines computed."""
 
 import numpy as np
+import pytest
 from apptest import _charts, _compare, _ok, _tokens
 from conftest import SENTENCE
 from plotly_data import array
@@ -52,6 +53,7 @@ def test_compare_page_with_a_hub_encoder_decoder(tiny_marian_dir, monkeypatch):
     assert _tokens(data[2]["x"])[:3] == ["[CLS]", "the", "animal"]
 
 
+@pytest.mark.slow  # loads SmolLM2 (about 20 s the first time)
 def test_the_compare_page_s_masked_panel_is_smollm2_s(smollm2_hf, bundled_hf):
     at = _compare(model="smollm2", backend="hf")
     _ok(at)

@@ -64,6 +64,7 @@ def test_a_heads_query_key_space_is_placed_on_demand_with_its_faithfulness(run):
     assert any("Spearman" in c.value for c in at.caption)
 
 
+@pytest.mark.slow  # a corpus run
 def test_a_small_run_on_the_builtin_corpus_starts_from_the_page(tmp_path, monkeypatch):
     shutil.rmtree(RUNS / "x", ignore_errors=True)
     at = _page()

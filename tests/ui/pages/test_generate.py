@@ -3,11 +3,13 @@
 import html
 
 import numpy as np
+import pytest
 from apptest import APP, _charts, _ok
 from plotly_data import array
 from streamlit.testing.v1 import AppTest
 
 
+@pytest.mark.slow  # SmolLM2 writes
 def test_the_generate_page_writes_and_shows_every_step(smollm2_hf):
     at = AppTest.from_file(APP, default_timeout=180)
     at.query_params["model"], at.query_params["backend"] = "smollm2", "hf"
@@ -28,6 +30,7 @@ def test_the_generate_page_writes_and_shows_every_step(smollm2_hf):
     assert array(heads["data"][0]["z"]).shape == (30 * 9, gen.prompt_tokens)  # step 1 across every head
 
 
+@pytest.mark.slow  # loads SmolLM2 (about 20 s the first time)
 def test_a_model_that_cannot_write_hands_the_generate_page_to_smollm2():
     at = AppTest.from_file(APP, default_timeout=180).run()
     at.switch_page("app_pages/generate.py").run()

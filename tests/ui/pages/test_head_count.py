@@ -5,6 +5,7 @@ from apptest import APP, _ok
 from streamlit.testing.v1 import AppTest
 
 
+@pytest.mark.slow  # the four head models, scored
 def test_head_count_page_reveals_the_shipped_accuracies_and_checks_typed_digits():
     from attnviz.lessons import head_models
 
@@ -28,6 +29,7 @@ def test_head_count_page_reveals_the_shipped_accuracies_and_checks_typed_digits(
     assert any("`210987654321`" not in m.value and "The right answer" in m.value for m in at.markdown)
 
 
+@pytest.mark.slow  # a live measurement
 def test_head_count_cost_measures_every_plan():
     at = AppTest.from_file(APP, default_timeout=120)
     at.query_params["n"] = "128"

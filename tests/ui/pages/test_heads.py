@@ -99,6 +99,7 @@ def test_an_unknown_model_typed_on_a_server_that_downloads_is_a_message(monkeypa
     assert at.error and '"default"' in at.error[0].value
 
 
+@pytest.mark.slow  # loads SmolLM2 (about 20 s the first time)
 def test_smollm2_heads_are_its_real_causal_attention(smollm2_hf):
     at = _app(model="smollm2", backend="hf")
     _ok(at)
@@ -160,6 +161,7 @@ def test_the_kind_shown_is_in_the_link_and_a_class_poll_scores_that_kind(tiny_ma
     assert row == results["cross"].weights[0, 1, 2].tolist()  # the cross map the class saw, not the encoder's
 
 
+@pytest.mark.slow  # loads SmolLM2 (about 20 s the first time)
 def test_smollm2_tokens_read_as_text_and_the_raw_pieces_are_in_the_one_head_hover(smollm2_hf):
     text = "The animal didn't cross\nthe street."
     at = _app(model="smollm2", backend="hf", text=text)
@@ -225,7 +227,9 @@ def test_one_view_is_built_and_serialised_once_for_every_session_that_shows_it(m
     assert len(calls) == 2 and _charts(other)[0]["layout"]["title"]["text"] == "Layer 2, head 8"
 
 
-@pytest.mark.parametrize("long", [False, True], ids=["a sentence", "a long text"])
+@pytest.mark.parametrize(
+    "long", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["a sentence", "a long text"]
+)  # a long text's pass: slow
 def test_one_render_resolves_the_model_once_and_decides_long_or_eager_once(long, monkeypatch):
     """The door's request is made once per run and passed down: a miss and then a hit of the memo each resolve the
     model name once and decide long or eager once (the page, ui/cache.py and the service each did, 9 and 3 times)."""

@@ -1,5 +1,6 @@
 """AppTest of the Induction heads page: predict, reveal, and the grid is the package's scores."""
 
+import pytest
 from apptest import APP, _charts, _ok
 from plotly_data import array
 from streamlit.testing.v1 import AppTest
@@ -14,6 +15,7 @@ def _page(**params):
     return at.switch_page("app_pages/induction.py").run()
 
 
+@pytest.mark.slow  # induction on SmolLM2
 def test_the_page_reveals_the_loss_and_every_head_s_induction_score(smollm2_hf):
     at = _page(model="smollm2", backend="hf", length="20", seed="3")
     _ok(at)

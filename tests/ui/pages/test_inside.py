@@ -1,9 +1,11 @@
 """AppTest of the inside page: it runs on the bundled models and sends what the engines computed."""
 
+import pytest
 from apptest import APP, _charts, _ok
 from streamlit.testing.v1 import AppTest
 
 
+@pytest.mark.slow  # every step of a layer, on two models
 def test_inside_page_runs_and_shows_the_shapes():
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.switch_page("app_pages/inside.py").run()

@@ -1,11 +1,13 @@
 """AppTest of the masks page: it runs on the bundled models and sends what the engines computed."""
 
 import numpy as np
+import pytest
 from apptest import APP, _charts, _ok
 from plotly_data import array
 from streamlit.testing.v1 import AppTest
 
 
+@pytest.mark.slow  # SmolLM2's queries and keys
 def test_masks_page_reweighs_the_models_own_queries_and_keys():
     from attnviz.lessons import kernels
 
@@ -31,6 +33,7 @@ def test_masks_page_reweighs_the_models_own_queries_and_keys():
     )
 
 
+@pytest.mark.slow  # SmolLM2's queries and keys
 def test_on_a_decoder_the_mask_drawn_is_the_mask_applied_window_and_causal(smollm2_hf):
     from attnviz.lessons import kernels
 

@@ -48,6 +48,7 @@ def test_pronoun_benchmark_tab_on_eight_cases(bundled_hf, method):
     assert any("8 cases scored" in c.value and "picked on these very cases" in c.value for c in at.caption)
 
 
+@pytest.mark.slow  # SmolLM2 on the pronoun page, 2.4 s
 def test_the_pronoun_benchmark_on_a_causal_model_offers_the_head_vote_only():
     at = AppTest.from_file(APP, default_timeout=180)
     at.query_params["model"], at.query_params["backend"] = "smollm2", "hf"
