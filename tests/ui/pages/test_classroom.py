@@ -195,6 +195,7 @@ def test_followers_on_one_server_share_one_read_of_the_class_per_pulse_window(db
 
 def test_runs_that_need_a_class_at_once_wait_for_one_read_and_a_forget_is_never_served_an_older_one(db, monkeypatch):
     import threading
+    import types
 
     from attnviz.ui import seat
 
@@ -208,16 +209,25 @@ def test_runs_that_need_a_class_at_once_wait_for_one_read_and_a_forget_is_never_
         release.wait(5)
         return moment(c)
 
+    waiting = []
+
+    class Flight(threading.Event):  # a read in flight that counts the runs waiting for it
+        def wait(self, timeout=None):
+            waiting.append(1)
+            return super().wait(timeout)
+
     monkeypatch.setattr(shared, "moment", slow)
     monkeypatch.setattr(class_read, "_moments", {})
     monkeypatch.setattr(class_read, "_reads", {})
+    monkeypatch.setattr(class_read, "threading", types.SimpleNamespace(Event=Flight))  # its reads' events only
     got = []
     woken = [threading.Thread(target=lambda: got.append(seat.moment(code))) for _ in range(20)]  # a change's runs
     for t in woken:
         t.start()
-    while not reads:
+    deadline = time.monotonic() + 10
+    while (not reads or len(waiting) < 19) and time.monotonic() < deadline:  # the other nineteen wait for that read
         time.sleep(0.001)
-    time.sleep(0.05)  # the other nineteen are waiting for that read, not making their own
+    assert len(waiting) == 19, waiting  # none made its own read
     release.set()
     for t in woken:
         t.join(5)
