@@ -177,3 +177,28 @@ def test_ray_writes_the_embedded_runs_rows(tmp_path, bert_run):
     assert ray_run.manifest["engine"] == "ray"
     for name in corpus_run.TABLES:
         assert ray_run.table(name).equals(bert_run.table(name)), name
+
+
+def test_a_ray_runs_tables_do_not_depend_on_the_order_its_batches_arrive_in(tmp_path, bert_run, monkeypatch):
+    """Ray hands the batches back in the order they finish: the parts are merged in batch order, so the tables are the
+    embedded run's bit for bit whatever that order (here reversed and shuffled; each batch measured as an actor does)."""
+    import random
+
+    from attnviz.corpus import measure, on_ray
+    from attnviz.corpus.models import info_of, load
+
+    engine = load("default", None)
+
+    def arriving(order):
+        def measure_all(model, batches, settings, **_):
+            for batch in order(list(batches)):
+                yield batch.index, measure.measure(engine, batch, settings).to_bytes(), info_of(engine)
+
+        return measure_all
+
+    shuffled = random.Random(7).sample
+    for name, order in (("reversed", lambda b: b[::-1]), ("shuffled", lambda b: shuffled(b, len(b)))):
+        monkeypatch.setattr(on_ray, "measure_all", arriving(order))
+        run = corpus_run.run(readers.from_texts(DOCS), "default", tmp_path / name, engine="ray", settings=SMALL)
+        for table in corpus_run.TABLES:
+            assert run.table(table).equals(bert_run.table(table)), (name, table)
