@@ -181,7 +181,7 @@ def test_ray_writes_the_embedded_runs_rows(tmp_path, bert_run):
 
 def test_a_ray_runs_tables_do_not_depend_on_the_order_its_batches_arrive_in(tmp_path, bert_run, monkeypatch):
     """Ray hands the batches back in the order they finish: the parts are merged in batch order, so the tables are the
-    embedded run's bit for bit whatever that order (here reversed and shuffled; each batch measured as an actor does)."""
+    embedded run's bit for bit whatever that order (reversed, shuffled; each batch measured as an actor does)."""
     import random
 
     from attnviz.corpus import measure, on_ray
