@@ -60,11 +60,11 @@ container-check: $(VENV)/.dev browser
 	PY=$(BIN)/python bash scripts/container-check.sh
 
 pytest: $(VENV)/.dev browser postgres
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q --durations=15
 
 test: lint pytest
 
-# The everyday loop, at most 2 minutes: no browser, server, PostgreSQL, SmolLM2 or subprocess (tests/conftest.py).
+# The everyday loop: no browser, server, PostgreSQL, SmolLM2 or subprocess (the slow mark, tests/conftest.py).
 test-fast: $(VENV)/.dev
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m "not slow"
 

@@ -26,6 +26,20 @@ ARGS = [
     "--disable-sync",
 ]
 IDLE_JS = "() => !document.querySelector('[data-testid=stStatusWidget]')"  # no run in progress (its elements may lag)
+# A page that has settled: no run in progress, every chart element in the main area drawn by plotly, and the same count
+# of elements and drawn charts at two polls in a row (Playwright polls every 250 ms with polling=250). Tests wait for
+# this condition where they slept a fixed 1-1.5 s for "the page's later charts".
+SETTLED_JS = """() => {
+  if (document.querySelector('[data-testid=stStatusWidget]')) return false;
+  const main = document.querySelector('[data-testid=stMain]');
+  if (!main) return false;
+  const charts = main.querySelectorAll('[data-testid=stPlotlyChart]').length;
+  const drawn = [...main.querySelectorAll('.js-plotly-plot')].filter(p => p._fullLayout).length;
+  const now = `${charts}/${drawn}/${main.querySelectorAll('[data-testid=stElementContainer]').length}`;
+  const same = window.__attnvizSettled === now;
+  window.__attnvizSettled = now;
+  return same && drawn >= charts;
+}"""
 
 
 def free_port() -> int:

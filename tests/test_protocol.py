@@ -56,14 +56,33 @@ class Page:
         )
 
 
-@pytest.fixture
-def server(tmp_path):
-    port = free_port()
-    db = tmp_path / "classes.db"
-    proc = start_server(port, tmp_path / "server.log", {"ATTNVIZ_DB": str(db)})
-    yield f"ws://127.0.0.1:{port}/_stcore/stream", Store(db), tmp_path / "server.log"
+@pytest.fixture(scope="module")
+def one_server(tmp_path_factory):
+    """One server for the module (each test makes its own classes in its database)."""
+    folder = tmp_path_factory.mktemp("protocol")
+    port, db = free_port(), folder / "classes.db"
+    proc = start_server(port, folder / "server.log", {"ATTNVIZ_DB": str(db)})
+    yield f"ws://127.0.0.1:{port}/_stcore/stream", Store(db), folder / "server.log"
     proc.terminate()
     proc.wait(30)
+
+
+class LogSince:
+    """The server's log from where it stood when a test began: what that test's sessions made it say."""
+
+    def __init__(self, path) -> None:
+        self.path, self.start = path, path.stat().st_size
+
+    def read_text(self) -> str:
+        with open(self.path, encoding="utf-8", errors="replace") as f:
+            f.seek(self.start)
+            return f.read()
+
+
+@pytest.fixture
+def server(one_server):
+    url, db, log = one_server
+    return url, db, LogSince(log)
 
 
 def test_one_page_flipping_its_class_and_sid_answers_once(server):

@@ -24,8 +24,11 @@ pytestmark = [  # slow: `make run` itself, and an idle tab measured
     pytest.mark.slow,
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed (make test installs it)"),
 ]
-IDLE_SECONDS = 60
-IDLE_CPU_LIMIT = 2.0  # seconds of the server's CPU over that minute
+# An idle tab is measured for 20 s against the bound of 2 s of the server's CPU a minute (0.67 s in the window): the
+# same bound per minute as the minute this test measured before, a third of its wait.
+IDLE_SECONDS = 20
+IDLE_CPU_PER_MINUTE = 2.0
+IDLE_CPU_LIMIT = IDLE_CPU_PER_MINUTE * IDLE_SECONDS / 60
 
 
 def make_run(port: int, log_path, *make_vars: str, env: dict | None = None) -> subprocess.Popen:
@@ -192,13 +195,15 @@ def test_an_idle_tab_costs_the_server_under_2_s_of_cpu_a_minute_and_no_file_watc
             "() => document.querySelector('.js-plotly-plot')?.data?.filter(d => d.type === 'heatmap').length === 12",
             timeout=90_000,
         )
-        tab.wait_for_timeout(3000)  # the first draw's tail (a figure's last messages) is not idleness
+        tab.wait_for_timeout(3000)  # the first draw's tail (a figure's last messages) is not idleness: a stated window
         before = sum(server.cpu_times()[:2])
-        time.sleep(IDLE_SECONDS)
+        time.sleep(IDLE_SECONDS)  # the measured window itself
         spent = sum(server.cpu_times()[:2]) - before
         assert tab.evaluate("document.querySelectorAll('.js-plotly-plot').length") >= 1  # the tab stayed open
         text = log.read_text()
-        assert spent < IDLE_CPU_LIMIT, f"the idle server spent {spent:.2f} s of CPU in {IDLE_SECONDS} s"
+        assert spent < IDLE_CPU_LIMIT, (
+            f"the idle server spent {spent:.2f} s of CPU in {IDLE_SECONDS} s ({IDLE_CPU_LIMIT:.2f} allowed)"
+        )
         assert "inotify" not in text.lower() and "watchdog" not in text.lower()
     finally:
         stop(proc)
