@@ -10,6 +10,9 @@ nothing until a function is called:
     run = attnviz.corpus("texts.jsonl", model="default")  # what every head does across a corpus (Parquet tables)
 """
 
+import sys
+import types
+
 from attnviz.version import __version__
 
 DOOR = (
@@ -42,3 +45,18 @@ def __getattr__(name: str):
 def __dir__() -> list[str]:
     """What `dir(attnviz)` lists: the door's names and the version."""
     return sorted(__all__)
+
+
+class _Door(types.ModuleType):
+    """The package's module: a door's name stays the door's function. Importing the subpackage attnviz.corpus makes
+    Python set the package's attribute `corpus` to that module, which hid the function `attnviz.corpus` after the
+    first call of any door function (the README's own sequence failed: "'module' object is not callable"). The
+    subpackage is still imported and reachable (sys.modules, `from attnviz.corpus import run`)."""
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in DOOR and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Door

@@ -63,3 +63,17 @@ def test_bad_input_through_the_door_is_a_clear_error(tiny_llama_dir):
         attnviz.attention("a text", model="/no/such/folder/anywhere")
     with pytest.raises(ValueError, match="L<layer>H<head>|LAYER.HEAD"):
         attnviz.ablate("a b c", "first", model=str(tiny_llama_dir))
+
+
+def test_the_doors_names_stay_its_functions_after_its_subpackages_are_imported():
+    """The README's sequence: `attnviz.show(...)` then `attnviz.corpus([...])`. Importing the subpackage
+    attnviz.corpus set the package's `corpus` to that module ("'module' object is not callable")."""
+    import importlib
+
+    import attnviz
+    from attnviz import api
+
+    importlib.import_module("attnviz.corpus.run")  # as the door's first call does
+    assert attnviz.corpus is api.corpus and callable(attnviz.corpus)
+    assert all(getattr(attnviz, name) is getattr(api, name) for name in attnviz.DOOR)
+    assert importlib.import_module("attnviz.corpus").__name__ == "attnviz.corpus"  # the subpackage is still there
