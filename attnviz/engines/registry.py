@@ -99,11 +99,54 @@ def _in_model_dirs(path: Path) -> Source | None:
 
 
 def _bundled(name: str) -> Source | None:
+    """A bundled model, its name matched without regard to case ("SmolLM2" is "smollm2"); None for any other."""
+    name = name.lower()
     if not name or name == DEFAULT:
         return Source(DEFAULT, "bundled", str(default_model_dir()))
     if name in BUNDLED:
         return Source(name, "bundled", name)
     return None
+
+
+HUB_PROBE_SECONDS = 1.5  # how long a hub id that is not cached waits to learn whether the hub can be reached
+
+
+def _cached(repo_id: str) -> bool:
+    """Whether the local Hugging Face cache holds this hub model's config (it then loads without the network)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    except Exception:  # a malformed cache, an id the cache cannot name: as if not cached
+        return False
+
+
+def _hub_reachable(timeout: float = HUB_PROBE_SECONDS) -> bool:
+    """Whether a TCP connection to the hub (HF_ENDPOINT, else huggingface.co) opens within `timeout` seconds."""
+    import socket
+    from urllib.parse import urlsplit
+
+    url = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname or "", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _fail_fast_if_unreachable(source: Source) -> None:
+    """A hub id that is neither cached nor reachable fails at once, naming the bundled models, instead of retrying
+    the hub for a minute (transformers retries each file; a mistyped name offline cost 47-83 s)."""
+    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+    if _cached(source.location) or (not offline and _hub_reachable()):
+        return
+    why = "the hub is off (HF_HUB_OFFLINE)" if offline else "the Hugging Face hub cannot be reached from here"
+    bundled = ", ".join(f'"{n}"' for n in BUNDLED)
+    raise ModelLoadError(
+        f"'{source.name[:100]}' is not a bundled model, a folder or a model in this machine's Hugging Face cache, "
+        f"and {why}. The bundled models work offline: {bundled}."
+    )
 
 
 def _check_name(name: str, where: str) -> None:
@@ -264,6 +307,8 @@ def _build(source: Source, backend: Backend, device, offline: bool) -> Engine:
 
         location = str(smollm2.prepared())
     local = offline or source.origin != "hub"
+    if source.origin == "hub":
+        _fail_fast_if_unreachable(source)
     hf = hf_engines.open_engine(source.name, location, device, local_files_only=local)
     if backend == "hf":
         return hf

@@ -71,3 +71,26 @@ def test_scratch_engine_refuses_a_model_that_is_not_bert(tiny_gpt2_dir):
 def test_unknown_backend_is_a_clear_error():
     with pytest.raises(ValueError, match="Unknown backend"):
         registry.load("default", "magic")
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{"HF_HUB_OFFLINE": "1"}, {"HF_HUB_OFFLINE": "", "HF_ENDPOINT": "http://127.0.0.1:1"}],
+    ids=["off", "refused"],
+)
+def test_a_hub_id_neither_cached_nor_reachable_fails_at_once_naming_the_bundled_models(env, monkeypatch):
+    """A mistyped name offline retried the hub for 47-83 s; now it fails before transformers is asked."""
+    import time
+
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    started = time.perf_counter()
+    with pytest.raises(ModelLoadError, match="bundled models work offline") as info:
+        registry.load("attnviz-test/no-such-model-8c1f")
+    assert time.perf_counter() - started < 2
+    assert all(f'"{name}"' in str(info.value) for name in registry.BUNDLED)
+
+
+def test_bundled_names_match_without_regard_to_case():
+    assert registry.resolve("SmolLM2").name == "smollm2" and registry.resolve("Default").name == "default"
+    assert registry.resolve(" DATES ").origin == "bundled"
