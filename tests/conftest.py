@@ -33,7 +33,7 @@ from attnviz.engines import registry  # noqa: E402
 
 hf_logging.disable_progress_bar()
 
-# `make test-fast` is `pytest -m "not slow"`, the everyday loop (at most 60 s): no browser, no server, no
+# `make test-fast` is `pytest -m "not slow"`, the everyday loop (budget 60 s; 97 s today): no browser, no server, no
 # PostgreSQL, no SmolLM2, no command line in a subprocess, no Ray, nothing that takes 2 s or more in a full run of the
 # suite. `make test` (what CI runs) runs everything. A slow test says so where it is written: `pytestmark =
 # pytest.mark.slow` for a whole file (the browser, the servers, the notebooks, the package), `@pytest.mark.slow` on a
