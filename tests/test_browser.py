@@ -750,7 +750,59 @@ READABLE_JS = r"""() => {
   }
   return out;
 }"""
-READABLE_PAGES = ("", "inside", "compare", "overview", "positions", "head_count", "masks")
+READABLE_PAGES = ("", "?view=Head&layer=3&head=5", "inside", "compare", "overview", "positions", "head_count", "masks")
+# What a person sees of every chart's labels (not what is in the DOM): each tick label and title's box, as the browser
+# lays it out, inside its figure and its chart element (not cut), off every plot area (not over a map), and no two
+# level tick labels of one axis over each other (turned ones: READABLE_JS's spacing). The one-head map's row labels
+# were cut to their last character and its axis title lay over the map (margins of 10 px) while READABLE_JS, which
+# counts the labels plotly made, passed.
+VISIBLE_JS = r"""() => {
+  const out = [], px = Math.round;
+  // a text's box is about 1.33 of its font high; its glyphs about 0.75 of the box
+  const glyphs = r => ({left: r.left, right: r.right, top: r.top + r.height / 8, bottom: r.bottom - r.height / 8});
+  const meet = (a, b, pad) => a.left < b.right - pad && b.left < a.right - pad
+    && a.top < b.bottom - pad && b.top < a.bottom - pad;
+  for (const gd of document.querySelectorAll('[data-testid=stMain] .js-plotly-plot')) {
+    const lay = gd._fullLayout;
+    if (!lay || !lay._plots) continue;
+    const box = gd.querySelector('.main-svg').getBoundingClientRect();
+    if (box.width === 0) continue;
+    const title = ((lay.title && lay.title.text) || '').replace(/<[^>]*>/g, ' ').slice(0, 40);
+    const areas = Object.values(lay._plots).filter(p => p.xaxis && p.yaxis).map(p => ({
+      left: box.left + p.xaxis._offset, right: box.left + p.xaxis._offset + p.xaxis._length,
+      top: box.top + p.yaxis._offset, bottom: box.top + p.yaxis._offset + p.yaxis._length}));
+    const el = gd.closest('[data-testid=stPlotlyChart]').getBoundingClientRect();
+    const fig = {left: Math.max(box.left, el.left), right: Math.min(box.right, el.right),
+                 top: Math.max(box.top, el.top), bottom: Math.min(box.bottom, el.bottom)};
+    const ticks = [...gd.querySelectorAll('.cartesianlayer .xtick text, .cartesianlayer .ytick text')]
+      .map(t => ({t, r: t.getBoundingClientRect(), axis: t.closest('g[class*=axislayer]').getAttribute('class'),
+                  turned: /rotate\((-?[1-9])/.test(t.getAttribute('transform') || '')}))
+      .filter(t => t.r.width > 0 && t.t.textContent !== '');
+    const titles = [...gd.querySelectorAll('.infolayer g[class$=title] text')].filter(t => !t.closest('.colorbar'))
+      .map(t => ({t, r: t.getBoundingClientRect()})).filter(t => t.r.width > 0);
+    for (const {t, r} of [...ticks, ...titles]) {
+      const what = `${title} | ${t.textContent.slice(0, 24)}`;
+      if (r.left < fig.left - 1 || r.right > fig.right + 1 || r.top < fig.top - 1 || r.bottom > fig.bottom + 1)
+        out.push(`cut: ${what} (${px(r.left - fig.left)}, ${px(fig.right - r.right)}, ${px(r.top - fig.top)}, `
+          + `${px(fig.bottom - r.bottom)} px inside)`);
+      if (areas.some(a => meet(r, a, 2))) out.push(`over a plot: ${what}`);
+    }
+    const level = {};
+    for (const t of ticks) if (!t.turned) (level[t.axis] = level[t.axis] || []).push(t);
+    for (const ts of Object.values(level))
+      for (let i = 1; i < ts.length; i++) {
+        const on = ts.slice(0, i).find(o => meet(glyphs(ts[i].r), glyphs(o.r), 1));
+        if (on) out.push(`overlap: ${title} | ${on.t.textContent} / ${ts[i].t.textContent}`);
+      }
+  }
+  return out;
+}"""
+PHONE = {"width": 390, "height": 844}
+# every chart in the main area as wide as its element again, after the viewport changed (plotly redraws on resize)
+RESIZED_JS = """() => [...document.querySelectorAll('[data-testid=stMain] .js-plotly-plot')].every(gd => {
+  const svg = gd.querySelector('.main-svg'), el = gd.closest('[data-testid=stPlotlyChart]');
+  return svg && el && Math.abs(svg.getBoundingClientRect().width - el.getBoundingClientRect().width) < 2;
+})"""
 
 
 MAIN_CHARTS = "[data-testid=stMain] [data-testid=stPlotlyChart]"  # a chart's element, there before plotly draws it
@@ -785,14 +837,16 @@ def _readable(
     drawn: str | None = None,
     maps: bool = True,
 ) -> dict:
-    """The page's READABLE_JS once it has drawn, after `clicks`: with `drawn`, once the chart of that key has drawn.
+    """The page's READABLE_JS and VISIBLE_JS once it has drawn, after `clicks` (with `drawn`, once the chart of that
+    key has drawn), at 1280x800, or 1920x1080 in projector mode; the plain page's VISIBLE_JS again at 390x844 (a phone:
+    the same figures, laid out in a narrow main column, as a phone's first load gets them).
 
     What a click draws is waited for by its key, not by counting maps: the page's own maps may not have drawn when the
     count before the click is taken (the status widget is gone before the last elements are in the page), and a
     grid another visit computed is shown at once, with no button (the server keeps it for every session)."""
-    pg = browser.new_page(viewport={"width": 1280, "height": 800})
+    pg = browser.new_page(viewport={"width": 1920, "height": 1080} if projector else {"width": 1280, "height": 800})
     try:
-        pg.goto(f"{server}/{path}?{model}" + ("&projector=true" if projector else ""))
+        pg.goto(f"{server}/{path}{'&' if '?' in path else '?'}{model}" + ("&projector=true" if projector else ""))
         if maps and not clicks:
             pg.wait_for_function(HEATMAP_JS, timeout=90_000)
         else:
@@ -825,7 +879,12 @@ def _readable(
         # third model, SmolLM2 on the scratch backend, where these visits do not go)
         failed = pg.locator(FAILED).all_inner_texts()
         assert failed == [], (path, model, failed)
-        return pg.evaluate(READABLE_JS)
+        got = {**pg.evaluate(READABLE_JS), "visible": pg.evaluate(VISIBLE_JS)}
+        if not projector:
+            pg.set_viewport_size(PHONE)
+            pg.wait_for_function(RESIZED_JS, polling=250, timeout=30_000)
+            got["phone"] = pg.evaluate(VISIBLE_JS)
+        return got
     finally:
         pg.close()
 
@@ -841,8 +900,11 @@ def test_every_map_has_a_colour_bar_no_label_is_cut_and_a_projector_enlarges_tic
 
 def _check_readable(path: str, plain: dict, big: dict, maps: bool) -> None:
     """Every heatmap figure has a colour bar, every token axis of up to 64 tokens a label for each with room for it
-    (no two run together), no label is clipped, and the projector's tick labels are at least 1.5x the plain page's."""
+    (no two run together), no label is clipped, every chart's labels and titles are visible where a person looks
+    (1280x800, a projector's 1920x1080, a 390x844 phone), and the projector's tick labels are at least 1.5x."""
+    assert plain["phone"] == [], (path, "phone", plain["phone"])
     for mode, got in (("plain", plain), ("projector", big)):
+        assert got["visible"] == [], (path, mode, got["visible"])
         assert all(got["bars"]) and (bool(got["bars"]) or not maps), (path, mode, got["bars"])
         assert got["unlabelled"] == [], (path, mode, got["unlabelled"])
         assert got["clipped"] == [], (path, mode, got["clipped"])

@@ -34,6 +34,8 @@ from attnviz.figures.layout import (
     row_label_px,
     style_layout,
     title_over,
+    title_px,
+    title_top,
 )
 from attnviz.figures.style import MASKED_COLOUR, Style, pooled_labels
 from attnviz.result import Attention, AttentionResult
@@ -213,20 +215,27 @@ def head_map(
     hover = HOVER.replace("<extra>", line + "<extra>")
     trace = go.Heatmap(z=m, x=xs, y=ys, coloraxis="coloraxis", name=f"head {head + 1}", hovertemplate=hover)
     fig = go.Figure(trace.update(customdata=data))
-    every = EVERY_TICK
+    font = style.font_size
+    x_said, y_said = len(xs) <= HEAD_LABELS, len(ys) <= HEAD_LABELS
     fig.update_xaxes(
-        title="key (attended to)",
+        title={"text": "key (attended to)" if x_said else f"key (attended to): {len(xs)}, too many to label: hover"},
         tickangle=-60,
-        showticklabels=len(xs) <= HEAD_LABELS,
-        **(every if len(xs) <= HEAD_LABELS else {}),
+        showticklabels=x_said,
+        **(EVERY_TICK if x_said else {}),
     )
     fig.update_yaxes(
-        title="query (attending)", showticklabels=len(ys) <= HEAD_LABELS, **(every if len(ys) <= HEAD_LABELS else {})
+        title={"text": "query (attending)" if y_said else f"query (attending): {len(ys)}, too many to label: hover"},
+        showticklabels=y_said,
+        **(EVERY_TICK if y_said else {}),
     )
     fig = style_layout(fig, style, float(m.max()), f"Layer {layer + 1}, head {head + 1}{_note(note)}")
-    row_px = style.font_size + 12  # px a row needs for its label: a projector's map grows with its font
+    row_px = font + 12  # px a row needs for its label: a projector's map grows with its font
     side = min(1400 if style.projector else 900, max(420, row_px * len(ys) + 160))
-    return fig.update_layout(height=side)
+    # Room for the labels and the axis titles outside the map, measured here as maps_grid does (the margins were
+    # 10 px: the row labels were cut to their last character and the query title lay over the map).
+    left = (CHAR * font * max((len(y) for y in ys), default=0) + 6 if y_said else 0) + font + 14
+    below = (0.87 * CHAR * font * max((len(x) for x in xs), default=0) + 6 if x_said else 0) + font + 14
+    return fig.update_layout(height=round(side + below), margin={"l": round(left), "b": round(below)})
 
 
 def _tile_ticks(n: int, size: int, prefix: str) -> dict:
@@ -354,9 +363,11 @@ def matrix(
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(tickangle=-60)
     return fig.update_layout(
-        title={"text": html_text("\n".join(lines)), "font": {"size": font + 1}},
-        height=height + 18 * (len(lines) - 1),
-        margin={"l": 10, "r": 10, "t": 40 + (font + 6) * (len(lines) - 1), "b": 10},
+        # the title's top at the figure's top and the map below its last line (plotly centres a title's first line
+        # in the margin, so a wrapped title ran down over the map in projector mode)
+        title={"text": html_text("\n".join(lines)), "font": {"size": font + 1}, **title_top(font + 1)},
+        height=height + title_px(font + 1, len(lines)) - title_px(font + 1, 1),  # the map keeps its height
+        margin={"l": 10, "r": 10, "t": title_px(font + 1, len(lines)), "b": 10},
         font={"size": font},
         plot_bgcolor=MASKED_COLOUR,  # masked cells show as grey gaps, not as low values
     )

@@ -20,6 +20,19 @@ COLUMN_PX = 300  # px of the page's column a small map stands in by default: a t
 COLUMN_GAP = 16  # px between Streamlit's columns
 
 
+def title_top(font: int) -> dict[str, object]:
+    """A title whose lines hang from 8 px under the figure's top, with title_px of margin above the plot. Plotly
+    centres a title's first line in the top margin by default, so a wrapped title ran down over the map; anchored at
+    the top, it puts the first line's baseline at the pad (measured in Chromium: the block's top is one font size
+    above it)."""
+    return {"y": 1.0, "yref": "container", "yanchor": "top", "pad": {"t": 8 + font}}
+
+
+def title_px(font: int, lines: int) -> int:
+    """The top margin a title_top title of `lines` lines needs: plotly sets a line 1.3 of its font apart."""
+    return round(8 + 1.3 * font * lines + 14)
+
+
 def labels_fit(n_tokens: int, font: int) -> int:
     """Pixels a map's side needs to give each of its tokens one line of label."""
     return n_tokens * (font + 1)

@@ -107,12 +107,13 @@ def render() -> None:
     st.plotly_chart(
         lesson_charts.loss_lines(
             {"first copy": (0, loss[:start]), "second copy": (start, loss[start:])},
-            f"Loss of each token, predicted from the ones before it (mean of {run.batch} sequences)",
+            "Loss of each token",  # short: a title this long ran 80 px past a phone's screen; the rest is below
             style=inputs.style,
         ),
         key="ind.loss",
     )
     st.caption(
+        f"Each token's loss is its prediction from the tokens before it, the mean of {run.batch} sequences. "
         "Loss is cross-entropy in nats: −ln of the probability the model gave the right token (0 = certain and "
         f"right; ln of the vocabulary's size, about {np.log(len(eng.tokenizer.hf)):.1f}, = a uniform guess)."
     )

@@ -145,10 +145,12 @@ def draw_pair(inputs: Inputs, index: int) -> None:
     st.markdown(
         f"*{escape.md(a.text)}* → **{escape.md(a.answer)}**  \n*{escape.md(b.text)}* → **{escape.md(b.answer)}**"
     )
-    title = (
+    # the key in words beside the chart, its title short: a one-line title of this length ran 850 px past a phone
+    st.caption(
         "Green: the head's choice flips with the one word, both times right. Grey: it picks the same word both "
         "times. Orange: its choice changes, but not to the right word both times."
     )
+    title = "How each head's pick moves"
     fig = stat_charts.flip_grid(categories.numpy(), pronoun_scores.FLIP_NAMES, title, style=inputs.style)
     st.plotly_chart(fig, key="pr.pair")
     st.markdown(
