@@ -38,9 +38,21 @@ def teacher_links(here: Seat) -> None:
     st.image(qr_png(url), caption="The student link", width=200)
     n, following = seat.store().students(here.code)
     st.caption(
-        f"{n} student(s) seen in the last 30 s, {following} following. The class ends at "
-        f"{time.strftime('%H:%M UTC', time.gmtime(info.expires))}."
+        f"{n} student(s) seen in the last 30 s, {following} following. The class ends at {local_time(info.expires)}."
     )
+    secret = st.session_state.get("class.secret")
+    if secret:  # folded: the sidebar may be on the projector, and anyone with this link can lead the class
+        with st.popover("Your teacher link (keep it private)"):
+            st.caption("Anyone with it can lead the class. Open it on another device to teach from there.")
+            st.code(seat.links(here.code, secret)["teacher_url"], language=None, wrap_lines=True)
+
+
+def local_time(epoch: float) -> str:
+    """A moment as HH:MM in the browser's own time zone (Streamlit reads the browser's offset), else in UTC."""
+    offset = st.context.timezone_offset  # minutes, as JavaScript's getTimezoneOffset: UTC minus local time
+    if offset is None:
+        return time.strftime("%H:%M UTC", time.gmtime(epoch))
+    return time.strftime("%H:%M", time.gmtime(epoch - 60 * offset))
 
 
 def student_panel(here: Seat) -> None:
@@ -68,10 +80,12 @@ def student_panel(here: Seat) -> None:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def qr_png(url: str) -> bytes:
-    """The link as a QR code (the segno library), PNG bytes, large enough to read off a projector."""
+def qr_png(url: str, px: int = 0) -> bytes:
+    """The link as a QR code (the segno library), PNG bytes: 8 px a module, or whole modules to about `px` a side."""
     import segno
 
+    code = segno.make(url, error="m")
+    scale = max(1, px // code.symbol_size(scale=1, border=2)[0]) if px else 8
     out = io.BytesIO()
-    segno.make(url, error="m").save(out, kind="png", scale=8, border=2)
+    code.save(out, kind="png", scale=scale, border=2)
     return out.getvalue()

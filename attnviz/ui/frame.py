@@ -40,6 +40,8 @@ PAGES = (
     ("classroom", "Class", ":material/groups:"),
 )
 
+CLASS_AT = [stem for stem, _, _ in PAGES].index("classroom")
+
 # What the server is started with (attnviz serve passes these as flags; the repository's .streamlit/config.toml says
 # the same for `streamlit run app.py`, and a test checks that the two agree). Never watch files: a watcher scanning
 # a checkout cost an idle server a core.
@@ -89,7 +91,11 @@ def main(pages: tuple) -> None:
     cache.new_run()  # each model this run asks for is resolved once
     st.set_page_config(page_title="attnviz — see where attention goes", page_icon="🔍", layout="wide")
     routes.register_pages({stem: page for (stem, _, _), page in zip(PAGES, pages, strict=True)})
-    navigation = st.navigation([copy.copy(page) for page in pages])
+    listed = [copy.copy(page) for page in pages]
+    if st.session_state.get("class.secret") or seat.TEACHER in st.query_params:  # a teacher: the Class page first
+        listed.insert(0, listed.pop(CLASS_AT))
+    # every page listed (Streamlit folds past ten under "View more": the Class page was hidden there)
+    navigation = st.navigation(listed, expanded=True)
     try:  # before any widget: a follower takes the teacher's view
         here = seat.seat()
         if here is not None:

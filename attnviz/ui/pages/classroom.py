@@ -17,7 +17,7 @@ from attnviz.liveclass.database import DATABASE_ERRORS
 from attnviz.liveclass.records import POLL_FORMS, ClassNotFound, Poll, clean_code
 from attnviz.result import Attention, Results, head_index
 from attnviz.tokens import plain_labels
-from attnviz.ui import cache, controls, routes, seat
+from attnviz.ui import cache, class_panel, controls, routes, seat
 from attnviz.ui.controls import Inputs
 from attnviz.ui.frame import PAGES
 from attnviz.ui.halt import halt
@@ -67,20 +67,23 @@ def start_or_join() -> None:
                 st.switch_page(routes.page_path(""), query_params={seat.CLASS: code})
 
 
+QR_PX = 480  # the join screen's QR code, about: 43% of a 1080 px projector's height, 58% of a 800 px laptop's
+
+
 def teacher_view(here: Seat, inputs: Inputs) -> None:
-    """The teacher: the links (the teacher link once), a question on the last view shown, the answers, the reveal."""
-    urls = seat.links(here.code, st.session_state["class.secret"])
+    """The teacher: the join screen (open until the first question), a question on the last view shown, the
+    answers, the reveal. The teacher's own link is never in the main area, which the room may be looking at: it is
+    folded in the sidebar's class panel (class_panel.teacher_links)."""
     if st.session_state.pop("class.new", False):
         st.success(
-            f"Class **{here.code}** started. Keep your teacher link (it is also in your address bar: project the "
-            "app full screen or the student link, not the address bar). Anyone with it can lead the class:"
+            f"Class {here.code} started. Your teacher link, which lets anyone lead the class, is folded in the "
+            "sidebar under the class: keep it off the projector (it is in your address bar too: project the app "
+            "full screen)."
         )
-        st.code(urls["teacher_url"], language=None)  # a code block: the address is shown as it is, never as markup
-    st.markdown(
-        "Students open this address or scan the code in the sidebar. Go to any page: the class sees what "
-        "you see. Come back here to ask a question about it."
-    )
-    st.code(urls["student_url"], language=None, wrap_lines=True)
+    asked = seat.store().current_poll(here.code) is not None
+    with st.expander("Join screen: the class code, its QR code and the address", expanded=not asked):
+        join_screen(here)
+    st.markdown("Go to any page: the class sees what you see. Come back here to ask a question about it.")
     params = seat.store().get(here.code).view.get("lesson", {})  # the last head a page of the teacher's showed
     layer, head = _index(params.get("layer")), _index(params.get("head"))
     ask(here, inputs, layer, head, params.get("kind"), params.get("page"))
@@ -90,6 +93,20 @@ def teacher_view(here: Seat, inputs: Inputs) -> None:
         if poll.revealed:
             results(poll, inputs, here)
     room(here)
+
+
+def join_screen(here: Seat) -> None:
+    """What the room needs to join, large: the QR code, the six-letter code, the student address, the end time in the
+    teacher's own time."""
+    url = seat.links(here.code)["student_url"]
+    a, b = st.columns([1, 1], vertical_alignment="center")
+    a.image(class_panel.qr_png(url, QR_PX), width="content", caption="Scan to join")  # a phone: its column's width
+    with b:
+        st.markdown("Class code")
+        st.title(here.code, anchor=False)  # letters and digits only (records.clean_code)
+        st.markdown("or open")
+        st.subheader(escape.md(url.split("://", 1)[-1]), anchor=False)  # the address as text, never a link
+        st.caption(f"The class ends at {class_panel.local_time(seat.store().get(here.code).expires)}.")
 
 
 @st.fragment(run_every=5.0)
