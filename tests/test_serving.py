@@ -132,8 +132,15 @@ def test_make_run_address_0000_listens_on_every_interface_and_the_class_links_ca
     chromium, tmp_path
 ):
     port = free_port()
-    log = tmp_path / "server.log"
-    proc = make_run(port, log, "ADDRESS=0.0.0.0", env={"ATTNVIZ_DB": str(tmp_path / "classes.db")})
+    log, outside = tmp_path / "server.log", tmp_path / "outside.log"
+    (tmp_path / "recorder").mkdir()
+    (tmp_path / "recorder" / "sitecustomize.py").write_text(RECORDER)
+    env = {
+        "ATTNVIZ_DB": str(tmp_path / "classes.db"),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path / "recorder"), os.environ.get("PYTHONPATH")])),
+        "ATTNVIZ_OUTSIDE_LOG": str(outside),
+    }
+    proc = make_run(port, log, "ADDRESS=0.0.0.0", env=env)
     try:
         assert listening(port) == {"0.0.0.0"}  # every interface, and nothing narrower
         found = reach.lan_address()
@@ -145,13 +152,67 @@ def test_make_run_address_0000_listens_on_every_interface_and_the_class_links_ca
         sidebar = teacher.locator("[data-testid=stSidebar]")
         sidebar.get_by_text(student_url).wait_for(timeout=30_000)  # ...and the links carry the room's address
         main = teacher.locator("[data-testid=stMain]").inner_text()
-        assert student_url in main and "127.0.0.1" not in main
+        assert student_url.split("://")[1] in main and "127.0.0.1" not in main  # the join screen's address
         if found:
             assert "students' devices cannot reach it" not in sidebar.inner_text()
         png = teacher.request.get(sidebar.locator("[data-testid=stImage] img").first.evaluate("e => e.src")).body()
         assert qr_modules(png) == segno_modules(student_url)  # the QR code a phone scans says the same address
+        student = chromium.new_page(viewport={"width": 1280, "height": 800})  # a page from the room's side
+        student.goto(student_url.replace("localhost", "127.0.0.1"))
+        student.locator("[data-testid=stSidebar]").get_by_text("Follow the teacher").wait_for(timeout=60_000)
+        # nothing left the machine: no name looked up, no TCP connection to an address not this machine's (Streamlit
+        # asked a web service for the public address at start and printed "Did not auto detect external IP")
+        assert "recorder on" in outside.read_text()  # the recorder ran in the server
+        assert [line for line in outside.read_text().splitlines() if line != "recorder on"] == []
+        assert "external IP" not in log.read_text() and "External URL" not in log.read_text()
     finally:
         stop(proc)
+
+
+# Loaded by the server's Python (PYTHONPATH): writes every name it resolves and every TCP connection it opens that is
+# not to this machine. Datagram sockets are left alone: reach.lan_address() "connects" one to learn the route, and a
+# datagram socket's connect sends nothing.
+RECORDER = """
+import ipaddress, os, socket
+
+_log, _connect, _resolve = os.environ["ATTNVIZ_OUTSIDE_LOG"], socket.socket.connect, socket.getaddrinfo
+_mine = set()
+
+
+def _local(host):
+    try:
+        ip = ipaddress.ip_address(str(host).split("%")[0])
+    except ValueError:
+        return host in ("localhost", "", None) or host == socket.gethostname()
+    return ip.is_loopback or ip.is_unspecified or str(ip) in _mine
+
+
+def _note(line):
+    with open(_log, "a") as f:
+        f.write(line + "\\n")
+
+
+def connect(self, address):
+    if self.type == socket.SOCK_DGRAM and isinstance(address, tuple):
+        result = _connect(self, address)
+        _mine.add(self.getsockname()[0])  # this machine's own address on the route
+        return result
+    if self.family in (socket.AF_INET, socket.AF_INET6) and not _local(address[0]):
+        _note(f"connect {address[0]}:{address[1]}")
+    return _connect(self, address)
+
+
+def getaddrinfo(host, *args, **kwargs):
+    if isinstance(host, bytes):
+        host = host.decode()
+    if not _local(host):
+        _note(f"resolve {host}")
+    return _resolve(host, *args, **kwargs)
+
+
+socket.socket.connect, socket.getaddrinfo = connect, getaddrinfo
+_note("recorder on")
+"""
 
 
 def test_a_loopback_server_warns_the_teacher_and_a_public_url_is_what_the_links_carry(chromium, tmp_path):

@@ -105,5 +105,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     flags = [f"--{k}={v}" for k, v in SETTINGS.items()]
     flags += ["--server.port", str(args.port), "--server.address", address]
+    keep_to_the_room()
     sys.argv = ["streamlit", "run", str(app), *flags, *args.streamlit]
     return streamlit_cli.main()
+
+
+def keep_to_the_room() -> None:
+    """Nothing leaves the machine because a server started: on every interface (--lan), Streamlit asks a web service
+    for this machine's public address at start ("External URL") and again for the origin of any page it does not
+    recognise, and prints "Did not auto detect external IP" when the request fails. A classroom server has no use for
+    that address (students open the one `serve` prints: the network's, or --public-url), so it is never asked for."""
+    from streamlit import net_util
+
+    net_util.get_external_ip = lambda: None  # read at each call by bootstrap and server_util
