@@ -39,6 +39,23 @@ def test_transformers_own_attentions_draw_the_apps_numbers(hf_outputs, bundled_h
     assert list(figs[0].data[0].z.shape) == [app.n_layers, app.n_heads]  # the layer x head grid of a statistic
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float64])
+def test_half_precision_and_float64_attentions_draw_as_float32_rows_that_sum_to_1(hf_outputs, dtype):
+    """Most models people load are bfloat16: NumPy has no such type ("Got unsupported ScalarType BFloat16"), and
+    float16's rows were off by 3.7e-4 where a result allows 1e-4. Each is cast to float32, its rows divided by their
+    sums, and drawn; the weights stay within the dtype's rounding of the float32 ones."""
+    attentions, pieces = hf_outputs
+    result = view.result_of(tuple(a.to(dtype) for a in attentions), pieces)
+    exact = torch.stack([a[0] for a in attentions])
+    assert result.weights.dtype == torch.float32
+    assert (result.weights.sum(-1) - 1).abs().max() < 1e-5
+    bound = {torch.bfloat16: 2**-8, torch.float16: 2**-10, torch.float64: 1e-6}[dtype]
+    assert (result.weights - exact).abs().max() <= bound
+    assert len(view.View(result, layer=2, head=3).figures()) == 3
+    as_array = view.result_of(np.asarray(exact.double()), pieces)  # float64 as NumPy has it
+    assert (as_array.weights - exact).abs().max() < 1e-6
+
+
 def test_the_html_is_self_contained_and_says_its_size(hf_outputs, tmp_path):
     attentions, pieces = hf_outputs
     v = view.View(view.result_of(attentions, pieces))
@@ -77,6 +94,10 @@ def test_a_causal_pattern_is_recognised_and_bad_input_says_what_to_pass():
         view.result_of(())
     with pytest.raises(ValueError, match="after the softmax"):
         view.result_of(torch.ones(1, 1, 3, 3), list("abc"))
+    with pytest.raises(ValueError, match=r"within 0\.005.*1\.01"):  # past half precision's rounding
+        view.result_of(torch.full((1, 1, 2, 2), 0.505), list("ab"))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        view.result_of(torch.tensor([[[[float("nan"), 1.0], [0.5, 0.5]]]]), list("ab"))
     with pytest.raises(ValueError, match="4 queries, but 3"):
         view.result_of(causal, list("abc"))
     with pytest.raises(ValueError, match="key_tokens"):
