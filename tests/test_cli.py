@@ -17,8 +17,8 @@ def test_json_layout_is_exact(tmp_path, bundled_hf):
     out = tmp_path / "a.json"
     assert main(["attention", SENTENCE, "--json", str(out), "--device", "cpu"]) == 0
     d = json.loads(out.read_text())
-    assert list(d) == ["model", "backend", "device", "truncated", "results"]
-    assert (d["model"], d["backend"], d["device"], d["truncated"]) == ("default", "hf", "cpu", 0)
+    assert list(d) == ["model", "backend", "device", "truncated", "max_tokens", "results"]
+    assert (d["model"], d["backend"], d["device"], d["truncated"], d["max_tokens"]) == ("default", "hf", "cpu", 0, 512)
     r = d["results"]["self"]
     assert list(r) == ["kind", "target_tokens", "source_tokens", "target_pieces", "source_pieces", "weights"]
     w = torch.tensor(r["weights"])
@@ -103,7 +103,8 @@ def test_stats_json_layout(tmp_path):
     out = tmp_path / "s.json"
     assert main(["stats", SENTENCE, "--json", str(out)]) == 0
     d = json.loads(out.read_text())
-    assert list(d) == ["model", "tokens", "stats", "labels"] and len(d["tokens"]) == 16
+    assert list(d) == ["model", "truncated", "max_tokens", "tokens", "stats", "labels"] and len(d["tokens"]) == 16
+    assert (d["truncated"], d["max_tokens"]) == (0, 512)
     assert set(d["stats"]) == {
         "entropy",
         "distance",
@@ -120,11 +121,24 @@ def test_stats_json_layout(tmp_path):
     assert len(d["labels"]) == 6 and all(len(r) == 12 for r in d["labels"])
 
 
+@pytest.mark.parametrize("command", ["attention", "stats", "rollout"])
+def test_a_text_past_the_models_limit_is_cut_and_every_command_says_so(tmp_path, capsys, command):
+    """stats and rollout kept BERT's first 512 tokens of a longer text with no word of it and no field in their
+    JSON (attention said so): each prints the note and writes how many tokens were dropped."""
+    out = tmp_path / "c.json"
+    assert main([command, "word " * 600, "--json", str(out)]) == 0
+    d = json.loads(out.read_text())
+    assert (d["truncated"], d["max_tokens"]) == (602 - 512, 512)  # 600 words and [CLS], [SEP]
+    assert "note: the text was cut to 512 tokens; 90 tokens were dropped" in capsys.readouterr().out
+    if command != "attention":
+        assert len(d["tokens"]) == 512
+
+
 def test_rollout_json_layout(tmp_path):
     out = tmp_path / "r.json"
     assert main(["rollout", "The cat sat on the mat.", "--json", str(out)]) == 0
     d = json.loads(out.read_text())
-    assert list(d) == ["model", "tokens", "rollout", "flow"]
+    assert list(d) == ["model", "truncated", "max_tokens", "tokens", "rollout", "flow"] and d["truncated"] == 0
     assert torch.tensor(d["rollout"]).shape == (6, 9, 9) and torch.tensor(d["flow"]).shape == (9, 9)
     assert torch.allclose(torch.tensor(d["rollout"]).sum(-1), torch.ones(6, 9), atol=1e-5)
 
@@ -391,6 +405,7 @@ def test_induction_ablate_and_patch_write_their_json_and_both_backends_agree(tmp
     assert ab["heads"] == [[0, 1], [1, 4]] and ab["mode"] == "mean" and len(ab["loss_after"]) == len(ab["tokens"]) - 1
     assert {"model", "heads", "mode", "tokens", "loss_before", "loss_after", "top_before", "top_after"} <= set(ab)
     assert {"model", "clean_diff", "corrupt_diff", "flips", "restored"} <= set(pa)
+    assert ab["truncated"] == 0 and pa["truncated"] == [0, 0] and ab["max_tokens"] == pa["max_tokens"] > 0
     assert pa["flips"] is False and pa["restored"] is None  # a random model does not get the pair right both ways
     # the same numbers through the same hook names on the scratch backend
     assert max(abs(a - b) for a, b in zip(ind["loss"], ours["induction"]["loss"], strict=True)) < 1e-4

@@ -7,6 +7,7 @@ import argparse
 
 from attnviz.cli.common import (
     TerminalPhases,
+    cut,
     parse_rows,
     progress_printer,
     read_text,
@@ -41,8 +42,7 @@ def cmd_attention(args: argparse.Namespace) -> int:
         )
     first = results.main
     print(f"model {engine.name} ({engine.backend}) on {first.device}")
-    if first.truncated:
-        print(f"note: the text was cut to {engine.max_tokens} tokens; {first.truncated} tokens were dropped")
+    cut(engine, first.truncated)
     write_json(args.json, result_json(engine, results, rows))
     return 0
 
@@ -132,6 +132,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         print(f"layer {layer + 1}: " + " ".join(f"{h + 1}:{lab}" for h, lab in enumerate(row)))
     payload = {
         "model": engine.name,
+        **cut(engine, result.truncated),
         "tokens": list(result.target_tokens),
         "stats": {k: stats[k].tolist() for k in head_stats.STATS},
         "labels": labels,
@@ -157,8 +158,6 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     for i, tok in enumerate(result.target_tokens):
         j = int(last[i].argmax())
         print(f"{tok!r:>16} draws most from {result.source_tokens[j]!r} ({last[i, j]:.2f}) after the last layer")
-    write_json(
-        args.json,
-        {"model": engine.name, "tokens": list(result.target_tokens), "rollout": rolled.tolist(), "flow": flowed},
-    )
+    payload = {"model": engine.name, **cut(engine, result.truncated), "tokens": list(result.target_tokens)}
+    write_json(args.json, {**payload, "rollout": rolled.tolist(), "flow": flowed})
     return 0

@@ -21,6 +21,14 @@ def write_json(path: str | None, payload: dict) -> None:
         print(f"wrote {path}")
 
 
+def cut(engine: Engine, truncated: int, what: str = "the text") -> dict:
+    """Says on the terminal that a text was cut to the model's limit, and returns the JSON's fields for it (every
+    command that reads a text writes them: "truncated", the tokens dropped, and "max_tokens")."""
+    if truncated:
+        print(f"note: {what} was cut to {engine.max_tokens:,} tokens; {truncated:,} tokens were dropped")
+    return {"truncated": truncated, "max_tokens": engine.max_tokens}
+
+
 def result_json(engine: Engine, results: Results, rows: list[int] | None = None) -> dict:
     """The --json layout: model, backend, device, truncated, and per kind its tokens and weights.
 
@@ -45,7 +53,8 @@ def result_json(engine: Engine, results: Results, rows: list[int] | None = None)
         "model": engine.name,
         "backend": engine.backend,
         "device": first.device,
-        "truncated": first.truncated,
+        "truncated": first.truncated,  # tokens dropped (the command says so on the terminal: cut)
+        "max_tokens": engine.max_tokens,
         "results": out,
     }
 

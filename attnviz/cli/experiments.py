@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from attnviz.cli.common import (
+    cut,
     read_text,
     write_json,
 )
@@ -131,6 +132,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     text = read_text(args)
     heads = parse_heads(args.heads, engine.n_layers, engine.n_heads)
     got = api.ablate(text, heads, model=engine, mode=args.mode, position=args.position)
+    said = cut(engine, engine.encode(text).truncated)
     print(
         f"{got.model}: {sum(map(len, heads.values()))} head(s) {got.mode}-ablated; mean loss "
         f"{got.loss_before.mean():.3f} -> {got.loss_after.mean():.3f} nats"
@@ -144,6 +146,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
         args.json,
         {
             "model": got.model,
+            **said,
             "heads": [[layer, h] for layer, hs in sorted(got.heads.items()) for h in hs],
             "mode": got.mode,
             "tokens": [token_text(engine, i) for i in got.ids],
@@ -161,7 +164,12 @@ def cmd_patch(args: argparse.Namespace) -> int:
     """Each head's clean output patched into the corrupted run: the share of the logit difference restored."""
     from attnviz import api
 
-    got = api.patch(args.clean, args.corrupt, args.answer, args.wrong, model=_decoder_engine(args))
+    engine = _decoder_engine(args)
+    got = api.patch(args.clean, args.corrupt, args.answer, args.wrong, model=engine)
+    said = [
+        cut(engine, engine.encode(t).truncated, f"the {w} text")
+        for w, t in (("clean", args.clean), ("corrupted", args.corrupt))
+    ]
     print(
         f"{got.model}: logit({args.answer!r}) - logit({args.wrong!r}) = {got.clean_diff:+.2f} clean, "
         f"{got.corrupt_diff:+.2f} corrupted"
@@ -181,6 +189,8 @@ def cmd_patch(args: argparse.Namespace) -> int:
         args.json,
         {
             "model": got.model,
+            "truncated": [c["truncated"] for c in said],  # the clean text's, the corrupted text's
+            "max_tokens": engine.max_tokens,
             "clean_diff": got.clean_diff,
             "corrupt_diff": got.corrupt_diff,
             "flips": got.flips,
