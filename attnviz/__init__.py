@@ -12,10 +12,29 @@ nothing until a function is called:
 
 import sys
 import types
+from typing import TYPE_CHECKING
 
 from attnviz.version import __version__
 
-DOOR = (
+if TYPE_CHECKING:  # what a type checker sees of the door (at run time the names load on first use: __getattr__)
+    from attnviz.api import (
+        ModelLoadError,
+        View,
+        ablate,
+        attention,
+        corpus,
+        engine,
+        generate,
+        importance,
+        induction,
+        open_corpus_run,
+        patch,
+        qk_space,
+        show,
+    )
+
+__all__ = [  # a literal list: type checkers and linters read the door's names from it
+    "__version__",
     "attention",
     "show",
     "induction",
@@ -29,8 +48,8 @@ DOOR = (
     "qk_space",
     "View",
     "ModelLoadError",
-)
-__all__ = ["__version__", *DOOR]
+]
+DOOR = tuple(__all__[1:])
 
 
 def __getattr__(name: str):

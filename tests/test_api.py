@@ -77,3 +77,31 @@ def test_the_doors_names_stay_its_functions_after_its_subpackages_are_imported()
     assert attnviz.corpus is api.corpus and callable(attnviz.corpus)
     assert all(getattr(attnviz, name) is getattr(api, name) for name in attnviz.DOOR)
     assert importlib.import_module("attnviz.corpus").__name__ == "attnviz.corpus"  # the subpackage is still there
+
+
+MYPY_CONFIG = """[mypy]
+follow_imports = skip
+ignore_missing_imports = true
+
+[mypy-attnviz,attnviz.api]
+follow_imports = normal
+"""
+
+
+def test_a_type_checker_sees_the_doors_signatures(tmp_path, monkeypatch):
+    """`import attnviz; attnviz.show("hi", layr=2)` passed mypy: the lazy __getattr__ made every door function an
+    Any. A user's snippet is checked as a user's mypy reads the package (the door's names under TYPE_CHECKING; only
+    attnviz and attnviz.api followed, so that it takes a second): the misspelled keyword is an error, the right
+    call is not."""
+    from mypy import api as mypy
+
+    (tmp_path / "mypy.ini").write_text(MYPY_CONFIG)
+    (tmp_path / "good.py").write_text('import attnviz\n\nview = attnviz.show("hi", layer=2)\nview.to_html("v.html")\n')
+    (tmp_path / "bad.py").write_text('import attnviz\n\nattnviz.show("hi", layr=2)\n')
+    monkeypatch.setenv("MYPYPATH", str(ROOT))
+    monkeypatch.chdir(tmp_path)
+    args = ["--config-file", "mypy.ini", "--no-incremental", "--python-executable", sys.executable]
+    out, err, status = mypy.run([*args, "good.py"])
+    assert status == 0, out + err
+    out, err, status = mypy.run([*args, "bad.py"])
+    assert status == 1 and 'Unexpected keyword argument "layr" for "show"' in out, out + err
