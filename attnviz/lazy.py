@@ -29,7 +29,7 @@ import torch
 from torch import Tensor
 
 from attnviz.blocks import BlockPass, block_counts, pool_factor, pool_rows
-from attnviz.result import GRID_SIDE, THUMB_SIDE, AttentionKind, AttentionResult, Progress, Results, as_axis
+from attnviz.result import GRID_SIDE, THUMB_SIDE, AttentionKind, AttentionResult, Progress, Results, as_axis, described
 from attnviz.tokens import TokenAxis
 
 BLOCK_BYTES = 16 * 2**20  # on the CPU, the most weights one block holds at once: it stays in the cache (block_size)
@@ -91,6 +91,9 @@ class LazyAttention:
         block_bytes, max_rows = block_size(self.q.device)
         self.block_bytes = self.block_bytes or block_bytes
         self.max_rows = self.max_rows or max_rows
+
+    def __repr__(self) -> str:
+        return described(self, "held as queries and keys")
 
     # --- what views read, as from an AttentionResult ---
 

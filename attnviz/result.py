@@ -198,6 +198,9 @@ class AttentionResult:
     _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
+    def __repr__(self) -> str:
+        return described(self, "every weight held")
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "target", as_axis(self.target))
         object.__setattr__(self, "source", as_axis(self.source))
@@ -372,6 +375,12 @@ class Results(Mapping):
         """How many tokens of the input were dropped to fit the model."""
         return self.main.truncated
 
+    def __repr__(self) -> str:
+        how = "held as queries and keys, weights computed on demand" if self.lazy else "every weight held"
+        lines = [f"Results of {self.model} on {self.device}, {how}:"]
+        lines += [f"  [{kind!r}] {described(a, '')}" for kind, a in self.kinds.items()]
+        return "\n".join(lines + ([f"  notice: {self.notice}"] if self.notice else []))
+
     def eager(self, kind: str | None = None) -> AttentionResult:
         """One kind (default: the main one) as every weight held, what a view that draws every weight reads; a
         ValueError on a long text's results (lazy.of reads those)."""
@@ -400,3 +409,15 @@ def head_index(name: str) -> tuple[int, int]:
     if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1:
         raise ValueError(f"a head is written L<layer>H<head>, 1-based, like L3H5 (got {name!r})")
     return int(m.group(1)) - 1, int(m.group(2)) - 1
+
+
+def described(a: Attention, how: str) -> str:
+    """One line for a result's repr (a notebook prints it as text): its kind, model, shape, a few tokens; never its
+    tensors (a View, a Results and an AttentionResult each printed about 24 KB)."""
+    shown = " ".join(a.target_tokens[:6]) + (" …" if len(a.target_tokens) > 6 else "")
+    cut = f", {a.truncated:,} tokens cut" if a.truncated else ""
+    return (
+        f"{type(a).__name__}({a.kind}, {a.model}: {a.n_layers} layers × {a.n_heads} heads × "
+        f"{len(a.target_tokens):,} × {len(a.source_tokens):,} tokens{', ' + how if how else ''}, "
+        f"on {a.device}{cut}; {shown!r})"
+    )

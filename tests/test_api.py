@@ -105,3 +105,27 @@ def test_a_type_checker_sees_the_doors_signatures(tmp_path, monkeypatch):
     assert status == 0, out + err
     out, err, status = mypy.run([*args, "bad.py"])
     assert status == 1 and 'Unexpected keyword argument "layr" for "show"' in out, out + err
+
+
+def _short(value) -> str:
+    text = repr(value)
+    assert 1 <= len(text.splitlines()) <= 5 and len(text) < 600, text[:800]
+    assert "tensor(" not in text and "array(" not in text, text
+    return text
+
+
+def test_every_result_prints_in_one_to_five_lines(tiny_llama_dir, tmp_path):
+    """A View, a Results and an AttentionResult each printed about 24 KB of tensors (an Induction 48 KB, a query/key
+    space 125 KB), kept as text/plain in every notebook: each says in a few lines what it holds."""
+    results = attnviz.attention(SENTENCE)
+    assert "6 layers × 12 heads × 16 × 16 tokens" in _short(results) and "default" in _short(results.main)
+    view = attnviz.show(results, layer=2, head=3)
+    assert "layer 2, head 3 (0-based)" in _short(view) and f"{view.size / 2**20:.1f} MB of HTML" in repr(view)
+    decoder = str(tiny_llama_dir)
+    assert "L1H2 (1-based) zero-ablated" in _short(attnviz.ablate(SENTENCE, "0.1", model=decoder))
+    assert "best induction head" in _short(attnviz.induction(model=decoder, length=6, batch=2))
+    assert "logit difference" in _short(attnviz.patch("a b c d", "a b c e", "d", "e", model=decoder))
+    assert "tokens written after a" in _short(attnviz.generate("a b", model=decoder, max_new_tokens=3, chat=False))
+    assert "faithfulness" in _short(attnviz.qk_space(["The cat sat.", "A dog ran."], 1, 1))
+    run = attnviz.corpus(["The cat sat.", "A dog ran."], "default", tmp_path / "run")
+    assert "over 2 texts" in _short(run) and "tables heads" in repr(run)

@@ -49,6 +49,14 @@ class Space:
     pairs: int  # how many (query, key) pairs it was measured on
     explained: float | None  # PCA: the share of the variance the two axes keep
 
+    def __repr__(self) -> str:
+        n = len(self.tokens)
+        return (
+            f"Space(L{self.layer + 1}H{self.head + 1} (1-based) by {self.method}: {n:,} queries and {n:,} keys of "
+            f"{len(set(self.text_index.tolist()))} texts in 2-D; faithfulness {self.faithfulness:.3f} over "
+            f"{self.pairs:,} pairs)"
+        )
+
     @property
     def n(self) -> int:
         """How many tokens are placed (each as a query and a key)."""

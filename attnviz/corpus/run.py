@@ -55,6 +55,14 @@ class CorpusRun:
             raise CorpusError(f"the run in {folder.name[:100]!r} is not finished: start it again to resume it")
         return cls(folder, manifest)
 
+    def __repr__(self) -> str:
+        m, corpus = self.manifest, self.manifest.get("corpus", {})
+        return (
+            f"CorpusRun({m.get('model')} over {corpus.get('documents', '?'):,} texts of {corpus.get('name', '?')}: "
+            f"{m.get('layers', '?')} layers × {m.get('heads', '?')} heads; tables {', '.join(TABLES)}; "
+            f"in {self.folder})"
+        )
+
     def table(self, name: str):
         """One of TABLES as a pandas DataFrame."""
         import pandas as pd

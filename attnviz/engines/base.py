@@ -173,6 +173,13 @@ class Generation:
     text: str  # the written text, special tokens left out
     stopped: Literal["end token", "limit"]
 
+    def __repr__(self) -> str:
+        text = self.text if len(self.text) <= 60 else self.text[:57] + "…"
+        return (
+            f"Generation({self.result.model}: {len(self.written)} tokens written after a {self.prompt_tokens}-token "
+            f"prompt, stopped at the {self.stopped}: {text!r})"
+        )
+
     @property
     def steps(self):
         """(L, H, n, Tk): row s is where the query that wrote token s looked (position P - 1 + s)."""

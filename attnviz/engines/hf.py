@@ -7,6 +7,7 @@ the model's own output when no target is given).
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import torch
@@ -153,6 +154,22 @@ KINDS_OF: dict[str, tuple[AttentionKind, ...]] = {
 }
 
 
+@contextlib.contextmanager
+def quiet_loading():
+    """transformers' "Loading weights" bar left out while attnviz loads a model from disk (under a second for the
+    bundled ones): in a notebook it was a bar and an "IProgress not found" warning in the first cell's output. A
+    download keeps huggingface_hub's own bars; the caller's setting is restored after."""
+    from transformers.utils import logging as hf_logging
+
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()
+
+
 class HFEngine:
     """A Hugging Face model and tokenizer, shared by every caller. An Engine.
 
@@ -176,7 +193,10 @@ class HFEngine:
             )
             # An explicit dtype: the weights are float32 whatever the config says, and transformers does not
             # change torch's process-wide default dtype on the way.
-            model = loader.from_pretrained(source, attn_implementation=self._attention(), dtype=torch.float32, **local)
+            with quiet_loading():
+                model = loader.from_pretrained(
+                    source, attn_implementation=self._attention(), dtype=torch.float32, **local
+                )
             self.model = model.to(self.device).eval()
         except Exception as err:  # the hub, the file system and the config all raise their own types
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__

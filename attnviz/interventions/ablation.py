@@ -46,6 +46,14 @@ class Ablation:
     top_after: list[dict]
     patterns_after: Tensor  # (L, H, T, T): every head's attention with the heads knocked out
 
+    def __repr__(self) -> str:
+        names = ", ".join(f"L{layer + 1}H{h + 1}" for layer, hs in sorted(self.heads.items()) for h in hs)
+        return (
+            f"Ablation({self.model}: {names} (1-based) {self.mode}-ablated; mean loss "
+            f"{float(self.loss_before.mean()):.3f} -> {float(self.loss_after.mean()):.3f} nats over {len(self.ids)} "
+            "tokens)"
+        )
+
 
 def reference_texts(text: str | None = None) -> tuple[str, ...]:
     """The reference texts of mean ablation: the built-in corpus without `text` (the scored one) if it is there."""

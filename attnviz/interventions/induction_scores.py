@@ -51,6 +51,14 @@ class Induction:
     each: dict[str, Tensor]  # {score: (B, L, H)}: every head's score on each sequence
     patterns: Tensor  # (L, H, T, T) float32: every head's attention on the first sequence
 
+    def __repr__(self) -> str:
+        (layer, head, score), *_ = self.best(1)
+        return (
+            f"Induction({self.model}: {self.batch} sequences, each {self.length} random tokens twice; scores "
+            f"{', '.join(self.each)} (layers × heads); best induction head L{layer + 1}H{head + 1} (1-based) "
+            f"{score:.2f})"
+        )
+
     @property
     def batch(self) -> int:
         """How many sequences the scores average."""

@@ -56,6 +56,13 @@ class Patching:
     corrupt_diff: float
     restored: Tensor | None  # (L, H), None where the metric is undefined
 
+    def __repr__(self) -> str:
+        restored = "undefined" if self.restored is None else f"{tuple(self.restored.shape)} per head"
+        return (
+            f"Patching({self.model}: logit difference {self.clean_diff:+.2f} clean, {self.corrupt_diff:+.2f} "
+            f"corrupted; share restored {restored})"
+        )
+
     @property
     def flips(self) -> bool:
         """Whether the model gets the pair right both ways (d_clean > 0 > d_corrupt): `restored` means something."""

@@ -92,7 +92,13 @@ class View:
 
     def html(self) -> str:
         """The view as one HTML block (what a notebook shows): plotly.js inlined, then the figures; its first line
-        states its size."""
+        states its size. Made once for what the view shows (a notebook asks for it and for the repr's size)."""
+        key = (self.layer, self.head, self.statistic, self.style)
+        if self.__dict__.get("_made", (None,))[0] != key:
+            self.__dict__["_made"] = (key, self._html())
+        return self.__dict__["_made"][1]
+
+    def _html(self) -> str:
         page = (
             "<div class='attnviz-view' style='font-family:sans-serif'>"
             f"<p style='font-size:12px;color:#555'>{self._caption()}</p>"
@@ -104,6 +110,14 @@ class View:
     def size(self) -> int:
         """How many bytes the HTML output embeds."""
         return len(self.html().encode())
+
+    def __repr__(self) -> str:
+        r = self.result
+        return (
+            f"View of {r.model} ({r.kind}, {r.n_layers} layers × {r.n_heads} heads, {len(r.target_tokens)} tokens): "
+            f"layer {self.layer}, head {self.head} (0-based), statistic {self.statistic!r}; "
+            f"{self.size / 2**20:.1f} MB of HTML"
+        )
 
     def _repr_html_(self) -> str:
         return self.html()
