@@ -179,7 +179,7 @@ class AttentionResult:
 
     weights: (L, H, Tq, Tk) float32, detached, on the CPU; rows sum to 1.
     target: the rows (queries); source: the columns (keys). A plain sequence of token strings is
-    accepted for either and read as `TokenAxis.plain` (no special tokens, each token its own word).
+    accepted for either and read as `TokenAxis.plain` (special tokens by their names, each token its own word).
     device: where the forward pass ran ("cpu", "cuda:0").
     truncated: how many tokens of the input were dropped to fit the model.
     value_norms: (L, H, Tk) or None: ||f_h(x_j)||, each key's value carried through its head's part of W_O

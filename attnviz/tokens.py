@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,6 +51,18 @@ def number_words(word_ids: Sequence[int | None], special: Sequence[bool]) -> tup
     return tuple(words)
 
 
+# A special token's name as tokenizers write them: [CLS], [SEP], [PAD] (WordPiece); <|endoftext|>, <|im_start|>
+# (byte-level BPE); <s>, </s>, <pad>, <bos>, <start_of_turn> (SentencePiece and others).
+_SPECIAL_NAME = re.compile(r"\[[A-Z]{2,10}\]|<\|[^|<>\s]{1,40}\|>|</?[a-z][a-z_]{0,29}>")
+
+
+def named_special(token: str) -> bool:
+    """Whether a token known only by its name is a tokenizer's special token (the rule above). Weights a user passes
+    with their tokens are labelled as the same weights from attnviz's own run: the same heads read "[CLS]" (a head
+    on a first token that is special), not "first-token"."""
+    return bool(_SPECIAL_NAME.fullmatch(str(token)))
+
+
 @dataclass(frozen=True)
 class TokenAxis:
     """The tokens along one axis of a map, and what each one is."""
@@ -75,9 +88,10 @@ class TokenAxis:
 
     @classmethod
     def plain(cls, tokens: Sequence[str]) -> TokenAxis:
-        """Tokens known only by name: none special, each its own word, no characters."""
+        """Tokens known only by name: special where the name says so (named_special), each its own word, no
+        characters."""
         n = len(tokens)
-        return cls(tuple(tokens), (False,) * n, tuple(range(n)), (NO_SPAN,) * n)
+        return cls(tuple(tokens), tuple(named_special(t) for t in tokens), tuple(range(n)), (NO_SPAN,) * n)
 
     def __len__(self) -> int:
         return len(self.tokens)

@@ -25,7 +25,7 @@ from attnviz.analysis import head_stats
 from attnviz.figures import export, interactive, stat_charts
 from attnviz.figures.style import Style
 from attnviz.result import AttentionKind, AttentionResult
-from attnviz.tokens import TokenAxis, shown
+from attnviz.tokens import TokenAxis, named_special, shown
 
 SIDES = {"overview": interactive.OVERVIEW_THUMB, "layer": 96, "head": 256}  # tokens a side past which maps pool
 STATISTICS = ("prev", "first", "self", "entropy")
@@ -206,7 +206,7 @@ def _axis(tokens: Sequence[str] | TokenAxis, n: int, which: str) -> TokenAxis:
         pieces = tuple(str(t) for t in tokens)
         axis = TokenAxis(
             tuple(piece_text(p) for p in pieces),
-            (False,) * len(pieces),
+            tuple(named_special(p) for p in pieces),  # as attnviz's own run marks them: the same labels
             tuple(range(len(pieces))),
             ((0, 0),) * len(pieces),
             pieces=pieces,

@@ -56,6 +56,25 @@ def test_half_precision_and_float64_attentions_draw_as_float32_rows_that_sum_to_
     assert (as_array.weights - exact).abs().max() < 1e-6
 
 
+def test_the_same_weights_get_the_same_head_labels_however_they_come_in(hf_outputs, bundled_hf):
+    """show(text) called a head "[CLS]" and show(outputs.attentions, tokens) on identical weights called it
+    "first-token": the tokens a user passes now mark their special tokens by name, as the engine's run does."""
+    from attnviz.analysis import head_stats
+    from attnviz.tokens import named_special
+
+    attentions, pieces = hf_outputs
+    theirs, ours = view.result_of(attentions, pieces), bundled_hf.run(SENTENCE).main
+    assert theirs.target.special == ours.target.special == (True,) + (False,) * 14 + (True,)
+
+    def labels(r):
+        return head_stats.labels(r.stats(), head_stats.uniform_entropy(r))
+
+    assert labels(theirs) == labels(ours) and any("[CLS]" in row for row in labels(ours))
+    names = ("[CLS]", "[SEP]", "<|endoftext|>", "<|im_start|>", "<s>", "</s>", "<pad>", "<start_of_turn>")
+    assert all(named_special(t) for t in names)
+    assert not any(named_special(t) for t in ("the", "Ġanimal", "[", "<", "[cls]", "< s>", "<3", "a<b>"))
+
+
 def test_the_html_is_self_contained_and_says_its_size(hf_outputs, tmp_path):
     attentions, pieces = hf_outputs
     v = view.View(view.result_of(attentions, pieces))
