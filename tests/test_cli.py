@@ -89,6 +89,13 @@ def test_doctor_runs_where_streamlit_is_not_installed(monkeypatch, capsys):
     assert main(["doctor", "--device", "cpu"]) == 0
     out = capsys.readouterr().out
     assert "streamlit     not installed" in out and "(ok," in out
+    from attnviz import __version__
+
+    # every bundled model it can load offline (doctor listed only "default" after prepare set up SmolLM2), and its own
+    # version
+    assert f"attnviz       {__version__}" in out
+    models = out.split("models offline:\n")[1].split("attention ")[0]
+    assert [line.split()[0] for line in models.splitlines()[:3]] == ["default", "dates", "smollm2"], models
 
 
 def test_date_model_from_the_command_line_gives_three_kinds(tmp_path):

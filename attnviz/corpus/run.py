@@ -161,10 +161,13 @@ def _prepare(folder: Path, manifest: dict) -> None:
         if not same:
             raise CorpusError(
                 f"{folder.name[:100]!r} holds another run (another model, corpus or settings): name a "
-                "new folder with --out, or delete that one"
+                "new folder (out= in Python, --out on the command line), or delete that one"
             )
     elif folder.exists() and any(folder.iterdir()):
-        raise CorpusError(f"{folder.name[:100]!r} is not empty and holds no run: name a new folder with --out")
+        raise CorpusError(
+            f"{folder.name[:100]!r} is not empty and holds no run: name a new folder (out= in Python, --out on "
+            "the command line)"
+        )
     (folder / "parts").mkdir(parents=True, exist_ok=True)
 
 

@@ -109,6 +109,14 @@ class Induction:
     def separated(self, a: tuple[int, int], b: tuple[int, int], score: str = "induction") -> bool:
         """Whether heads a and b ((layer, head), 0-based) differ in a score by more than twice the standard error of
         their paired difference over the sequences: a ranking of the two that is not inside the noise."""
+        for head in (a, b):
+            if not (isinstance(head, tuple | list) and len(head) == 2 and all(isinstance(i, int) for i in head)):
+                raise ValueError(
+                    f"separated compares two heads, each (layer, head) 0-based, on one score (score={score!r}): "
+                    f"got {head!r}; e.g. run.separated((1, 4), (2, 3), score='prefix')"
+                )
+        if score not in self.each:
+            raise ValueError(f"the scores are {', '.join(self.each)}, not {score!r}")
         values = self.each[score]
         diff = values[:, a[0], a[1]] - values[:, b[0], b[1]]  # (B,): the same sequences, so paired
         if diff.numel() < 2:

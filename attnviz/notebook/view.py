@@ -212,7 +212,8 @@ def _axis(tokens: Sequence[str] | TokenAxis, n: int, which: str) -> TokenAxis:
             pieces=pieces,
         )
     if len(axis) != n:
-        raise ValueError(f"the attention has {n} {which}, but {len(axis)} {which[:-1]} tokens were given")
+        one = {"queries": "query", "keys": "key"}[which]
+        raise ValueError(f"the attention has {n} {which}, but {len(axis)} {one} tokens were given")
     return axis
 
 

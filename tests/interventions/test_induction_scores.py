@@ -92,6 +92,11 @@ def test_two_heads_are_separated_only_when_their_gap_exceeds_the_noise(tiny):
     fake = induction.Induction(got.model, got.ids, got.length, got.offset, got.losses, each, got.patterns)
     assert fake.separated((0, 0), (0, 1))
     assert not fake.separated((0, 0), (1, 0))
+    # two scores where two heads go: a message that says what it compares ("new(): invalid data type 'str'" before)
+    with pytest.raises(ValueError, match=r"compares two heads, each \(layer, head\)"):
+        fake.separated("induction", "prefix")
+    with pytest.raises(ValueError, match="the scores are induction"):
+        fake.separated((0, 0), (0, 1), score="copying")
 
 
 @pytest.mark.slow  # loads SmolLM2 (about 20 s the first time)

@@ -117,7 +117,7 @@ def test_a_causal_pattern_is_recognised_and_bad_input_says_what_to_pass():
         view.result_of(torch.full((1, 1, 2, 2), 0.505), list("ab"))
     with pytest.raises(ValueError, match="NaN or infinite"):
         view.result_of(torch.tensor([[[[float("nan"), 1.0], [0.5, 0.5]]]]), list("ab"))
-    with pytest.raises(ValueError, match="4 queries, but 3"):
+    with pytest.raises(ValueError, match="4 queries, but 3 query tokens"):
         view.result_of(causal, list("abc"))
     with pytest.raises(ValueError, match="key_tokens"):
         view.result_of(torch.full((1, 2, 5), 1 / 5))
