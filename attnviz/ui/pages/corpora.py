@@ -151,6 +151,8 @@ def render() -> None:
         f"{m['engine']} run, attnviz {escape.md(m['attnviz'])}."
     )
     names = {**head_stats.NAMES, **{k: v for k, v in EXTRA_NAMES.items() if k in m.get("extras", [])}}
+    if m.get("kind") == "causal":  # a decoder's query never sees the token after it: that share is 0 by construction
+        names.pop("next")
     a, b = st.columns([3, 2])
     stat = state.bound(
         a.selectbox,

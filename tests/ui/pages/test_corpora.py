@@ -74,3 +74,16 @@ def test_a_small_run_on_the_builtin_corpus_starts_from_the_page(tmp_path, monkey
     made = [r for r in api.corpus_runs() if r.manifest["corpus"]["name"] == "builtin-50"]
     assert made and made[0].manifest["corpus"]["documents"] == 50
     assert at.selectbox(key="co.run").value == made[0].folder.name
+
+
+def test_a_decoders_run_does_not_offer_the_next_token_share(tiny_llama_dir):
+    """A decoder's query never sees the token after it: the page offered its next-token share (0 everywhere, top
+    examples at 0.000, a colour bar to -0.4). A link that asks for it gets the default statistic."""
+    decoder = api.corpus(list(head_stats.CORPUS[:4]), str(tiny_llama_dir), RUNS / "sentences-tiny-llama", window=32)
+    assert decoder.manifest["kind"] == "causal"
+    at = _page(run=decoder.folder.name, stat="next")
+    _ok(at)
+    colour = at.selectbox(key="co.stat")
+    offered = colour.options  # as the page shows them
+    assert head_stats.NAMES["next"] not in offered and head_stats.NAMES["prev"] in offered, offered
+    assert colour.value == "entropy"
