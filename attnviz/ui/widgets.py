@@ -114,11 +114,21 @@ def prepared(result: AttentionResult, opts: Options) -> AttentionResult:
         halt()
 
 
+UNKNOWN_PIECES = ("[UNK]", "<unk>")  # WordPiece's and SentencePiece's unknown token
+
+
 def truncation_notice(result: Attention) -> None:
-    """Say how many tokens were dropped where the text was longer than the model takes (nothing otherwise)."""
+    """Say how many tokens were dropped where the text was longer than the model takes, and what an unknown token
+    stands for where the text has one (nothing otherwise)."""
     if result.truncated:
         kept, dropped = len(result.source_tokens), result.truncated
         st.info(f"The text was cut to fit the model: it reads {kept:,} tokens; {dropped:,} at the end were dropped.")
+    unknown = sorted({p for p in result.source.pieces if p in UNKNOWN_PIECES})
+    if unknown:  # an emoji became "[UNK]" with no word of why
+        st.caption(
+            f"{unknown[0]} stands for characters the model's vocabulary does not have (an emoji, a rare symbol): "
+            "the model sees one unknown token there, whatever the characters were."
+        )
 
 
 def pick(label: str, prefix: str, url_key: str, count: int, *, default: int = 1, where: Any = st) -> int:

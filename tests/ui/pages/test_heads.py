@@ -265,3 +265,13 @@ def test_one_render_resolves_the_model_once_and_decides_long_or_eager_once(long,
         assert counts == {"resolve": 1, "decide": 1}
     held = service.cached(service.Request(model, "hf", text))
     assert held is not None and held.lazy == long  # the path the test meant to take
+
+
+def test_an_unknown_token_is_explained_where_it_appears():
+    """An emoji became "[UNK]" on the maps with no word of why; a text without one gets no note."""
+    at = _app(text="The cat 🐈 sat.")
+    _ok(at)
+    assert "[UNK]" in _tokens(_charts(at)[0]["data"][0]["x"])
+    assert any(c.value.startswith("[UNK] stands for characters the model's vocabulary") for c in at.caption)
+    at = _app()
+    assert not any("stands for characters" in c.value for c in at.caption)
