@@ -798,7 +798,16 @@ READABLE_JS = r"""() => {
   }
   return out;
 }"""
-READABLE_PAGES = ("", "?view=Head&layer=3&head=5", "inside", "compare", "overview", "positions", "head_count", "masks")
+READABLE_PAGES = (
+    "",
+    "?view=Head&layer=3&head=5",
+    "inside",
+    "compare?source=bert",  # the what-ifs' maps (the page opens on the dates model's, visited below)
+    "overview",
+    "positions",
+    "head_count",
+    "masks",
+)
 # What a person sees of every chart's labels (not what is in the DOM): each tick label and title's box, as the browser
 # lays it out, inside its figure and its chart element (not cut), off every plot area (not over a map), and no two
 # level tick labels of one axis over each other (turned ones: READABLE_JS's spacing). The one-head map's row labels

@@ -53,9 +53,11 @@ CROSS_NEVER_TRAINED = (
 
 
 def source_picker(inputs: Inputs) -> str:
-    """Which model to compare with, in the URL: by default the sidebar's sentence, on BERT's three kinds (SmolLM2's
-    masked attention beside BERT's when the sidebar shows SmolLM2); the dates model is one click away."""
-    default = "llm" if inputs.model == "smollm2" else "bert"
+    """Which model to compare with, in the URL. By default a real model's own attention of each kind: our
+    encoder-decoder's self, masked and cross attention (SmolLM2's masked attention beside BERT's when the sidebar
+    shows SmolLM2). It opened on BERT's what-ifs, whose first words were "A what-if, not a model"; they are one
+    click away."""
+    default = "llm" if inputs.model == "smollm2" else "dates"
     return state.bound(
         st.radio,
         "Model",

@@ -7,11 +7,15 @@ from conftest import SENTENCE
 from plotly_data import array
 
 
-def test_compare_page_opens_on_the_sidebars_sentence():
+def test_compare_page_opens_on_a_real_models_three_kinds():
+    """It opened on BERT's what-ifs ("A what-if, not a model"): now on a trained model's own self, masked and cross
+    attention, with no what-if warning; BERT's what-ifs on the sidebar's sentence are one click away."""
     at = _compare()
     _ok(at)
-    assert at.radio(key="cmp.source").value == "bert"  # BERT's three kinds on the sentence the sidebar shows
-    assert "animal ·3" in _charts(at)[0]["data"][0]["x"]
+    assert at.radio(key="cmp.source").value == "dates"
+    assert [d["type"] for d in _charts(at)[0]["data"]] == ["heatmap"] * 3 and not at.warning
+    at.radio(key="cmp.source").set_value("bert").run()
+    assert "animal ·3" in _charts(at)[0]["data"][0]["x"]  # the sentence the sidebar shows
 
 
 def test_compare_page_with_the_date_model():
