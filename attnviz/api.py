@@ -318,14 +318,14 @@ def show(
     if isinstance(attention, str) and text is None:
         attention, text = None, attention
     if text is not None:
-        result = as_result(_results(text, model or "default", backend))
+        result, long = as_result(_results(text, model or "default", backend))
     elif attention is None:
         raise ValueError("show what? a text (attnviz.show('a sentence')) or attention you have, with its tokens")
     elif hasattr(attention, "main") or hasattr(attention, "target"):
-        result = as_result(attention)
+        result, long = as_result(attention)
     else:
-        result = result_of(attention, tokens, key_tokens=key_tokens, model=model or "your model")
-    return View(result, layer, head, statistic, Style(projector=projector))
+        result, long = result_of(attention, tokens, key_tokens=key_tokens, model=model or "your model"), False
+    return View(result, layer, head, statistic, Style(projector=projector), long)
 
 
 def corpus(

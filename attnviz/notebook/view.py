@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape as escape_html
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import plotly.graph_objects as go
@@ -22,9 +23,9 @@ import plotly.io as pio
 import torch
 
 from attnviz.analysis import head_stats
-from attnviz.figures import export, interactive, stat_charts
+from attnviz.figures import export, interactive, lazy_maps, stat_charts
 from attnviz.figures.style import Style
-from attnviz.result import AttentionKind, AttentionResult
+from attnviz.result import Attention, AttentionKind, AttentionResult
 from attnviz.tokens import TokenAxis, named_special, shown
 
 SIDES = {"overview": interactive.OVERVIEW_THUMB, "layer": 96, "head": 256}  # tokens a side past which maps pool
@@ -44,11 +45,12 @@ def plotly_js() -> str:
 class View:
     """What attnviz.show returns: a result drawn as in the app, rendered inline by Jupyter, VS Code and Colab."""
 
-    result: AttentionResult
+    result: Attention  # every weight held, or a long text's queries and keys (long)
     layer: int = 0  # 0-based
     head: int = 0  # 0-based
     statistic: str = "prev"
     style: Style = field(default_factory=Style)
+    long: bool = False  # a long text's attention: pooled maps from the first pass, one head pooled exactly
 
     def __post_init__(self) -> None:
         n_l, n_h = self.result.n_layers, self.result.n_heads
@@ -64,15 +66,29 @@ class View:
         """The view's figures, the app's builders: the overview, the layer's heads, the one head large."""
         r = self.result
         if r.kind == "cross":  # no per-head statistics across two texts: every head as a small map
-            first = interactive.overview(r, style=self.style)
+            first = interactive.overview(cast(AttentionResult, r), style=self.style)  # a long text is never cross
         else:
             stats = head_stats.head_stats(r)
             labels = head_stats.labels(stats, head_stats.uniform_entropy(r))
             first = stat_charts.stat_grid(stats[self.statistic].numpy(), labels, self.statistic, style=self.style)
+        if self.long:  # the app's long path: the first pass's pooled maps, one head pooled from its exact weights
+            maps, fq, fk = r.pooled(SIDES["layer"])
+            m, f = r.pooled_head(self.layer, self.head, SIDES["head"])
+            title = f"Layer {self.layer + 1}, head {self.head + 1}" + (
+                f" — pooled {f}×{f} tokens a cell" if f > 1 else ""
+            )
+            return [
+                first,
+                interactive.maps_grid(
+                    maps[self.layer], r.target_tokens, r.source_tokens, fq, fk, self.layer, style=self.style
+                ),
+                lazy_maps.zoomable_map(m, f, len(r.target_tokens), title, style=self.style),
+            ]
+        eager = cast(AttentionResult, r)
         return [
             first,
-            interactive.head_grid(r, self.layer, style=self.style, max_side=SIDES["layer"]),
-            interactive.head_map(r, self.layer, self.head, style=self.style, max_side=SIDES["head"]),
+            interactive.head_grid(eager, self.layer, style=self.style, max_side=SIDES["layer"]),
+            interactive.head_map(eager, self.layer, self.head, style=self.style, max_side=SIDES["head"]),
         ]
 
     def _charts(self) -> str:
@@ -142,8 +158,18 @@ class View:
         """The one head (or the whole layer) as SVG."""
         return self._image(path, "svg", whole_layer)
 
+    def _eager(self, what: str) -> AttentionResult:
+        """The result with every weight, for an export that writes every weight; a clear refusal on a long text."""
+        if self.long:
+            n = len(self.result.target_tokens)
+            raise ValueError(
+                f"{what} writes every weight, and this text's attention ({n:,} tokens) is kept as queries and keys: "
+                "export a window of it from the Heads page, or show a shorter text"
+            )
+        return cast(AttentionResult, self.result)
+
     def _image(self, path: str | Path, fmt: str, whole_layer: bool) -> Path:
-        r = self.result
+        r = self._eager(f"to_{fmt}")
         fig = export.grid_figure(r, self.layer) if whole_layer else export.head_figure(r, self.layer, self.head)
         out = Path(path)
         out.write_bytes(export.figure_bytes(fig, fmt))
@@ -151,7 +177,7 @@ class View:
 
     def to_csv(self, path: str | Path, *, whole_layer: bool = False) -> Path:
         """The one head's map (or every head of the layer, long form) as CSV, tokens with their positions."""
-        r = self.result
+        r = self._eager("to_csv")
         w = r.weights[self.layer].numpy()
         text = (
             export.layer_csv(w, r.target_tokens, r.source_tokens)
@@ -164,7 +190,7 @@ class View:
 
     def to_json(self, path: str | Path) -> Path:
         """The one head's weights, its tokens and what produced it, as the app's JSON bundle."""
-        r = self.result
+        r = self._eager("to_json")
         text = export.bundle_json(
             r.weights[self.layer, self.head].numpy(), r.target_tokens, r.source_tokens, self._manifest(self.head)
         )
@@ -285,12 +311,8 @@ def result_of(attention, tokens=None, *, key_tokens=None, model: str = "your mod
     return AttentionResult(weights, rows, cols, kind, model)
 
 
-def as_result(value) -> AttentionResult:
-    """An AttentionResult from attnviz's own values (a Results: its first kind; an Attention with every weight)."""
+def as_result(value) -> tuple[Attention, bool]:
+    """The attention to draw from attnviz's own values (a Results: its first kind; an Attention), and whether it
+    is a long text's (held as queries and keys: the view draws it as the app's long path does)."""
     main = getattr(value, "main", value)
-    if not getattr(value, "lazy", False) and hasattr(main, "weights"):
-        return main
-    raise ValueError(
-        "this is a long text's attention (kept as queries and keys): show a window of it on the Heads "
-        "page, or pass a shorter text"
-    )
+    return main, bool(getattr(value, "lazy", False)) or not hasattr(main, "weights")

@@ -134,3 +134,31 @@ def test_exports_write_what_the_app_exports(hf_outputs, tmp_path):
     csv = v.to_csv(tmp_path / "h.csv").read_text().splitlines()
     assert csv[0].startswith("query,1:[CLS],2:the") and len(csv) == len(pieces) + 1
     assert '"layer": 2' in v.to_json(tmp_path / "h.json").read_text()
+
+
+def test_a_long_text_draws_in_a_notebook_as_the_apps_long_path(tiny_long_llama_dir, monkeypatch, tmp_path):
+    """show() on a text past the eager budget computed for a minute, then refused ("this is a long text's attention
+    ... show a window of it on the Heads page"). It draws the app's long path: the statistics streamed, the layer's
+    pooled maps from the first pass, the head pooled from its exact weights; an export of every weight says why not."""
+    from attnviz import api
+    from attnviz.blocks import block_mean, pool_factor
+    from attnviz.engines import registry
+    from attnviz.result import AttentionResult
+
+    monkeypatch.setenv("ATTNVIZ_EAGER_MB", "1")  # the tiny Llama goes long past 147 tokens
+    text = " ".join(["The animal didn't cross the street because it was too tired."] * 30)
+    engine = registry.load(str(tiny_long_llama_dir), "hf", "cpu")
+    enc = engine.encode(text)
+    n = len(enc.ids)
+    assert n > 400
+    v = api.show(text, model=str(tiny_long_llama_dir), layer=1, head=2)
+    assert v.long and "held as queries and keys" in repr(v.result)
+    stats, grid, one = v.figures()
+    with torch.inference_mode():
+        exact = AttentionResult(engine.weights_of(enc.ids), enc.axis, enc.axis, "causal", "eager")  # every weight
+    f = pool_factor(n, view.SIDES["layer"])
+    assert np.abs(np.asarray(grid.data[2].z, dtype=float) - block_mean(exact.weights[1, 2], f, f).numpy()).max() < 1e-5
+    assert np.abs(np.asarray(stats.data[0].z, dtype=float) - exact.stats()["prev"].numpy()).max() < 1e-5
+    assert one.layout.title.text.startswith("Layer 2, head 3") and v.size > 0
+    with pytest.raises(ValueError, match="kept as queries and keys: export a window"):
+        v.to_csv(tmp_path / "x.csv")
