@@ -98,9 +98,12 @@ class View:
 
     def _caption(self) -> str:
         r = self.result
+        cut = f" (the text was cut to fit the model: {r.truncated:,} tokens at the end dropped)" if r.truncated else ""
         return (
             f"attnviz · {escape_html(r.model)} · {r.kind} · {r.n_layers} layers × {r.n_heads} heads · "
-            f"{len(r.target_tokens)} × {len(r.source_tokens)} tokens · layer {self.layer + 1}, head {self.head + 1} · "
+            f"{len(r.target_tokens)} × {len(r.source_tokens)} tokens"
+            f"{cut}{' (a long text: maps pooled from its exact weights)' if self.long else ''}"
+            f" · layer {self.layer + 1}, head {self.head + 1} · "
             f"this output is {{size}} MB ({len(plotly_js().encode()) / 2**20:.1f} MB of it plotly.js, inlined: "
             f"nothing is fetched); maps pool past {SIDES['layer']} tokens a side for the layer, {SIDES['head']} for "
             "one head"

@@ -159,6 +159,9 @@ def test_a_long_text_draws_in_a_notebook_as_the_apps_long_path(tiny_long_llama_d
     f = pool_factor(n, view.SIDES["layer"])
     assert np.abs(np.asarray(grid.data[2].z, dtype=float) - block_mean(exact.weights[1, 2], f, f).numpy()).max() < 1e-5
     assert np.abs(np.asarray(stats.data[0].z, dtype=float) - exact.stats()["prev"].numpy()).max() < 1e-5
-    assert one.layout.title.text.startswith("Layer 2, head 3") and v.size > 0
+    assert one.layout.title.text.startswith("Layer 2, head 3") and "a long text: maps pooled" in v.html()[:2000]
+    monkeypatch.delenv("ATTNVIZ_EAGER_MB")
+    cut = api.show("word " * 600, layer=0, head=0)  # past BERT's 512 tokens: the view says what was cut
+    assert "the text was cut to fit the model: 90 tokens at the end dropped" in cut.html()[:2000]
     with pytest.raises(ValueError, match="kept as queries and keys: export a window"):
         v.to_csv(tmp_path / "x.csv")
