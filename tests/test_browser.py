@@ -8,8 +8,9 @@ import re
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, SENTENCE
 
 from attnviz.ui import frame
 from harness.server import ARGS, CHROMIUM, IDLE_JS, SETTLED_JS, free_port, start_server
@@ -1026,3 +1027,30 @@ def test_a_link_to_a_head_opens_the_heads_page_in_the_packaged_app(browser, serv
         assert "/positions" not in pg.url
     finally:
         pg.close()
+
+
+def test_a_click_on_a_head_in_a_notebook_views_grid_draws_it_large_with_no_kernel(browser, tmp_path, bundled_hf):
+    """The notebook view's grid said "pick a head for full detail" and clicks did nothing: a click on a head's map
+    draws that head in the one-head map of the same output, from the data already in the page (offline, no kernel:
+    the view saved as a file)."""
+    import attnviz
+
+    path = attnviz.show(bundled_hf.run(SENTENCE), layer=2, head=0).to_html(tmp_path / "view.html")
+    context = browser.new_context(viewport={"width": 1280, "height": 2400})
+    context.set_offline(True)
+    pg = context.new_page()
+    try:
+        pg.goto(path.as_uri())
+        pg.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length === 3", timeout=30_000)
+        grid, head = pg.locator(".js-plotly-plot").nth(1), pg.locator(".js-plotly-plot").nth(2)
+        assert head.evaluate("gd => gd.layout.title.text").startswith("Layer 3, head 1")
+        box = grid.locator(".nsewdrag[data-subplot=x5y5]").bounding_box()  # head 5's map
+        pg.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        pg.wait_for_function(
+            "() => document.querySelectorAll('.js-plotly-plot')[2].layout.title.text.startsWith('Layer 3, head 5')",
+            timeout=10_000,
+        )
+        z = head.evaluate("gd => Array.from(gd.data[0].z, row => Array.from(row))")
+        assert np.allclose(np.array(z, dtype=float), bundled_hf.run(SENTENCE).main.weights[2, 4].numpy(), atol=1e-6)
+    finally:
+        context.close()

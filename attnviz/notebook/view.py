@@ -11,6 +11,7 @@ app: SIDES below; the view says its size in bytes before a user embeds it (`View
 from __future__ import annotations
 
 import functools
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape as escape_html
@@ -28,6 +29,24 @@ from attnviz.figures.style import Style
 from attnviz.result import Attention, AttentionKind, AttentionResult
 from attnviz.tokens import TokenAxis, named_special, shown
 
+# A click on a map of the layer's grid draws that head in the one-head map below it, with the grid's data (its maps
+# pool past SIDES["layer"] tokens a side: the title says so when they do) and the one-head map's own layout.
+CLICK_JS = """<script type='text/javascript'>(function () {
+  var grid = document.getElementById('{grid}'), head = document.getElementById('{head}');
+  if (!grid || !head || !grid.on) return;
+  grid.on('plotly_click', function (event) {
+    var t = event.points[0].fullData, layout = head.layout;  // fullData: its z decoded, rows of numbers
+    var title = (grid.layout.title.text || '').split(':')[0] + ', ' + t.name
+      + (/pooled/.test(grid.layout.title.text || '') ? ' (pooled as in the grid above)' : '');
+    var trace = {type: 'heatmap', z: t.z, x: t.x, y: t.y, coloraxis: 'coloraxis', name: t.name,
+                 hovertemplate: t.hovertemplate};
+    var top = 0;
+    for (var i = 0; i < t.z.length; i++) for (var j = 0; j < t.z[i].length; j++) top = Math.max(top, t.z[i][j] || 0);
+    var colours = Object.assign({}, layout.coloraxis, {cmin: 0, cmax: top});  // this head's own scale, as drawn
+    Plotly.react(head, [trace], Object.assign({}, layout, {coloraxis: colours,
+                                                            title: Object.assign({}, layout.title, {text: title})}));
+  });
+})();</script>"""
 SIDES = {"overview": interactive.OVERVIEW_THUMB, "layer": 96, "head": 256}  # tokens a side past which maps pool
 STATISTICS = ("prev", "first", "self", "entropy")
 CONFIG = {"displaylogo": False, "responsive": True}
@@ -92,9 +111,16 @@ class View:
         ]
 
     def _charts(self) -> str:
-        return "".join(
-            pio.to_html(fig, include_plotlyjs=False, full_html=False, config=CONFIG) for fig in self.figures()
-        )
+        """The figures' HTML, and a click on a head of the layer's grid drawing that head in the one-head map (from
+        the grid's own data, in the page: no kernel round trip, so it works in a saved notebook too)."""
+        ident = f"attnviz-{uuid.uuid4().hex[:12]}"
+        charts = [
+            pio.to_html(fig, include_plotlyjs=False, full_html=False, config=CONFIG, div_id=f"{ident}-{i}")
+            for i, fig in enumerate(self.figures())
+        ]
+        if self.long:  # the long view's head is a zoomable map of positions, not the grid's token maps
+            return "".join(charts)
+        return "".join(charts) + CLICK_JS.replace("{grid}", f"{ident}-1").replace("{head}", f"{ident}-2")
 
     def _caption(self) -> str:
         r = self.result
