@@ -357,10 +357,13 @@ def qk_space(model: str, texts: list[str], layer: int, head: int, style, key: st
         selection_mode="points",
     )
     st.caption(
-        f"Faithfulness: Spearman's ρ = {space.faithfulness:.2f} between a query–key pair's dot product and minus its "
-        f"distance in this plot, over {space.pairs:,} pairs a query may attend to (1: nearer always means more "
-        f"attention; the two axes keep {space.explained or 0:.0%} of the variance). The keys were scaled and moved "
-        "to the queries' centroid as AttentionViz does: no attention weight changes. Hover a point for its token."
+        f"Faithfulness, query by query: Spearman's ρ between a query's attention weights and minus its distances "
+        f"in this plot to the keys it may attend to, {space.faithfulness:.2f} on average (spread "
+        f"{space.faithfulness_sd:.2f}) over {space.queries:,} queries; a query's nearest key is its most attended "
+        f"for {space.nearest_top:.0%} of them (by chance {space.nearest_chance:.0%}). The two axes keep "
+        f"{space.explained or 0:.0%} of the variance. Queries were multiplied and keys divided by one scale, then "
+        "the keys moved to the queries' centroid, as AttentionViz does: no attention weight changes. Hover a point "
+        "for its token."
     )
     points = event.get("selection", {}).get("points", []) if event else []
     clicked = int(points[0]["customdata"][0]) if points and points[0].get("customdata") is not None else None
