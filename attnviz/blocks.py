@@ -226,6 +226,15 @@ class BlockPass:
         for f, sums in zip(self.factors, self.pooled_sums, strict=True):
             pool_rows(sums[layer, heads], w, rows, f)
 
+    def add_rows(self, layer: int, values: dict[str, Tensor], received: Tensor, pooled: list[Tensor]) -> None:
+        """Add one whole layer computed elsewhere (attnviz.fused): {statistic: (H, N)} per row (NaN: a row without
+        that neighbour), the column sums (H, N) and each factor's pooled sums (H, P, P)."""
+        for name in STATS:
+            self.acc[name][layer] += values[name].double().nansum(-1)
+        self.received_sum[layer] += received.double()
+        for sums, cells in zip(self.pooled_sums, pooled, strict=True):
+            sums[layer] += cells.double()
+
     def stats(self) -> dict[str, Tensor]:
         """{statistic: (L, H) float32}, each averaged over the queries (prev and next: over those that have one)."""
         n = self.n

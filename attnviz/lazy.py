@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from attnviz import fused
 from attnviz.blocks import BlockPass, block_counts, pool_factor, pool_rows
 from attnviz.result import GRID_SIDE, THUMB_SIDE, AttentionKind, AttentionResult, Progress, Results, as_axis, described
 from attnviz.tokens import TokenAxis
@@ -73,6 +74,7 @@ class LazyAttention:
     max_rows: int = 0  # 0: block_size(the device of q)
     value_norms: Tensor | None = None  # (L, H, N) like AttentionResult's
     notice: str | None = None  # set when the GPU ran out of memory and the queries and keys moved to the CPU
+    precision: str = "exact"  # the fused pass's products (attnviz.fused.PRECISIONS); the plain pass is exact
     _cache: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -353,6 +355,46 @@ class LazyAttention:
             device=self.q.device,
         )
         lse = torch.empty(n_l, n_h, n, dtype=torch.float32, device=self.q.device)
+        if fused.available(self.q.device):
+            self._fused(blocks, lse, progress)
+        else:
+            self._plain(blocks, lse, progress)
+        for i, m in enumerate(max_sides):
+            f = blocks.factors[i]
+            self._cache[("pooled", m)] = (blocks.pooled(i), f, f)
+        self._cache["lse"] = lse
+        self._cache[("stats", confidence_excludes)] = blocks.stats()
+        self._cache["received"] = blocks.received()
+
+    def _fused(self, blocks: BlockPass, lse: Tensor, progress: Progress | None) -> None:
+        """Each layer in one kernel (attnviz.fused): the same sums as _plain, no weight written to memory."""
+        n, n_h = self.n_tokens, self.n_heads
+        device = self.q.device
+        codes = fused.key_codes(self.source, blocks.excluded)
+        for layer in range(self.n_layers):
+            received = torch.zeros(n_h, n, dtype=torch.float32, device=device)
+            pools = tuple(
+                (torch.zeros(n_h, *sums.shape[-2:], dtype=torch.float32, device=device), f)
+                for sums, f in zip(blocks.pooled_sums, blocks.factors, strict=True)
+            )
+            rows = fused.layer_stats(
+                self.q[layer],
+                self.k[layer],
+                codes,
+                scale=self.scale,
+                causal=self.kind == "causal",
+                pools=pools,
+                received=received,
+                precision=self.precision,
+            )
+            lse[layer] = rows["lse"]
+            blocks.add_rows(layer, rows, received, [sums for sums, _ in pools])
+            if progress:
+                progress(layer + 1, self.n_layers)
+
+    def _plain(self, blocks: BlockPass, lse: Tensor, progress: Progress | None) -> None:
+        """Each layer block by block in PyTorch operations (blocks.BlockPass): where no fused kernel runs."""
+        n_l = self.n_layers
         for layer in range(n_l):
             for heads, rows in self._blocks():
                 seen = self._seen(rows)
@@ -370,12 +412,6 @@ class LazyAttention:
                 blocks.add(layer, rows, w, s, log_z, heads)
             if progress:
                 progress(layer + 1, n_l)
-        for i, m in enumerate(max_sides):
-            f = blocks.factors[i]
-            self._cache[("pooled", m)] = (blocks.pooled(i), f, f)
-        self._cache["lse"] = lse
-        self._cache[("stats", confidence_excludes)] = blocks.stats()
-        self._cache["received"] = blocks.received()
 
 
 def of(results: Results, kind: str | None = None) -> LazyAttention:

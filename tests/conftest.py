@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a missing model fails in seconds, never downloads
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -10,8 +11,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # Corpus runs made by tests (the Model overview's corpus average, the Corpus page) go to a throw-away folder too.
 os.environ.setdefault("ATTNVIZ_CORPUS_DIR", __import__("tempfile").mkdtemp(prefix="attnviz-corpus-"))
 os.environ.setdefault("ATTNVIZ_DB", os.path.join(__import__("tempfile").mkdtemp(prefix="attnviz-test-"), "classes.db"))
+# Without a GPU, Triton kernels (attnviz/stats_kernel.py) run on CPU tensors under Triton's interpreter: it must be
+# chosen before Triton is first imported, and torch._dynamo imports it with torch's first compile-related import.
+if not Path("/dev/nvidiactl").exists():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

@@ -1,0 +1,124 @@
+"""Every head's statistics of a long text in one fused pass a layer (issue 53), where a fused kernel runs.
+
+`LazyAttention.analyse` streams blocks of rows through `blocks.BlockPass`: each statistic is one or more PyTorch
+operations over the block, each another pass over its memory. Where Triton runs (a CUDA device, or CPU tensors
+under Triton's interpreter, which the tests use), `layer_stats` does the same work in one kernel a layer
+(attnviz/stats_kernel.py): each program reads its queries once and its keys twice (the row normalisers, then
+everything else), and writes one number per row and statistic, the column sums and the pooled cells; no weight
+reaches memory. The definitions are blocks.py's, and tests/test_fused.py holds the two paths equal within 1e-5.
+
+The previous-, next- and same-position shares are one weight each per row: they are computed here from q_i . k_j
+and the row's normaliser (O(N) work), with blocks.py's rule for rows that have no such token (NaN, left out).
+
+Precision: "exact" (float32 products, the default and the parity the tests hold), "tf32" or "bf16" (the products'
+inputs rounded, float32 sums; a GPU's tensor cores): bench/long_inputs.py --precision measures their error.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from types import ModuleType
+
+import torch
+from torch import Tensor
+
+from attnviz.blocks import key_columns
+from attnviz.tokens import TokenAxis
+
+PRECISIONS = {"exact": "ieee", "tf32": "tf32", "bf16": "bf16"}
+_kernel: ModuleType | None = None
+_kernel_error: str | None = None
+
+
+def kernel() -> ModuleType | None:
+    """attnviz.stats_kernel, imported once; None where Triton is not installed or does not import."""
+    global _kernel, _kernel_error
+    if _kernel is None and _kernel_error is None:
+        try:
+            _kernel = importlib.import_module("attnviz.stats_kernel")
+        except Exception as e:  # ImportError, or Triton finding no compiler or driver
+            _kernel_error = f"{type(e).__name__}: {e}"
+    return _kernel
+
+
+def available(device: torch.device) -> bool:
+    """Whether the fused pass runs for tensors on `device`: on a CUDA device where Triton imports. ATTNVIZ_FUSED=0
+    turns it off (the plain path, blocks.BlockPass, everywhere); ATTNVIZ_FUSED=1 also runs it on CPU tensors when
+    Triton's interpreter was chosen (TRITON_INTERPRET=1 before Triton's first import: the tests' way to check its
+    arithmetic; far too slow for use)."""
+    wanted = os.environ.get("ATTNVIZ_FUSED", "")
+    if wanted == "0":
+        return False
+    if device.type != "cuda" and not (wanted == "1" and os.environ.get("TRITON_INTERPRET") == "1"):
+        return False
+    return kernel() is not None
+
+
+def key_codes(axis: TokenAxis, excluded: Tensor) -> Tensor:
+    """(N,) int32: each key's flags for the kernel: [CLS], another special token, punctuation, the first token (as
+    blocks.key_columns marks them), and left out of a row's maximum (`excluded`, as BlockPass holds it)."""
+    flags = key_columns(axis)[:, :4].bool()  # cls, sep, punct, first
+    bits = torch.tensor([1, 2, 4, 8], dtype=torch.int32)
+    codes = (flags.int() * bits).sum(1, dtype=torch.int32)
+    return (codes | excluded.cpu().int() * 16).to(torch.int32)
+
+
+def neighbours(q: Tensor, k: Tensor, lse: Tensor, scale: float, n: int, causal: bool, window: int = 0) -> Tensor:
+    """(3, H, N): each row's weight on the previous, next and same position (NaN where the text has no such token,
+    0 where the mask hides it), from q (H, N, Dh), k (H_kv, N, Dh) and the rows' normalisers lse (H, N)."""
+    group = q.shape[0] // k.shape[0]
+    kk = k.repeat_interleave(group, 0) if group > 1 else k
+    i = torch.arange(n, device=q.device)
+    out = []
+    for offset in (-1, 1, 0):
+        j = (i + offset).clamp(0, n - 1)
+        s = ((q * scale) * kk[:, j]).sum(-1)  # (H, N): q_i . k_{i + offset}
+        w = torch.exp(s - lse)
+        hidden = (causal and offset > 0) or (window > 0 and -offset >= window)
+        if hidden:
+            w = torch.zeros_like(w)
+        missing = (i + offset < 0) | (i + offset >= n)
+        out.append(w.masked_fill(missing, float("nan")))
+    return torch.stack(out)
+
+
+def layer_stats(
+    q: Tensor,
+    k: Tensor,
+    codes: Tensor,
+    *,
+    scale: float,
+    causal: bool,
+    pools: tuple[tuple[Tensor, int], ...],
+    received: Tensor,
+    precision: str = "exact",
+    window: int = 0,
+    sinks: Tensor | None = None,
+) -> dict[str, Tensor]:
+    """One layer's rows through the fused kernel: {statistic: (H, N)} for every blocks.STATS name and "lse" (each
+    row's normaliser). Adds the column sums to `received` (H, N) and the pooled cells to each (sums (H, P, P), f)
+    of `pools` (float32, on q's device)."""
+    run = kernel()
+    if run is None:
+        raise RuntimeError(f"the fused statistics kernel is not available here ({_kernel_error})")
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision is one of {', '.join(PRECISIONS)}, not {precision!r}")
+    q, k = q.contiguous(), k.contiguous()
+    n = q.shape[1]
+    rows = run.layer_pass(
+        q,
+        k,
+        codes.to(q.device),
+        scale=scale,
+        causal=causal,
+        window=window,
+        sinks=sinks,
+        pools=pools,
+        received=received,
+        precision=PRECISIONS[precision],
+    )
+    out = dict(zip(run.ROW_STATS, rows, strict=True))
+    prev, nxt, same = neighbours(q, k, out["lse"], scale, n, causal, window)
+    out.update(prev=prev, next=nxt, self=same)
+    return out

@@ -1,0 +1,261 @@
+"""The fused statistics pass in Triton: one program per block of query rows of one head, in one launch per layer.
+
+Imported only where it runs: on a CUDA device (Triton compiles it), or on CPU tensors under Triton's interpreter
+(TRITON_INTERPRET=1 set before this module is imported: the tests check the arithmetic that way, not the speed).
+attnviz/fused.py decides and calls `layer_pass`; this module is the kernel and its launch, nothing else.
+
+Each program loads its queries once and reads the keys its rows may see twice, tile by tile:
+1. the row normalisers: the running maximum m and sum l of exp(s - m) (with a learned sink logit when the model
+   has one), and the largest score among the keys "confidence" may take;
+2. from lse = m + log l, each weight p = exp(s - lse) again, and in the same tile: sum p (s - m) (entropy), sum
+   p |i - j| (distance), the shares on the flagged keys (cls, other special, punctuation, first), the column sums
+   (attention received, added atomically) and the pooled maps' cells.
+No weight is written to memory: what leaves a program is one number per row and statistic, the column sums and
+the pooled cells. A sliding window (keys within `window` positions) skips the tiles outside it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+# key flags, one int32 per key (attnviz/fused.key_codes)
+CLS, SEP, PUNCT, FIRST, EXCLUDED = 1, 2, 4, 8, 16
+ROW_STATS = ("entropy", "distance", "cls", "sep", "punct", "first", "confidence", "lse")
+
+
+@triton.jit
+def _pool_add(pool, p, rows, cols, row0, col0, f, side, NB: tl.constexpr, PB: tl.constexpr, BY_DOT: tl.constexpr):
+    """Add a tile of weights p (BM, BN) to the pooled sums `pool` (side x side cells of f x f tokens)."""
+    rbin = rows // f
+    cbin = cols // f
+    rlo = row0 // f
+    clo = col0 // f
+    if BY_DOT:  # many bins in a tile (a short text): two products with one-hot matrices
+        b = tl.arange(0, PB)
+        onehot_c = (cbin[:, None] == (clo + b)[None, :]).to(tl.float32)  # (BN, PB)
+        onehot_r = ((rlo + b)[:, None] == rbin[None, :]).to(tl.float32)  # (PB, BM)
+        t = tl.dot(p, onehot_c, input_precision="ieee")  # (BM, PB)
+        u = tl.dot(onehot_r, t, input_precision="ieee")  # (PB, PB)
+        ra = rlo + b
+        cb = clo + b
+        ok = (ra[:, None] < side) & (cb[None, :] < side)
+        tl.atomic_add(pool + ra[:, None] * side + cb[None, :], u, mask=ok, sem="relaxed")
+    else:  # a few bins (a long text): masked sums, NB x NB cells
+        for bj in tl.static_range(NB):
+            sb = tl.sum(tl.where((cbin == clo + bj)[None, :], p, 0.0), 1)  # (BM,)
+            for ai in tl.static_range(NB):
+                v = tl.sum(tl.where(rbin == rlo + ai, sb, 0.0), 0)
+                ok = (rlo + ai < side) & (clo + bj < side)
+                tl.atomic_add(pool + (rlo + ai) * side + (clo + bj), v, mask=ok, sem="relaxed")
+
+
+@triton.jit
+def _stats_kernel(
+    Q,  # (H, N, D) this layer's queries, float32
+    K,  # (H_kv, N, D) its keys
+    CODES,  # (N,) int32 key flags
+    SINK,  # (H,) float32 sink logits (read when HAS_SINK)
+    OUT,  # (8, H, N) float32: ROW_STATS per row
+    RECEIVED,  # (H, N) float32 column sums, added to
+    POOL1,  # (H, side1, side1) float32, added to
+    POOL2,  # (H, side2, side2)
+    n,
+    scale,
+    window,  # 0: every key the mask allows; else keys j with i - window < j
+    group,  # query heads per key head
+    f1,
+    side1,
+    f2,
+    side2,
+    dh,
+    CAUSAL: tl.constexpr,
+    HAS_SINK: tl.constexpr,
+    PRECISION: tl.constexpr,  # "ieee" (exact float32), "tf32", or "bf16" (the products' inputs rounded)
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    D: tl.constexpr,
+    NB1: tl.constexpr,
+    PB1: tl.constexpr,
+    DOT1: tl.constexpr,
+    NB2: tl.constexpr,
+    PB2: tl.constexpr,
+    DOT2: tl.constexpr,
+    POOLS: tl.constexpr,  # how many pooled maps: 0, 1 or 2
+):
+    pid = tl.program_id(0)
+    h = tl.program_id(1)
+    kvh = h // group
+    row0 = pid * BM
+    rows = row0 + tl.arange(0, BM)
+    dims = tl.arange(0, D)
+    live = rows < n
+    q = tl.load(Q + h * n * dh + rows[:, None] * dh + dims[None, :], mask=live[:, None] & (dims[None, :] < dh), other=0.0)
+    q = q * scale
+    if PRECISION == "bf16":
+        q = q.to(tl.bfloat16)
+    hi = n
+    if CAUSAL:
+        hi = tl.minimum(n, row0 + BM)
+    lo = 0
+    if window > 0:
+        lo = tl.maximum(0, row0 - window + 1) // BN * BN
+    k_base = K + kvh * n * dh
+
+    # 1. the row normalisers
+    m = tl.full((BM,), float("-inf"), tl.float32)
+    z = tl.zeros((BM,), tl.float32)
+    top_allowed = tl.full((BM,), float("-inf"), tl.float32)
+    for start in range(lo, hi, BN):
+        cols = start + tl.arange(0, BN)
+        kt = tl.load(k_base + cols[None, :] * dh + dims[:, None], mask=(cols[None, :] < n) & (dims[:, None] < dh), other=0.0)
+        if PRECISION == "bf16":
+            kt = kt.to(tl.bfloat16)
+        if PRECISION == "ieee":
+            s = tl.dot(q, kt, input_precision="ieee")
+        else:
+            s = tl.dot(q, kt)
+        vis = live[:, None] & (cols[None, :] < n)
+        if CAUSAL:
+            vis = vis & (cols[None, :] <= rows[:, None])
+        if window > 0:
+            vis = vis & (rows[:, None] - cols[None, :] < window)
+        s = tl.where(vis, s, float("-inf"))
+        m_new = tl.maximum(m, tl.max(s, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        z = z * tl.exp(m - m_safe) + tl.sum(tl.exp(s - m_safe[:, None]), 1)
+        m = m_new
+        codes = tl.load(CODES + cols, mask=cols < n, other=0)
+        allowed = vis & ((codes & 16) == 0)[None, :]
+        top_allowed = tl.maximum(top_allowed, tl.max(tl.where(allowed, s, float("-inf")), 1))
+    if HAS_SINK:
+        sink = tl.load(SINK + h)
+        m_new = tl.maximum(m, sink)
+        z = z * tl.exp(m - m_new) + tl.exp(sink - m_new)
+        m = m_new
+    m = tl.where(m == float("-inf"), 0.0, m)
+    log_z = tl.log(z)
+    lse = m + log_z
+
+    # 2. the weights again, and everything a row or a column sums of them
+    ps = tl.zeros((BM,), tl.float32)  # sum p (s - m)
+    mass = tl.zeros((BM,), tl.float32)  # sum p: 1, or less where a sink takes its share
+    dist = tl.zeros((BM,), tl.float32)
+    on_cls = tl.zeros((BM,), tl.float32)
+    on_sep = tl.zeros((BM,), tl.float32)
+    on_punct = tl.zeros((BM,), tl.float32)
+    on_first = tl.zeros((BM,), tl.float32)
+    for start in range(lo, hi, BN):
+        cols = start + tl.arange(0, BN)
+        kt = tl.load(k_base + cols[None, :] * dh + dims[:, None], mask=(cols[None, :] < n) & (dims[:, None] < dh), other=0.0)
+        if PRECISION == "bf16":
+            kt = kt.to(tl.bfloat16)
+        if PRECISION == "ieee":
+            s = tl.dot(q, kt, input_precision="ieee")
+        else:
+            s = tl.dot(q, kt)
+        vis = live[:, None] & (cols[None, :] < n)
+        if CAUSAL:
+            vis = vis & (cols[None, :] <= rows[:, None])
+        if window > 0:
+            vis = vis & (rows[:, None] - cols[None, :] < window)
+        shifted = tl.where(vis, s - m[:, None], 0.0)
+        p = tl.where(vis, tl.exp(s - lse[:, None]), 0.0)
+        ps += tl.sum(p * shifted, 1)
+        mass += tl.sum(p, 1)
+        dist += tl.sum(p * tl.abs(cols[None, :] - rows[:, None]).to(tl.float32), 1)
+        codes = tl.load(CODES + cols, mask=cols < n, other=0)
+        on_cls += tl.sum(tl.where(((codes & 1) != 0)[None, :], p, 0.0), 1)
+        on_sep += tl.sum(tl.where(((codes & 2) != 0)[None, :], p, 0.0), 1)
+        on_punct += tl.sum(tl.where(((codes & 4) != 0)[None, :], p, 0.0), 1)
+        on_first += tl.sum(tl.where(((codes & 8) != 0)[None, :], p, 0.0), 1)
+        tl.atomic_add(RECEIVED + h * n + cols, tl.sum(p, 0), mask=cols < n, sem="relaxed")
+        if POOLS >= 1:
+            _pool_add(POOL1 + h * side1 * side1, p, rows, cols, row0, start, f1, side1, NB1, PB1, DOT1)
+        if POOLS >= 2:
+            _pool_add(POOL2 + h * side2 * side2, p, rows, cols, row0, start, f2, side2, NB2, PB2, DOT2)
+
+    out = OUT + h * n + rows
+    plane = tl.num_programs(1) * n
+    tl.store(out, log_z * mass - ps, mask=live)  # -sum p log p, p = exp(s - m) / z
+    tl.store(out + plane, dist, mask=live)
+    tl.store(out + 2 * plane, on_cls, mask=live)
+    tl.store(out + 3 * plane, on_sep, mask=live)
+    tl.store(out + 4 * plane, on_punct, mask=live)
+    tl.store(out + 5 * plane, on_first, mask=live)
+    tl.store(out + 6 * plane, tl.exp(top_allowed - lse), mask=live)
+    tl.store(out + 7 * plane, lse, mask=live)
+
+
+def _bins(block: int, f: int) -> tuple[int, int, bool]:
+    """(NB, PB, by_dot): how many pooled bins a tile of `block` tokens can touch, that rounded up for a product,
+    and whether to pool by products (many bins) rather than by masked sums (at most 4)."""
+    nb = block if f == 1 else min(block, (block - 1) // f + 2)
+    return nb, max(16, 1 << (nb - 1).bit_length()), nb > 4
+
+
+def layer_pass(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    codes: torch.Tensor,
+    *,
+    scale: float,
+    causal: bool,
+    window: int = 0,
+    sinks: torch.Tensor | None = None,
+    pools: tuple[tuple[torch.Tensor, int], ...] = (),
+    received: torch.Tensor,
+    precision: str = "ieee",
+) -> torch.Tensor:
+    """One layer: q (H, N, Dh), k (H_kv, N, Dh), contiguous float32 on one device; codes (N,) int32. Adds the
+    column sums to `received` (H, N) and each pooled map's cells to its (H, P, P) sums (pools: (sums, f) pairs);
+    returns (8, H, N): ROW_STATS of each row."""
+    n_h, n, dh = q.shape
+    group = n_h // k.shape[0]
+    d = max(16, 1 << (dh - 1).bit_length())
+    bm = 64 if d <= 64 else 32 if d <= 128 else 16
+    bn = 64 if d <= 128 else 32
+    out = torch.empty(len(ROW_STATS), n_h, n, dtype=torch.float32, device=q.device)
+    if len(pools) > 2:
+        raise ValueError("the fused pass pools at most two sizes at once")
+    plans = [(sums, f, *_bins(max(bm, bn), f)) for sums, f in pools]
+    dummy = received
+    p1 = plans[0] if plans else (dummy, 1, 1, 16, False)
+    p2 = plans[1] if len(plans) > 1 else (dummy, 1, 1, 16, False)
+    grid = (math.ceil(n / bm), n_h)
+    _stats_kernel[grid](
+        q,
+        k,
+        codes,
+        sinks if sinks is not None else received,
+        out,
+        received,
+        p1[0],
+        p2[0],
+        n,
+        float(scale),
+        int(window),
+        group,
+        p1[1],
+        p1[0].shape[-1] if plans else 1,
+        p2[1],
+        p2[0].shape[-1] if len(plans) > 1 else 1,
+        dh,
+        CAUSAL=causal,
+        HAS_SINK=sinks is not None,
+        PRECISION=precision,
+        BM=bm,
+        BN=bn,
+        D=d,
+        NB1=p1[2],
+        PB1=p1[3],
+        DOT1=p1[4],
+        NB2=p2[2],
+        PB2=p2[3],
+        DOT2=p2[4],
+        POOLS=len(plans),
+    )
+    return out

@@ -1,0 +1,178 @@
+"""The fused statistics pass (attnviz/fused.py, attnviz/stats_kernel.py) equals the plain one within 1e-5.
+
+On a machine without CUDA the Triton kernel runs on CPU tensors under Triton's interpreter (TRITON_INTERPRET=1,
+set by tests/conftest.py before Triton is first imported): that checks its arithmetic, masks and atomics, not its speed. On a CUDA
+machine (tests/test_cuda.py's run, scripts/gpu-check.sh) the same tests run the compiled kernel on the GPU.
+The reference is the plain path (blocks.BlockPass through LazyAttention with ATTNVIZ_FUSED=0), itself held equal to
+every-weight attention by tests/test_lazy.py, and, for what only the kernel has (sliding windows, sinks), weights
+computed densely here.
+"""
+
+import math
+import os
+
+import pytest
+import torch
+
+from attnviz import fused
+from attnviz.blocks import block_sums, key_columns, row_values
+from attnviz.lazy import LazyAttention
+from attnviz.tokens import NO_SPAN, TokenAxis
+
+pytest.importorskip("triton")
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+TOL = 1e-5
+
+
+def _axis(n: int, special_ends: bool = True) -> TokenAxis:
+    tokens = [("," if i % 7 == 3 else "." if i % 11 == 5 else f"w{i}") for i in range(n)]
+    special = [False] * n
+    if special_ends:
+        tokens[0], tokens[-1], special[0], special[-1] = "[CLS]", "[SEP]", True, True
+    return TokenAxis(tuple(tokens), tuple(special), tuple(range(n)), (NO_SPAN,) * n)
+
+
+def _qk(n_l: int, n_h: int, n_kv: int, n: int, dh: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(n_l, n_h, n, dh, generator=g) * 1.5
+    k = torch.randn(n_l, n_kv, n, dh, generator=g)
+    k[:, :, 0] += 2.0  # a key most rows favour, as a decoder's first token
+    return q.to(DEVICE), k.to(DEVICE)
+
+
+def _analysed(q, k, axis, kind, sides, on: bool, precision: str = "exact") -> LazyAttention:
+    lazy = LazyAttention(q, k, axis, axis, kind, "test", precision=precision)
+    old = os.environ.get("ATTNVIZ_FUSED")
+    os.environ["ATTNVIZ_FUSED"] = "1" if on else "0"
+    try:
+        lazy.analyse(sides)
+    finally:
+        os.environ.pop("ATTNVIZ_FUSED") if old is None else os.environ.__setitem__("ATTNVIZ_FUSED", old)
+    return lazy
+
+
+def _assert_equal(a: LazyAttention, b: LazyAttention, sides) -> None:
+    for side in sides:
+        pa, fa, _ = a.pooled(side)
+        pb, fb, _ = b.pooled(side)
+        assert fa == fb
+        assert abs(pa - pb).max() < TOL, side
+    assert (a.received() - b.received()).abs().max() < TOL
+    assert (a.lse() - b.lse()).abs().max() < TOL
+    sa, sb = a.stats(), b.stats()
+    assert set(sa) == set(sb)
+    for key in sb:
+        scale = sb[key].abs().clamp_min(1) if key in ("distance", "entropy") else 1
+        assert ((sa[key] - sb[key]).abs() / scale).max() < TOL, key
+
+
+@pytest.mark.parametrize(
+    ("kind", "n", "heads", "dh", "sides"),
+    [
+        ("causal", 150, (4, 2), 32, (96, 32)),  # short: every pooled tile by products (2 and 5 tokens a cell)
+        ("self", 130, (3, 3), 24, (96, 32)),  # BERT-like: every key, no grouping, a head size to pad
+        ("causal", 300, (2, 1), 16, (4, 3)),  # long-text pooling: 75- and 100-token cells, by masked sums
+    ],
+)
+def test_the_fused_pass_equals_the_plain_one(kind, n, heads, dh, sides):
+    q, k = _qk(2, heads[0], heads[1], n, dh)
+    axis = _axis(n)
+    plain = _analysed(q, k, axis, kind, sides, on=False)
+    fast = _analysed(q, k, axis, kind, sides, on=True)
+    _assert_equal(fast, plain, sides)
+    st = fast.stats()
+    assert (st["cls"] - st["first"]).abs().max() < TOL  # the first token is [CLS] here
+    assert st["sep"].max() > 0 and st["punct"].max() > 0 and st["confidence"].min() > 0
+
+
+def test_the_fused_pass_runs_where_it_should():
+    if DEVICE == "cuda":
+        assert fused.available(torch.device("cuda"))  # the default on a GPU
+    assert not fused.available(torch.device("cpu"))  # the plain path on a CPU, interpreter or not
+    for wanted, runs in (("0", False), ("1", True)):
+        os.environ["ATTNVIZ_FUSED"] = wanted
+        try:
+            assert fused.available(torch.device(DEVICE)) == runs
+        finally:
+            del os.environ["ATTNVIZ_FUSED"]
+    with pytest.raises(ValueError, match="precision is one of"):
+        q, k = _qk(1, 1, 1, 20, 16)
+        fused.layer_stats(
+            q[0], k[0], torch.zeros(20, dtype=torch.int32), scale=0.25, causal=True, pools=(),
+            received=torch.zeros(1, 20, device=DEVICE), precision="fp8",
+        )  # fmt: skip
+
+
+def _dense(q, k, scale, window, sinks):
+    """(H, N, N) weights over the tokens with a causal mask, a sliding window and per-head sink logits, densely."""
+    n_h, n, _ = q.shape
+    kk = k.repeat_interleave(n_h // k.shape[0], 0)
+    s = (q * scale) @ kk.transpose(-1, -2)
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    hidden = (j > i) | ((i - j >= window) if window else torch.zeros(n, n, dtype=torch.bool))
+    s = s.masked_fill(hidden.to(s.device), float("-inf"))
+    every = torch.cat([s, sinks[:, None, None].expand(n_h, n, 1)], -1) if sinks is not None else s
+    lse = torch.logsumexp(every, -1)
+    return torch.exp(s - lse[..., None]), lse
+
+
+@pytest.mark.parametrize(("window", "sink"), [(9, False), (0, True), (70, True)])
+def test_windows_and_sinks_equal_dense_weights(window, sink):
+    n, dh = 140, 16
+    q, k = _qk(1, 4, 2, n, dh, seed=3)
+    q, k = q[0], k[0]
+    scale = dh**-0.5
+    sinks = torch.tensor([0.5, 3.0, -1.0, 6.0], device=DEVICE) if sink else None
+    w, lse = _dense(q, k, scale, window, sinks)
+    axis = _axis(n)
+    keys_excluded = torch.zeros(n, dtype=torch.bool)
+    keys_excluded[-1] = True
+    f = 5
+    side = math.ceil(n / f)
+    pool = torch.zeros(4, side, side, device=DEVICE)
+    received = torch.zeros(4, n, device=DEVICE)
+    rows = fused.layer_stats(
+        q, k, fused.key_codes(axis, keys_excluded), scale=scale, causal=True, pools=((pool, f),),
+        received=received, window=window, sinks=sinks,
+    )  # fmt: skip
+    assert (rows["lse"] - lse).abs().max() < TOL
+    keys = key_columns(axis).to(DEVICE)
+    ref = row_values(w, None, 0.0, keys, keys_excluded.to(DEVICE), n, 0, "self")
+    for name, value in ref.items():
+        scale_of = value.abs().clamp_min(1) if name in ("distance", "entropy") else 1
+        diff = ((rows[name] - value).abs() / scale_of).nan_to_num(0.0)
+        assert diff.max() < TOL, name
+        assert torch.equal(rows[name].isnan(), value.isnan()), name
+    assert (received - w.sum(1)).abs().max() < TOL
+    assert (pool - block_sums(block_sums(w, f, -1), f, -2)).abs().max() < TOL
+    if window:  # nothing lands outside the window
+        assert w[:, 100, : 100 - window + 1].abs().max() == 0
+    if sink:  # the sink takes its share: rows sum to less than 1, the more the larger the logit
+        mass = w.sum(-1).mean(-1)
+        assert mass[3] < mass[2] and (mass < 1).all()
+
+
+def test_a_fast_precision_rounds_only_the_products_inputs():
+    """tf32 and bf16 round the products' inputs; sums stay float32. bf16 equals the plain pass on inputs rounded the
+    same way; tf32 is close to exact (Triton's interpreter does not round either: there the tf32 case is exact and
+    the bf16 one is not run)."""
+    n, dh = 200, 64
+    q, k = _qk(1, 2, 1, n, dh, seed=5)
+    axis = _axis(n)
+    exact = _analysed(q, k, axis, "causal", (96,), on=True)
+    tf32 = _analysed(q, k, axis, "causal", (96,), on=True, precision="tf32")
+    for key, value in exact.stats().items():
+        scale = value.abs().clamp_min(1) if key in ("distance", "entropy") else 1
+        assert ((tf32.stats()[key] - value).abs() / scale).max() < 0.01, key
+    if DEVICE == "cpu":
+        pytest.skip("bf16 products: Triton's interpreter does not round to bfloat16 as a GPU does (run on CUDA)")
+    bf16 = _analysed(q, k, axis, "causal", (96,), on=True, precision="bf16")
+    rounded = LazyAttention(
+        (q * dh**-0.5).bfloat16().float(), k.bfloat16().float(), axis, axis, "causal", "test", scale=1.0
+    )
+    os.environ["ATTNVIZ_FUSED"] = "0"
+    try:
+        rounded.analyse((96,))
+    finally:
+        del os.environ["ATTNVIZ_FUSED"]
+    _assert_equal(bf16, rounded, (96,))
