@@ -93,14 +93,16 @@ def _stats_kernel(
     rows = row0 + tl.arange(0, BM)
     dims = tl.arange(0, D)
     live = rows < n
-    q = tl.load(Q + h * n * dh + rows[:, None] * dh + dims[None, :], mask=live[:, None] & (dims[None, :] < dh), other=0.0)
+    q = tl.load(
+        Q + h * n * dh + rows[:, None] * dh + dims[None, :], mask=live[:, None] & (dims[None, :] < dh), other=0.0
+    )
     q = q * scale
     if PRECISION == "bf16":
         q = q.to(tl.bfloat16)
     hi = n
     if CAUSAL:
         hi = tl.minimum(n, row0 + BM)
-    lo = 0
+    lo = row0 * 0  # an int32 like the window's start below
     if window > 0:
         lo = tl.maximum(0, row0 - window + 1) // BN * BN
     k_base = K + kvh * n * dh
@@ -111,7 +113,9 @@ def _stats_kernel(
     top_allowed = tl.full((BM,), float("-inf"), tl.float32)
     for start in range(lo, hi, BN):
         cols = start + tl.arange(0, BN)
-        kt = tl.load(k_base + cols[None, :] * dh + dims[:, None], mask=(cols[None, :] < n) & (dims[:, None] < dh), other=0.0)
+        kt = tl.load(
+            k_base + cols[None, :] * dh + dims[:, None], mask=(cols[None, :] < n) & (dims[:, None] < dh), other=0.0
+        )
         if PRECISION == "bf16":
             kt = kt.to(tl.bfloat16)
         if PRECISION == "ieee":
@@ -150,7 +154,9 @@ def _stats_kernel(
     on_first = tl.zeros((BM,), tl.float32)
     for start in range(lo, hi, BN):
         cols = start + tl.arange(0, BN)
-        kt = tl.load(k_base + cols[None, :] * dh + dims[:, None], mask=(cols[None, :] < n) & (dims[:, None] < dh), other=0.0)
+        kt = tl.load(
+            k_base + cols[None, :] * dh + dims[:, None], mask=(cols[None, :] < n) & (dims[:, None] < dh), other=0.0
+        )
         if PRECISION == "bf16":
             kt = kt.to(tl.bfloat16)
         if PRECISION == "ieee":

@@ -51,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 SIZES = (256, 512, 1024, 2048, 4096, 8192)
 EXACT_SIZES = (256, 512, 1024)
 TOL = 1e-5
+STAT_NAMES = ("entropy", "distance", "cls", "sep", "punct", "prev", "next", "self", "confidence", "first")
 
 
 def _status() -> dict[str, int]:
@@ -125,7 +126,28 @@ def _encode(engine, n: int):
         chars *= 2
 
 
-def child(mode: str, n: int, backend: str, device: str = "cpu", model: str = "smollm2") -> dict:
+def _kernel_warm(engine, enc, device: str, precision: str) -> float:
+    """On a GPU: one layer of zeros through the analysis at this text's length, so that Triton's compile for this
+    length's pooling (attnviz/stats_kernel.py) is not timed as the request; its seconds (a fresh process's first
+    long text pays them once; Triton keeps compiled kernels on disk)."""
+    import torch
+
+    from attnviz.lazy import LazyAttention
+
+    config = engine.model.config
+    heads, kv = config.num_attention_heads, config.num_key_value_heads
+    dh = getattr(config, "head_dim", None) or config.hidden_size // heads
+    n = len(enc.ids)
+    start = time.perf_counter()
+    zeros = torch.zeros(1, heads, n, dh, device=device), torch.zeros(1, kv, n, dh, device=device)
+    LazyAttention(*zeros, enc.axis, enc.axis, "causal", "warm-up", precision=precision).analyse()
+    _sync(device)
+    return time.perf_counter() - start
+
+
+def child(
+    mode: str, n: int, backend: str, device: str = "cpu", model: str = "smollm2", precision: str = "exact"
+) -> dict:
     """One request in this process: its seconds (forward, analysis) and the peak memory it added (the process's
     resident set on the CPU; allocated GPU memory on a GPU)."""
     import torch
@@ -141,6 +163,7 @@ def child(mode: str, n: int, backend: str, device: str = "cpu", model: str = "sm
     with torch.inference_mode():
         engine.weights_of(warm.ids) if mode == "eager" else engine.lazy_run(warm).analyse()
     gpu = device.startswith("cuda")
+    compile_s = _kernel_warm(engine, enc, device, precision) if gpu and mode == "lazy" else 0.0
     _sync(device)
     if gpu:
         torch.cuda.reset_peak_memory_stats()
@@ -160,6 +183,7 @@ def child(mode: str, n: int, backend: str, device: str = "cpu", model: str = "sm
             block_mean(w, f, f)
     else:
         lazy = engine.lazy_run(enc)
+        lazy.precision = precision
         _sync(device)
         forward = time.perf_counter() - start
         lazy.analyse()
@@ -174,10 +198,39 @@ def child(mode: str, n: int, backend: str, device: str = "cpu", model: str = "sm
         "total_s": total,
         "added_bytes": added,
         "flops": flops(config, n),
+        "compile_s": compile_s,
     }
 
 
-def profile(n: int, backend: str, device: str, model: str) -> str:
+def errors(n: int, backend: str, device: str, model: str) -> dict:
+    """Largest differences of the fast precisions' analysis from the exact one at n tokens (the same queries and
+    keys): pooled maps, attention received, row normalisers, each statistic (distance and entropy relative to their
+    size where above 1)."""
+    import numpy as np
+
+    from attnviz.lazy import LazyAttention
+
+    engine = _engine(backend, device, model)
+    lazy = engine.lazy_run(_encode(engine, n))
+    lazy.analyse()
+    out: dict = {"n": n}
+    for precision in ("tf32", "bf16"):
+        fast = LazyAttention(lazy.q, lazy.k, lazy.target, lazy.source, lazy.kind, "fast", precision=precision)
+        fast.analyse()
+        row = {
+            "pooled": float(np.abs(fast.pooled()[0] - lazy.pooled()[0]).max()),
+            "received": (fast.received() - lazy.received()).abs().max().item(),
+            "lse": (fast.lse() - lazy.lse()).abs().max().item(),
+        }
+        ref = lazy.stats()
+        for key, value in fast.stats().items():
+            scale = ref[key].abs().clamp_min(1) if key in ("distance", "entropy") else 1
+            row[key] = ((value - ref[key]).abs() / scale).max().item()
+        out[precision] = row
+    return out
+
+
+def profile(n: int, backend: str, device: str, model: str, precision: str = "exact") -> str:
     """Where a lazy request's time goes at n tokens: the forward pass and the analysis, each by operator."""
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
@@ -185,6 +238,8 @@ def profile(n: int, backend: str, device: str, model: str) -> str:
     engine = _engine(backend, device, model)
     enc = _encode(engine, n)
     engine.lazy_run(_encode(engine, 32)).analyse()
+    if device.startswith("cuda"):
+        _kernel_warm(engine, enc, device, precision)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.startswith("cuda") else [])
     sort = "self_cuda_time_total" if device.startswith("cuda") else "self_cpu_time_total"
     out = []
@@ -194,6 +249,7 @@ def profile(n: int, backend: str, device: str, model: str) -> str:
             if part == "forward":
                 lazy = engine.lazy_run(enc)
             else:
+                lazy.precision = precision
                 lazy.analyse()
             _sync(device)
         took = time.perf_counter() - start
@@ -231,9 +287,13 @@ def exactness(n: int, backend: str, device: str = "cpu", model: str = "smollm2")
     return out
 
 
-def _run_child(*args: str) -> dict:
+def _run_child(*args: str, precision: str = "exact") -> dict:
     done = subprocess.run(
-        [sys.executable, __file__, "--child", *args], capture_output=True, text=True, check=False, cwd=ROOT
+        [sys.executable, __file__, "--child", *args, "--precision", precision],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
     )
     if done.returncode != 0:
         return {"error": (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]}
@@ -290,11 +350,15 @@ def main() -> None:
     parser.add_argument("--no-exact", action="store_true")
     parser.add_argument("--plot", type=Path, default=None, help="write the time and memory plot (PNG) here")
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument(
+        "--precision", choices=("exact", "tf32", "bf16"), default="exact", help="the fused analysis's products (GPU)"
+    )
+    parser.add_argument("--errors", default="", metavar="N,...", help="the fast precisions' error at these sizes")
     parser.add_argument("--child", nargs=5, metavar=("MODE", "N", "BACKEND", "DEVICE", "MODEL"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         mode, n, backend, device, model = args.child
-        run = exactness if mode == "exact" else lambda *a: child(mode, *a)
+        run = {"exact": exactness, "errors": errors}.get(mode) or (lambda *a: child(mode, *a, args.precision))
         print(json.dumps(run(int(n), backend, device, model)))
         return
 
@@ -312,7 +376,22 @@ def main() -> None:
         if args.positions > 8192:
             label += " (synthetic: SmolLM2 was trained to 8,192)"
     if args.profile:
-        print(profile(args.profile, args.backend, args.device, model))
+        print(profile(args.profile, args.backend, args.device, model, args.precision))
+        return
+    if args.errors:
+        print(
+            "| N | precision | pooled | received | lse | " + " | ".join(STAT_NAMES) + " |\n"
+            + "|---" * (5 + len(STAT_NAMES)) + "|"
+        )  # fmt: skip
+        for n in args.errors.split(","):
+            e = _run_child("errors", n, args.backend, args.device, model)
+            if "error" in e:
+                print(f"| {n} | error: {e['error']} |")
+                continue
+            for precision in ("tf32", "bf16"):
+                row = e[precision]
+                cells = " | ".join(f"{row[k]:.1e}" for k in ("pooled", "received", "lse", *STAT_NAMES))
+                print(f"| {int(n):,} | {precision} | {cells} |")
         return
     sizes = [int(s) for s in args.sizes.split(",")]
     speed = gflops(args.device)
@@ -320,7 +399,7 @@ def main() -> None:
     print(
         f"# long inputs: {label} ({args.backend}), {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} cores, torch {torch.__version__}, {device_name}; float32 matrix products "
-        f"{speed:,.0f} GFLOP/s"
+        f"{speed:,.0f} GFLOP/s; the analysis's products: {args.precision}"
     )
     failed = False
     if not args.no_exact:
@@ -344,10 +423,15 @@ def main() -> None:
             if mode == "eager" and weights_gb > args.eager_gb:
                 table[mode].append({"n": n, "skipped": f"not run: its weights alone are {weights_gb:.0f} GB"})
                 continue
-            r = _run_child(mode, str(n), args.backend, args.device, model)
+            r = _run_child(mode, str(n), args.backend, args.device, model, precision=args.precision)
             r["n"] = n
             table[mode].append(r)
-            shown = f"{r['total_s']:.2f} s, +{r['added_bytes'] / 2**30:.2f} GiB" if "total_s" in r else r["error"]
+            shown = (
+                f"{r['total_s']:.2f} s, +{r['added_bytes'] / 2**30:.2f} GiB (Triton's compile before it: "
+                f"{r['compile_s']:.1f} s)"
+                if "total_s" in r
+                else r["error"]
+            )
             print(f"  {mode} N={n}: {shown}", file=sys.stderr, flush=True)
     print(
         "\n| N | eager: seconds | eager: peak added | lazy: forward | lazy: total seconds | lazy: peak added | "

@@ -1,8 +1,9 @@
 """The fused statistics pass (attnviz/fused.py, attnviz/stats_kernel.py) equals the plain one within 1e-5.
 
-On a machine without CUDA the Triton kernel runs on CPU tensors under Triton's interpreter (TRITON_INTERPRET=1,
-set by tests/conftest.py before Triton is first imported): that checks its arithmetic, masks and atomics, not its speed. On a CUDA
-machine (tests/test_cuda.py's run, scripts/gpu-check.sh) the same tests run the compiled kernel on the GPU.
+On a machine without CUDA the Triton kernel runs on CPU tensors under Triton's interpreter (TRITON_INTERPRET=1, set
+by tests/conftest.py before Triton is first imported): that checks its arithmetic, masks and atomics, not its speed.
+On a CUDA machine (scripts/gpu-check.sh) the same tests run the compiled kernel on the GPU.
+
 The reference is the plain path (blocks.BlockPass through LazyAttention with ATTNVIZ_FUSED=0), itself held equal to
 every-weight attention by tests/test_lazy.py, and, for what only the kernel has (sliding windows, sinks), weights
 computed densely here.
