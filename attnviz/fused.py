@@ -64,10 +64,15 @@ def key_codes(axis: TokenAxis, excluded: Tensor) -> Tensor:
     return (codes | excluded.cpu().int() * 16).to(torch.int32)
 
 
-def neighbours(q: Tensor, k: Tensor, lse: Tensor, scale: float, n: int, causal: bool, window: int = 0) -> Tensor:
+def neighbours(
+    q: Tensor, k: Tensor, lse: Tensor, scale: float, n: int, causal: bool, window: int = 0, precision: str = "exact"
+) -> Tensor:
     """(3, H, N): each row's weight on the previous, next and same position (NaN where the text has no such token,
-    0 where the mask hides it), from q (H, N, Dh), k (H_kv, N, Dh) and the rows' normalisers lse (H, N)."""
+    0 where the mask hides it), from q (H, N, Dh), k (H_kv, N, Dh) and the rows' normalisers lse (H, N). With bf16
+    products the inputs are rounded as the kernel rounds them (tf32's rounding is the GPU's own: not repeated)."""
     group = q.shape[0] // k.shape[0]
+    if precision == "bf16":
+        q, k, scale = (q * scale).bfloat16().float(), k.bfloat16().float(), 1.0
     kk = k.repeat_interleave(group, 0) if group > 1 else k
     i = torch.arange(n, device=q.device)
     out = []
@@ -119,6 +124,6 @@ def layer_stats(
         precision=PRECISIONS[precision],
     )
     out = dict(zip(run.ROW_STATS, rows, strict=True))
-    prev, nxt, same = neighbours(q, k, out["lse"], scale, n, causal, window)
+    prev, nxt, same = neighbours(q, k, out["lse"], scale, n, causal, window, precision)
     out.update(prev=prev, next=nxt, self=same)
     return out

