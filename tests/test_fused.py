@@ -68,15 +68,15 @@ def _assert_equal(a: LazyAttention, b: LazyAttention, sides) -> None:
 
 
 @pytest.mark.parametrize(
-    ("kind", "n", "heads", "dh", "sides"),
+    ("kind", "n", "layers", "heads", "dh", "sides"),
     [
-        ("causal", 150, (4, 2), 32, (96, 32)),  # short: every pooled tile by products (2 and 5 tokens a cell)
-        ("self", 130, (3, 3), 24, (96, 32)),  # BERT-like: every key, no grouping, a head size to pad
-        ("causal", 300, (2, 1), 16, (4, 3)),  # long-text pooling: 75- and 100-token cells, by masked sums
+        ("causal", 150, 2, (4, 2), 32, (96, 32)),  # short: every pooled tile by products (2 and 5 tokens a cell)
+        ("self", 130, 1, (3, 3), 24, (96, 32)),  # BERT-like: every key, no grouping, a head size to pad
+        ("causal", 300, 1, (2, 1), 16, (4, 3)),  # long-text pooling: 75- and 100-token cells, by masked sums
     ],
 )
-def test_the_fused_pass_equals_the_plain_one(kind, n, heads, dh, sides):
-    q, k = _qk(2, heads[0], heads[1], n, dh)
+def test_the_fused_pass_equals_the_plain_one(kind, n, layers, heads, dh, sides):
+    q, k = _qk(layers, heads[0], heads[1], n, dh)
     axis = _axis(n)
     plain = _analysed(q, k, axis, kind, sides, on=False)
     fast = _analysed(q, k, axis, kind, sides, on=True)
