@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import asdict, dataclass
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -180,8 +181,9 @@ Arrays4 = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 def _keep_top(value, ids, keys, weights, k: int) -> Arrays4:
-    """The k highest values along axis 3 (ties: the earlier candidate first, so merges are deterministic)."""
-    order = np.argsort(-value, axis=3, kind="stable")[..., :k]
+    """The k highest values along axis 3; ties by the stated rule (TIES), whatever order the candidates came in."""
+    v = np.where(np.isnan(value), -np.inf, value)
+    order = np.lexsort((ids[..., 2], ids[..., 1], ids[..., 0], -v), axis=-1)[..., :k]
     take = lambda a: np.take_along_axis(a, order.reshape(order.shape + (1,) * (a.ndim - 4)), axis=3)  # noqa: E731
     return take(value), take(ids), take(keys), take(weights)
 
@@ -253,6 +255,19 @@ def _sub_batch(weights: tuple[torch.Tensor, ...], encs: list, kind: str, setting
     return values, stats, real.flatten().nonzero().squeeze(1)
 
 
+TIES = "equal values: the earlier text (document, then window) first, then the earlier position"
+
+
+def _top(values: torch.Tensor, ids: np.ndarray, k: int):
+    """The k highest of values (S, L, H, Q) for each statistic and head, exactly, equal values ordered by TIES (ids
+    (Q, 3): document, window, position); NaN (no value) last. (.values, .indices) like torch.topk's."""
+    first = torch.from_numpy(np.lexsort((ids[:, 2], ids[:, 1], ids[:, 0])))  # the candidates in the rule's order
+    v = values.nan_to_num(float("-inf"))[..., first]
+    ranked, order = torch.sort(v, dim=-1, descending=True, stable=True)  # stable: ties keep the rule's order
+    k = min(k, values.shape[-1])
+    return SimpleNamespace(values=ranked[..., :k], indices=first[order[..., :k]])
+
+
 def _keys_of(
     weights: tuple[torch.Tensor, ...],
     lengths: torch.Tensor,
@@ -311,7 +326,7 @@ def measure(engine: BatchedEngine, batch: Batch, settings: Settings, progress=No
         if kind == "causal":  # a decoder's first query sees only itself: its row says nothing, it is no example
             values = values.masked_fill(qt == 0, float("nan"))
         # the top queries of each statistic and head, and the sample: only their rows' keys are read
-        top = torch.topk(values.nan_to_num(float("-inf")), min(settings.top, values.shape[-1]), dim=-1)  # (S,L,H,k)
+        top = _top(values, ids, settings.top)  # (S, L, H, k)
         heads = torch.arange(n_h)[None, None, :, None].expand_as(top.indices)
         top_keys, top_weights = _keys_of(
             weights, lengths, qb[top.indices], heads, qt[top.indices], settings.keys, by_layer=True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from attnviz import api
 from attnviz.analysis import head_stats
@@ -69,3 +70,22 @@ def test_a_partial_travels_as_bytes_and_merges_keep_the_best():
 def test_settings_refuse_what_cannot_run(bad):
     with pytest.raises(ValueError):
         Settings(**bad)
+
+
+def test_equal_values_are_ranked_by_the_stated_rule_not_by_arrival():
+    """measure.TIES: among equal values the earlier document, window, position first, exactly, whatever order the
+    candidates arrive in (torch.topk broke ties arbitrarily: documents 4, 3, 3, 3 for a statistic 0 everywhere)."""
+    ids = np.array([[4, 0, 7], [3, 1, 2], [3, 0, 9], [0, 2, 1], [3, 0, 5], [1, 0, 0]])  # (doc, window, position)
+    values = torch.tensor([0.0, 0.0, 0.5, 0.0, 0.0, float("nan")]).reshape(1, 1, 1, 6)
+    top = measure._top(values, ids, 4)
+    assert top.indices.flatten().tolist() == [2, 3, 4, 1]  # 0.5, then the zeros: (0,2,1), (3,0,5), (3,1,2)
+    assert top.values.flatten().tolist() == [0.5, 0.0, 0.0, 0.0]
+    for perm in ([5, 4, 3, 2, 1, 0], [1, 3, 5, 0, 2, 4]):  # the same candidates in another order: the same choice
+        again = measure._top(values[..., perm], ids[perm], 4)
+        assert ids[perm][again.indices.flatten()].tolist() == ids[[2, 3, 4, 1]].tolist()
+    # merging partials: the same rule over candidates from two batches
+    value = np.array([0.0, 0.0, 0.0, 0.0], np.float32).reshape(1, 1, 1, 4)
+    cand = np.array([[5, 0, 1], [2, 0, 8], [2, 0, 3], [9, 9, 9]]).reshape(1, 1, 1, 4, 3)
+    keys, weights = np.zeros((1, 1, 1, 4, 2), np.int32), np.zeros((1, 1, 1, 4, 2), np.float32)
+    _, kept, _, _ = measure._keep_top(value, cand, keys, weights, 3)
+    assert kept[0, 0, 0].tolist() == [[2, 0, 3], [2, 0, 8], [5, 0, 1]]

@@ -6,6 +6,7 @@ import streamlit as st
 
 from attnviz import api, escape
 from attnviz.analysis import head_stats
+from attnviz.corpus.measure import TIES
 from attnviz.figures import corpus_charts, stat_charts
 from attnviz.result import head_name
 from attnviz.ui import cache, controls, state, widgets
@@ -24,6 +25,7 @@ EXTRA_NAMES = {
 }
 QK_TEXTS = 40  # windows whose tokens are placed in the query/key space (at most corpus.qk.MAX_TOKENS tokens)
 SHOWN_TOP = 5
+CONSTANT = 1e-6  # a head's examples whose values span no more than this: a constant statistic, no examples shown
 
 
 def _label(run: api.CorpusRun) -> str:
@@ -67,6 +69,13 @@ def _examples(run: api.CorpusRun, stat: str, layer: int, head: int, texts) -> No
     if ex.empty:
         st.info("This statistic has no examples (it is measured on repeated random sequences, not the corpus).")
         return
+    if ex["value"].max() - ex["value"].min() <= CONSTANT:
+        st.info(
+            f"Every query this run kept for this head (its top queries and its sample of the corpus) has the same "
+            f"{escape.md(head_stats.NAMES.get(stat, stat))}, {ex['value'].iloc[0]:.3f}: no query stands out, so "
+            "there are no examples to show."
+        )
+        return
     index = texts.set_index(["doc", "window"])
     top = ex[ex["kind"] == "top"].sort_values("rank").head(SHOWN_TOP)
     deciles = ex[ex["kind"] == "decile"].sort_values(["decile", "rank"], ascending=[False, True])
@@ -79,6 +88,8 @@ def _examples(run: api.CorpusRun, stat: str, layer: int, head: int, texts) -> No
                     "head's value: the middle of each tenth, highest first, so that typical behaviour shows "
                     "and not only the extremes."
                 )
+            else:
+                st.caption(f"The highest values over every query of the corpus; {TIES}.")
             for i, row in enumerate(rows.itertuples()):
                 text = index.loc[(row.doc, row.window)]
                 tokens = list(text["tokens"])
@@ -189,7 +200,9 @@ def render() -> None:
     )
     st.caption(
         "Each cell: the head's label from its mean statistics over the corpus (the Model overview's rule) and "
-        "the value chosen. Click a head for its histogram and examples."
+        "the value chosen. A mean here is per window first (its queries averaged, as the Model overview does for "
+        "a text), then over the windows, each counting equally; pooling every token instead (as Voita et al. 2019 "
+        "do) weighs long windows more. Click a head for its histogram and examples."
     )
     points = event.get("selection", {}).get("points", []) if event else []
     n_l, n_h = m["layers"], m["heads"]

@@ -87,3 +87,21 @@ def test_a_decoders_run_does_not_offer_the_next_token_share(tiny_llama_dir):
     offered = colour.options  # as the page shows them
     assert head_stats.NAMES["next"] not in offered and head_stats.NAMES["prev"] in offered, offered
     assert colour.value == "entropy"
+
+
+def test_a_statistic_constant_over_the_corpus_shows_a_sentence_not_examples(smollm2_hf):
+    """SmolLM2's texts have no [CLS]: its share on [CLS] is 0 for every query, and the page listed "top examples" at
+    0.000 anyway. Now it says so; a varying statistic still shows its examples, and the caption says how equal
+    values are ranked."""
+    decoder = api.corpus(list(head_stats.CORPUS[:3]), "smollm2", RUNS / "sentences-smollm2", window=24)
+    ex = decoder.examples
+    cls = ex[(ex["stat"] == "cls") & (ex["layer"] == 0) & (ex["head"] == 0)]
+    assert len(cls) and cls["value"].max() - cls["value"].min() <= 1e-6  # constant: the premise
+    at = _page(run=decoder.folder.name, stat="cls", layer="1", head="1")
+    _ok(at)
+    assert any("has the same" in i.value and "no examples to show" in i.value for i in at.info)
+    assert not [m.value for m in at.markdown if m.value.startswith("**#1**")]
+    at = _page(run=decoder.folder.name, stat="entropy", layer="1", head="1")
+    _ok(at)
+    assert [m.value for m in at.markdown if m.value.startswith("**#1**")]
+    assert any("earlier text" in c.value for c in at.caption)
