@@ -354,7 +354,7 @@ class HFDecoderEngine(HFEngine):
 
     def lazy_run(self, src: Encoded, progress=None) -> LazyAttention:
         """One fused pass that reads each layer's Q and K at the hook points: linear in N, weights on demand."""
-        hooks = Hooks(read=("q", "k"), fused=True, progress=progress, n_layers=self.n_layers)
+        hooks = Hooks(read=("q", "k"), fused=True, progress=progress, n_layers=self.n_layers, gather=True)
         with self._passes, torch.inference_mode():
             ids = torch.tensor([src.ids], device=self.device)  # (1, N)
             self.model.base_model(input_ids=ids, use_cache=False, **{HOOKS_KW: hooks})  # no logits, no cache

@@ -41,7 +41,10 @@ class Hooks:
     read: names to keep; layers: only in these layers (None: every layer); replace: {name: fn(layer, tensor)};
     fused: compute each layer's output with torch's fused kernel (causal self-attention): no scores or pattern are
     formed, so neither can be read or replaced (a long text: Q and K are read instead);
-    progress and n_layers: told (layer + 1, n_layers) as each layer's attention finishes.
+    progress and n_layers: told (layer + 1, n_layers) as each layer's attention finishes;
+    gather (with n_layers, every layer, a batch of 1): each read point goes straight into one (n_layers, ...) tensor
+    as its layers arrive, so that `stacked` is that tensor, not a copy beside the layers (a long text's Q and K: the
+    copy doubled the pass's peak memory).
     """
 
     read: Collection[str] = ()
@@ -50,7 +53,9 @@ class Hooks:
     fused: bool = False
     progress: Progress | None = None
     n_layers: int = 0
+    gather: bool = False
     taken: dict[tuple[str, int], Tensor] = field(default_factory=dict)  # what the points in `read` took
+    gathered: dict[str, Tensor] = field(default_factory=dict)  # gather: name -> (n_layers, ...)
 
     def __post_init__(self) -> None:
         unknown = {n.split(".")[-1] for n in (*self.read, *self.replace)} - set(POINTS)
@@ -83,7 +88,14 @@ class Hooks:
                 )
             x = new.to(x.dtype)
         if name in self.read:
-            self.taken[(name, layer)] = x.detach()
+            if self.gather and self.n_layers and self.layers is None and x.shape[0] == 1:
+                into = self.gathered.get(name)
+                if into is None:
+                    into = self.gathered[name] = x.new_empty((self.n_layers, *x.shape[1:]))
+                into[layer].copy_(x[0].detach())
+                self.taken[(name, layer)] = into[layer : layer + 1]  # a view: no second copy
+            else:
+                self.taken[(name, layer)] = x.detach()
         return x
 
     def finished(self, layer: int) -> None:
@@ -104,6 +116,8 @@ class Hooks:
         layers = sorted(i for n, i in self.taken if n == name)
         if not layers:
             raise KeyError(f"{name} was not read")
+        if name in self.gathered and layers == list(range(self.n_layers)):
+            return self.gathered[name]
         return torch.stack([self.taken[(name, i)][0] for i in layers])
 
 

@@ -250,7 +250,9 @@ class ScratchLlamaEngine(RebuiltEngine):
 
     def lazy_run(self, enc: Encoded, progress=None) -> LazyAttention:
         """One fused pass that reads each layer's turned Q and K at the hook points: linear in N, weights on demand."""
-        hooks = Hooks(read=("q", "k", "value_norms"), fused=True, progress=progress, n_layers=self.n_layers)
+        hooks = Hooks(
+            read=("q", "k", "value_norms"), fused=True, progress=progress, n_layers=self.n_layers, gather=True
+        )
         self.forward(enc, hooks)
         q, k = hooks.stacked("q").float(), hooks.stacked("k").float()  # (L, H, N, Dh), (L, Hkv, N, Dh): stay on
         # the model's device; LazyAttention computes every block there and sends back only what a view draws

@@ -124,3 +124,20 @@ def test_bert_s_hooks_read_what_its_result_shows(bundled_scratch):
     r = bundled_scratch.run(SENTENCE)["self"]
     assert torch.equal(hooks.stacked("pattern").float(), r.weights)
     assert torch.equal(hooks.stacked("value_norms").float(), r.value_norms)
+
+
+def test_gathered_points_go_into_one_tensor_not_a_stacked_copy():
+    """A long text's Q and K: each layer's tensor is copied into one (L, ...) tensor as it arrives, and `stacked` is
+    that tensor (stacking kept lists doubled the pass's peak memory); `get` still answers each layer."""
+    hooks = Hooks(read=("q",), n_layers=3, gather=True)
+    layers = [torch.randn(1, 2, 5, 4) for _ in range(3)]
+    for i, x in enumerate(layers):
+        assert hooks.point("q", i, x) is x  # the model goes on with its own tensor
+    out = hooks.stacked("q")
+    assert out.shape == (3, 2, 5, 4) and torch.equal(out, torch.cat(layers))
+    assert out.data_ptr() == hooks.gathered["q"].data_ptr()  # the gathered tensor itself
+    assert torch.equal(hooks.get("q", 1), layers[1])
+    plain = Hooks(read=("q",), n_layers=3)
+    for i, x in enumerate(layers):
+        plain.point("q", i, x)
+    assert torch.equal(plain.stacked("q"), out) and not plain.gathered
