@@ -157,7 +157,7 @@ def local_source(model: str) -> registry.Source:
 
 def _hooked(model: str, source: registry.Source) -> Engine:
     """The model where its queries and keys can be read (the hook points): an encoder rebuilt on attnviz's
-    attention, a Llama-family decoder as Hugging Face loads it."""
+    attention, a decoder of hf.CAPTURE_FAMILIES as Hugging Face loads it."""
     eng = service.engine(model, "hf", source)
     if not hasattr(eng, "forward") and registry.can_rebuild(eng):
         eng = service.engine(model, "scratch", source)

@@ -144,7 +144,7 @@ class HookedEngine(Protocol):
 class InterveningEngine(Engine, Protocol):
     """A decoder whose passes take hooks and give next-token logits: what ablation, patching and induction run on.
 
-    Its `hooked` is False where its attention is not attnviz's (a hub decoder outside the Llama family).
+    Its `hooked` is False where its attention is not attnviz's (a hub decoder outside hf.CAPTURE_FAMILIES).
     """
 
     hooked: bool

@@ -87,12 +87,12 @@ def limit_tokens(model_limit: int) -> int:
     return min(model_limit, int(raw))
 
 
-# A Llama-family decoder loads with attention "attnviz": the function below, which transformers calls in every layer
-# with the layer's Q and K (after the rotary turn) and V. It is scratch.attend, the from-scratch engine's own step 3,
-# so the same hook points (engines.hooks) are read or replaced here as on the scratch backend; the hooks of one call
-# come down as the keyword argument `attnviz_hooks` (transformers passes a forward's extra keywords to attention),
-# never through the shared model. The mask is SDPA's: none at all for plain causal attention (no N x N tensor),
-# a boolean one otherwise (True: may attend).
+# A decoder of CAPTURE_FAMILIES loads with attention "attnviz": the function below, which transformers calls in
+# every layer with the layer's Q and K (after the rotary turn) and V. It is scratch.attend, the from-scratch
+# engine's own step 3, so the same hook points (engines.hooks) are read or replaced here as on the scratch
+# backend; the hooks of one call come down as the keyword argument `attnviz_hooks` (transformers passes a
+# forward's extra keywords to attention), never through the shared model. The mask is SDPA's: none at all for
+# plain causal attention (no N x N tensor), a boolean one otherwise (True: may attend).
 ATTENTION = "attnviz"
 HOOKS_KW = "attnviz_hooks"
 
@@ -117,7 +117,19 @@ AttentionInterface.register(ATTENTION, _attention)
 AttentionMaskInterface.register(ATTENTION, sdpa_mask)
 
 
-CAPTURE_FAMILIES = ("llama",)  # checked against eager weights (tests/test_lazy.py); others keep eager attention
+# Checked against transformers' eager weights (tests/test_lazy.py, tests/engines/test_families.py); others keep
+# eager attention. Each computes plain scaled softmax over causal keys once its q and k reach the attention function
+# (q/k norms, biases and fused projections come before it).
+CAPTURE_FAMILIES = ("llama", "qwen2", "qwen3", "mistral", "olmo2", "phi3")
+FAMILY_NAMES = "Llama, Qwen 2/3, Mistral (no window), OLMo 2 and Phi-3"
+
+
+def sliding_window(config) -> int | None:
+    """The window a model's layers use, or None: Qwen 2/3 name one but use it only with use_sliding_window."""
+    window = getattr(config, "sliding_window", None)
+    if window and getattr(config, "use_sliding_window", True) is False:
+        return None
+    return window or None
 
 
 def supports_capture(config) -> bool:
@@ -126,7 +138,8 @@ def supports_capture(config) -> bool:
     A family qualifies when its attention is plain scaled softmax over causal keys: no sliding window, no
     soft-capping, no ALiBi bias, no learned sink logits (each would need its own term in LazyAttention).
     """
-    return config.model_type in CAPTURE_FAMILIES and not getattr(config, "sliding_window", None)
+    capped = getattr(config, "attn_logit_softcapping", None)
+    return config.model_type in CAPTURE_FAMILIES and sliding_window(config) is None and not capped
 
 
 def check_layers(name: str, part: str, weights, expected: int | None) -> None:
@@ -323,7 +336,7 @@ class HFDecoderEngine(HFEngine):
         return ATTENTION if self.lazy else "eager"
 
     def _stateless(self) -> bool:
-        """Llama-family decoders on attnviz's attention with a fixed rotary table (a 'dynamic' one grows in place)."""
+        """Decoders on attnviz's attention with a fixed rotary table (a 'dynamic' one grows in place)."""
         return self.lazy and rope_type(self.config) == "default"
 
     def _decoder_loader(self):
@@ -345,9 +358,9 @@ class HFDecoderEngine(HFEngine):
         return Results({"causal": self.lazy_run(src, progress)}, lazy=True)
 
     def forward(self, enc: Encoded, hooks: Hooks):
-        """One pass over the text with these hooks (engines.hooks; Llama-family models): the model's output."""
+        """One pass over the text with these hooks (engines.hooks; CAPTURE_FAMILIES): the model's output."""
         if not self.lazy:
-            raise ValueError(f"hook points are read in Llama-family decoders; '{self.name}' is a {self.family} model")
+            raise ValueError(f"hook points are read in {FAMILY_NAMES} decoders; '{self.name}' is a {self.family} model")
         with self._passes, torch.inference_mode():
             ids = torch.tensor([enc.ids], device=self.device)  # (1, T)
             return self.model(input_ids=ids, use_cache=False, **{HOOKS_KW: hooks})
@@ -386,14 +399,14 @@ class HFDecoderEngine(HFEngine):
 
     @property
     def hooked(self) -> bool:
-        """Whether passes go through the hook points: Llama-family decoders, which run attnviz's attention function."""
+        """Whether passes go through the hook points: decoders of CAPTURE_FAMILIES, on attnviz's attention function."""
         return self.lazy
 
     def _hooks_kw(self, hooks: Hooks | None) -> dict:
         if hooks is None:
             return {}
         if not self.hooked:
-            raise ValueError(f"hook points are read in Llama-family decoders; '{self.name}' is a {self.family} model")
+            raise ValueError(f"hook points are read in {FAMILY_NAMES} decoders; '{self.name}' is a {self.family} model")
         return {HOOKS_KW: hooks}
 
     def logits(self, ids, hooks: Hooks | None = None) -> torch.Tensor:
@@ -415,7 +428,9 @@ class HFDecoderEngine(HFEngine):
         """x (B, T, D) entering `layer` -> logits (B, T, V), or (B, V) at the last position, through transformers'
         own layers with attnviz's attention (causal: no mask given); the layers before it are not run again."""
         if not self.hooked:
-            raise ValueError(f"'{self.name}' is a {self.family} model: attnviz runs its layers only for Llama decoders")
+            raise ValueError(
+                f"'{self.name}' is a {self.family} model: attnviz runs its layers only for {FAMILY_NAMES} decoders"
+            )
         inner = self.model.base_model
         with self._passes, torch.inference_mode():
             positions = torch.arange(x.shape[1], device=x.device)[None]  # (1, T)

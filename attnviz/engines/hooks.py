@@ -1,7 +1,7 @@
 """Hook points: the one place where a caller reads or replaces what happens inside attention, for one call.
 
 Every attention layer that attnviz computes (scratch.MultiHeadAttention, and the function that Hugging Face's
-Llama-family models call under the name "attnviz") passes its intermediate tensors through named points:
+decoders of hf.CAPTURE_FAMILIES call under the name "attnviz") passes its intermediate tensors through named points:
 
     q, k        (B, H, Tq, Dh), (B, Hkv, Tk, Dh)  what the scores are made of: after the rotary turn, where there is one
     q_unturned, k_unturned                         Q and K before the rotary turn (rotary models on the scratch engine)

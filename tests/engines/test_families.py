@@ -1,0 +1,101 @@
+"""Decoder families beyond Llama through attnviz's one attention path (issue 52, the families whose attention is
+scaled softmax over causal keys): Qwen 2, Qwen 3 (q/k norms), Mistral (no window), OLMo 2 (q/k norms), Phi-3 (fused
+QKV projection). Each is a tiny seeded model built offline from transformers' own config class, compared with
+transformers' eager attention (nothing of attnviz's on the way): the weights of a short text, a long text's lazy
+weights and statistics, and a pass through the hook points (an ablation), which were refused for every family
+but Llama."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import eager_reference
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    MistralConfig,
+    Olmo2Config,
+    Phi3Config,
+    Qwen2Config,
+    Qwen3Config,
+)
+
+from attnviz.analysis.head_stats import head_stats
+from attnviz.engines import hf, registry
+from attnviz.engines.hooks import Hooks, zero_heads
+from attnviz.lazy import LazyAttention
+from attnviz.result import AttentionResult
+
+TOL = 1e-5
+SHAPE = dict(
+    hidden_size=48, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=64,
+    max_position_embeddings=1024,
+)  # fmt: skip
+FAMILIES = {
+    "qwen2": lambda v: Qwen2Config(vocab_size=v, **SHAPE),
+    "qwen3": lambda v: Qwen3Config(vocab_size=v, head_dim=12, **SHAPE),
+    "mistral": lambda v: MistralConfig(vocab_size=v, sliding_window=None, **SHAPE),
+    "olmo2": lambda v: Olmo2Config(vocab_size=v, **SHAPE),
+    "phi3": lambda v: Phi3Config(vocab_size=v, pad_token_id=0, **SHAPE),
+}
+TEXT = "The animal didn't cross the street because it was too tired, and the street was wide. " * 8
+
+
+@pytest.fixture(scope="module", params=sorted(FAMILIES))
+def family_dir(request, tmp_path_factory):
+    from attnviz.engines import registry as reg
+
+    tokenizer = AutoTokenizer.from_pretrained(reg.default_model_dir(), model_max_length=1024)
+    torch.manual_seed(7)
+    model = AutoModelForCausalLM.from_config(FAMILIES[request.param](tokenizer.vocab_size), attn_implementation="eager")
+    folder = tmp_path_factory.mktemp(request.param)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return request.param, folder
+
+
+def test_a_family_runs_on_attnviz_s_attention_and_equals_eager(family_dir):
+    family, folder = family_dir
+    engine = registry.load(str(folder), "hf", "cpu")
+    assert engine.family == family and engine.lazy and engine.hooked  # refused before: Llama only
+    enc = engine.encode(TEXT[:200])
+    ids = torch.tensor([enc.ids])
+    with torch.inference_mode():
+        ref = eager_reference(folder)(input_ids=ids, output_attentions=True).attentions
+        ours = engine.weights_of(enc.ids)
+    assert (ours - torch.cat(ref)).abs().max() < TOL
+
+
+def test_a_family_s_long_text_is_lazy_and_exact(family_dir):
+    family, folder = family_dir
+    engine = registry.load(str(folder), "hf", "cpu")
+    enc = engine.tokenizer.encode(TEXT * 2, 600)
+    with torch.inference_mode():
+        w = torch.cat(eager_reference(folder)(input_ids=torch.tensor([enc.ids]), output_attentions=True).attentions)
+    lazy = engine.lazy_run(enc)
+    assert isinstance(lazy, LazyAttention)
+    n_l, n_h, n, _ = w.shape
+    assert (lazy.tile(range(n_l), range(n_h), slice(None), slice(None)) - w).abs().max() < TOL
+    ours, ref = lazy.stats(), head_stats(AttentionResult(w, enc.axis, enc.axis, "causal", family))
+    for key in ref:
+        scale = ref[key].abs().clamp_min(1) if key in ("distance", "entropy") else 1
+        assert ((ours[key] - ref[key]).abs() / scale).max() < TOL, key
+
+
+def test_a_family_s_head_can_be_knocked_out_through_the_hook_points(family_dir):
+    family, folder = family_dir
+    engine = registry.load(str(folder), "hf", "cpu")
+    ids = engine.encode(TEXT[:120]).ids
+    plain = engine.logits(ids)
+    with torch.inference_mode():
+        assert torch.allclose(
+            plain, eager_reference(folder)(input_ids=torch.tensor([ids])).logits[0].float(), atol=1e-4
+        )
+    knocked = engine.logits(ids, Hooks(replace={"z": zero_heads({1: [0, 3]})}))
+    assert (knocked - plain).abs().max() > 1e-3  # the heads' output changed the next-token logits
+
+
+def test_what_keeps_a_family_off_the_path_is_said():
+    assert not hf.supports_capture(Qwen2Config(use_sliding_window=True, sliding_window=64))
+    assert not hf.supports_capture(MistralConfig(sliding_window=64))
+    assert hf.supports_capture(Qwen2Config())  # a window in the config that is not used
