@@ -75,6 +75,7 @@ class LazyAttention:
     value_norms: Tensor | None = None  # (L, H, N) like AttentionResult's
     notice: str | None = None  # set when the GPU ran out of memory and the queries and keys moved to the CPU
     precision: str = "exact"  # the fused pass's products (attnviz.fused.PRECISIONS); the plain pass is exact
+    windows: tuple[int, ...] = ()  # each layer's sliding window (causal: keys j with i - window < j), 0 or () none
     _cache: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -87,6 +88,8 @@ class LazyAttention:
             raise ValueError(f"{n} queries and keys, but {len(self.target)} and {len(self.source)} tokens")
         if self.kind not in ("self", "causal"):
             raise ValueError("lazy attention is self or causal attention")
+        if self.windows and (len(self.windows) != n_l or self.kind != "causal"):
+            raise ValueError(f"{len(self.windows)} sliding windows for {n_l} layers of {self.kind} attention")
         self.scale = self.scale or 1.0 / math.sqrt(dh)
         if self.k.device != self.q.device:
             raise ValueError(f"queries on {self.q.device} and keys on {self.k.device}: they must be on one device")
@@ -166,7 +169,26 @@ class LazyAttention:
         tail = self._masked_tail(rows, cols)
         if tail is not None:
             s[..., tail[0] :].masked_fill_(tail[1], MASKED)
+        early = self._before_window(layer, rows, cols)
+        if early is not None:
+            s[..., : early.shape[-1]].masked_fill_(early, MASKED)
         return s
+
+    def _window(self, layer: int) -> int:
+        """This layer's sliding window (0: none)."""
+        return self.windows[layer] if self.windows else 0
+
+    def _before_window(self, layer: int, rows: slice, cols: slice) -> Tensor | None:
+        """Where a sliding window hides keys from a block's rows: the (r, c') mask over the block's first c' columns
+        (those before the last row's window starts), or None where no key of the block is that far back."""
+        window = self._window(layer)
+        last = rows.stop - 1 - window  # keys j <= i - window are hidden from row i; the last row hides the most
+        if not window or last < cols.start:
+            return None
+        device = self.q.device
+        r = torch.arange(rows.start, rows.stop, device=device)[:, None]
+        c = torch.arange(cols.start, min(cols.stop, last + 1), device=device)[None, :]
+        return c <= r - window
 
     def _masked_tail(self, rows: slice, cols: slice) -> tuple[int, Tensor] | None:
         """Where a causal block's mask falls: (the first column, relative to cols, that any row cannot see; the
@@ -386,6 +408,7 @@ class LazyAttention:
                 pools=pools,
                 received=received,
                 precision=self.precision,
+                window=self._window(layer),
             )
             lse[layer] = rows["lse"]
             blocks.add_rows(layer, rows, received, [sums for sums, _ in pools])
@@ -405,6 +428,9 @@ class LazyAttention:
                 tail = self._masked_tail(rows, seen)
                 if tail is not None:  # masked scores are -inf: 0 from here on, so that w * s is 0 there
                     s[..., tail[0] :].masked_fill_(tail[1], 0.0)
+                early = self._before_window(layer, rows, seen)
+                if early is not None:  # and so are the keys before a sliding window
+                    s[..., : early.shape[-1]].masked_fill_(early, 0.0)
                 z = w.sum(-1)  # (h, r)
                 w.div_(z[..., None])  # (h, r, c): exact weights
                 log_z = z.log()

@@ -41,8 +41,8 @@ def _qk(n_l: int, n_h: int, n_kv: int, n: int, dh: int, seed: int = 0) -> tuple[
     return q.to(DEVICE), k.to(DEVICE)
 
 
-def _analysed(q, k, axis, kind, sides, on: bool, precision: str = "exact") -> LazyAttention:
-    lazy = LazyAttention(q, k, axis, axis, kind, "test", precision=precision)
+def _analysed(q, k, axis, kind, sides, on: bool, precision: str = "exact", windows=()) -> LazyAttention:
+    lazy = LazyAttention(q, k, axis, axis, kind, "test", precision=precision, windows=windows)
     old = os.environ.get("ATTNVIZ_FUSED")
     os.environ["ATTNVIZ_FUSED"] = "1" if on else "0"
     try:
@@ -68,18 +68,19 @@ def _assert_equal(a: LazyAttention, b: LazyAttention, sides) -> None:
 
 
 @pytest.mark.parametrize(
-    ("kind", "n", "layers", "heads", "dh", "sides"),
+    ("kind", "n", "layers", "heads", "dh", "sides", "windows"),
     [
-        ("causal", 150, 2, (4, 2), 32, (96, 32)),  # short: every pooled tile by products (2 and 5 tokens a cell)
-        ("self", 130, 1, (3, 3), 24, (96, 32)),  # BERT-like: every key, no grouping, a head size to pad
-        ("causal", 300, 1, (2, 1), 16, (4, 3)),  # long-text pooling: 75- and 100-token cells, by masked sums
+        ("causal", 150, 2, (4, 2), 32, (96, 32), ()),  # short: every pooled tile by products (2 and 5 tokens a cell)
+        ("self", 130, 1, (3, 3), 24, (96, 32), ()),  # BERT-like: every key, no grouping, a head size to pad
+        ("causal", 300, 1, (2, 1), 16, (4, 3), ()),  # long-text pooling: 75- and 100-token cells, by masked sums
+        ("causal", 200, 2, (4, 1), 16, (96,), (70, 0)),  # Gemma 3's way: a window, then a full layer; one key head
     ],
 )
-def test_the_fused_pass_equals_the_plain_one(kind, n, layers, heads, dh, sides):
+def test_the_fused_pass_equals_the_plain_one(kind, n, layers, heads, dh, sides, windows):
     q, k = _qk(layers, heads[0], heads[1], n, dh)
     axis = _axis(n)
-    plain = _analysed(q, k, axis, kind, sides, on=False)
-    fast = _analysed(q, k, axis, kind, sides, on=True)
+    plain = _analysed(q, k, axis, kind, sides, on=False, windows=windows)
+    fast = _analysed(q, k, axis, kind, sides, on=True, windows=windows)
     _assert_equal(fast, plain, sides)
     st = fast.stats()
     assert (st["cls"] - st["first"]).abs().max() < TOL  # the first token is [CLS] here

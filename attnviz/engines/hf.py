@@ -107,7 +107,8 @@ def _attention(module, query, key, value, attention_mask, *, scaling=None, **kwa
     elif mask is not None and mask.dtype != torch.bool:
         mask = mask > torch.finfo(mask.dtype).min / 2  # an additive mask: 0 may attend, the float minimum may not
     q, k, v = point(hooks, "q", layer, query), point(hooks, "k", layer, key), point(hooks, "v", layer, value)
-    z, weights = attend(q, k, v, mask, hooks, layer, scale=scaling)  # (B, H, Tq, Dh), (B, H, Tq, Tk)
+    window = kwargs.get("sliding_window") or 0  # Gemma 2/3, Mistral: this layer's window (its mask says it too)
+    z, weights = attend(q, k, v, mask, hooks, layer, scale=scaling, window=window)  # (B, H, Tq, Dh), (B, H, Tq, Tk)
     if hooks is not None:
         hooks.finished(layer)
     return z.transpose(1, 2).contiguous(), weights
@@ -120,8 +121,8 @@ AttentionMaskInterface.register(ATTENTION, sdpa_mask)
 # Checked against transformers' eager weights (tests/test_lazy.py, tests/engines/test_families.py); others keep
 # eager attention. Each computes plain scaled softmax over causal keys once its q and k reach the attention function
 # (q/k norms, biases and fused projections come before it).
-CAPTURE_FAMILIES = ("llama", "qwen2", "qwen3", "mistral", "olmo2", "phi3")
-FAMILY_NAMES = "Llama, Qwen 2/3, Mistral (no window), OLMo 2 and Phi-3"
+CAPTURE_FAMILIES = ("llama", "qwen2", "qwen3", "mistral", "olmo2", "phi3", "gemma3_text")
+FAMILY_NAMES = "Llama, Qwen 2/3, Mistral, OLMo 2, Phi-3 and Gemma 3"
 
 
 def sliding_window(config) -> int | None:
@@ -135,11 +136,23 @@ def sliding_window(config) -> int | None:
 def supports_capture(config) -> bool:
     """True for the model families whose captured queries and keys are known to give eager's exact weights.
 
-    A family qualifies when its attention is plain scaled softmax over causal keys: no sliding window, no
+    A family qualifies when its attention is scaled softmax over causal keys, within a sliding window or not: no
     soft-capping, no ALiBi bias, no learned sink logits (each would need its own term in LazyAttention).
     """
     capped = getattr(config, "attn_logit_softcapping", None)
-    return config.model_type in CAPTURE_FAMILIES and sliding_window(config) is None and not capped
+    return config.model_type in CAPTURE_FAMILIES and not capped
+
+
+def layer_windows(model) -> tuple[int, ...]:
+    """Each layer's sliding window (0: every earlier key): the layer's own (Gemma 3: 5 of every 6 layers), else the
+    model's (Mistral names one for every layer)."""
+    config = model.config
+    out = []
+    for block in model.base_model.layers:
+        attn = block.self_attn
+        window = attn.sliding_window if hasattr(attn, "sliding_window") else sliding_window(config)
+        out.append(int(window or 0))
+    return tuple(out)
 
 
 def check_layers(name: str, part: str, weights, expected: int | None) -> None:
@@ -374,8 +387,18 @@ class HFDecoderEngine(HFEngine):
         q, k = hooks.stacked("q").float(), hooks.stacked("k").float()  # (L, H, N, Dh), (L, Hkv, N, Dh): stay on
         # the model's device; LazyAttention computes every block there and sends back only what a view draws
         scale = self.model.base_model.layers[0].self_attn.scaling
+        windows = layer_windows(self.model)
         return LazyAttention(
-            q, k, src.axis, src.axis, "causal", self.name, self.device_name, src.truncated, scale=scale
+            q,
+            k,
+            src.axis,
+            src.axis,
+            "causal",
+            self.name,
+            self.device_name,
+            src.truncated,
+            scale=scale,
+            windows=windows if any(windows) else (),
         )
 
     @property

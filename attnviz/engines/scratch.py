@@ -125,19 +125,26 @@ def attend(
     *,
     part: str = "",
     scale: float | None = None,
+    window: int = 0,
 ) -> tuple[Tensor, Tensor | None]:
     """Step 3 of every attention layer attnviz computes, through the hook points scores, pattern and z.
 
     q (B, H, Tq, Dh), k and v (B, Hkv, Tk, Dh) -> (z (B, H, Tq, Dh), weights (B, H, Tq, Tk), or None when the hooks
     ask for a fused pass: torch's SDPA, causal self-attention, no Tq x Tk tensor). `part` prefixes the point names
-    ("decoder.", "cross."); `scale` defaults to 1 / sqrt(Dh).
+    ("decoder.", "cross."); `scale` defaults to 1 / sqrt(Dh); `window` (a sliding window's size, 0 none) matters to
+    the fused pass only (elsewhere `mask` says it): each query sees the keys j with i - window < j <= i.
     """
     if hooks is not None and hooks.fused:
         # Each query head's K and V spelled out, rather than SDPA's enable_gqa: in float32, CUDA's fused kernels
         # refuse unequal head counts and SDPA falls back to its math kernel, which builds every head's N x N scores
         # (88 GiB and 5.2 s for SmolLM2's shape at 32,768 tokens on an H200). The copy is a layer's K and V, O(N).
         k, v = (t.repeat_interleave(q.shape[1] // t.shape[1], dim=1) for t in (k, v))
-        z = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+        if window and q.shape[-2] > window:  # a sliding window: SDPA takes it as a (Tq, Tk) boolean mask
+            i = torch.arange(q.shape[-2], device=q.device)[:, None]
+            j = torch.arange(k.shape[-2], device=q.device)[None, :]
+            z = F.scaled_dot_product_attention(q, k, v, attn_mask=(j <= i) & (i - j < window), scale=scale)
+        else:
+            z = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
         return point(hooks, part + "z", layer, z), None
     scores = point(hooks, part + "scores", layer, attention_scores(q, k, scale))  # (B, H, Tq, Tk)
     read = hooks is not None and hooks.reads(part + "scores", layer)

@@ -13,8 +13,8 @@ from attnviz.engines.base import Engine, InterveningEngine
 from attnviz.result import head_index
 
 DECODER_ONLY = (
-    "This needs a decoder whose attention attnviz computes (SmolLM2, or a Llama, Qwen 2 or 3, Mistral without a "
-    "window, OLMo 2 or Phi-3 decoder; the scratch backend: Llama): "
+    "This needs a decoder whose attention attnviz computes (SmolLM2, or a Llama, Qwen 2 or 3, Mistral, OLMo 2, "
+    "Phi-3 or Gemma 3 decoder; the scratch backend: Llama): "
     "it reads the next-token prediction, which an encoder such as BERT does not make."
 )
 

@@ -13,6 +13,7 @@ from conftest import eager_reference
 from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
+    Gemma3TextConfig,
     MistralConfig,
     Olmo2Config,
     Phi3Config,
@@ -37,7 +38,18 @@ FAMILIES = {
     "mistral": lambda v: MistralConfig(vocab_size=v, sliding_window=None, **SHAPE),
     "olmo2": lambda v: Olmo2Config(vocab_size=v, **SHAPE),
     "phi3": lambda v: Phi3Config(vocab_size=v, pad_token_id=0, **SHAPE),
+    # Gemma 3's shape in small: one key/value head for every query head, a sliding window on two layers of three
+    "gemma3_text": lambda v: Gemma3TextConfig(
+        vocab_size=v,
+        **{**SHAPE, "num_hidden_layers": 3, "num_key_value_heads": 1},
+        head_dim=12,
+        query_pre_attn_scalar=12,
+        sliding_window=16,
+        layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+    ),
+    "mistral-window": lambda v: MistralConfig(vocab_size=v, sliding_window=24, **SHAPE),
 }
+WINDOWS = {"gemma3_text": (16, 16, 0), "mistral-window": (24, 24)}
 TEXT = "The animal didn't cross the street because it was too tired, and the street was wide. " * 8
 
 
@@ -57,7 +69,7 @@ def family_dir(request, tmp_path_factory):
 def test_a_family_runs_on_attnviz_s_attention_and_equals_eager(family_dir):
     family, folder = family_dir
     engine = registry.load(str(folder), "hf", "cpu")
-    assert engine.family == family and engine.lazy and engine.hooked  # refused before: Llama only
+    assert engine.family == family.split("-")[0] and engine.lazy and engine.hooked  # refused before: Llama only
     enc = engine.encode(TEXT[:200])
     ids = torch.tensor([enc.ids])
     with torch.inference_mode():
@@ -73,7 +85,12 @@ def test_a_family_s_long_text_is_lazy_and_exact(family_dir):
     with torch.inference_mode():
         w = torch.cat(eager_reference(folder)(input_ids=torch.tensor([enc.ids]), output_attentions=True).attentions)
     lazy = engine.lazy_run(enc)
-    assert isinstance(lazy, LazyAttention)
+    assert isinstance(lazy, LazyAttention) and lazy.windows == WINDOWS.get(family, ())
+    for layer, window in enumerate(WINDOWS.get(family, ())):  # the premise, in transformers' own weights
+        if window:  # nothing lands on a key as far back as the window
+            assert w[layer, :, 100, : 100 - window + 1].abs().max() == 0
+        else:  # a full layer sees every earlier key
+            assert w[layer, :, 100, :100].min() > 0
     n_l, n_h, n, _ = w.shape
     assert (lazy.tile(range(n_l), range(n_h), slice(None), slice(None)) - w).abs().max() < TOL
     ours, ref = lazy.stats(), head_stats(AttentionResult(w, enc.axis, enc.axis, "causal", family))
@@ -96,6 +113,10 @@ def test_a_family_s_head_can_be_knocked_out_through_the_hook_points(family_dir):
 
 
 def test_what_keeps_a_family_off_the_path_is_said():
-    assert not hf.supports_capture(Qwen2Config(use_sliding_window=True, sliding_window=64))
-    assert not hf.supports_capture(MistralConfig(sliding_window=64))
-    assert hf.supports_capture(Qwen2Config())  # a window in the config that is not used
+    from transformers import Gemma2Config, GPT2Config
+
+    assert not hf.supports_capture(Gemma2Config(attn_logit_softcapping=50.0))  # soft-capped scores
+    assert not hf.supports_capture(GPT2Config())  # not yet through the path
+    assert hf.supports_capture(MistralConfig(sliding_window=64)) and hf.supports_capture(Qwen2Config())
+    assert hf.sliding_window(Qwen2Config()) is None  # Qwen names a window it uses only with use_sliding_window
+    assert hf.sliding_window(Qwen2Config(use_sliding_window=True, sliding_window=64)) == 64
