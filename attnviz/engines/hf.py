@@ -8,6 +8,7 @@ the model's own output when no target is given).
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 
 import torch
@@ -102,12 +103,15 @@ def _attention(module, query, key, value, attention_mask, *, scaling=None, **kwa
     hooks: Hooks | None = kwargs.get(HOOKS_KW)
     layer = getattr(module, "layer_idx", 0)
     mask = attention_mask
+    window = kwargs.get("sliding_window") or 0  # Gemma 2/3, Mistral: this layer's window (its mask says it too)
     if mask is None and getattr(module, "is_causal", False) and not (hooks is not None and hooks.fused):
-        mask = causal_mask(query.shape[-2], key.shape[-2], device=query.device)  # (Tq, Tk), aligned at the end
+        tq, tk = query.shape[-2], key.shape[-2]
+        mask = causal_mask(tq, tk, device=query.device)  # (Tq, Tk), aligned at the end
+        if window and tk > window:  # no mask given (logits_from): the layer's window is ours to apply
+            mask &= causal_mask(tq, tk, device=query.device).triu(diagonal=tk - tq - window + 1)
     elif mask is not None and mask.dtype != torch.bool:
         mask = mask > torch.finfo(mask.dtype).min / 2  # an additive mask: 0 may attend, the float minimum may not
     q, k, v = point(hooks, "q", layer, query), point(hooks, "k", layer, key), point(hooks, "v", layer, value)
-    window = kwargs.get("sliding_window") or 0  # Gemma 2/3, Mistral: this layer's window (its mask says it too)
     z, weights = attend(q, k, v, mask, hooks, layer, scale=scaling, window=window)  # (B, H, Tq, Dh), (B, H, Tq, Tk)
     if hooks is not None:
         hooks.finished(layer)
@@ -457,10 +461,19 @@ class HFDecoderEngine(HFEngine):
         inner = self.model.base_model
         with self._passes, torch.inference_mode():
             positions = torch.arange(x.shape[1], device=x.device)[None]  # (1, T)
-            turn = inner.rotary_emb(x, position_ids=positions)
-            for block in inner.layers[layer:]:
+            kinds = getattr(self.config, "layer_types", None)
+            if kinds and "layer_type" in inspect.signature(inner.rotary_emb.forward).parameters:  # Gemma 3: two
+                turns = {kind: inner.rotary_emb(x, positions, kind) for kind in set(kinds)}  # rotary tables
+                turn_of = [turns[kind] for kind in kinds]
+            else:
+                turn_of = [inner.rotary_emb(x, position_ids=positions)] * len(inner.layers)
+            for i, block in enumerate(inner.layers[layer:], layer):
                 x = block(
-                    x, attention_mask=None, position_ids=positions, position_embeddings=turn, **self._hooks_kw(hooks)
+                    x,
+                    attention_mask=None,
+                    position_ids=positions,
+                    position_embeddings=turn_of[i],
+                    **self._hooks_kw(hooks),
                 )
             hidden = inner.norm(x[:, -1] if last else x)
             return self.model.lm_head(hidden).float().cpu()

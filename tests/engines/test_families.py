@@ -120,3 +120,18 @@ def test_what_keeps_a_family_off_the_path_is_said():
     assert hf.supports_capture(MistralConfig(sliding_window=64)) and hf.supports_capture(Qwen2Config())
     assert hf.sliding_window(Qwen2Config()) is None  # Qwen names a window it uses only with use_sliding_window
     assert hf.sliding_window(Qwen2Config(use_sliding_window=True, sliding_window=64)) == 64
+
+
+def test_a_family_s_layers_run_again_from_a_layer_as_the_whole_pass(family_dir):
+    """logits_from (activation patching): the residual stream entering layer 1, run through the rest of the model's
+    own layers with attnviz's attention (no mask given: the causal mask and a layer's window are ours to apply,
+    and Gemma 3's two rotary tables each to its layers), gives the whole pass's logits."""
+    family, folder = family_dir
+    engine = registry.load(str(folder), "hf", "cpu")
+    ids = engine.encode(TEXT[:300]).ids
+    assert len(ids) > 40  # past the windows (16 and 24 tokens)
+    whole = engine.logits(ids)
+    resid = engine.residuals(ids)  # (L, T, D): what enters each layer
+    for layer in (1, engine.n_layers - 1):
+        again = engine.logits_from(layer, resid[layer][None])[0]
+        assert (again - whole).abs().max() < 1e-4, layer
