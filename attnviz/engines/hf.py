@@ -125,8 +125,8 @@ AttentionMaskInterface.register(ATTENTION, sdpa_mask)
 # Checked against transformers' eager weights (tests/test_lazy.py, tests/engines/test_families.py); others keep
 # eager attention. Each computes plain scaled softmax over causal keys once its q and k reach the attention function
 # (q/k norms, biases and fused projections come before it).
-CAPTURE_FAMILIES = ("llama", "qwen2", "qwen3", "mistral", "olmo2", "phi3", "gemma3_text")
-FAMILY_NAMES = "Llama, Qwen 2/3, Mistral, OLMo 2, Phi-3 and Gemma 3"
+CAPTURE_FAMILIES = ("llama", "qwen2", "qwen3", "mistral", "olmo2", "phi3", "gemma3_text", "gpt2")
+FAMILY_NAMES = "Llama, Qwen 2/3, Mistral, OLMo 2, Phi-3, Gemma 3 and GPT-2"
 
 
 def sliding_window(config) -> int | None:
@@ -144,7 +144,19 @@ def supports_capture(config) -> bool:
     soft-capping, no ALiBi bias, no learned sink logits (each would need its own term in LazyAttention).
     """
     capped = getattr(config, "attn_logit_softcapping", None)
-    return config.model_type in CAPTURE_FAMILIES and not capped
+    by_layer = getattr(config, "scale_attn_by_inverse_layer_idx", False)  # GPT-2's option: a scale per layer
+    return config.model_type in CAPTURE_FAMILIES and not capped and not by_layer
+
+
+def decoder_layers(model) -> list:
+    """A decoder's layers, as its family names them: `layers` (Llama and most), `h` (GPT-2)."""
+    inner = model.base_model
+    return list(inner.layers if hasattr(inner, "layers") else inner.h)
+
+
+def attention_module(block):
+    """A decoder layer's attention module: `self_attn` (Llama and most), `attn` (GPT-2)."""
+    return block.self_attn if hasattr(block, "self_attn") else block.attn
 
 
 def layer_windows(model) -> tuple[int, ...]:
@@ -152,8 +164,8 @@ def layer_windows(model) -> tuple[int, ...]:
     model's (Mistral names one for every layer)."""
     config = model.config
     out = []
-    for block in model.base_model.layers:
-        attn = block.self_attn
+    for block in decoder_layers(model):
+        attn = attention_module(block)
         window = attn.sliding_window if hasattr(attn, "sliding_window") else sliding_window(config)
         out.append(int(window or 0))
     return tuple(out)
@@ -390,7 +402,7 @@ class HFDecoderEngine(HFEngine):
             self.model.base_model(input_ids=ids, use_cache=False, **{HOOKS_KW: hooks})  # no logits, no cache
         q, k = hooks.stacked("q").float(), hooks.stacked("k").float()  # (L, H, N, Dh), (L, Hkv, N, Dh): stay on
         # the model's device; LazyAttention computes every block there and sends back only what a view draws
-        scale = self.model.base_model.layers[0].self_attn.scaling
+        scale = attention_module(decoder_layers(self.model)[0]).scaling  # one for every layer (supports_capture)
         windows = layer_windows(self.model)
         return LazyAttention(
             q,
@@ -462,12 +474,16 @@ class HFDecoderEngine(HFEngine):
         with self._passes, torch.inference_mode():
             positions = torch.arange(x.shape[1], device=x.device)[None]  # (1, T)
             kinds = getattr(self.config, "layer_types", None)
-            if kinds and "layer_type" in inspect.signature(inner.rotary_emb.forward).parameters:  # Gemma 3: two
-                turns = {kind: inner.rotary_emb(x, positions, kind) for kind in set(kinds)}  # rotary tables
+            layers = decoder_layers(self.model)
+            rotary = getattr(inner, "rotary_emb", None)
+            if rotary is None:  # GPT-2: positions were added to the embeddings, before the first layer
+                turn_of: list = [None] * len(layers)
+            elif kinds and "layer_type" in inspect.signature(rotary.forward).parameters:  # Gemma 3: two rotary
+                turns = {kind: rotary(x, positions, kind) for kind in set(kinds)}  # tables, each to its layers
                 turn_of = [turns[kind] for kind in kinds]
             else:
-                turn_of = [inner.rotary_emb(x, position_ids=positions)] * len(inner.layers)
-            for i, block in enumerate(inner.layers[layer:], layer):
+                turn_of = [rotary(x, position_ids=positions)] * len(layers)
+            for i, block in enumerate(layers[layer:], layer):
                 x = block(
                     x,
                     attention_mask=None,
@@ -475,7 +491,9 @@ class HFDecoderEngine(HFEngine):
                     position_embeddings=turn_of[i],
                     **self._hooks_kw(hooks),
                 )
-            hidden = inner.norm(x[:, -1] if last else x)
+                x = x[0] if isinstance(x, tuple) else x  # GPT-2's layers answer a tuple
+            final_norm = inner.norm if hasattr(inner, "norm") else inner.ln_f
+            hidden = final_norm(x[:, -1] if last else x)
             return self.model.lm_head(hidden).float().cpu()
 
     def weights_of(self, ids) -> torch.Tensor:

@@ -1,9 +1,10 @@
 """Decoder families beyond Llama through attnviz's one attention path (issue 52, the families whose attention is
-scaled softmax over causal keys): Qwen 2, Qwen 3 (q/k norms), Mistral (no window), OLMo 2 (q/k norms), Phi-3 (fused
-QKV projection). Each is a tiny seeded model built offline from transformers' own config class, compared with
-transformers' eager attention (nothing of attnviz's on the way): the weights of a short text, a long text's lazy
-weights and statistics, and a pass through the hook points (an ablation), which were refused for every family
-but Llama."""
+scaled softmax over causal keys, within a sliding window or not): Qwen 2, Qwen 3 (q/k norms), Mistral (with and
+without a window), OLMo 2 (q/k norms), Phi-3 (fused QKV projection), Gemma 3 (one key/value head, windows on most
+layers, two rotary tables), GPT-2 (absolute positions, its own layer names). Each is a tiny seeded model built
+offline from transformers' own config class, compared with transformers' eager attention (nothing of attnviz's on
+the way): the weights of a short text, a long text's lazy weights and statistics, a pass through the hook points
+(an ablation) and the layers run again from a layer (patching), all refused for every family but Llama before."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
     Gemma3TextConfig,
+    GPT2Config,
     MistralConfig,
     Olmo2Config,
     Phi3Config,
@@ -48,6 +50,7 @@ FAMILIES = {
         layer_types=["sliding_attention", "sliding_attention", "full_attention"],
     ),
     "mistral-window": lambda v: MistralConfig(vocab_size=v, sliding_window=24, **SHAPE),
+    "gpt2": lambda v: GPT2Config(vocab_size=v, n_embd=48, n_layer=2, n_head=4, n_positions=1024),
 }
 WINDOWS = {"gemma3_text": (16, 16, 0), "mistral-window": (24, 24)}
 TEXT = "The animal didn't cross the street because it was too tired, and the street was wide. " * 8
@@ -113,10 +116,11 @@ def test_a_family_s_head_can_be_knocked_out_through_the_hook_points(family_dir):
 
 
 def test_what_keeps_a_family_off_the_path_is_said():
-    from transformers import Gemma2Config, GPT2Config
+    from transformers import Gemma2Config, GptOssConfig
 
     assert not hf.supports_capture(Gemma2Config(attn_logit_softcapping=50.0))  # soft-capped scores
-    assert not hf.supports_capture(GPT2Config())  # not yet through the path
+    assert not hf.supports_capture(GPT2Config(scale_attn_by_inverse_layer_idx=True))  # a scale per layer
+    assert not hf.supports_capture(GptOssConfig())  # learned sinks: not yet through the path
     assert hf.supports_capture(MistralConfig(sliding_window=64)) and hf.supports_capture(Qwen2Config())
     assert hf.sliding_window(Qwen2Config()) is None  # Qwen names a window it uses only with use_sliding_window
     assert hf.sliding_window(Qwen2Config(use_sliding_window=True, sliding_window=64)) == 64
