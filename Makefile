@@ -59,14 +59,19 @@ hadolint: $(VENV)/.dev
 container-check: $(VENV)/.dev browser
 	PY=$(BIN)/python bash scripts/container-check.sh
 
+# Two pytest-xdist workers (TEST_WORKERS), each given whole files (--dist loadfile: a file's module fixtures, its server
+# and browser, start once); TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 2
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+
 pytest: $(VENV)/.dev browser postgres
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q --durations=15
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q $(XDIST) --durations=15
 
 test: lint pytest
 
 # The everyday loop: no browser, server, PostgreSQL, SmolLM2 or subprocess (the slow mark, tests/conftest.py).
 test-fast: $(VENV)/.dev
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m "not slow"
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q $(XDIST) -m "not slow"
 
 bench: $(VENV)/.dev browser postgres
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/engines.py

@@ -12,10 +12,11 @@ import glob
 import itertools
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
+
+from harness.server import free_port
 
 
 def binaries() -> tuple[Path | None, str]:
@@ -40,12 +41,6 @@ def _uid(user: str) -> int | None:
         return None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Server:
     """One PostgreSQL cluster: `url(db)` for a database in it, `create()` for a fresh database, `stop()`."""
 
@@ -57,7 +52,7 @@ class Server:
             raise RuntimeError(why)
         self.home = Path(tempfile.mkdtemp(prefix="attnviz-pg-"))
         os.chmod(self.home, 0o777)  # the postgres user writes its cluster here
-        self.port = _free_port()
+        self.port = free_port()
         self._as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
         self._ctl = str(folder / "pg_ctl")
         self.data = self.home / "data"

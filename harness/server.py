@@ -42,11 +42,35 @@ SETTLED_JS = """() => {
 }"""
 
 
+# Ports handed out by free_port: each process takes its own block below the kernel's ephemeral range (32768-60999 on
+# Linux, where outgoing connections and bind(0) draw), so that two pytest-xdist workers (PYTEST_XDIST_WORKER=gw0, gw1,
+# ...) never hand out the same port, and no port is handed out twice in one process though its server has not bound it
+# yet (the two-server class test asked bind(0) twice before starting either, which could name one port twice).
+PORT_BLOCK = 400
+_handed: set[int] = set()
+
+
+def _first_port() -> int:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    n = int(worker[2:]) + 1 if worker.startswith("gw") and worker[2:].isdigit() else 0
+    return 20000 + (n % 30) * PORT_BLOCK
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port on 127.0.0.1 that nothing listens on now, from this process's own block, never one handed out
+    before by this process."""
+    start = _first_port()
+    for port in range(start, start + PORT_BLOCK):
+        if port in _handed:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed.add(port)
+        return port
+    raise RuntimeError(f"no free port in {start}-{start + PORT_BLOCK - 1}")
 
 
 def start_server(port: int, log_path, env: dict | None = None) -> subprocess.Popen:

@@ -15,6 +15,11 @@ os.environ.setdefault("ATTNVIZ_DB", os.path.join(__import__("tempfile").mkdtemp(
 # chosen before Triton is first imported, and torch._dynamo imports it with torch's first compile-related import.
 if not Path("/dev/nvidiactl").exists():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+# `make test` runs the tests in two pytest-xdist workers (PYTEST_XDIST_WORKER), each computing on one thread, and the
+# servers they start inherit it: two workers of one thread each kept this 2-core machine busier than one process of
+# two threads (the fast loop: 93 s against 144 s), whose small tensors spend more on waking threads than they gain.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 import pytest  # noqa: E402
@@ -200,3 +205,27 @@ def store_target(request, tmp_path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "classes.db")
     return request.getfixturevalue("postgres").create()
+
+
+# The browser tests' Chromium and the app's server (tests/e2e/test_browser_*.py): one of each per test file.
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    from harness.server import free_port, start_server
+
+    port = free_port()
+    proc = start_server(port, tmp_path_factory.mktemp("st") / "streamlit.log")
+    yield f"http://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    from harness.server import ARGS, CHROMIUM
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()

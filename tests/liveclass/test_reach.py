@@ -1,5 +1,5 @@
 """Where students reach the server: loopback or not, this machine's address on its network, the address a class's
-links carry. No traffic: a UDP connect only asks the routing table (the server's tests are in test_serving.py)."""
+links carry. No traffic: a UDP connect only asks the routing table (the server's tests are in e2e/test_serving.py)."""
 
 import json
 import socket

@@ -1,6 +1,6 @@
 """The server's guards: a fragment's rerun that reaches a session whose runner is finishing waits for it to shut
 down (Streamlit would start a second runner and drop the first one's undelivered messages). The clear_cache guard is
-tested over the websocket in test_protocol.py; the class's browser tests and bench/load.py --class run this one
+tested over the websocket in e2e/test_protocol.py; the class's browser tests and bench/load.py --class run this one
 under load."""
 
 import asyncio

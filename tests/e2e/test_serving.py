@@ -14,8 +14,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+from browsing import _start_class
 from conftest import ROOT
-from test_browser import _start_class
 
 from attnviz.liveclass import reach
 from harness.server import ARGS, CHROMIUM, free_port

@@ -1,0 +1,264 @@
+"""What the browser tests share (tests/e2e/test_browser_*.py; their Chromium and server are tests/conftest.py's
+module fixtures `browser` and `server`, one of each per file): typing into the sidebar, and the readability checks of
+what a person sees (READABLE_JS, VISIBLE_JS, _readable)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from harness.server import CHROMIUM, IDLE_JS, SETTLED_JS
+
+SLOW_BROWSER = [  # every browser file's pytestmark: slow, Chromium against a server
+    pytest.mark.slow,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed (make test installs it)"),
+]
+HEATMAPS_JS = "() => document.querySelector('.js-plotly-plot')?.data?.filter(d => d.type === 'heatmap').length ?? 0"
+FIRST_X_JS = "() => document.querySelector('.js-plotly-plot')?.data?.[0]?.x ?? []"
+
+
+def _href(pg) -> str:
+    return pg.evaluate("() => location.href")
+
+
+def _wait_for_view(pg, needles: tuple[str, ...], timeout: float = 10.0) -> float:
+    """Seconds until the page's address holds every needle (and its main area drew), or AssertionError."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if all(n in _href(pg) for n in needles):
+            return time.monotonic() - start
+        pg.wait_for_timeout(50)
+    raise AssertionError(f"{needles} never reached {_href(pg)}")
+
+
+def _start_class(teacher, base: str) -> tuple[str, str]:
+    """The teacher starts a class on the Class page: (code, secret), read off the teacher link it lands on."""
+    teacher.goto(f"{base}/classroom")
+    teacher.get_by_role("button", name="Start a class").click()
+    teacher.get_by_text("Your teacher link, which lets anyone lead the class").wait_for(timeout=60_000)
+    _wait_for_view(teacher, ("teacher=",))
+    params = teacher.evaluate("() => Object.fromEntries(new URL(location.href).searchParams)")
+    return params["class"], params["teacher"]
+
+
+def _type(pg, text: str) -> None:
+    box = pg.get_by_label("Text", exact=True)
+    box.fill(text)
+    box.press("Enter")
+
+
+def _wait_for_token(pg, token: str) -> None:
+    pg.wait_for_function(f"({FIRST_X_JS})().some(x => x.startsWith({token!r}))", timeout=60_000)
+
+
+READABLE_JS = r"""() => {
+  const out = {bars: [], clipped: [], tickFonts: [], unlabelled: [], crowded: []};
+  // a label's text box (Streamlit ends a long one in an ellipsis there), a page's name in the sidebar, the headings
+  for (const el of document.querySelectorAll('[data-testid=stWidgetLabel] [data-testid=stMarkdownContainer], '
+      + '[data-testid=stWidgetLabel] p, [data-testid=stSidebarNav] a, '
+      + '[data-testid=stSidebarNav] a [data-testid=stMarkdownContainer], '
+      + '[data-testid=stMain] h1, [data-testid=stMain] h2, [data-testid=stMain] h3')) {
+    if (el.offsetParent !== null && el.scrollWidth > el.clientWidth + 1) out.clipped.push(el.innerText.slice(0, 60));
+  }
+  for (const gd of document.querySelectorAll('[data-testid=stMain] .js-plotly-plot')) {
+    const lay = gd._fullLayout || {}, maps = (gd._fullData || []).filter(t => t.type === 'heatmap');
+    if (!maps.length) continue;
+    out.bars.push(maps.some(t => t.coloraxis ? lay[t.coloraxis].showscale : t.showscale));
+    const axisOf = a => lay[a.replace(/^x/, 'xaxis').replace(/^y/, 'yaxis')];
+    const labelled = t => axisOf(t.yaxis).showticklabels;
+    for (const t of maps) {
+      for (const [a, values] of [[t.xaxis, t.x], [t.yaxis, t.y]]) {
+        const ax = lay[a.replace(/^x/, 'xaxis').replace(/^y/, 'yaxis')];
+        if (ax && ax.showticklabels && ax.tickfont) out.tickFonts.push(ax.tickfont.size);
+        // A token (or layer, head) axis of up to 64 values: one tick label for each. Not a dimension's axis (d1..,
+        // pair 1..), which states its every-k-th rule; rows shared with a panel beside it that labels them count.
+        const dims = values && values.every(v => /^(d|pair )\d+$/.test(String(v)));
+        const shared = a.startsWith('y') && !ax.showticklabels && maps.some(o => o !== t && labelled(o)
+          && o.y && o.y.length === values.length && o.y.every((v, i) => v === values[i]));
+        const n = ax && ax.type === 'category' && values && !dims && !shared ? new Set(values).size : 0;
+        const shown = ax && ax.showticklabels
+          ? (ax._vals || []).filter(v => v.text !== undefined && v.text !== '').length : 0;
+        const title = (lay.title && lay.title.text || '').slice(0, 30);
+        // Fewer only on a map alone in its row of a figure as wide as the main column (600 px or more: no layout
+        // could give each its line, a projector's single panel of 44 keys) whose axis says its rule ("every 4th of 44
+        // labelled").
+        const row = String(axisOf(t.yaxis).domain);
+        const ruled = /every \d+\w* (of \d+ )?labelled/.test(ax && ax.title && ax.title.text || '')
+          && lay.width >= 600 && maps.filter(o => String(axisOf(o.yaxis).domain) === row).length === 1;
+        if (n && n <= 64 && shown < n && !ruled) out.unlabelled.push(`${title} ${a}: ${shown}/${n}`);
+        // and each label a line of its own: ticks at least 0.9 of their font apart (the Compare page's projector
+        // panels had 7 px a key for 20 px labels, which ran together)
+        if (n && n <= 64 && shown && ax._length / shown < 0.9 * ax.tickfont.size)
+          out.crowded.push(`${title} ${a}: ${(ax._length / shown).toFixed(1)} px a label of ${ax.tickfont.size} px`);
+      }
+    }
+  }
+  return out;
+}"""
+READABLE_PAGES = (
+    "",
+    "?view=Head&layer=3&head=5",
+    "inside",
+    "compare?source=bert",  # the what-ifs' maps (the page opens on the dates model's, visited below)
+    "overview",
+    "positions",
+    "head_count",
+    "masks",
+)
+# What a person sees of every chart's labels (not what is in the DOM): each tick label and title's box, as the browser
+# lays it out, inside its figure and its chart element (not cut), off every plot area (not over a map), and no two
+# level tick labels of one axis over each other (turned ones: READABLE_JS's spacing). The one-head map's row labels
+# were cut to their last character and its axis title lay over the map (margins of 10 px) while READABLE_JS, which
+# counts the labels plotly made, passed.
+VISIBLE_JS = r"""() => {
+  const out = [], px = Math.round;
+  // a text's box is about 1.33 of its font high; its glyphs about 0.75 of the box
+  const glyphs = r => ({left: r.left, right: r.right, top: r.top + r.height / 8, bottom: r.bottom - r.height / 8});
+  const meet = (a, b, pad) => a.left < b.right - pad && b.left < a.right - pad
+    && a.top < b.bottom - pad && b.top < a.bottom - pad;
+  for (const gd of document.querySelectorAll('[data-testid=stMain] .js-plotly-plot')) {
+    const lay = gd._fullLayout;
+    if (!lay || !lay._plots) continue;
+    const box = gd.querySelector('.main-svg').getBoundingClientRect();
+    if (box.width === 0) continue;
+    const title = ((lay.title && lay.title.text) || '').replace(/<[^>]*>/g, ' ').slice(0, 40);
+    const areas = Object.values(lay._plots).filter(p => p.xaxis && p.yaxis).map(p => ({
+      left: box.left + p.xaxis._offset, right: box.left + p.xaxis._offset + p.xaxis._length,
+      top: box.top + p.yaxis._offset, bottom: box.top + p.yaxis._offset + p.yaxis._length}));
+    const el = gd.closest('[data-testid=stPlotlyChart]').getBoundingClientRect();
+    const fig = {left: Math.max(box.left, el.left), right: Math.min(box.right, el.right),
+                 top: Math.max(box.top, el.top), bottom: Math.min(box.bottom, el.bottom)};
+    const ticks = [...gd.querySelectorAll('.cartesianlayer .xtick text, .cartesianlayer .ytick text')]
+      .map(t => ({t, r: t.getBoundingClientRect(), axis: t.closest('g[class*=axislayer]').getAttribute('class'),
+                  turned: /rotate\((-?[1-9])/.test(t.getAttribute('transform') || '')}))
+      .filter(t => t.r.width > 0 && t.t.textContent !== '');
+    const titles = [...gd.querySelectorAll('.infolayer g[class$=title] text')].filter(t => !t.closest('.colorbar'))
+      .map(t => ({t, r: t.getBoundingClientRect()})).filter(t => t.r.width > 0);
+    for (const {t, r} of [...ticks, ...titles]) {
+      const what = `${title} | ${t.textContent.slice(0, 24)}`;
+      if (r.left < fig.left - 1 || r.right > fig.right + 1 || r.top < fig.top - 1 || r.bottom > fig.bottom + 1)
+        out.push(`cut: ${what} (${px(r.left - fig.left)}, ${px(fig.right - r.right)}, ${px(r.top - fig.top)}, `
+          + `${px(fig.bottom - r.bottom)} px inside)`);
+      if (areas.some(a => meet(r, a, 2))) out.push(`over a plot: ${what}`);
+    }
+    const level = {};
+    for (const t of ticks) if (!t.turned) (level[t.axis] = level[t.axis] || []).push(t);
+    for (const ts of Object.values(level))
+      for (let i = 1; i < ts.length; i++) {
+        const on = ts.slice(0, i).find(o => meet(glyphs(ts[i].r), glyphs(o.r), 1));
+        if (on) out.push(`overlap: ${title} | ${on.t.textContent} / ${ts[i].t.textContent}`);
+      }
+  }
+  return out;
+}"""
+PHONE = {"width": 390, "height": 844}
+# every chart in the main area as wide as its element again, after the viewport changed (plotly redraws on resize)
+RESIZED_JS = """() => [...document.querySelectorAll('[data-testid=stMain] .js-plotly-plot')].every(gd => {
+  const svg = gd.querySelector('.main-svg'), el = gd.closest('[data-testid=stPlotlyChart]');
+  return svg && el && Math.abs(svg.getBoundingClientRect().width - el.getBoundingClientRect().width) < 2;
+})"""
+
+
+MAIN_CHARTS = "[data-testid=stMain] [data-testid=stPlotlyChart]"  # a chart's element, there before plotly draws it
+# Pages whose maps follow a click: the clicks in order (a button's name, the start of it, or "guess": the first answer
+# of a radio) and the key of the chart they draw (Streamlit's st-key- class, dots as dashes). A page that draws no map
+# for a model (an encoder on a decoder's page) shows its message instead.
+READABLE_CLICKS = {
+    "generate": (("Write",), "gen-steps"),
+    "pronouns": (("guess", "Reveal"), "pr-grid"),
+    "induction": (("guess", "Reveal"), "ind-grid"),
+    "knockout": (("Knock out each of",), "ko-importance"),
+    "corpora": ((), None),
+    "classroom": (("Start a class",), None),
+}
+MAPLESS = {("default", "induction"), ("default", "knockout"), ("smollm2", "classroom"), ("default", "classroom")}
+
+
+MAPS_JS = """() => [...document.querySelectorAll('[data-testid=stMain] .js-plotly-plot')]
+  .filter(p => (p._fullData || []).some(t => t.type === 'heatmap')).length"""
+FAILED = "[data-testid=stException], [data-testid=stAlertContentError]"  # a traceback or an error on the page
+# a heatmap drawn, or the page failed (then the visit's assertions say so at once, not after the wait's timeout)
+HEATMAP_JS = f"() => ({MAPS_JS})() > 0 || !!document.querySelector('{FAILED}')"
+
+
+def _readable(
+    browser,
+    server,
+    path: str,
+    model: str,
+    projector: bool,
+    clicks: tuple = (),
+    drawn: str | None = None,
+    maps: bool = True,
+) -> dict:
+    """The page's READABLE_JS and VISIBLE_JS once it has drawn, after `clicks` (with `drawn`, once the chart of that
+    key has drawn), at 1280x800, or 1920x1080 in projector mode; the plain page's VISIBLE_JS again at 390x844 (a phone:
+    the same figures, laid out in a narrow main column, as a phone's first load gets them).
+
+    What a click draws is waited for by its key, not by counting maps: the page's own maps may not have drawn when the
+    count before the click is taken (the status widget is gone before the last elements are in the page), and a
+    grid another visit computed is shown at once, with no button (the server keeps it for every session)."""
+    pg = browser.new_page(viewport={"width": 1920, "height": 1080} if projector else {"width": 1280, "height": 800})
+    try:
+        pg.goto(f"{server}/{path}{'&' if '?' in path else '?'}{model}" + ("&projector=true" if projector else ""))
+        if maps and not clicks:
+            pg.wait_for_function(HEATMAP_JS, timeout=90_000)
+        else:
+            pg.wait_for_selector("[data-testid=stMain] h2", timeout=90_000)  # the page's header: its run began
+            pg.wait_for_function(SETTLED_JS, polling=250, timeout=300_000)
+        main = pg.locator("[data-testid=stMain]")
+        done = pg.locator(f"[data-testid=stMain] .st-key-{drawn} .js-plotly-plot") if maps and drawn else None
+        for click in clicks:
+            if click == "guess":
+                target = main.locator("[data-testid=stRadio]").filter(has_text="Your guess").locator("label").nth(1)
+            else:
+                target = main.get_by_role("button", name=click).first
+            if done is not None:  # the click's target, or what it draws already there
+                target.or_(done).first.wait_for(timeout=120_000)
+                if done.count():
+                    break
+            else:
+                pg.wait_for_function(IDLE_JS, timeout=120_000)
+                if target.count() == 0:
+                    continue  # an encoder on a decoder's page: its message, no button
+            target.click()  # label 0 of a guess is the question's own
+            pg.wait_for_timeout(300)
+        if done is not None:
+            done.first.wait_for(timeout=300_000)
+        pg.wait_for_function(IDLE_JS, timeout=300_000)
+        if maps:
+            pg.wait_for_function(HEATMAP_JS, timeout=90_000)
+        pg.wait_for_function(SETTLED_JS, polling=250, timeout=120_000)  # the page's later charts
+        # every visit is also a page opened in Chromium: no traceback, no error (test_every_page_opens_... checks the
+        # third model, SmolLM2 on the scratch backend, where these visits do not go)
+        failed = pg.locator(FAILED).all_inner_texts()
+        assert failed == [], (path, model, failed)
+        got = {**pg.evaluate(READABLE_JS), "visible": pg.evaluate(VISIBLE_JS)}
+        if not projector:
+            pg.set_viewport_size(PHONE)
+            pg.wait_for_function(RESIZED_JS, polling=250, timeout=30_000)
+            got["phone"] = pg.evaluate(VISIBLE_JS)
+        return got
+    finally:
+        pg.close()
+
+
+def _check_readable(path: str, plain: dict, big: dict, maps: bool) -> None:
+    """Every heatmap figure has a colour bar, every token axis of up to 64 tokens a label for each with room for it
+    (no two run together), no label is clipped, every chart's labels and titles are visible where a person looks
+    (1280x800, a projector's 1920x1080, a 390x844 phone), and the projector's tick labels are at least 1.5x."""
+    assert plain["phone"] == [], (path, "phone", plain["phone"])
+    for mode, got in (("plain", plain), ("projector", big)):
+        assert got["visible"] == [], (path, mode, got["visible"])
+        assert all(got["bars"]) and (bool(got["bars"]) or not maps), (path, mode, got["bars"])
+        assert got["unlabelled"] == [], (path, mode, got["unlabelled"])
+        assert got["clipped"] == [], (path, mode, got["clipped"])
+        assert got["crowded"] == [], (path, mode, got["crowded"])
+    if maps:
+        assert min(big["tickFonts"]) >= 1.5 * max(plain["tickFonts"]) - 0.01, (
+            path,
+            plain["tickFonts"],
+            big["tickFonts"],
+        )

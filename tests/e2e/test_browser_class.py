@@ -1,0 +1,246 @@
+"""A class in Chromium: the join screen, a teacher and three students following, polling, revealing and surviving a
+restart, on one server and on two servers over one PostgreSQL."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from browsing import SLOW_BROWSER, _start_class, _wait_for_view
+
+from attnviz.ui import frame
+from harness.server import IDLE_JS, SETTLED_JS, free_port, start_server
+
+pytestmark = SLOW_BROWSER
+
+
+def _bars(pg) -> list[dict]:
+    """The first chart's traces on the page, as plotly holds them: [{x, y}]."""
+    pg.locator("[data-testid=stMain] .js-plotly-plot").first.wait_for(timeout=30_000)
+    pg.wait_for_function(SETTLED_JS, polling=250, timeout=30_000)
+    return pg.evaluate(
+        "() => document.querySelector('[data-testid=stMain] .js-plotly-plot').data.map(t => ({x: t.x, y: t.y}))"
+    )
+
+
+def _students(browser, base: str, code: str, n: int = 3) -> list:
+    """n students open the student link on `base` and wait for the class panel."""
+    students = []
+    for _ in range(n):
+        pg = browser.new_page(viewport={"width": 1200, "height": 1000})
+        pg.goto(f"{base}/?class={code}")
+        pg.get_by_text("Follow the teacher").wait_for(timeout=60_000)
+        students.append(pg)
+    return students
+
+
+def _teacher_shows_a_head(teacher, base: str, code: str, secret: str, students: list, layer: int, head: int):
+    """The teacher opens one head's view through the URL's own state; every student takes it. Returns the waits."""
+    teacher.goto(f"{base}/?class={code}&teacher={secret}&view=Head&layer={layer}&head={head}")
+    teacher.locator("[data-testid=stMain] .js-plotly-plot").first.wait_for(timeout=60_000)
+    waits = [_wait_for_view(s, ("view=Head", f"layer={layer}", f"head={head}")) for s in students]
+    for s in students:
+        s.get_by_text(f"Layer {layer}, head {head}").first.wait_for(timeout=5_000)
+    return waits
+
+
+def _ask(teacher, base: str, code: str, secret: str, layer: int):
+    """The teacher goes to the Class page (the students follow) and asks what kind of head this is; its main area."""
+    teacher.goto(f"{base}/classroom?class={code}&teacher={secret}")
+    main = teacher.locator("[data-testid=stMain]")
+    main.get_by_text(f"Ask the class about layer {layer}").wait_for(timeout=60_000)
+    main.locator("[data-testid=stRadio]").filter(has_text="Question").get_by_text("What kind of head?").click()
+    main.get_by_role("button", name="Ask").click()
+    main.get_by_text("answered 0 of 3 following when it was asked").wait_for(timeout=10_000)
+    return main
+
+
+def _reveal(teacher, main) -> dict:
+    """The teacher reveals; the class's bars, which must count two "broad" and one "self"."""
+    main.get_by_role("button", name="Reveal").click()
+    main.get_by_text("The model:").wait_for(timeout=30_000)
+    bars = dict(zip(*_bars(teacher)[0].values(), strict=True))
+    assert bars["broad"] == 2 and bars["self"] == 1 and sum(bars.values()) == 3
+    return bars
+
+
+def _answer(pg, choice: str, timeout: float = 15_000) -> None:
+    """A student picks an answer to the poll on their page and sends it; returns once the page says it was kept."""
+    answer = pg.locator("[data-testid=stMain] [data-testid=stRadio]").filter(has_text="Your answer")
+    answer.wait_for(timeout=timeout)
+    answer.get_by_text(choice, exact=True).click()
+    pg.locator("[data-testid=stMain]").get_by_role("button", name="Send").click()
+    pg.get_by_text("Waiting for the teacher to reveal").wait_for(timeout=15_000)
+
+
+JOIN_JS = """() => {
+  const main = document.querySelector('[data-testid=stMain]'), img = main.querySelector('[data-testid=stImage] img');
+  const code = [...main.querySelectorAll('h1')].find(h => /^[A-Z0-9]{6}$/.test(h.innerText.trim()));
+  return {teacher: main.innerHTML.includes('teacher='), qr: img ? img.getBoundingClientRect().height : 0,
+          bottom: img ? img.getBoundingClientRect().bottom : 0, code: code ? code.innerText.trim() : null,
+          codePx: code ? parseFloat(getComputedStyle(code).fontSize) : 0, text: main.innerText,
+          first: document.querySelector('[data-testid=stSidebarNav] a').innerText};
+}"""
+
+
+@pytest.mark.parametrize("size", [(1280, 800, ""), (1920, 1080, "?projector=true")])
+def test_the_join_screen_shows_the_room_the_code_and_a_large_qr_code_and_never_the_teachers_link(browser, server, size):
+    """After Start a class, what the room may see: the six-letter code large, the QR code at least 40% of the screen's
+    height and inside it, the student address, the end in the teacher's own time (Asia/Yerevan here: UTC+4), and no
+    teacher link anywhere in the main area (it was there in large type: a projected laptop gave the class away). The
+    Class page is first in the navigation for the teacher, and every page is listed (Class was under "View 3 more")."""
+    width, height, query = size
+    ctx = browser.new_context(viewport={"width": width, "height": height}, timezone_id="Asia/Yerevan")
+    pg = ctx.new_page()
+    try:
+        pg.goto(f"{server}/classroom{query}")
+        started = time.time()
+        pg.get_by_role("button", name="Start a class").click()
+        pg.get_by_text("Your teacher link, which lets anyone lead the class").wait_for(timeout=60_000)
+        pg.wait_for_function(IDLE_JS, timeout=60_000)
+        pg.locator("[data-testid=stMain] [data-testid=stImage] img").wait_for(timeout=30_000)
+        pg.wait_for_function("() => document.querySelector('[data-testid=stMain] [data-testid=stImage] img').complete")
+        got = pg.evaluate(JOIN_JS)
+        secret = pg.evaluate("() => new URL(location.href).searchParams.get('teacher')")
+        assert secret and not got["teacher"] and secret not in got["text"], "the teacher's link is in the main area"
+        assert got["code"] == pg.evaluate("() => new URL(location.href).searchParams.get('class')")
+        assert got["codePx"] >= 40, got["codePx"]
+        assert 0.4 * height <= got["qr"] and got["bottom"] <= height, (got["qr"], got["bottom"], height)
+        assert "or open\n" in got["text"] and f"?class={got['code']}" in got["text"]
+        ends = re.search(r"The class ends at (\d\d:\d\d)\.", got["text"])  # 8 hours on, in Yerevan's time
+        could = {time.strftime("%H:%M", time.gmtime(t + (8 + 4) * 3600)) for t in (started, time.time())}
+        assert ends and ends[1] in could, (got["text"][-200:], could)
+        assert "Class" in got["first"]
+        nav = pg.inner_text("[data-testid=stSidebarNav]")
+        assert "View" not in nav and all(title in nav for _, title, _ in frame.PAGES), nav
+        pg.locator("[data-testid=stSidebar]").get_by_text("Your teacher link (keep it private)").click()
+        pg.get_by_text(f"teacher={secret}").wait_for(timeout=10_000)  # there, folded, for the teacher alone
+        assert not pg.evaluate(JOIN_JS)["teacher"]
+    finally:
+        ctx.close()
+
+
+def test_a_class_led_live_teacher_and_three_students_poll_reveal_and_restart(browser, tmp_path):
+    """A teacher starts a class; three students follow it within 2 s; they answer a poll; the reveal counts them;
+    the server restarts and the class and answers are still there; a student's browser cannot lead."""
+    from attnviz.liveclass.store import Store
+
+    db = tmp_path / "classes.db"
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = start_server(port, tmp_path / "server1.log", {"ATTNVIZ_DB": str(db)})
+    pages = []
+    try:
+        teacher = browser.new_page(viewport={"width": 1400, "height": 1400})
+        pages.append(teacher)
+        code, secret = _start_class(teacher, base)
+        assert Store(db).is_teacher(code, secret)
+
+        students = _students(browser, base, code)
+        pages += students
+
+        # the teacher changes the view through the URL's own state, then through a widget
+        waits = _teacher_shows_a_head(teacher, base, code, secret, students, 2, 4)
+        main = teacher.locator("[data-testid=stMain]")
+        main.locator("[data-testid=stButtonGroup]").get_by_text("Layer", exact=True).click()
+        _wait_for_view(teacher, ("view=Layer",))
+        waits += [_wait_for_view(s, ("view=Layer",)) for s in students]
+        # Every student took each view. How fast is bench/load.py --class's question (a timed assertion here would
+        # measure the machine running the test suite): print the waits, each counted from the previous student.
+        print("follow waits (s):", [round(w, 2) for w in waits])
+
+        # a poll: the teacher goes to the Class page (the students follow), asks what kind of head this is
+        main = _ask(teacher, base, code, secret, 2)
+        for pg, choice in zip(students, ("broad", "broad", "self"), strict=True):
+            _answer(pg, choice)
+        main.get_by_text("answered 3 of 3").wait_for(timeout=10_000)
+        class_bars = _reveal(teacher, main)
+        for pg in students:
+            pg.get_by_text("The model:").wait_for(timeout=10_000)
+            assert pg.get_by_role("button", name="Answers (CSV)").count() == 0  # the names are the teacher's
+        assert teacher.get_by_role("button", name="Answers (CSV)").count() == 1
+
+        # the server restarts: the class, the view and the answers are still there
+        proc.terminate()
+        proc.wait(timeout=30)
+        proc = start_server(port, tmp_path / "server2.log", {"ATTNVIZ_DB": str(db)})
+        teacher.goto(f"{base}/classroom?class={code}&teacher={secret}")
+        main.get_by_text("The model:").wait_for(timeout=60_000)
+        assert dict(zip(*_bars(teacher)[0].values(), strict=True)) == class_bars
+        students[0].reload()
+        students[0].get_by_text("Your answer: broad").wait_for(timeout=60_000)
+
+        # a student's browser sends the teacher's commands without the secret: nothing changes
+        before = Store(db).get(code)
+        intruder = students[1]
+        intruder.goto(f"{base}/?class={code}&teacher=not-the-secret&view=Head&layer=6&head=1")
+        intruder.get_by_text("That teacher link's secret is not this class's").wait_for(timeout=30_000)
+        intruder.goto(f"{base}/classroom?class={code}&sid=x{'1' * 15}")
+        intruder.locator("[data-testid=stMain]").get_by_text("The model:").wait_for(timeout=30_000)
+        assert intruder.locator("[data-testid=stMain]").get_by_role("button", name="Ask").count() == 0
+        assert intruder.locator("[data-testid=stMain]").get_by_role("button", name="Reveal").count() == 0
+        after = Store(db).get(code)
+        assert (after.version, after.view) == (before.version, before.view)
+        assert Store(db).current_poll(code).id == Store(db).current_poll(code).id
+        for pg in pages:
+            assert pg.locator("[data-testid=stException]").count() == 0
+    finally:
+        for pg in pages:
+            pg.close()
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_a_class_over_two_servers_and_one_postgresql_follow_poll_reveal_and_restart(browser, tmp_path, postgres):
+    """Replicas: the teacher on one server, three students on another, one PostgreSQL between them. The students
+    follow, answer and see the reveal; the students' server restarts mid-class and nothing is lost."""
+    from attnviz.liveclass.store import Store
+
+    db = postgres.create()
+    ports = [free_port(), free_port()]
+    teacher_base, student_base = (f"http://127.0.0.1:{p}" for p in ports)
+    env = {"ATTNVIZ_DB": db}
+    procs = [start_server(p, tmp_path / f"server{i}.log", env) for i, p in enumerate(ports)]
+    store, pages = Store(db), []
+    try:
+        teacher = browser.new_page(viewport={"width": 1400, "height": 1400})
+        pages.append(teacher)
+        code, secret = _start_class(teacher, teacher_base)
+        assert store.is_teacher(code, secret)  # the class is in PostgreSQL
+
+        students = _students(browser, student_base, code)
+        pages += students
+        waits = _teacher_shows_a_head(teacher, teacher_base, code, secret, students, 3, 2)
+        print("follow waits across servers (s):", [round(w, 2) for w in waits])
+
+        main = _ask(teacher, teacher_base, code, secret, 3)
+        for pg, choice in zip(students[:2], ("broad", "self"), strict=True):
+            _answer(pg, choice)
+        main.get_by_text("answered 2 of 3").wait_for(timeout=10_000)
+
+        # the students' server restarts mid-poll: their answers are kept, the third student still answers
+        procs[1].terminate()
+        procs[1].wait(timeout=30)
+        procs[1] = start_server(ports[1], tmp_path / "server1-again.log", env)
+        for pg in students:
+            pg.reload()
+        students[0].get_by_text("Your answer: broad").wait_for(timeout=60_000)
+        _answer(students[2], "broad", timeout=60_000)
+        main.get_by_text("answered 3 of 3").wait_for(timeout=10_000)
+
+        class_bars = _reveal(teacher, main)
+        for pg in students:
+            pg.get_by_text("The model:").wait_for(timeout=15_000)
+            assert dict(zip(*_bars(pg)[0].values(), strict=True)) == class_bars
+        poll = store.current_poll(code)
+        assert poll.revealed and store.results(poll.id) == {"broad": 2, "self": 1}
+        for pg in pages:
+            assert pg.locator("[data-testid=stException]").count() == 0
+    finally:
+        for pg in pages:
+            pg.close()
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=30)
+        store.close()

@@ -1,0 +1,286 @@
+"""The Heads page in Chromium: typing, markup, a PNG, the URL's state, bad input, a shared link, a long text, an
+HTML snapshot, every token labelled, a link to a head, and a notebook view's click."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from browsing import FIRST_X_JS, HEATMAPS_JS, SLOW_BROWSER, _type, _wait_for_token
+from conftest import ROOT, SENTENCE
+
+from harness.server import IDLE_JS, SETTLED_JS, free_port, start_server
+
+pytestmark = SLOW_BROWSER
+
+
+@pytest.fixture
+def page(browser, server):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    pg = ctx.new_page()
+    pg.dialogs = []
+    pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))
+    pg.goto(server)
+    pg.wait_for_function(f"({HEATMAPS_JS})() === 12", timeout=90_000)
+    yield pg
+    ctx.close()
+
+
+def test_typing_a_sentence_draws_one_heatmap_per_head(page):
+    _type(page, "Students love colourful heatmaps")
+    _wait_for_token(page, "colourful")
+    assert page.evaluate(HEATMAPS_JS) == 12
+    assert page.locator(".js-plotly-plot .hm image, .js-plotly-plot .heatmaplayer").count() >= 1
+
+
+def test_markup_is_shown_as_text_and_never_runs(page):
+    _type(page, "<script>alert(1)</script><img src=x onerror=alert(2)>")
+    _wait_for_token(page, "script")
+    page.wait_for_function(SETTLED_JS, polling=250, timeout=60_000)  # the whole run is in the page: any script ran
+    assert page.dialogs == []
+    labels = page.evaluate(FIRST_X_JS)
+    assert "&lt; ·2" in labels  # escaped before plotly reads it as HTML
+    assert (
+        page.get_by_label("Text", exact=True).input_value() == "<script>alert(1)</script><img src=x onerror=alert(2)>"
+    )
+    assert page.evaluate("() => document.querySelectorAll('img[src=\"x\"]').length") == 0
+
+
+def test_png_download_is_a_png(page, tmp_path):
+    with page.expect_download(timeout=60_000) as info:
+        page.get_by_role("button", name="PNG", exact=True).click()
+    path = tmp_path / "grid.png"
+    info.value.save_as(path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert info.value.suggested_filename == "attnviz_L1.png"
+
+
+def test_moving_the_layer_slider_updates_the_shareable_url(page):
+    slider = page.get_by_role("slider").first
+    slider.focus()
+    slider.press("ArrowRight")
+    page.wait_for_function("() => location.href.includes('layer=2')", timeout=30_000)
+    assert "view=Layer" in page.evaluate("location.href")
+
+
+def test_a_shared_link_to_a_page_opens_inside_the_app_frame_on_a_fresh_server(browser, tmp_path):
+    """The first request a new server sees is a page's URL: it must still run app.py (navigation, layout)."""
+    port = free_port()
+    proc = start_server(port, tmp_path / "fresh.log")
+    try:
+        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+        pg.goto(f"http://127.0.0.1:{port}/compare?source=bert")
+        pg.wait_for_selector("[data-testid=stSidebarNav] a", timeout=90_000)
+        pg.wait_for_selector(".js-plotly-plot", timeout=90_000)
+        titles = [a.text_content() for a in pg.locator("[data-testid=stSidebarNav] a").all()]
+        assert any(t.endswith("Heads") for t in titles) and any(t.endswith("Self vs masked vs cross") for t in titles)
+        assert not any(t in ("app", "compare") for t in titles)  # no file-name menu from folder discovery
+        pg.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+BROWSER_CORPUS = [
+    "emoji",
+    "right-to-left",
+    "zero-width joiners",
+    "NUL and control characters",
+    "markdown image link",
+    "special tokens typed as text",
+    "whitespace",
+    "only zero-width",
+]
+
+
+def test_the_bad_input_corpus_in_a_real_browser(page):
+
+    corpus = {
+        t["name"]: t for t in json.loads((ROOT / "tests/data/bad_inputs.json").read_text(encoding="utf-8"))["texts"]
+    }
+    for name in BROWSER_CORPUS:
+        entry = corpus[name]
+        old = page.evaluate(FIRST_X_JS)
+        _type(page, entry["text"])
+        if entry["expect"] == "message":
+            page.wait_for_selector("[data-testid=stAlertContentWarning]", timeout=30_000)
+        else:
+            page.wait_for_function(f"({FIRST_X_JS})().join('|') !== {'|'.join(old)!r}", timeout=30_000)
+            assert page.evaluate(HEATMAPS_JS) == 12, name
+        assert page.dialogs == [], name
+        assert page.locator("[data-testid=stException]").count() == 0, name
+    assert page.evaluate("() => document.querySelectorAll('img[src^=\"http://127.0.0.1:1\"]').length") == 0
+
+
+def _memory(pid: int) -> dict[str, int]:
+    """A process's resident set now (VmRSS) and at its peak since the last reset (VmHWM), in bytes."""
+    text = Path(f"/proc/{pid}/status").read_text()
+    return {k: int(re.search(rf"{k}:\s+(\d+)", text).group(1)) * 1024 for k in ("VmRSS", "VmHWM")}
+
+
+def test_a_long_text_pasted_in_chromium_draws_pooled_maps_an_exact_window_and_the_overview(
+    browser, tmp_path, monkeypatch
+):
+    """The long path end to end, with a smaller N for CI time: an eager budget of 64 MB makes SmolLM2 go lazy past
+    249 tokens, and ~1,200 tokens are pasted. The server's peak memory added by the request stays within the bound
+    the README states (its queries and keys, two analysis blocks and the forward pass's own activations)."""
+    from attnviz.engines.base import eager_tokens
+    from attnviz.lazy import BLOCK_BYTES
+
+    monkeypatch.setenv("ATTNVIZ_EAGER_MB", "64")  # here too, for eager_tokens below
+    port = free_port()
+    proc = start_server(port, tmp_path / "streamlit.log", env={"ATTNVIZ_EAGER_MB": "64"})
+    url = f"http://127.0.0.1:{port}"
+    text = (ROOT / "README.md").read_text(encoding="utf-8")[:4000]  # ~1,200 SmolLM2 tokens of prose and markup
+    pg = browser.new_page(viewport={"width": 1400, "height": 2600})
+    try:
+        pg.goto(f"{url}/?model=smollm2&view=Head")
+        pg.wait_for_selector(".js-plotly-plot", timeout=90_000)
+        pg.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=90_000)
+        Path(f"/proc/{proc.pid}/clear_refs").write_text("5")  # the server's peak starts again: SmolLM2 is loaded
+        before = _memory(proc.pid)["VmRSS"]
+        pg.get_by_text("Long text: paste a passage").click()
+        box = pg.get_by_role("textbox", name="Long text")
+        box.fill(text)
+        box.press("Control+Enter")
+        pg.wait_for_selector("text=A long text", timeout=180_000)
+        pg.wait_for_selector("text=An exact window", timeout=180_000)
+        n = int(
+            re.search(
+                r"A long text: ([\d,]+) tokens", pg.locator("[data-testid=stAlertContentInfo]").first.text_content()
+            )
+            .group(1)
+            .replace(",", "")
+        )
+        assert n > eager_tokens(30, 9) * 3
+        title = "() => [...document.querySelectorAll('.gtitle')].map(t => t.textContent).find(t => t.includes('exact'))"
+        assert f"queries {n - 63}–{n}" in pg.evaluate(title)  # the window starts at the text's end
+        box_ = pg.locator(".js-plotly-plot").first.bounding_box()  # the pooled head map: click near its top-left
+        pg.mouse.click(box_["x"] + box_["width"] * 0.2, box_["y"] + box_["height"] * 0.3)
+        pg.wait_for_function(f"() => !({title})().includes('queries {n - 63}–')", timeout=60_000)
+        assert re.search(r"queries (\d+)–", pg.evaluate(title)).group(1) != str(n - 63)
+        pg.locator("[data-testid=stMain] button").filter(has_text="Overview").first.click()
+        pg.wait_for_selector("text=Every layer (rows) and head (columns)", timeout=120_000)
+        pg.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=120_000)
+        assert pg.locator(".js-plotly-plot").count() >= 1
+        assert pg.locator("[data-testid=stException]").count() == 0
+        pg.get_by_role("link", name="Model overview").first.click()  # statistics for every head of the long text
+        pg.wait_for_selector("text=Rollout and flow multiply every layer", timeout=120_000)
+        assert pg.locator(".js-plotly-plot").count() >= 1  # the layer x head grid of a statistic
+        assert pg.locator("[data-testid=stException]").count() == 0
+        pg.get_by_role("link", name="Inside").first.click()  # a page that draws every weight says where to go
+        pg.wait_for_selector("text=show long texts", timeout=60_000)
+        added = _memory(proc.pid)["VmHWM"] - before
+        kept = 30 * (9 + 3) * n * 64 * 4  # queries (L, H, N, Dh) and keys (L, Hkv, N, Dh), float32
+        bound = kept + 2 * BLOCK_BYTES + 600 * 2**20  # + the forward pass (SmolLM2's activations at this N)
+        assert added < bound, (added / 2**20, bound / 2**20)
+    finally:
+        pg.close()
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_an_html_snapshot_of_a_view_opens_offline_and_draws_its_heatmaps(browser, server, tmp_path):
+    """Heads page, one head: prepare the snapshot, save it, open the file with the network off."""
+    pg = browser.new_page(viewport={"width": 1400, "height": 1400})
+    try:
+        pg.goto(f"{server}/?view=Head&layer=2&head=3")
+        main = pg.locator("[data-testid=stMain]")
+        main.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
+        main.get_by_role("button", name="Prepare an HTML snapshot").click()
+        save = main.get_by_role("button", name="Save the snapshot (HTML")
+        save.wait_for(timeout=30_000)
+        label = save.inner_text()
+        with pg.expect_download() as dl:
+            save.click()
+        path = tmp_path / "snapshot.html"
+        dl.value.save_as(path)
+        stated = float(label.split("HTML, ")[1].split(" MB")[0])
+        assert abs(path.stat().st_size / 2**20 - stated) < 0.05  # the size on the button is the file's
+    finally:
+        pg.close()
+    context = browser.new_context()
+    asked = []
+    context.route("**/*", lambda route: (asked.append(route.request.url), route.continue_()))
+    context.set_offline(True)
+    offline = context.new_page()
+    try:
+        offline.goto(path.as_uri())
+        offline.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+        traces = offline.evaluate("() => document.querySelector('.js-plotly-plot').data.map(t => t.type)")
+        assert "heatmap" in traces
+        assert offline.locator(".js-plotly-plot .heatmaplayer image, .js-plotly-plot .hm image").count() >= 1
+        text = offline.locator("body").inner_text()
+        assert "The animal didn't cross the street" in text and "head" in text
+        assert [u for u in asked if not u.startswith("file://")] == []  # nothing from the network
+    finally:
+        context.close()
+
+
+def test_the_heads_page_labels_every_token_on_every_map(browser, server):
+    """The layer grid and one head's map: as many tick labels as tokens on every axis (up to 64 tokens)."""
+    pg = browser.new_page(viewport={"width": 1280, "height": 800})
+    try:
+        for view in ("Layer", "Head"):
+            pg.goto(f"{server}/?view={view}&layer=2&head=3")
+            pg.wait_for_selector("[data-testid=stMain] .js-plotly-plot", timeout=90_000)
+            pg.wait_for_function(SETTLED_JS, polling=250, timeout=90_000)
+            counts = pg.evaluate("""() => {
+              const gd = document.querySelector('[data-testid=stMain] .js-plotly-plot'), lay = gd._fullLayout;
+              return gd._fullData.filter(t => t.type === 'heatmap').flatMap(t => [[t.xaxis, t.x], [t.yaxis, t.y]])
+                .map(([a, v]) => [lay[a.replace(/^x/, 'xaxis').replace(/^y/, 'yaxis')]._vals.length, v.length]);
+            }""")
+            assert len(counts) == (24 if view == "Layer" else 2)
+            assert all(shown == tokens == 16 for shown, tokens in counts), (view, counts)  # the default sentence
+    finally:
+        pg.close()
+
+
+def test_a_link_to_a_head_opens_the_heads_page_in_the_packaged_app(browser, server):
+    """`attnviz serve` runs the packaged app, whose pages are functions: Positions' "Open in Heads" (the Model
+    overview's and the Corpus page's links go through the same widgets.open_head) took the file path
+    app_pages/heads.py there and the page said "Something went wrong"."""
+    pg = browser.new_page(viewport={"width": 1280, "height": 800})
+    try:
+        pg.goto(f"{server}/positions?model=default")
+        button = pg.get_by_role("button", name="Open in Heads").first
+        button.wait_for(timeout=120_000)
+        pg.wait_for_function(IDLE_JS, timeout=120_000)
+        button.click()
+        pg.wait_for_function("() => location.search.includes('view=Head')", timeout=30_000)
+        pg.wait_for_selector("[data-testid=stMain] .js-plotly-plot", timeout=90_000)
+        pg.wait_for_function(IDLE_JS, timeout=60_000)
+        assert pg.locator("[data-testid=stMain] [data-testid=stAlertContainer]").count() == 0
+        assert "/positions" not in pg.url
+    finally:
+        pg.close()
+
+
+def test_a_click_on_a_head_in_a_notebook_views_grid_draws_it_large_with_no_kernel(browser, tmp_path, bundled_hf):
+    """The notebook view's grid said "pick a head for full detail" and clicks did nothing: a click on a head's map
+    draws that head in the one-head map of the same output, from the data already in the page (offline, no kernel:
+    the view saved as a file)."""
+    import attnviz
+
+    path = attnviz.show(bundled_hf.run(SENTENCE), layer=2, head=0).to_html(tmp_path / "view.html")
+    context = browser.new_context(viewport={"width": 1280, "height": 2400})
+    context.set_offline(True)
+    pg = context.new_page()
+    try:
+        pg.goto(path.as_uri())
+        pg.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length === 3", timeout=30_000)
+        grid, head = pg.locator(".js-plotly-plot").nth(1), pg.locator(".js-plotly-plot").nth(2)
+        assert head.evaluate("gd => gd.layout.title.text").startswith("Layer 3, head 1")
+        box = grid.locator(".nsewdrag[data-subplot=x5y5]").bounding_box()  # head 5's map
+        pg.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        pg.wait_for_function(
+            "() => document.querySelectorAll('.js-plotly-plot')[2].layout.title.text.startsWith('Layer 3, head 5')",
+            timeout=10_000,
+        )
+        z = head.evaluate("gd => Array.from(gd.data[0].z, row => Array.from(row))")
+        assert np.allclose(np.array(z, dtype=float), bundled_hf.run(SENTENCE).main.weights[2, 4].numpy(), atol=1e-6)
+    finally:
+        context.close()
