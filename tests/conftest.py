@@ -42,12 +42,12 @@ from attnviz.engines import registry  # noqa: E402
 
 hf_logging.disable_progress_bar()
 
-# `make test-fast` is `pytest -m "not slow"`, the everyday loop (budget 60 s; 97 s today): no browser, no server, no
-# PostgreSQL, no SmolLM2, no command line in a subprocess, no Ray, nothing that takes 2 s or more in a full run of the
-# suite. `make test` (what CI runs) runs everything. A slow test says so where it is written: `pytestmark =
-# pytest.mark.slow` for a whole file (the browser, the servers, the notebooks, the package), `@pytest.mark.slow` on a
-# test, with why beside it. Two rules stay here because they are about a resource, not a name: a test that uses one of
-# these fixtures, or a store_target on PostgreSQL, is slow.
+# `make test-fast` is `pytest -m "not slow"` in two workers, the everyday loop (budget 60 s; 49-50 s on 2026-11-27): no
+# browser, no server, no PostgreSQL, no SmolLM2, no command line in a subprocess, no Ray, nothing that takes 0.45 s or
+# more in a full run of the suite but one AppTest of each page. `make test` (what CI runs) runs everything. A slow test
+# says so where it is written: `pytestmark = pytest.mark.slow` for a whole file (tests/e2e/: the browser, the servers,
+# the notebooks, the package), `@pytest.mark.slow` on a test, with why beside it. Two rules stay here because they are
+# about a resource, not a name: a test that uses one of these fixtures, or a store_target on PostgreSQL, is slow.
 SLOW_FIXTURES = {"postgres", "smollm2_hf", "smollm2_eager", "smollm2_scratch", "browser", "server"}
 SLOW_PARAMS = {"postgresql"}
 

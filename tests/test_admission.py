@@ -18,6 +18,7 @@ def _hold(adm: Admission, owner: str, estimate: int, started: threading.Event, r
         log.append(("end", owner))
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_at_most_the_slots_run_at_once_and_the_line_is_first_come_first_served():
     adm = Admission(slots=1, bound=100 * MB, queue=4)
     log, release = [], threading.Event()
@@ -47,6 +48,7 @@ def _wait_and_run(adm, owner, started, release, log, places):
         release.wait(10)
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_estimates_together_stay_within_the_bound():
     adm = Admission(slots=3, bound=10 * MB, queue=4)
     release, log = threading.Event(), []

@@ -36,6 +36,7 @@ def test_a_local_folder_of_ones_own_loads_through_the_door(tiny_llama_dir):
     assert got.main.kind == "causal" and got.main.n_layers == 2
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_the_interventions_through_the_door_equal_the_functions(tiny_llama_dir):
     folder = str(tiny_llama_dir)
     eng = attnviz.engine(folder)
@@ -88,6 +89,7 @@ follow_imports = normal
 """
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_type_checker_sees_the_doors_signatures(tmp_path, monkeypatch):
     """`import attnviz; attnviz.show("hi", layr=2)` passed mypy: the lazy __getattr__ made every door function an
     Any. A user's snippet is checked as a user's mypy reads the package (the door's names under TYPE_CHECKING; only
@@ -114,6 +116,7 @@ def _short(value) -> str:
     return text
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_every_result_prints_in_one_to_five_lines(tiny_llama_dir, tmp_path):
     """A View, a Results and an AttentionResult each printed about 24 KB of tensors (an Induction 48 KB, a query/key
     space 125 KB), kept as text/plain in every notebook: each says in a few lines what it holds."""

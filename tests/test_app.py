@@ -53,6 +53,7 @@ def test_every_page_runs_with_smollm2(page, backend):
 
 
 @pytest.mark.parametrize("page", ["app_pages/heads.py", "app_pages/overview.py"])
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_text_longer_than_the_model_takes_says_how_many_tokens_were_read_and_dropped(bundled_hf, page):
     text = "The animal didn't cross the street because it was too tired. " * 60
     dropped = bundled_hf.encode(text).truncated

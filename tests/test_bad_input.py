@@ -215,6 +215,7 @@ def test_nothing_depends_on_torch_s_process_wide_default_dtype(bundled_hf):
         torch.set_default_dtype(previous)
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_float16_checkpoint_loads_as_float32_and_never_changes_the_default_dtype(
     tiny_bert_dir, tmp_path, monkeypatch
 ):
@@ -268,6 +269,7 @@ def _shown_as_markup(at) -> list[str]:
 
 
 @pytest.mark.parametrize(("page", "params"), LINKS, ids=[f"{p.split('/')[-1]}-{'-'.join(q)}" for p, q in LINKS])
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_markdown_and_html_in_a_link_never_become_markup(page, params):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     for k, v in params.items():
@@ -277,6 +279,7 @@ def test_markdown_and_html_in_a_link_never_become_markup(page, params):
     assert _shown_as_markup(at) == []
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_markdown_typed_into_the_pronoun_lab_never_becomes_markup():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.switch_page("app_pages/pronouns.py").run()

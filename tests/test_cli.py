@@ -73,6 +73,7 @@ def test_doctor_reports_versions_models_and_a_passing_check():
         assert needle in p.stdout, needle
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_doctor_runs_where_streamlit_is_not_installed(monkeypatch, capsys):
     """A GPU host with only the library (the device machine has no streamlit): doctor says so, and still checks."""
     import importlib.metadata
@@ -129,6 +130,7 @@ def test_stats_json_layout(tmp_path):
 
 
 @pytest.mark.parametrize("command", ["attention", "stats", "rollout"])
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_text_past_the_models_limit_is_cut_and_every_command_says_so(tmp_path, capsys, command):
     """stats and rollout kept BERT's first 512 tokens of a longer text with no word of it and no field in their
     JSON (attention said so): each prints the note and writes how many tokens were dropped."""
@@ -142,6 +144,7 @@ def test_a_text_past_the_models_limit_is_cut_and_every_command_says_so(tmp_path,
         assert len(d["tokens"]) == 512
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_rollout_json_layout(tmp_path):
     out = tmp_path / "r.json"
     assert main(["rollout", "The cat sat on the mat.", "--json", str(out)]) == 0
@@ -316,6 +319,7 @@ def test_rows_are_the_exact_rows_of_every_weight(tmp_path, bundled_hf):
     assert main(["attention", SENTENCE, "--rows", "16", "--json", str(out)]) == 2  # 16 tokens: 0 to 15
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_long_text_writes_exact_rows_and_refuses_every_weight(tmp_path, tiny_long_llama_dir, monkeypatch):
     monkeypatch.setenv("ATTNVIZ_EAGER_MB", "1")  # the tiny Llama goes lazy past 147 tokens
     from attnviz.engines import registry
@@ -392,6 +396,7 @@ def _interventions_json(tmp_path, folder, backend) -> dict:
     return {name: json.loads(path.read_text()) for name, path in out.items()}
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_induction_ablate_and_patch_write_their_json_and_both_backends_agree(tmp_path, tiny_llama_dir):
     hf, ours = (_interventions_json(tmp_path, tiny_llama_dir, b) for b in ("hf", "scratch"))
     ind, ab, pa = hf["induction"], hf["ablate"], hf["patch"]
@@ -472,6 +477,7 @@ def test_interventions_print_heads_and_positions_1_based_and_take_heads_either_w
     assert "layers 1-2" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_interventions_on_bert_or_with_bad_heads_exit_2_with_one_line(capsys):
     assert main(["ablate", IOI, "--heads", "0.1", "--model", "default"]) == 2
     assert "decoder" in capsys.readouterr().err
@@ -523,6 +529,7 @@ def test_corpus_runs_a_jsonl_column_writes_its_tables_and_refuses_bad_input_in_o
     assert json.loads((out / "manifest.json").read_text()) == manifest  # the finished run is untouched
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_serve_sets_what_it_has_loaded_aside_from_the_collectors_full_passes():
     """`serve` freezes what it loaded before the server opens (gc.freeze): a full collection under a class's load
     walked it all and stopped every page for about 0.4 s (bench/RESULTS.md); what pages make later is collected."""

@@ -76,6 +76,7 @@ def _assert_equal(a: LazyAttention, b: LazyAttention, sides) -> None:
         ("causal", 200, 2, (4, 1), 16, (96,), (70, 0)),  # Gemma 3's way: a window, then a full layer; one key head
     ],
 )
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_the_fused_pass_equals_the_plain_one(kind, n, layers, heads, dh, sides, windows):
     q, k = _qk(layers, heads[0], heads[1], n, dh)
     axis = _axis(n)
@@ -154,6 +155,7 @@ def test_windows_and_sinks_equal_dense_weights(window, sink):
         assert mass[3] < mass[2] and (mass < 1).all()
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_fast_precision_rounds_only_the_products_inputs():
     """tf32 and bf16 round the products' inputs; sums stay float32. bf16 equals the plain pass on inputs rounded the
     same way; tf32 is close to exact (Triton's interpreter does not round either: there the tf32 case is exact and

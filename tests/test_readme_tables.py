@@ -33,6 +33,7 @@ def test_the_check_fails_on_a_stale_figure():
     assert pronoun_table.differences(stale, header, rows) == [rows[-1]]
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_the_head_count_table_in_the_readme_is_what_the_shipped_models_score():
     import re
 

@@ -1,5 +1,6 @@
 """Attention rollout and flow."""
 
+import pytest
 import torch
 
 from attnviz.analysis import rollout
@@ -43,6 +44,7 @@ def test_flow_equals_rollout_at_the_first_layer():
     assert torch.allclose(rollout.flow(r, upto=0), rollout.rollout(r)[0], atol=1e-5)
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_flow_rows_sum_to_one_on_real_bert(bundled_hf):
     r = bundled_hf.run("The cat sat on the mat.")["self"]
     f = rollout.flow(r)

@@ -35,6 +35,7 @@ def _overview(text: str, model: str) -> dict:
     return api.attention(text, model).main.stats()
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_the_run_says_what_it_did(bert_run):
     m = bert_run.manifest
     assert m["status"] == "finished" and m["model"] == "default" and m["kind"] == "self"
@@ -45,6 +46,7 @@ def test_the_run_says_what_it_did(bert_run):
     assert texts["n_tokens"].max() <= 64 and (texts["doc"] == len(DOCS) - 1).sum() > 1
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_corpus_statistics_equal_the_overviews_per_text_statistics_averaged(bert_run):
     texts = bert_run.texts
     per_text = [_overview(t, "default") for t in texts["text"]]
@@ -115,6 +117,7 @@ class Interrupt(Exception):
     pass
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, bert_run):
     corpus = readers.from_texts(DOCS)
 
@@ -179,6 +182,7 @@ def test_ray_writes_the_embedded_runs_rows(tmp_path, bert_run):
         assert ray_run.table(name).equals(bert_run.table(name)), name
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_ray_runs_tables_do_not_depend_on_the_order_its_batches_arrive_in(tmp_path, bert_run, monkeypatch):
     """Ray hands the batches back in the order they finish: the parts are merged in batch order, so the tables are the
     embedded run's bit for bit whatever that order (reversed, shuffled; each batch measured as an actor does)."""

@@ -19,6 +19,7 @@ def engines(bundled_hf, bundled_scratch, tiny_gpt2_dir, tiny_marian_dir):
     }
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_every_engine_satisfies_the_contract_and_returns_what_it_says(engines):
     for name, eng in engines.items():
         assert isinstance(eng, Engine), name
@@ -125,6 +126,7 @@ def test_a_short_pass_never_waits_for_another_sessions_pass_on_a_model_attnviz_k
     assert not held.is_alive()
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_model_whose_pass_changes_its_state_runs_one_pass_at_a_time(dynamic_rope_llama_dir):
     engine = registry.load(str(dynamic_rope_llama_dir), "hf", "cpu")
     assert engine.lazy  # a Llama on attnviz's attention: hooks work, only the rotary table keeps it in turn
@@ -139,6 +141,7 @@ def test_a_model_whose_pass_changes_its_state_runs_one_pass_at_a_time(dynamic_ro
     assert not second.is_alive() and out["r"].main.weights.shape[-1] == len(engine.encode("The animal was tired.").ids)
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_no_more_than_two_passes_of_one_model_run_at_once(bundled_scratch):
     """Each short pass may hold up to ATTNVIZ_EAGER_MB of weights: a third session waits for one of the two."""
     from attnviz.engines.base import SHARED_PASSES

@@ -56,7 +56,15 @@ WINDOWS = {"gemma3_text": (16, 16, 0), "mistral-window": (24, 24)}
 TEXT = "The animal didn't cross the street because it was too tired, and the street was wide. " * 8
 
 
-@pytest.fixture(scope="module", params=sorted(FAMILIES))
+# The fast loop runs Gemma 3 (a window on two layers of three, one key/value head, its own scale): the richest shape;
+# make test runs every family.
+FAST_FAMILIES = {"gemma3_text"}
+
+
+@pytest.fixture(
+    scope="module",
+    params=[pytest.param(f, marks=() if f in FAST_FAMILIES else pytest.mark.slow) for f in sorted(FAMILIES)],
+)
 def family_dir(request, tmp_path_factory):
     from attnviz.engines import registry as reg
 

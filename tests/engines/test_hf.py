@@ -44,6 +44,7 @@ def test_encoder_decoder_with_target_gives_three_kinds(tiny_marian_dir, bundled_
     assert len(tgt) != len(src)
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_encoder_decoder_without_target_uses_its_own_output(tiny_marian_dir):
     res = registry.load(str(tiny_marian_dir), "hf", "cpu").run("the cat sat")
     tgt = res["cross"].target_tokens
@@ -59,6 +60,7 @@ def test_missing_attention_weights_say_how_to_fix_it():
     check_layers("m", "self", (torch.zeros(1),) * 6, 6)
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_engine_is_safe_from_many_threads(bundled_hf):
     from concurrent.futures import ThreadPoolExecutor
 
@@ -71,6 +73,7 @@ def test_engine_is_safe_from_many_threads(bundled_hf):
         assert torch.equal(r.weights, alone.weights)
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_the_scratch_backend_shares_its_hf_engine_s_tokenizer_safely(bundled_hf):
     from concurrent.futures import ThreadPoolExecutor
 

@@ -19,6 +19,7 @@ def test_text_with_no_readable_characters_is_a_clear_error(bundled_hf):
         bundled_hf.run("\u200b\u200b\x00")
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_long_text_is_truncated_and_reported(bundled_hf, bundled_scratch):
     text = " ".join(["word"] * 5000)
     for engine in (bundled_hf, bundled_scratch):

@@ -22,6 +22,7 @@ def test_shipped_checkpoint_meets_accuracy_and_alignment_targets(date_engine):
         assert mass >= 0.5, (field, ev)
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_few_training_steps_lower_the_loss():
     torch.manual_seed(0)
     model = Seq2Seq(Seq2SeqConfig(chars=date_training.CHARS, d_model=32, num_heads=2, d_ff=64)).train()

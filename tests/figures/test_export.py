@@ -101,6 +101,7 @@ def _reachable(fn, depth=4):
     return out
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_the_download_callables_keep_names_not_results(bundled_hf, monkeypatch):
     """Streamlit keeps every session's download callables; holding a result there pinned 72 MiB per session."""
     import torch

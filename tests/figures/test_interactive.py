@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import plotly.io as pio
+import pytest
 import torch
 from conftest import SENTENCE
 from plotly_data import array
@@ -64,6 +65,7 @@ def test_projector_style_is_larger():
     assert interactive.head_grid(r, 0, style=interactive.Style(projector=True)).layout.font.size == 20
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_grid_layout_is_valid_for_any_head_count():
     for heads in (1, 2, 3, 5, 6, 8, 12, 16):
         r = _random_result(l=1, h=heads, t=5)

@@ -41,6 +41,7 @@ def test_shipped_checkpoints_reproduce_their_stated_accuracies(task, tmp_path):
         assert m["steps"] == stated[m["heads"]]["steps"] == head_models.recipe_for(task).steps
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_mirror_sum_needs_more_than_one_head():
     """What the README says of the shipped models: one head cannot do two look-ups; two heads can."""
     acc = {m["heads"]: m["accuracy"] for m in head_models.held_out_accuracy("mirror-sum")["models"]}

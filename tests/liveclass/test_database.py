@@ -53,6 +53,7 @@ def test_a_database_error_is_one_line_with_no_statement_and_no_password():
     assert "could not reach postgresql://u:***@db:5432/x" in line
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_an_unreachable_postgresql_is_an_error_and_never_a_sqlite_file(tmp_path, monkeypatch):
     import sqlalchemy as sa
 

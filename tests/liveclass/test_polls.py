@@ -148,6 +148,7 @@ def test_the_teachers_view_becomes_the_class_and_a_follower_takes_it():
     assert student.query_params["head"] == "7"
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_bad_class_code_or_secret_is_a_message():
     at = AppTest.from_file(APP, default_timeout=120)
     at.query_params["class"] = "<b>nope</b>"
@@ -159,6 +160,7 @@ def test_a_bad_class_code_or_secret_is_a_message():
     assert not at.exception and any("No class has the code ZZZZZZ" in w.value for w in at.sidebar.warning)
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_an_unwritable_class_database_is_a_message(monkeypatch, tmp_path):
     from attnviz.ui import seat
 
@@ -169,6 +171,7 @@ def test_an_unwritable_class_database_is_a_message(monkeypatch, tmp_path):
     _database_failure_is_a_message(seat, monkeypatch)
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_an_unreachable_postgresql_is_a_message(monkeypatch):
     from attnviz.ui import seat
 

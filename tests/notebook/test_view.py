@@ -136,6 +136,7 @@ def test_exports_write_what_the_app_exports(hf_outputs, tmp_path):
     assert '"layer": 2' in v.to_json(tmp_path / "h.json").read_text()
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_long_text_draws_in_a_notebook_as_the_apps_long_path(tiny_long_llama_dir, monkeypatch, tmp_path):
     """show() on a text past the eager budget computed for a minute, then refused ("this is a long text's attention
     ... show a window of it on the Heads page"). It draws the app's long path: the statistics streamed, the layer's

@@ -5,6 +5,7 @@ import json
 import sys
 import tomllib
 
+import pytest
 from apptest import _ok
 from conftest import ROOT
 from streamlit.testing.v1 import AppTest
@@ -37,6 +38,7 @@ def test_the_settings_passed_as_flags_agree_with_the_repositorys_config_file():
         assert str(config[section][name]).lower() == value, key
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_the_packaged_app_draws_the_heads_page_as_app_py_does():
     at = AppTest.from_file(PACKAGED, default_timeout=120).run()
     _ok(at)
@@ -46,6 +48,7 @@ def test_the_packaged_app_draws_the_heads_page_as_app_py_does():
     assert packaged and packaged == [json.loads(c.proto.spec)["data"][0]["z"] for c in repo.get("plotly_chart")]
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_serve_runs_the_packaged_app_with_its_settings_and_never_watches_files(monkeypatch, tmp_path):
     seen = {}
 

@@ -6,6 +6,7 @@ under load."""
 import asyncio
 from types import SimpleNamespace
 
+import pytest
 from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.scriptrunner_utils.script_requests import RerunData, ScriptRequests
@@ -91,6 +92,7 @@ def test_a_fragments_rerun_from_a_page_the_session_has_left_is_dropped(monkeypat
     assert not guards.left_page(session, old_tick)
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_the_theme_every_run_sends_is_read_from_the_config_once_and_equals_streamlits(monkeypatch):
     """Streamlit reads its whole configuration for the theme six times a run (a heartbeat's too); once guarded, each
     section is read once per server and every later message carries the same theme Streamlit would have made."""

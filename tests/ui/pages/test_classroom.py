@@ -56,6 +56,7 @@ def _following(db, view: dict, sid: str):
     return at, code, secret
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_one_page_session_cycling_its_sid_and_class_stores_one_answer(db):
     code, secret, _ = db.create_class()
     a, b = "a" * 16, "b" * 16
@@ -77,6 +78,7 @@ def test_one_page_session_cycling_its_sid_and_class_stores_one_answer(db):
     assert db.count(poll) == 1 and db.answered(poll, b) is None
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_page_opened_after_the_question_cannot_answer_it(db):
     code, secret, _ = db.create_class()
     poll = _poll(db, code, secret)
@@ -89,6 +91,7 @@ def test_a_page_opened_after_the_question_cannot_answer_it(db):
     assert db.voters(poll) == 0 and db.count(poll) == 0
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_after_the_reveal_the_answers_with_names_are_the_teachers_only(db, bundled_hf):
     code, secret, _ = db.create_class()
     student = _page(**{"class": code, "sid": "d" * 16})
@@ -106,6 +109,7 @@ def test_after_the_reveal_the_answers_with_names_are_the_teachers_only(db, bundl
     assert "Ada" in db.results_csv(code, secret, poll)
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_class_database_that_fails_mid_class_is_the_apps_message_not_a_traceback(db):
     code, secret, _ = db.create_class()
     at = _page(**{"class": code, "sid": "e" * 16})
@@ -120,6 +124,7 @@ def test_a_class_database_that_fails_mid_class_is_the_apps_message_not_a_traceba
     assert "class" in said and ("database" in said or "could not" in said), said
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_locked_class_turns_new_pages_away_and_a_removed_student_is_out(db):
 
     code, secret, _ = db.create_class()
@@ -163,6 +168,7 @@ def test_a_visitors_clear_cache_clears_their_own_session_not_the_servers_caches(
     assert Session._session_state.cleared and loaded() == 1 and calls == [1]  # still cached
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_following_student_gets_the_export_buttons_behind_one_switch(db):
     at, code, secret = _following(db, {"page": "", "params": {"view": "Head", "layer": "2", "head": "3"}}, "h")
     assert at.slider(key="heads.head").value == 3 and len(at.get("download_button")) == 0
@@ -246,6 +252,7 @@ def test_runs_that_need_a_class_at_once_wait_for_one_read_and_a_forget_is_never_
     before.join(5)
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_followers_whole_run_reads_its_class_once(db, monkeypatch):
     from attnviz.ui import seat
 
@@ -264,6 +271,7 @@ def test_a_followers_whole_run_reads_its_class_once(db, monkeypatch):
     assert reads == [code] and at.session_state["class.version"] == 2
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_students_whole_run_ends_by_writing_what_it_drew_into_the_url_even_when_its_page_ended_early(db):
     from attnviz.ui import seat
 
@@ -330,6 +338,7 @@ def test_a_heartbeat_redraws_a_page_that_never_got_its_runs_end_after_a_grace_at
     assert asked == ["app"] * (seat.REDRAWS + 1)
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_follower_run_on_another_page_than_the_teachers_goes_back_to_it_though_the_view_is_taken(db):
 
     at, _, _ = _following(db, {"page": "inside", "params": {}}, "f")
@@ -341,6 +350,7 @@ def test_a_follower_run_on_another_page_than_the_teachers_goes_back_to_it_though
     assert at.session_state["class.version"] == 1 and at.session_state["class.page"] == "inside"
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_followers_class_page_marks_the_poll_it_read_itself_not_the_servers_older_shared_read(db, monkeypatch):
     from attnviz.ui import seat
 
@@ -356,6 +366,7 @@ def test_a_followers_class_page_marks_the_poll_it_read_itself_not_the_servers_ol
     assert at.session_state["class.poll_mark"] == [poll, False] and at.query_params[seat.DRAWN] == f"1.{poll}.0"
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_which_head_poll_asks_and_answers_in_the_teachers_mode_and_reveals_the_answered_heads_map(
     db, tiny_llama_dir, monkeypatch
 ):
@@ -412,6 +423,7 @@ def _asked_about(at: AppTest) -> str:
     return next(h.value for h in at.subheader if h.value.startswith("Ask the class about"))
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_the_poll_asks_about_the_last_head_the_teacher_showed_not_a_layer_another_page_named(db):
     """Heads, one head (layer 4, head 2); then the Model overview, whose rollout slider names a layer of its own;
     then the Class page: the question is about layer 4, head 2, shown on the Heads page."""
@@ -428,6 +440,7 @@ def test_the_poll_asks_about_the_last_head_the_teacher_showed_not_a_layer_anothe
     assert any("on the Heads page" in c.value for c in at.caption)
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_layer_shown_whole_keeps_the_head_the_lesson_had_and_a_fresh_class_says_none_was_shown(db):
     code, secret, _ = db.create_class()
     at = _page(**{"class": code, "teacher": secret})  # the Class page first: no head shown yet
@@ -444,6 +457,7 @@ def test_a_layer_shown_whole_keeps_the_head_the_lesson_had_and_a_fresh_class_say
     assert _asked_about(at) == "Ask the class about layer 3, head 5"
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_following_student_who_moves_a_slider_stops_following_and_is_told_so(db):
 
     view = {
@@ -527,6 +541,7 @@ def test_a_wake_reruns_the_whole_page_with_the_url_state_its_runs_set_last_not_t
     assert browser.fragment_id == "heartbeat"  # the session's own record is left as it was
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_follower_of_a_teacher_on_this_server_beats_slowly_and_of_one_on_another_replica_at_the_tick(db):
     """A view the teacher published from this server wakes its followers at once, so their heartbeat is only the net
     (seat.NET_SECONDS); a view published from another replica (or by no page) reaches them at the tick."""

@@ -7,6 +7,7 @@ from conftest import SENTENCE
 from plotly_data import array
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_compare_page_opens_on_a_real_models_three_kinds():
     """It opened on BERT's what-ifs ("A what-if, not a model"): now on a trained model's own self, masked and cross
     attention, with no what-if warning; BERT's what-ifs on the sidebar's sentence are one click away."""
@@ -31,6 +32,7 @@ def test_compare_page_with_the_date_model():
     assert len(at.get("download_button")) == 4
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_compare_page_with_bert_what_ifs():
     at = _compare(source="dates")
     at.radio(key="cmp.source").set_value("bert").run()
@@ -47,6 +49,7 @@ def test_compare_page_with_bert_what_ifs():
     assert cross.shape[0] != cross.shape[1]
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_compare_page_with_a_hub_encoder_decoder(tiny_marian_dir, monkeypatch):
     monkeypatch.setenv("ATTNVIZ_MODEL_DIRS", str(tiny_marian_dir.parent))
     at = _compare(source="hub", hub=str(tiny_marian_dir), target="die katze")

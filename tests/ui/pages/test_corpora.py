@@ -32,6 +32,7 @@ def _page(**params) -> AppTest:
     return at.switch_page("app_pages/corpora.py").run()
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_the_page_draws_a_runs_grid_histogram_and_examples_from_its_tables(run):
     at = _page(run=run.folder.name, stat="prev", layer="1", head="3")
     _ok(at)
@@ -54,6 +55,7 @@ def test_the_url_cannot_name_a_folder_that_is_not_a_listed_run(run):
     assert at.selectbox(key="co.stat").value == "entropy" and at.number_input(key="co.layer").value == 1
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_heads_query_key_space_is_placed_on_demand_with_its_faithfulness(run):
     at = _page(run=run.folder.name, layer="2", head="4")
     assert len(_charts(at)) == 2  # grid and histogram: nothing placed until asked
@@ -76,6 +78,7 @@ def test_a_small_run_on_the_builtin_corpus_starts_from_the_page(tmp_path, monkey
     assert at.selectbox(key="co.run").value == made[0].folder.name
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_decoders_run_does_not_offer_the_next_token_share(tiny_llama_dir):
     """A decoder's query never sees the token after it: the page offered its next-token share (0 everywhere, top
     examples at 0.000, a colour bar to -0.4). A link that asks for it gets the default statistic."""

@@ -18,6 +18,7 @@ def test_heads_page_sends_one_heatmap_per_head_equal_to_the_engine(bundled_hf):
         assert _tokens(d["x"]) == _tokens(d["y"]) == list(r.target_tokens)
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_layer_slider_changes_the_layer(bundled_hf):
     at = _app()
     at.slider(key="heads.layer").set_value(4).run()
@@ -27,6 +28,7 @@ def test_layer_slider_changes_the_layer(bundled_hf):
     assert at.query_params["layer"] == "4"  # the shareable URL follows the slider
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_hiding_specials_drops_them_and_renormalises():
     at = _app()
     at.toggle(key="heads.hide").set_value(True).run()
@@ -36,6 +38,7 @@ def test_hiding_specials_drops_them_and_renormalises():
     assert np.allclose(array(d["z"]).sum(-1), 1.0, atol=1e-5)
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_merging_word_pieces_gives_words():
     at = _app(text="The playwright was unbelievably tired.")
     at.toggle(key="heads.merge").set_value(True).run()
@@ -44,6 +47,7 @@ def test_merging_word_pieces_gives_words():
     assert toks == ["[CLS]", "The", "playwright", "was", "unbelievably", "tired", ".", "[SEP]"]
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_url_state_round_trips():
     at = _app(text="A shared link for class.", layer="3", view="Head", head="5", hide="true", palette="Blues")
     _ok(at)
@@ -57,12 +61,14 @@ def test_url_state_round_trips():
     assert params["hide"] == "true" and params["palette"] == "Blues" and params["view"] == "Head"
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_nonsense_url_values_fall_back_to_defaults():
     at = _app(layer="99", view="nope", palette="x")
     _ok(at)
     assert at.slider(key="heads.layer").value == 1
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_overview_is_one_tiled_heatmap():
     at = _app(view="Overview")
     _ok(at)
@@ -71,6 +77,7 @@ def test_overview_is_one_tiled_heatmap():
     assert len(at.get("download_button")) == 4  # PNG, SVG, CSV, JSON of the overview
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_scratch_engine_from_the_sidebar(bundled_hf):
     at = _app(model="scratch")
     _ok(at)
@@ -92,6 +99,7 @@ def test_a_link_to_a_model_the_server_does_not_offer_opens_the_default_with_a_no
     assert len([d for d in _charts(at)[0]["data"] if d["type"] == "heatmap"]) == 12  # the default, drawn
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_an_unknown_model_typed_on_a_server_that_downloads_is_a_message(monkeypatch):
     monkeypatch.setenv("ATTNVIZ_ALLOW_DOWNLOADS", "1")  # HF_HUB_OFFLINE=1 still keeps the test offline
     at = _app(model="no-such-owner/no-such-model-xyz")
@@ -144,6 +152,7 @@ def test_setting_the_first_token_aside_renormalises_the_rest(smollm2_hf):
     assert "first token set aside" in _charts(at)[0]["layout"]["title"]["text"]
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_the_kind_shown_is_in_the_link_and_a_class_poll_scores_that_kind(tiny_marian_dir, monkeypatch):
     from attnviz.engines import registry
     from attnviz.liveclass import polls
@@ -207,6 +216,7 @@ def test_a_long_text_is_heavy_work_refused_when_the_server_is_busy_then_drawn(sm
     assert _charts(at) and service.admission().status()["running"] == []
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_one_view_is_built_and_serialised_once_for_every_session_that_shows_it(monkeypatch):
     """A class following its teacher: the second session's chart is the first's, replayed, with no new to_json."""
     import plotly.io
@@ -267,6 +277,7 @@ def test_one_render_resolves_the_model_once_and_decides_long_or_eager_once(long,
     assert held is not None and held.lazy == long  # the path the test meant to take
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_an_unknown_token_is_explained_where_it_appears():
     """An emoji became "[UNK]" on the maps with no word of why; a text without one gets no note."""
     at = _app(text="The cat 🐈 sat.")

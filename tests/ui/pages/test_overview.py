@@ -1,11 +1,13 @@
 """AppTest of the overview page: it runs on the bundled models and sends what the engines computed."""
 
 import numpy as np
+import pytest
 from apptest import _charts, _ok, _overview
 from conftest import SENTENCE
 from plotly_data import array
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_overview_page_grid_table_and_rollout(bundled_hf):
     from attnviz.analysis import head_stats, rollout
 
@@ -22,6 +24,7 @@ def test_overview_page_grid_table_and_rollout(bundled_hf):
     assert np.allclose(array(bars["data"][0]["y"]), rollout.rollout(r)[1][10].numpy(), atol=1e-5)  # "it"
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_overview_corpus_average_equals_the_mean_over_the_corpus(bundled_hf):
     from attnviz.analysis import head_stats
 

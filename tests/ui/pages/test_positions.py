@@ -1,11 +1,13 @@
 """AppTest of the positions page: it runs on the bundled models and sends what the engines computed."""
 
 import numpy as np
+import pytest
 from apptest import APP, _charts, _ok
 from plotly_data import array
 from streamlit.testing.v1 import AppTest
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_positions_page_draws_the_formula_and_reveals_relative_position():
     from attnviz.lessons import encodings
 

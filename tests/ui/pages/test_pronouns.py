@@ -30,6 +30,7 @@ def test_pronoun_lesson_predict_reveal_and_minimal_pair(bundled_hf):
 
 
 @pytest.mark.parametrize("method", ["mas", "vote"])
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_pronoun_benchmark_tab_on_eight_cases(bundled_hf, method):
     from attnviz import service
     from attnviz.analysis import pronoun_cases
@@ -58,6 +59,7 @@ def test_the_pronoun_benchmark_on_a_causal_model_offers_the_head_vote_only():
     assert any("not defined here" in i.value for i in at.info)
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_benchmark_keeps_its_result_apart_and_leaves_the_class_s_sentences_in_the_memo(bundled_hf):
     from attnviz import service
     from attnviz.analysis import pronoun_cases
