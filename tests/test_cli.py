@@ -73,7 +73,6 @@ def test_doctor_reports_versions_models_and_a_passing_check():
         assert needle in p.stdout, needle
 
 
-@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_doctor_runs_where_streamlit_is_not_installed(monkeypatch, capsys):
     """A GPU host with only the library (the device machine has no streamlit): doctor says so, and still checks."""
     import importlib.metadata

@@ -182,7 +182,6 @@ def test_the_readme_states_what_a_long_text_keeps_at_4096_tokens_on_smollm2():
     assert nbytes(lazy) >= kept  # what the memo counts for it
 
 
-@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_the_long_input_bench_reads_as_many_tokens_as_it_asks_for(bundled_hf):
     """bench/long_inputs.py takes its texts from the repository's prose, cut to what n tokens need: the whole of it
     grew past the tokenizer's limit on one text (200,000 characters), which refused every size."""

@@ -423,7 +423,6 @@ def _asked_about(at: AppTest) -> str:
     return next(h.value for h in at.subheader if h.value.startswith("Ask the class about"))
 
 
-@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_the_poll_asks_about_the_last_head_the_teacher_showed_not_a_layer_another_page_named(db):
     """Heads, one head (layer 4, head 2); then the Model overview, whose rollout slider names a layer of its own;
     then the Class page: the question is about layer 4, head 2, shown on the Heads page."""

@@ -23,7 +23,6 @@ def test_inside_page_runs_and_shows_the_shapes():
     assert any("never trained with a causal mask" in c.value for c in at.caption)
 
 
-@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_inside_page_traces_any_engines_whole_pass():
     at = AppTest.from_file(APP, default_timeout=120)
     at.switch_page("app_pages/inside.py").run()

@@ -24,7 +24,6 @@ def tiny(tiny_llama_dir, monkeypatch):
     return str(tiny_llama_dir), registry.load(str(tiny_llama_dir), "hf", "cpu")
 
 
-@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_knocking_a_head_out_shows_the_loss_before_and_after_and_the_grid_on_request(tiny):
     folder, engine = tiny
     at = _page(model=folder, text=TEXT)

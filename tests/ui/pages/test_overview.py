@@ -7,7 +7,6 @@ from conftest import SENTENCE
 from plotly_data import array
 
 
-@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_overview_page_grid_table_and_rollout(bundled_hf):
     from attnviz.analysis import head_stats, rollout
 
