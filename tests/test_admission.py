@@ -10,6 +10,14 @@ from attnviz.admission import Admission, Refused
 MB = 2**20
 
 
+def _until(condition, timeout: float = 10.0) -> None:
+    """Return once condition() holds (polled every 10 ms), or fail after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.01)
+
+
 def _hold(adm: Admission, owner: str, estimate: int, started: threading.Event, release: threading.Event, log: list):
     with adm.admitted(owner, owner, estimate):
         log.append(("start", owner))
@@ -32,7 +40,8 @@ def test_at_most_the_slots_run_at_once_and_the_line_is_first_come_first_served()
         t = threading.Thread(target=lambda n=name, e=ev: _wait_and_run(adm, n, e, release, log, places))
         t.start()
         threads.append(t)
-        time.sleep(0.3)  # p2 arrives before p3
+        waiting = len(threads) - 1
+        _until(lambda w=waiting: adm.status()["waiting"] == w)  # p2 is in line before p3 arrives
     assert adm.status()["running"] == ["p1"] and adm.status()["waiting"] == 2
     release.set()
     for t in threads:
@@ -78,7 +87,7 @@ def test_over_the_bound_one_per_page_and_a_full_line_are_refused_with_messages()
         pass
     waiter = threading.Thread(target=_hold, args=(adm, "q", MB, threading.Event(), release, []))
     waiter.start()
-    time.sleep(0.3)
+    _until(lambda: adm.status()["waiting"] == 1)  # q is in line
     with pytest.raises(Refused, match="The server is busy"), adm.admitted("r", "a third", MB):
         pass
     release.set()

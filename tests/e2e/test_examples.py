@@ -1,9 +1,9 @@
 """The notebooks in examples/ run offline from top to bottom (nbclient), their views embed nothing from the network,
 and converted to HTML (nbconvert) they draw their heatmaps in Chromium with no network at all."""
 
+import contextlib
 import os
 import re
-import time
 
 import nbformat
 import pytest
@@ -48,6 +48,7 @@ def test_the_example_notebook_runs_offline_and_draws_its_views(path, tmp_path, m
     page.write_text(HTMLExporter().from_notebook_node(nb)[0], encoding="utf-8")
     if not os.path.exists(CHROMIUM):
         pytest.skip("Chromium is not installed (make test does)")
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -57,9 +58,11 @@ def test_the_example_notebook_runs_offline_and_draws_its_views(path, tmp_path, m
         context.route("**/*", offline)  # every request to the network refused: the page must draw without
         tab = context.new_page()
         tab.goto(page.as_uri())
-        tab.wait_for_selector(".attnviz-view .js-plotly-plot .main-svg", timeout=60_000)
-        time.sleep(1)
-        drawn = tab.locator(".attnviz-view .js-plotly-plot").count()
+        drawn_js = "() => [...document.querySelectorAll('.attnviz-view .js-plotly-plot')].filter(p => p._fullLayout)"
+        drawn_js = f"() => ({drawn_js})().length"
+        with contextlib.suppress(PlaywrightTimeout):  # every view's figures drawn; the assertion below says if not
+            tab.wait_for_function(f"({drawn_js})() >= {3 * len(views)}", timeout=60_000)
+        drawn = tab.evaluate(drawn_js)
         tab.screenshot(path=str(tmp_path / f"{path.stem}.png"), full_page=True)
         browser.close()
     assert drawn == 3 * len(views)  # every view's three figures drawn, with every network request refused
