@@ -42,7 +42,7 @@ from attnviz.engines import registry  # noqa: E402
 
 hf_logging.disable_progress_bar()
 
-# `make test-fast` is `pytest -m "not slow"` in two workers, the everyday loop (budget 60 s; 49-50 s on 2026-11-27): no
+# `make test-fast` is `pytest -m "not slow"` in two workers, the everyday loop (budget 60 s; under 50 s, 2026-11-27): no
 # browser, no server, no PostgreSQL, no SmolLM2, no command line in a subprocess, no Ray, nothing that takes 0.45 s or
 # more in a full run of the suite but one AppTest of each page. `make test` (what CI runs) runs everything. A slow test
 # says so where it is written: `pytestmark = pytest.mark.slow` for a whole file (tests/e2e/: the browser, the servers,
@@ -53,8 +53,8 @@ SLOW_PARAMS = {"postgresql"}
 
 
 # The files that take longest in a full run (its --durations, 2026-11-27), longest first: collected first, so that the
-# two workers of `make test` start on them and the many short files fill in after (in collection order the readable
-# checks came last and ran alone for about 5 minutes at the end). Every other file keeps its place after these.
+# two workers of `make test` start on them and the many short files fill in after (in collection order one worker ran
+# alone at the end of a run: one server and one Chromium for about 5 minutes). Every other file keeps its place after.
 LONGEST_FIRST = (
     "test_browser_readable.py",
     "test_browser_after_clicks.py",
