@@ -9,8 +9,23 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a missing model fails in seconds
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # Classes made by tests go to a throw-away database, never the user's own (servers started by tests inherit it).
 # Corpus runs made by tests (the Model overview's corpus average, the Corpus page) go to a throw-away folder too.
-os.environ.setdefault("ATTNVIZ_CORPUS_DIR", __import__("tempfile").mkdtemp(prefix="attnviz-corpus-"))
-os.environ.setdefault("ATTNVIZ_DB", os.path.join(__import__("tempfile").mkdtemp(prefix="attnviz-test-"), "classes.db"))
+# The process that makes a folder removes it when it exits (pytest-xdist's workers inherit the controller's).
+
+
+def _throwaway(prefix: str) -> str:
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
+if "ATTNVIZ_CORPUS_DIR" not in os.environ:
+    os.environ["ATTNVIZ_CORPUS_DIR"] = _throwaway("attnviz-corpus-")
+if "ATTNVIZ_DB" not in os.environ:
+    os.environ["ATTNVIZ_DB"] = os.path.join(_throwaway("attnviz-test-"), "classes.db")
 # Without a GPU, Triton kernels (attnviz/stats_kernel.py) run on CPU tensors under Triton's interpreter: it must be
 # chosen before Triton is first imported, and torch._dynamo imports it with torch's first compile-related import.
 if not Path("/dev/nvidiactl").exists():
