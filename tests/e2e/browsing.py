@@ -183,64 +183,85 @@ FAILED = "[data-testid=stException], [data-testid=stAlertContentError]"  # a tra
 HEATMAP_JS = f"() => ({MAPS_JS})() > 0 || !!document.querySelector('{FAILED}')"
 
 
+# No run in progress and no element left over from the run before (Streamlit marks an element stale until this run
+# draws it again, and removes what it did not draw when the run ends).
+FRESH_JS = "() => !document.querySelector('[data-testid=stStatusWidget], [data-testid=stMain] [data-stale=true]')"
+
+
+def _draw(pg, clicks: tuple, drawn: str | None, maps: bool) -> None:
+    """Wait until the page has drawn, pressing `clicks` first (with `drawn`, until the chart of that key has drawn).
+
+    What a click draws is waited for by its key, not by counting maps: the page's own maps may not have drawn when the
+    count before the click is taken (the status widget is gone before the last elements are in the page), and a
+    grid another visit computed is shown at once, with no button (the server keeps it for every session)."""
+    if maps and not clicks:
+        pg.wait_for_function(HEATMAP_JS, timeout=90_000)
+    else:
+        pg.wait_for_selector("[data-testid=stMain] h2", timeout=90_000)  # the page's header: its run began
+        pg.wait_for_function(SETTLED_JS, polling=250, timeout=300_000)
+    main = pg.locator("[data-testid=stMain]")
+    done = pg.locator(f"[data-testid=stMain] .st-key-{drawn} .js-plotly-plot") if maps and drawn else None
+    for click in clicks:
+        if click == "guess":
+            target = main.locator("[data-testid=stRadio]").filter(has_text="Your guess").locator("label").nth(1)
+        else:
+            target = main.get_by_role("button", name=click).first
+        if done is not None:  # the click's target, or what it draws already there
+            target.or_(done).first.wait_for(timeout=120_000)
+            if done.count():
+                break
+        else:
+            pg.wait_for_function(IDLE_JS, timeout=120_000)
+            if target.count() == 0:
+                continue  # an encoder on a decoder's page: its message, no button
+        target.click()  # label 0 of a guess is the question's own
+        pg.wait_for_timeout(300)
+    if done is not None:
+        done.first.wait_for(timeout=300_000)
+    pg.wait_for_function(IDLE_JS, timeout=300_000)
+    if maps:
+        pg.wait_for_function(HEATMAP_JS, timeout=90_000)
+    pg.wait_for_function(SETTLED_JS, polling=250, timeout=120_000)  # the page's later charts
+
+
+def _seen(pg, where: tuple) -> dict:
+    """READABLE_JS and VISIBLE_JS of the drawn page; every visit is also a page opened in Chromium: no traceback, no
+    error (test_every_page_opens_... checks the third model, SmolLM2 on the scratch backend, where these visits do not
+    go)."""
+    failed = pg.locator(FAILED).all_inner_texts()
+    assert failed == [], (*where, failed)
+    return {**pg.evaluate(READABLE_JS), "visible": pg.evaluate(VISIBLE_JS)}
+
+
 def _readable(
     browser,
     server,
     path: str,
     model: str,
-    projector: bool,
     clicks: tuple = (),
     drawn: str | None = None,
     maps: bool = True,
-) -> dict:
-    """The page's READABLE_JS and VISIBLE_JS once it has drawn, after `clicks` (with `drawn`, once the chart of that
-    key has drawn), at 1280x800, or 1920x1080 in projector mode; the plain page's VISIBLE_JS again at 390x844 (a phone:
-    the same figures, laid out in a narrow main column, as a phone's first load gets them).
-
-    What a click draws is waited for by its key, not by counting maps: the page's own maps may not have drawn when the
-    count before the click is taken (the status widget is gone before the last elements are in the page), and a
-    grid another visit computed is shown at once, with no button (the server keeps it for every session)."""
-    pg = browser.new_page(viewport={"width": 1920, "height": 1080} if projector else {"width": 1280, "height": 800})
+) -> tuple[dict, dict]:
+    """(plain, projector): the page's READABLE_JS and VISIBLE_JS once it has drawn after `clicks`, at 1280x800, with
+    VISIBLE_JS again at 390x844 (a phone: the same figures in a narrow main column, as a phone's first load gets them);
+    then at 1920x1080 with Projector mode switched on in the sidebar, as a teacher does at the front of the room (the
+    page runs again, draws every chart anew, and the clicks are pressed again where what they drew is gone). One
+    page, not two: a fresh page spent about 4 s of Chromium's time loading Streamlit before the app drew anything."""
+    pg = browser.new_page(viewport={"width": 1280, "height": 800})
     try:
-        pg.goto(f"{server}/{path}{'&' if '?' in path else '?'}{model}" + ("&projector=true" if projector else ""))
-        if maps and not clicks:
-            pg.wait_for_function(HEATMAP_JS, timeout=90_000)
-        else:
-            pg.wait_for_selector("[data-testid=stMain] h2", timeout=90_000)  # the page's header: its run began
-            pg.wait_for_function(SETTLED_JS, polling=250, timeout=300_000)
-        main = pg.locator("[data-testid=stMain]")
-        done = pg.locator(f"[data-testid=stMain] .st-key-{drawn} .js-plotly-plot") if maps and drawn else None
-        for click in clicks:
-            if click == "guess":
-                target = main.locator("[data-testid=stRadio]").filter(has_text="Your guess").locator("label").nth(1)
-            else:
-                target = main.get_by_role("button", name=click).first
-            if done is not None:  # the click's target, or what it draws already there
-                target.or_(done).first.wait_for(timeout=120_000)
-                if done.count():
-                    break
-            else:
-                pg.wait_for_function(IDLE_JS, timeout=120_000)
-                if target.count() == 0:
-                    continue  # an encoder on a decoder's page: its message, no button
-            target.click()  # label 0 of a guess is the question's own
-            pg.wait_for_timeout(300)
-        if done is not None:
-            done.first.wait_for(timeout=300_000)
-        pg.wait_for_function(IDLE_JS, timeout=300_000)
-        if maps:
-            pg.wait_for_function(HEATMAP_JS, timeout=90_000)
-        pg.wait_for_function(SETTLED_JS, polling=250, timeout=120_000)  # the page's later charts
-        # every visit is also a page opened in Chromium: no traceback, no error (test_every_page_opens_... checks the
-        # third model, SmolLM2 on the scratch backend, where these visits do not go)
-        failed = pg.locator(FAILED).all_inner_texts()
-        assert failed == [], (path, model, failed)
-        got = {**pg.evaluate(READABLE_JS), "visible": pg.evaluate(VISIBLE_JS)}
-        if not projector:
-            pg.set_viewport_size(PHONE)
-            pg.wait_for_function(RESIZED_JS, polling=250, timeout=30_000)
-            got["phone"] = pg.evaluate(VISIBLE_JS)
-        return got
+        pg.goto(f"{server}/{path}{'&' if '?' in path else '?'}{model}")
+        _draw(pg, clicks, drawn, maps)
+        plain = _seen(pg, (path, model, "plain"))
+        pg.set_viewport_size(PHONE)
+        pg.wait_for_function(RESIZED_JS, polling=250, timeout=30_000)
+        plain["phone"] = pg.evaluate(VISIBLE_JS)
+        pg.set_viewport_size({"width": 1920, "height": 1080})
+        pg.wait_for_function(RESIZED_JS, polling=250, timeout=30_000)
+        pg.locator("[data-testid=stSidebar]").get_by_text("Projector mode", exact=True).click()
+        pg.wait_for_function("() => new URL(location.href).searchParams.get('projector') === 'true'", timeout=60_000)
+        pg.wait_for_function(FRESH_JS, polling=250, timeout=300_000)
+        _draw(pg, clicks, drawn, maps)
+        return plain, _seen(pg, (path, model, "projector"))
     finally:
         pg.close()
 

@@ -51,7 +51,5 @@ def test_the_pages_after_their_buttons_are_readable_too(browser, server, corpus_
     for path, (clicks, drawn) in READABLE_CLICKS.items():
         where = f"{query}&run={corpus_runs[model].folder.name}&stat=prev" if path == "corpora" else query
         maps = (model, path) not in MAPLESS
-        plain, big = (
-            _readable(browser, server, path, where, projector, clicks, drawn, maps) for projector in (False, True)
-        )
+        plain, big = _readable(browser, server, path, where, clicks, drawn, maps)
         _check_readable(path, plain, big, maps)
