@@ -55,14 +55,27 @@ def _run(*args):
     return subprocess.run([sys.executable, "-m", "attnviz", *args], cwd=ROOT, env=env, capture_output=True, text=True)
 
 
-@pytest.mark.slow  # the command line in a fresh Python, four times
-def test_bad_input_exits_2_with_one_line_and_no_traceback():
+def _main(capsys, *args) -> tuple[int, str, str]:
+    """The command line in this process: (exit code, stdout, stderr). argparse's own errors exit 2 by SystemExit; any
+    other exception fails the test, as a traceback on stderr would. `python -m attnviz` itself (sys.exit of main's code,
+    nothing else on stderr) is run in a fresh Python once, by test_bad_input_exits_2_with_one_line_and_no_traceback."""
+    try:
+        code = main(list(args))
+    except SystemExit as stop:
+        code = stop.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.slow  # the command line in a fresh Python, once
+def test_bad_input_exits_2_with_one_line_and_no_traceback(capsys):
+    p = _run("attention", "   ")  # python -m attnviz: main's code is the process's, and stderr holds one line
+    assert p.returncode == 2 and "Traceback" not in p.stderr and p.stderr.strip().count("\n") == 0, p
+    assert "error" in p.stderr.lower()
     for args in (["attention", "   "], ["attention", "hi", "--model", "no-such/model-xyz"], ["attention"]):
-        p = _run(*args)
-        assert p.returncode == 2, p
-        assert "Traceback" not in p.stderr
-        assert "error" in p.stderr.lower()
-    assert _run("attention", "   ").stderr.strip().count("\n") == 0
+        code, _, err = _main(capsys, *args)
+        assert code == 2 and "Traceback" not in err and "error" in err.lower(), (args, code, err)
+    assert _main(capsys, "attention", "   ")[2].strip().count("\n") == 0
 
 
 @pytest.mark.slow  # the command line in a fresh Python
@@ -244,11 +257,11 @@ def test_pronoun_scores_are_raw_attention_read_in_the_method_s_direction(tmp_pat
     assert d["accuracy"] == right / len(cases)
 
 
-@pytest.mark.slow  # the command line in a fresh Python
-def test_pronouns_with_a_broken_file_exits_2(tmp_path):
+def test_pronouns_with_a_broken_file_exits_2(tmp_path, capsys):
     bad = tmp_path / "bad.xml"
     bad.write_text("<collection><schema>")
-    assert _run("pronouns", "--cases", str(bad)).returncode == 2
+    code, _, err = _main(capsys, "pronouns", "--cases", str(bad))
+    assert code == 2 and err.strip().count("\n") == 0, err
 
 
 def test_pronouns_with_no_scorable_case_exits_2_with_the_reason(tmp_path, capsys):
@@ -294,8 +307,7 @@ def test_a_text_from_a_file_equals_the_same_text_as_an_argument(tmp_path):
     assert json.loads(a.read_text()) == json.loads(b.read_text())
 
 
-@pytest.mark.slow  # the command line in a fresh Python, three times
-def test_file_and_text_together_or_a_file_that_is_not_text_exit_2(tmp_path):
+def test_file_and_text_together_or_a_file_that_is_not_text_exit_2(tmp_path, capsys):
     binary = tmp_path / "b.txt"
     binary.write_bytes(b"\xff\xfe\x00\x81 not utf-8")
     bad = (
@@ -305,8 +317,8 @@ def test_file_and_text_together_or_a_file_that_is_not_text_exit_2(tmp_path):
         ["attention", "hi", "--rows", "1,x"],
     )
     for args in bad:
-        p = _run(*args)
-        assert p.returncode == 2 and "Traceback" not in p.stderr and p.stderr.strip().count("\n") == 0, p
+        code, _, err = _main(capsys, *args)
+        assert code == 2 and "Traceback" not in err and err.strip().count("\n") == 0, (args, code, err)
 
 
 def test_rows_are_the_exact_rows_of_every_weight(tmp_path, bundled_hf):
@@ -339,8 +351,10 @@ def test_a_long_text_writes_exact_rows_and_refuses_every_weight(tmp_path, tiny_l
     assert (torch.tensor(r["weights"]) - w[:, :, rows]).abs().max() < 1e-5
 
 
-@pytest.mark.slow  # the command line in a fresh Python
-def test_stats_of_a_long_text_are_exact_and_carry_the_first_token_share(tmp_path, tiny_long_llama_dir, monkeypatch):
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
+def test_stats_of_a_long_text_are_exact_and_carry_the_first_token_share(
+    tmp_path, tiny_long_llama_dir, monkeypatch, capsys
+):
     from attnviz.analysis.head_stats import STATS, head_stats
     from attnviz.engines import registry
     from attnviz.result import AttentionResult
@@ -358,8 +372,9 @@ def test_stats_of_a_long_text_are_exact_and_carry_the_first_token_share(tmp_path
     for key in STATS:
         got, want = torch.tensor(d["stats"][key]), ref[key]
         assert ((got - want).abs() / want.abs().clamp_min(1)).max() < 1e-5, key
-    p = _run("rollout", "--file", str(path), "--model", str(tiny_long_llama_dir))
-    assert p.returncode == 2 and "stats command takes any length" in p.stderr
+    capsys.readouterr()
+    code, _, err = _main(capsys, "rollout", "--file", str(path), "--model", str(tiny_long_llama_dir))
+    assert code == 2 and "stats command takes any length" in err, err
 
 
 # --- interventions: induction, ablate, patch (tiny Llama: the formats and both backends' numbers) ---
@@ -500,17 +515,17 @@ def test_pronouns_on_wsc273_names_each_same_token_case_and_counts_ties_inside_he
     assert sum("same tokens" in s["reason"] for s in d["skipped"]) == 10
 
 
-@pytest.mark.slow  # corpus runs in a fresh Python
-def test_corpus_runs_a_jsonl_column_writes_its_tables_and_refuses_bad_input_in_one_line(tmp_path):
+@pytest.mark.slow  # a corpus run of BERT
+def test_corpus_runs_a_jsonl_column_writes_its_tables_and_refuses_bad_input_in_one_line(tmp_path, capsys):
     import pandas as pd
 
     data = tmp_path / "d.jsonl"
     data.write_text("\n".join(json.dumps({"review": t}) for t in ("A good film.", "Too long, and dull.", "")) + "\n")
     out = tmp_path / "run"
-    p = _run("corpus", str(data), "--text-column", "review", "--out", str(out))
-    assert p.returncode == 0, p.stderr
-    assert f"wrote {out}: 2 windows" in p.stdout and "(1 skipped: see manifest.json)" in p.stdout
-    assert "highest mean prev: L" in p.stdout  # heads as people name them
+    code, stdout, err = _main(capsys, "corpus", str(data), "--text-column", "review", "--out", str(out))
+    assert code == 0, err
+    assert f"wrote {out}: 2 windows" in stdout and "(1 skipped: see manifest.json)" in stdout
+    assert "highest mean prev: L" in stdout  # heads as people name them
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "finished" and manifest["corpus"]["skipped"] == {"empty": 1}
     assert len(pd.read_parquet(out / "heads.parquet")) == 10 * 6 * 12
@@ -522,9 +537,9 @@ def test_corpus_runs_a_jsonl_column_writes_its_tables_and_refuses_bad_input_in_o
         ([str(tmp_path / "blob.bin")], "is not a corpus attnviz reads"),
         ([str(data), "--text-column", "review", "--out", str(out), "--window", "32"], "holds another run"),
     ):
-        p = _run("corpus", *args)
-        assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
-        assert p.stderr.strip().count("\n") == 0 and message in p.stderr, p.stderr
+        code, _, err = _main(capsys, "corpus", *args)
+        assert code == 2 and "Traceback" not in err, err
+        assert err.strip().count("\n") == 0 and message in err, err
     assert json.loads((out / "manifest.json").read_text()) == manifest  # the finished run is untouched
 
 
