@@ -262,5 +262,23 @@ def browser():
 
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
+        yield _StillChromium(b)
         b.close()
+
+
+class _StillChromium:
+    """The browser whose every page prefers reduced motion (Playwright's reduced_motion, unless a test says
+    otherwise): Streamlit's loading animations kept Chromium's compositor busy, about 1.6 s of CPU a page visit of
+    the 2 cores the suite shares (2026-11-27). What the tests measure is laid out the same either way."""
+
+    def __init__(self, browser) -> None:
+        self._browser = browser
+
+    def new_page(self, **options):
+        return self._browser.new_page(**{"reduced_motion": "reduce", **options})
+
+    def new_context(self, **options):
+        return self._browser.new_context(**{"reduced_motion": "reduce", **options})
+
+    def __getattr__(self, name: str):
+        return getattr(self._browser, name)
