@@ -34,7 +34,7 @@ NAMES = {  # each statistic as a page names it
     "confidence": "confidence (mean of each row's largest weight)",
     "first": "share on the first token (an attention sink)",
 }
-LABELS = ("previous-token", "next-token", "[SEP]", "[CLS]", "self", "first-token", "broad", "other")
+LABELS = ("previous-token", "next-token", "[SEP]", "[CLS]", "self", "first-token", "sink", "broad", "other")
 SHARE_THRESHOLD = 0.5  # a head is "previous-token" when more than half its attention goes to the previous token
 BROAD_THRESHOLD = 0.9  # a head is "broad" when its entropy is at least 90% of uniform attention's
 SHARE_LABELS = {  # in order: on a tie the earlier wins ([CLS] before first-token when the first token is [CLS])
@@ -45,6 +45,10 @@ SHARE_LABELS = {  # in order: on a tie the earlier wins ([CLS] before first-toke
     "self": "self",
     "first": "first-token",
 }
+# A decoder's first token is where its heads park attention they do not need (an attention sink, Xiao et al. 2023),
+# not a [CLS] that gathers the sentence: a causal head is never "[CLS]" (its start token, <bos> for Gemma 3, is the
+# first token), and its first-token head is a "sink".
+DECODER_SHARE_LABELS = {k: ("sink" if k == "first" else v) for k, v in SHARE_LABELS.items() if k != "cls"}
 
 CORPUS = (
     "The animal didn't cross the street because it was too tired.",
@@ -83,20 +87,28 @@ def head_stats(result: Attention, *, confidence_excludes: str = "end") -> dict[s
     return result.stats(confidence_excludes=confidence_excludes)
 
 
-def labels(stats: Mapping[str, Tensor | np.ndarray], uniform: float) -> list[list[str]]:
+def share_labels(kind: str) -> dict[str, str]:
+    """The share statistics that name a head of this kind of attention, in the order ties go: a decoder's
+    (DECODER_SHARE_LABELS) or an encoder's (SHARE_LABELS)."""
+    return DECODER_SHARE_LABELS if kind == "causal" else SHARE_LABELS
+
+
+def labels(stats: Mapping[str, Tensor | np.ndarray], uniform: float, kind: str) -> list[list[str]]:
     """A label per head: the pattern holding more than SHARE_THRESHOLD of its attention, else broad or other.
 
-    `uniform` is the entropy of uniform attention (`uniform_entropy`; averaged, for several texts).
+    `uniform` is the entropy of uniform attention (`uniform_entropy`; averaged, for several texts); `kind` the
+    attention's ("causal": a decoder's heads are never "[CLS]", and a first-token head is a "sink").
     """
+    named = share_labels(kind)
     n_l, n_h = stats["entropy"].shape
     out = []
     for layer in range(n_l):
         row = []
         for head in range(n_h):
-            shares = {k: stats[k][layer, head].item() for k in SHARE_LABELS}
+            shares = {k: stats[k][layer, head].item() for k in named}
             best = max(shares, key=lambda k: shares[k])
             if shares[best] > SHARE_THRESHOLD:
-                row.append(SHARE_LABELS[best])
+                row.append(named[best])
             elif uniform > 0 and stats["entropy"][layer, head].item() >= BROAD_THRESHOLD * uniform:
                 row.append("broad")
             else:

@@ -134,7 +134,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
     engine, result = _self_result(args)
     stats = result.stats(progress_printer("statistics"))  # a long text's: streamed through the rows, O(N) memory
-    labels = head_stats.labels(stats, head_stats.uniform_entropy(result))
+    labels = head_stats.labels(stats, head_stats.uniform_entropy(result), result.kind)
     for layer, row in enumerate(labels):
         print(f"layer {layer + 1}: " + " ".join(f"{h + 1}:{lab}" for h, lab in enumerate(row)))
     payload = {

@@ -88,7 +88,7 @@ class View:
             first = interactive.overview(cast(AttentionResult, r), style=self.style)  # a long text is never cross
         else:
             stats = head_stats.head_stats(r)
-            labels = head_stats.labels(stats, head_stats.uniform_entropy(r))
+            labels = head_stats.labels(stats, head_stats.uniform_entropy(r), r.kind)
             first = stat_charts.stat_grid(stats[self.statistic].numpy(), labels, self.statistic, style=self.style)
         if self.long:  # the app's long path: the first pass's pooled maps, one head pooled from its exact weights
             maps, fq, fk = r.pooled(SIDES["layer"])

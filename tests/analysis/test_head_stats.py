@@ -21,15 +21,15 @@ def _result(rows: torch.Tensor, special=(False,) * 6) -> AttentionResult:
 def test_uniform_rows_have_entropy_ln_n_and_are_broad():
     s = head_stats.head_stats(_result(torch.full((6, 6), 1 / 6)))
     assert math.isclose(s["entropy"].item(), math.log(6), rel_tol=1e-5)
-    assert head_stats.labels(s, head_stats.uniform_entropy(_result(torch.eye(6)))) == [["broad"]]
+    assert head_stats.labels(s, head_stats.uniform_entropy(_result(torch.eye(6))), "self") == [["broad"]]
 
 
 def test_one_hot_rows_have_zero_entropy_and_full_confidence():
     s = head_stats.head_stats(_result(torch.eye(6)))
     assert abs(s["entropy"].item()) < 1e-6 and s["confidence"].item() == 1.0
-    assert s["self"].item() == 1.0 and head_stats.labels(s, head_stats.uniform_entropy(_result(torch.eye(6)))) == [
-        ["self"]
-    ]
+    assert s["self"].item() == 1.0 and head_stats.labels(
+        s, head_stats.uniform_entropy(_result(torch.eye(6))), "self"
+    ) == [["self"]]
 
 
 def test_shifted_identity_has_previous_token_share_one_and_distance_one():
@@ -38,7 +38,7 @@ def test_shifted_identity_has_previous_token_share_one_and_distance_one():
     w[0, 1] = 1.0  # the first has none before it: it looks one step ahead, still at distance 1
     s = head_stats.head_stats(_result(w))
     assert s["prev"].item() == 1.0 and s["distance"].item() == 1.0
-    assert head_stats.labels(s, head_stats.uniform_entropy(_result(torch.eye(6)))) == [["previous-token"]]
+    assert head_stats.labels(s, head_stats.uniform_entropy(_result(torch.eye(6))), "self") == [["previous-token"]]
 
 
 def test_special_and_punctuation_shares():
@@ -47,7 +47,7 @@ def test_special_and_punctuation_shares():
     s = head_stats.head_stats(_result(w, SPECIAL))
     assert math.isclose(s["cls"].item(), 0.5) and math.isclose(s["sep"].item(), 0.25)
     assert math.isclose(s["punct"].item(), 0.25)
-    assert head_stats.labels(s, head_stats.uniform_entropy(_result(torch.eye(6)))) == [
+    assert head_stats.labels(s, head_stats.uniform_entropy(_result(torch.eye(6))), "self") == [
         ["other"]
     ]  # nothing above 0.5, and far from uniform
 
@@ -57,7 +57,24 @@ def test_cls_head_is_labelled():
     w[:, 0] = 0.9
     w[:, 2] = 0.1
     s = head_stats.head_stats(_result(w, SPECIAL))
-    assert head_stats.labels(s, head_stats.uniform_entropy(_result(torch.eye(6)))) == [["[CLS]"]]
+    assert head_stats.labels(s, head_stats.uniform_entropy(_result(torch.eye(6))), "self") == [["[CLS]"]]
+
+
+def test_a_decoders_head_on_its_start_token_is_a_sink_never_cls():
+    """Gemma 3's <bos> is special and first: an encoder's head there is "[CLS]", a decoder's is a "sink"; so is a
+    decoder's head on a first token that is not special (SmolLM2's)."""
+    w = torch.zeros(6, 6)
+    w[:, 0] = 0.9
+    w[torch.arange(1, 6), torch.arange(1, 6)] = 0.1
+    w[0, 0] = 1.0  # causal: the first query sees only itself
+    for special in (SPECIAL, (False,) * 6):
+        axis = TokenAxis(TOKS, special, tuple(range(6)), (NO_SPAN,) * 6)
+        r = AttentionResult(w[None, None], axis, axis, "causal", "hand")
+        s = head_stats.head_stats(r)
+        assert head_stats.labels(s, head_stats.uniform_entropy(r), "causal") == [["sink"]], special
+    encoder = head_stats.head_stats(_result(w, SPECIAL))
+    assert head_stats.labels(encoder, head_stats.uniform_entropy(_result(w)), "self") == [["[CLS]"]]
+    assert "sink" in head_stats.LABELS and "[CLS]" not in head_stats.share_labels("causal").values()
 
 
 def test_corpus_average_is_the_mean():
@@ -88,8 +105,10 @@ def test_a_uniform_causal_head_is_labelled_broad():
     uniform = head_stats.uniform_entropy(r)
     assert math.isclose(uniform, sum(math.log(i + 1) for i in range(6)) / 6, rel_tol=1e-6)
     assert math.isclose(s["entropy"].item(), uniform, rel_tol=1e-5)
-    assert head_stats.labels(s, uniform) == [["broad"]]
-    assert head_stats.labels(s, math.log(6)) == [["other"]]  # judged against all six keys, it would never be broad
+    assert head_stats.labels(s, uniform, "causal") == [["broad"]]
+    assert head_stats.labels(s, math.log(6), "causal") == [
+        ["other"]
+    ]  # judged against all six keys, it would never be broad
 
 
 def test_confidence_leaves_out_the_end_token_by_default_as_voita_et_al():

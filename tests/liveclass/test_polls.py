@@ -64,7 +64,7 @@ def test_the_models_answers_are_its_weights_and_its_label(bundled_hf):
     assert share == pytest.approx(100 * float(result.weights[2, 3, 11, 3])) and text == f"{share:.1f}"
     label, same = polls.model_answer(result, "head type", view)
     stats = head_stats.head_stats(result)
-    assert label == same == head_stats.labels(stats, head_stats.uniform_entropy(result))[2][3]
+    assert label == same == head_stats.labels(stats, head_stats.uniform_entropy(result), result.kind)[2][3]
 
 
 def test_poll_figures_count_the_class():

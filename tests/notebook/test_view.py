@@ -67,7 +67,7 @@ def test_the_same_weights_get_the_same_head_labels_however_they_come_in(hf_outpu
     assert theirs.target.special == ours.target.special == (True,) + (False,) * 14 + (True,)
 
     def labels(r):
-        return head_stats.labels(r.stats(), head_stats.uniform_entropy(r))
+        return head_stats.labels(r.stats(), head_stats.uniform_entropy(r), r.kind)
 
     assert labels(theirs) == labels(ours) and any("[CLS]" in row for row in labels(ours))
     names = ("[CLS]", "[SEP]", "<|endoftext|>", "<|im_start|>", "<s>", "</s>", "<pad>", "<start_of_turn>")

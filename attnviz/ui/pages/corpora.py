@@ -190,7 +190,7 @@ def render() -> None:
     means = {s: run.grid(s) for s in head_stats.NAMES}
     texts = run.texts
     uniform = sum(head_stats.uniform_entropy_of(n, m["kind"]) for n in texts["n_tokens"]) / len(texts)
-    labels = head_stats.labels(means, uniform)
+    labels = head_stats.labels(means, uniform, m["kind"])
     grid = run.grid(stat, value)
     event = st.plotly_chart(
         stat_charts.stat_grid(grid, labels, f"{stat} ({value})", style=inputs.style),

@@ -109,7 +109,7 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
     else:
         long = cache.request_is_long(inputs.model, inputs.backend, inputs.text)
         stats, uniform = stats_of(result, excludes, long), head_stats.uniform_entropy(result)
-    labels = head_stats.labels(stats, uniform)
+    labels = head_stats.labels(stats, uniform, result.kind)
     if induction is not None:  # a decoder's induction heads, from the repeated random sequence (not this text)
         stats = {**stats, "induction": induction}
         above = induction > induction_scores.THRESHOLD  # (L, H)
@@ -119,12 +119,19 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
     punct = ", ".join(escape.quoted(t) for t in marks[:MAX_LISTED]) or "none in this text"
     if len(marks) > MAX_LISTED:
         punct += f" and {len(marks) - MAX_LISTED:,} more"
+    *some, last = head_stats.share_labels(result.kind).values()
+    named = f"{', '.join(some)} or {last}"
+    sink = (
+        " A decoder's first token is where its heads park attention (a sink), not a [CLS]: its head there is a sink."
+        if result.kind == "causal"
+        else ""
+    )
     st.caption(
-        f"Labels: a head is previous-token, next-token, [SEP], [CLS], self or first-token when more than "
-        f"{head_stats.SHARE_THRESHOLD:.0%} of its attention goes there; broad when its entropy is at least "
-        f"{head_stats.BROAD_THRESHOLD:.0%} of uniform attention's over the keys each query can see ({seen}: "
+        f"Labels: a head is {named} when more than {head_stats.SHARE_THRESHOLD:.0%} of its attention goes there; "
+        f"broad when its entropy is at least {head_stats.BROAD_THRESHOLD:.0%} of uniform attention's over the keys "
+        f"each query can see ({seen}: "
         f"{uniform:.2f} nats{', averaged over the corpus sentences' if averaged is not None else ''}); "
-        "other otherwise. "
+        f"other otherwise.{sink} "
         f"Punctuation counts tokens whose characters are all Unicode punctuation: {punct}."
         + (
             f" A decoder's head is induction when its induction score is above {induction_scores.THRESHOLD:.1f} on "

@@ -38,3 +38,18 @@ def test_overview_computes_flow_only_when_asked():
     at = _overview()
     _ok(at)
     assert [d["type"] for d in _charts(at)[1]["data"]] == ["heatmap"] * 2  # raw and rollout
+
+
+@pytest.mark.slow  # SmolLM2
+def test_a_decoders_overview_calls_its_first_token_heads_sinks_and_none_cls(smollm2_hf):
+    from attnviz.analysis import head_stats
+
+    at = _overview(model="smollm2", backend="hf", stat="first")
+    _ok(at)
+    shown = {str(t) for row in _charts(at)[0]["data"][0]["text"] for t in row}
+    r = smollm2_hf.run(SENTENCE)["causal"]
+    named = {lab for row in head_stats.labels(r.stats(), head_stats.uniform_entropy(r), "causal") for lab in row}
+    assert "sink" in named and "[CLS]" not in named and "first-token" not in named
+    assert not any("[CLS]" in t or "first-token" in t for t in shown) and any("sink" in t for t in shown), shown
+    caption = " ".join(c.value for c in at.caption)
+    assert "self or sink when more than" in caption and "its head there is a sink" in caption
