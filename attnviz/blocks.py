@@ -14,7 +14,10 @@ one block per layer. So each statistic below is written once:
 - confidence: the mean of each row's largest weight; as in Voita et al. (2019), the end token
   ([SEP], </s>: the last token when it is special) is left out of each row's maximum, or, as
   stated options, every special token or none.
-Each is a (L, H) tensor averaged over the queries of the text.
+Each is a (L, H) tensor averaged over the queries of the text, except a decoder's first two (FORCED): the first sees
+only itself and puts all its weight there, the second sees two keys, and its previous token is the first; they say
+nothing of the head, so no statistic counts them (in a text longer than two tokens; `counted` says how many rows each
+statistic averages).
 
 Pooling brings a map to a screen's size: fixed blocks of f x f tokens, each cell the mean of the weights it
 covers (the last block may be smaller: it averages what it has), so a cell's label ("tokens 7–12") says
@@ -34,6 +37,7 @@ from torch import Tensor
 from attnviz.tokens import TokenAxis
 
 STATS = ("entropy", "distance", "cls", "sep", "punct", "prev", "next", "self", "confidence", "first")
+FORCED = 2  # a causal text's first queries whose rows are forced (see the module's docstring)
 CONFIDENCE_EXCLUDES = {  # what a row's maximum leaves out, for "confidence"
     "end": "the end token (Voita et al. 2019)",
     "specials": "every special token",
@@ -118,6 +122,24 @@ def pooled_means(sums: Tensor, n: int, f: int) -> np.ndarray:
 # --- the pass ---
 
 
+def forced(kind: str, n) -> int:
+    """How many of a text's first queries are forced: FORCED for a causal text longer than FORCED tokens, else 0 (n:
+    a length, or a tensor of lengths; then a tensor)."""
+    if kind != "causal":
+        return 0 if not isinstance(n, Tensor) else torch.zeros_like(n)
+    return FORCED * (n > FORCED) if isinstance(n, Tensor) else (FORCED if n > FORCED else 0)
+
+
+def counted(name: str, n, kind: str):
+    """How many rows a text's statistic averages (n: a length, or a tensor of lengths): every query but the forced
+    ones; prev and next only those that have that neighbour (a decoder's forced rows include the one without a
+    previous token). At least 1."""
+    f = forced(kind, n)
+    missing = {"prev": 1 if kind != "causal" else (f == 0) * 1, "next": 1}.get(name, 0)
+    rows = n - f - missing
+    return rows.clamp_min(1) if isinstance(rows, Tensor) else max(1, rows)
+
+
 def key_columns(axis: TokenAxis) -> Tensor:
     """(N, 5) float32: which keys are [CLS], another special token, punctuation, the first token, and each key's
     position: one matrix product with a block of weights gives every share and sum_j w_ij j at once."""
@@ -176,6 +198,9 @@ def row_values(
         w[texts, ..., cols] = saved
     else:
         out["confidence"] = (w.masked_fill(excluded, 0.0) if excluded is not None else w).amax(-1)
+    if kind == "causal":  # a decoder's forced rows (NaN): no statistic counts them
+        gone = at < forced(kind, n)  # (r,), or (..., 1, r) for a tensor of lengths
+        out = {k: v.masked_fill(gone, float("nan")) for k, v in out.items()}
     return out
 
 
@@ -228,17 +253,20 @@ class BlockPass:
 
     def add_rows(self, layer: int, values: dict[str, Tensor], received: Tensor, pooled: list[Tensor]) -> None:
         """Add one whole layer computed elsewhere (attnviz.fused): {statistic: (H, N)} per row (NaN: a row without
-        that neighbour), the column sums (H, N) and each factor's pooled sums (H, P, P)."""
+        that neighbour), the column sums (H, N) and each factor's pooled sums (H, P, P). A decoder's forced rows are
+        left out here, as `row_values` leaves them out of a block."""
+        skip = forced(self.kind, self.n)
         for name in STATS:
-            self.acc[name][layer] += values[name].double().nansum(-1)
+            self.acc[name][layer] += values[name][..., skip:].double().nansum(-1)
         self.received_sum[layer] += received.double()
         for sums, cells in zip(self.pooled_sums, pooled, strict=True):
             sums[layer] += cells.double()
 
     def stats(self) -> dict[str, Tensor]:
-        """{statistic: (L, H) float32}, each averaged over the queries (prev and next: over those that have one)."""
+        """{statistic: (L, H) float32}, each averaged over the queries it counts (`counted`: not a decoder's forced
+        rows; prev and next over those that have one)."""
         n = self.n
-        return {k: (v / max(1, n - 1 if k in ("prev", "next") else n)).float().cpu() for k, v in self.acc.items()}
+        return {k: (v / counted(k, n, self.kind)).float().cpu() for k, v in self.acc.items()}
 
     def received(self) -> Tensor:
         """(L, H, N): the attention each token receives, averaged over the queries."""

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from attnviz.blocks import CONFIDENCE_EXCLUDES, STATS, confidence_keys, is_punctuation, punctuation
+from attnviz.blocks import CONFIDENCE_EXCLUDES, STATS, confidence_keys, forced, is_punctuation, punctuation
 from attnviz.result import Attention
 from attnviz.tokens import TokenAxis
 
@@ -49,6 +49,11 @@ SHARE_LABELS = {  # in order: on a tie the earlier wins ([CLS] before first-toke
 # not a [CLS] that gathers the sentence: a causal head is never "[CLS]" (its start token, <bos> for Gemma 3, is the
 # first token), and its first-token head is a "sink".
 DECODER_SHARE_LABELS = {k: ("sink" if k == "first" else v) for k, v in SHARE_LABELS.items() if k != "cls"}
+# A decoder's head is judged on the attention it gives to tokens other than the sink (each share divided by one minus
+# the share on the first token), so a previous-token head that parks 60% on the sink is still previous-token; where
+# less than SINK_REST is left for the other tokens, too little to name the head by, a head with more than
+# SHARE_THRESHOLD on the first token is a sink.
+SINK_REST = 0.1
 
 CORPUS = (
     "The animal didn't cross the street because it was too tired.",
@@ -63,22 +68,25 @@ CORPUS = (
 
 
 def visible_keys(result: Attention) -> Tensor:
-    """(Tq,): how many keys each query can see: all of them, or i + 1 for query i of a causal result."""
+    """(Tq,): how many keys each query the statistics count can see: all of them, or i + 1 for query i of a causal
+    result (its forced first rows left out, as blocks.counted leaves them out of every statistic)."""
     tq, tk = len(result.target), len(result.source)
     if result.kind == "causal":
-        return torch.arange(1, tq + 1, dtype=torch.float32)
+        return torch.arange(1 + forced("causal", tq), tq + 1, dtype=torch.float32)
     return torch.full((tq,), float(tk), dtype=torch.float32)
 
 
 def uniform_entropy(result: Attention) -> float:
-    """The entropy of uniform attention over the keys each query can see, averaged over the queries (nats)."""
+    """The entropy of uniform attention over the keys each query can see, averaged over the queries the statistics
+    count (nats)."""
     return visible_keys(result).log().mean().item()
 
 
 def uniform_entropy_of(n: int, kind: str) -> float:
-    """uniform_entropy for a text of n tokens: ln n for self-attention, the mean of ln(i + 1) for causal."""
+    """uniform_entropy for a text of n tokens: ln n for self-attention, the mean of ln(i + 1) for causal (over the
+    queries past the forced ones)."""
     if kind == "causal":
-        return torch.arange(1, n + 1, dtype=torch.float32).log().mean().item()
+        return torch.arange(1 + forced(kind, n), n + 1, dtype=torch.float32).log().mean().item()
     return float(torch.tensor(float(n)).log().item())
 
 
@@ -97,7 +105,8 @@ def labels(stats: Mapping[str, Tensor | np.ndarray], uniform: float, kind: str) 
     """A label per head: the pattern holding more than SHARE_THRESHOLD of its attention, else broad or other.
 
     `uniform` is the entropy of uniform attention (`uniform_entropy`; averaged, for several texts); `kind` the
-    attention's ("causal": a decoder's heads are never "[CLS]", and a first-token head is a "sink").
+    attention's ("causal": a decoder's heads are never "[CLS]", are judged on what they give tokens other than the
+    sink (SINK_REST), and a first-token head is a "sink").
     """
     named = share_labels(kind)
     n_l, n_h = stats["entropy"].shape
@@ -105,16 +114,31 @@ def labels(stats: Mapping[str, Tensor | np.ndarray], uniform: float, kind: str) 
     for layer in range(n_l):
         row = []
         for head in range(n_h):
-            shares = {k: stats[k][layer, head].item() for k in named}
-            best = max(shares, key=lambda k: shares[k])
-            if shares[best] > SHARE_THRESHOLD:
-                row.append(named[best])
+            share = _share_label({k: stats[k][layer, head].item() for k in named}, named, kind)
+            if share is not None:
+                row.append(share)
             elif uniform > 0 and stats["entropy"][layer, head].item() >= BROAD_THRESHOLD * uniform:
                 row.append("broad")
             else:
                 row.append("other")
         out.append(row)
     return out
+
+
+def _share_label(shares: dict[str, float], named: dict[str, str], kind: str) -> str | None:
+    """The label of the pattern holding more than SHARE_THRESHOLD of a head's attention (a decoder's: of what it gives
+    tokens other than the sink, see SINK_REST), or None."""
+    if kind == "causal":
+        sink = shares["first"]
+        rest = 1.0 - sink
+        if rest >= SINK_REST:
+            others = {k: v / rest for k, v in shares.items() if k != "first"}
+            best = max(others, key=lambda k: others[k])
+            if others[best] > SHARE_THRESHOLD:
+                return named[best]
+        return named["first"] if sink > SHARE_THRESHOLD else None
+    best = max(shares, key=lambda k: shares[k])
+    return named[best] if shares[best] > SHARE_THRESHOLD else None
 
 
 def punctuation_tokens(axis: TokenAxis) -> list[str]:

@@ -7,7 +7,7 @@ row values, averaged the same way). Windows go through the model in sub-batches 
 `Settings.batch_mb` (every layer's weights of one sub-batch: the run's memory beyond the model), and what is kept is:
 - each window's statistics, (L, H) per statistic: a corpus statistic's distribution is over windows;
 - the top `top` queries of every head and statistic (a query's value is its row's: the values a window averages),
-  with the `keys` keys each looked at most (a decoder's first query, which sees only itself, is never one);
+  with the `keys` keys each looked at most (a decoder's forced first two queries, blocks.FORCED, are never one);
 - a sample of `sample` queries, the same for every head: those whose hash of (document, window, query, seed) is
   lowest, so that a merge of samples is a sample (the decile examples are drawn from it).
 No (texts x layers x heads x N x N) array is held: a sub-batch's weights are read and dropped.
@@ -23,7 +23,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from attnviz.blocks import STATS, confidence_keys, key_columns, row_values
+from attnviz.blocks import STATS, confidence_keys, counted, forced, key_columns, row_values
 from attnviz.engines.base import BatchedEngine
 
 ID_COLUMNS = ("doc", "window", "query")
@@ -246,9 +246,9 @@ def _sub_batch(weights: tuple[torch.Tensor, ...], encs: list, kind: str, setting
         by_stat = row_values(w, None, 0.0, keys, pairs, lengths[:, None, None], 0, kind)
         for i, name in enumerate(STATS):
             rows[i, layer] = by_stat[name]
-    # a window's statistic: its rows averaged as blocks.BlockPass.stats does (prev and next over n - 1 rows)
+    # a window's statistic: its rows averaged as blocks.BlockPass.stats does (over the rows blocks.counted says)
     summed = rows.masked_fill(~real[None, None, :, None, :], float("nan")).nansum(-1).double()  # (S, L, B, H)
-    counts = torch.stack([(lengths - 1 if s in ("prev", "next") else lengths).clamp_min(1) for s in STATS])  # (S, B)
+    counts = torch.stack([counted(s, lengths, kind) for s in STATS])  # (S, B): the rows each statistic averages
     stats = (summed / counts[:, None, :, None]).float().permute(2, 0, 1, 3)  # (B, S, L, H)
     flat = real.flatten()
     values = rows.permute(0, 1, 3, 2, 4).flatten(3)[..., flat]  # (S, L, H, Q)
@@ -323,8 +323,6 @@ def measure(engine: BatchedEngine, batch: Batch, settings: Settings, progress=No
             ],
             1,
         )
-        if kind == "causal":  # a decoder's first query sees only itself: its row says nothing, it is no example
-            values = values.masked_fill(qt == 0, float("nan"))
         # the top queries of each statistic and head, and the sample: only their rows' keys are read
         top = _top(values, ids, settings.top)  # (S, L, H, k)
         heads = torch.arange(n_h)[None, None, :, None].expand_as(top.indices)
@@ -333,8 +331,8 @@ def measure(engine: BatchedEngine, batch: Batch, settings: Settings, progress=No
         )  # (S, L, H, k, K)
         chosen = _keep_top(top.values.numpy(), ids[top.indices.numpy()], top_keys, top_weights, settings.top)
         prio = priority(ids[:, 0], ids[:, 1], ids[:, 2], settings.seed)
-        if kind == "causal":
-            prio[qt.numpy() == 0] = 2.0  # never sampled while another query is left
+        gone = (qt < forced(kind, lengths[qb])).numpy()  # a decoder's forced rows (NaN values): no example
+        prio[gone] = 2.0  # never sampled while another query is left
         pick = np.lexsort((ids[:, 2], ids[:, 1], ids[:, 0], prio))[: settings.sample]
         pq = torch.from_numpy(pick)
         sk, sw = _keys_of(

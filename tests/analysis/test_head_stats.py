@@ -64,8 +64,8 @@ def test_a_decoders_head_on_its_start_token_is_a_sink_never_cls():
     """Gemma 3's <bos> is special and first: an encoder's head there is "[CLS]", a decoder's is a "sink"; so is a
     decoder's head on a first token that is not special (SmolLM2's)."""
     w = torch.zeros(6, 6)
-    w[:, 0] = 0.9
-    w[torch.arange(1, 6), torch.arange(1, 6)] = 0.1
+    w[:, 0] = 0.95
+    w[torch.arange(1, 6), torch.arange(1, 6)] = 0.05
     w[0, 0] = 1.0  # causal: the first query sees only itself
     for special in (SPECIAL, (False,) * 6):
         axis = TokenAxis(TOKS, special, tuple(range(6)), (NO_SPAN,) * 6)
@@ -75,6 +75,37 @@ def test_a_decoders_head_on_its_start_token_is_a_sink_never_cls():
     encoder = head_stats.head_stats(_result(w, SPECIAL))
     assert head_stats.labels(encoder, head_stats.uniform_entropy(_result(w)), "self") == [["[CLS]"]]
     assert "sink" in head_stats.LABELS and "[CLS]" not in head_stats.share_labels("causal").values()
+
+
+def test_a_decoders_forced_rows_count_in_no_statistic_and_sink_mass_does_not_hide_a_heads_kind():
+    """The first query sees only itself and the second's previous token is the first: a decoder's statistics leave
+    both rows out, so a head giving the start token 60% and the previous token 40% has exactly those shares, and is
+    judged previous-token on the 40% it gives the other tokens; one giving the start token 95% and itself 5% is a
+    sink (less than SINK_REST is left to judge it by)."""
+    n = 8
+    axis = TokenAxis(tuple("abcdefgh"), (False,) * n, tuple(range(n)), (NO_SPAN,) * n)
+
+    def stats(w):
+        r = AttentionResult(w[None, None], axis, axis, "causal", "hand")
+        return head_stats.head_stats(r), head_stats.uniform_entropy(r)
+
+    w = torch.zeros(n, n)
+    w[0, 0] = w[1, 0] = 1.0
+    w[torch.arange(2, n), 0] = 0.6
+    w[torch.arange(2, n), torch.arange(1, n - 1)] = 0.4
+    s, uniform = stats(w)
+    assert math.isclose(s["first"].item(), 0.6, rel_tol=1e-6) and math.isclose(s["prev"].item(), 0.4, rel_tol=1e-6)
+    assert s["self"].item() == 0.0 and math.isclose(
+        s["entropy"].item(), -(0.6 * math.log(0.6) + 0.4 * math.log(0.4)), rel_tol=1e-5
+    )
+    assert head_stats.labels(s, uniform, "causal") == [["previous-token"]]
+    assert head_stats.labels(s, uniform, "self") == [["first-token"]]  # an encoder's rule: the raw shares
+    w = torch.zeros(n, n)
+    w[0, 0] = 1.0
+    w[torch.arange(1, n), 0] = 0.95
+    w[torch.arange(1, n), torch.arange(1, n)] = 0.05
+    s, uniform = stats(w)
+    assert math.isclose(s["self"].item(), 0.05, rel_tol=1e-5) and head_stats.labels(s, uniform, "causal") == [["sink"]]
 
 
 def test_corpus_average_is_the_mean():
@@ -103,7 +134,7 @@ def test_a_uniform_causal_head_is_labelled_broad():
     r = AttentionResult(w[None, None], axis, axis, "causal", "hand")
     s = head_stats.head_stats(r)
     uniform = head_stats.uniform_entropy(r)
-    assert math.isclose(uniform, sum(math.log(i + 1) for i in range(6)) / 6, rel_tol=1e-6)
+    assert math.isclose(uniform, sum(math.log(i + 1) for i in range(2, 6)) / 4, rel_tol=1e-6)  # past the forced rows
     assert math.isclose(s["entropy"].item(), uniform, rel_tol=1e-5)
     assert head_stats.labels(s, uniform, "causal") == [["broad"]]
     assert head_stats.labels(s, math.log(6), "causal") == [

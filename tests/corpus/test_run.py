@@ -111,6 +111,8 @@ def test_a_decoders_run_equals_its_overview_and_adds_its_induction_scores(tmp_pa
         assert np.abs(run.grid(stat) - expected).max() < 1e-5
     ind = api.induction("smollm2")
     assert np.abs(run.grid("induction") - ind.each["induction"].mean(0).numpy()).max() < 1e-6
+    ex = run.examples  # a decoder's first two queries are forced: never an example, in the top or the deciles
+    assert len(ex) and (ex["query"] >= 2).all(), sorted(set(ex["query"]))[:5]
 
 
 class Interrupt(Exception):

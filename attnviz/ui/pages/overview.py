@@ -114,7 +114,7 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
         stats = {**stats, "induction": induction}
         above = induction > induction_scores.THRESHOLD  # (L, H)
         labels = [["induction" if above[i, h] else lab for h, lab in enumerate(row)] for i, row in enumerate(labels)]
-    seen = "i + 1 keys for query i (causal)" if result.kind == "causal" else "every key"
+    seen = "i + 1 keys for query i, from the third (causal)" if result.kind == "causal" else "every key"
     marks = head_stats.punctuation_tokens(result.source)
     punct = ", ".join(escape.quoted(t) for t in marks[:MAX_LISTED]) or "none in this text"
     if len(marks) > MAX_LISTED:
@@ -122,7 +122,11 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
     *some, last = head_stats.share_labels(result.kind).values()
     named = f"{', '.join(some)} or {last}"
     sink = (
-        " A decoder's first token is where its heads park attention (a sink), not a [CLS]: its head there is a sink."
+        " A decoder's first token is where its heads park attention (a sink), not a [CLS]. A decoder's head is judged "
+        "on the attention it gives to the other tokens (each share divided by what the sink leaves), and is a sink "
+        f"when the sink takes more than {head_stats.SHARE_THRESHOLD:.0%} and nothing else names it, or less than "
+        f"{head_stats.SINK_REST:.0%} is left. Its first two queries count in no statistic: the first sees only itself, "
+        "the second's previous token is the first."
         if result.kind == "causal"
         else ""
     )
