@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import torch
@@ -122,12 +122,16 @@ def pooled_means(sums: Tensor, n: int, f: int) -> np.ndarray:
 # --- the pass ---
 
 
-def forced(kind: str, n) -> int:
+@overload
+def forced(kind: str, n: int) -> int: ...
+@overload
+def forced(kind: str, n: Tensor) -> Tensor: ...
+def forced(kind: str, n: int | Tensor) -> int | Tensor:
     """How many of a text's first queries are forced: FORCED for a causal text longer than FORCED tokens, else 0 (n:
     a length, or a tensor of lengths; then a tensor)."""
-    if kind != "causal":
-        return 0 if not isinstance(n, Tensor) else torch.zeros_like(n)
-    return FORCED * (n > FORCED) if isinstance(n, Tensor) else (FORCED if n > FORCED else 0)
+    if isinstance(n, Tensor):
+        return FORCED * (n > FORCED) if kind == "causal" else torch.zeros_like(n)
+    return FORCED if kind == "causal" and n > FORCED else 0
 
 
 def counted(name: str, n, kind: str):
