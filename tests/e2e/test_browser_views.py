@@ -250,7 +250,12 @@ def test_a_link_to_a_head_opens_the_heads_page_in_the_packaged_app(browser, serv
         button.wait_for(timeout=120_000)
         pg.wait_for_function(IDLE_JS, timeout=120_000)
         button.click()
-        pg.wait_for_function("() => location.search.includes('view=Head')", timeout=30_000)
+        # the page writes the head's parameters, then switches: wait for both (the address held view=Head on
+        # /positions for a moment, and a test that waited for the parameters alone read the path then)
+        pg.wait_for_function(
+            "() => location.search.includes('view=Head') && !location.pathname.includes('positions')", timeout=30_000
+        )
+        pg.get_by_role("heading", name="Where does each token look?").wait_for(timeout=90_000)  # the Heads page
         pg.wait_for_selector("[data-testid=stMain] .js-plotly-plot", timeout=90_000)
         pg.wait_for_function(IDLE_JS, timeout=60_000)
         assert pg.locator("[data-testid=stMain] [data-testid=stAlertContainer]").count() == 0
