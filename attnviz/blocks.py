@@ -144,17 +144,21 @@ def counted(name: str, n, kind: str):
     return rows.clamp_min(1) if isinstance(rows, Tensor) else max(1, rows)
 
 
-def key_columns(axis: TokenAxis) -> Tensor:
+def key_columns(axis: TokenAxis, kind: str) -> Tensor:
     """(N, 5) float32: which keys are [CLS], another special token, punctuation, the first token, and each key's
-    position: one matrix product with a block of weights gives every share and sum_j w_ij j at once."""
+    position: one matrix product with a block of weights gives every share and sum_j w_ij j at once. A decoder
+    (kind "causal") has no [CLS]: its first token, special (Gemma 3's <bos>) or not, is the sink, counted in the
+    first token's share only."""
     n = len(axis)
     special = torch.tensor(axis.special, dtype=torch.bool)
     cls = torch.zeros(n, dtype=torch.bool)
-    cls[0] = special[0] if n else False
     first = torch.zeros(n, dtype=torch.bool)
     first[:1] = True
+    if kind != "causal":
+        cls[0] = special[0] if n else False
     punct = torch.tensor(punctuation(axis), dtype=torch.bool)
-    keys = torch.stack([cls, special & ~cls, punct, first]).float()  # (4, N)
+    other = special & ~(first if kind == "causal" else cls)
+    keys = torch.stack([cls, other, punct, first]).float()  # (4, N)
     return torch.cat([keys, torch.arange(n, dtype=torch.float32)[None]]).T.contiguous()
 
 
@@ -230,7 +234,7 @@ class BlockPass:
     ) -> None:
         n = len(axis)
         self.n, self.kind, self.factors = n, kind, factors
-        self.keys = key_columns(axis).to(device)  # (N, 5)
+        self.keys = key_columns(axis, kind).to(device)  # (N, 5)
         self.excluded = (~confidence_keys(axis, confidence_excludes)).to(device)  # (N,)
         self.any_excluded = bool(self.excluded.any())
         zeros: dict[str, Any] = {"dtype": torch.float64, "device": device}

@@ -55,10 +55,11 @@ def available(device: torch.device) -> bool:
     return kernel() is not None
 
 
-def key_codes(axis: TokenAxis, excluded: Tensor) -> Tensor:
+def key_codes(axis: TokenAxis, excluded: Tensor, kind: str) -> Tensor:
     """(N,) int32: each key's flags for the kernel: [CLS], another special token, punctuation, the first token (as
-    blocks.key_columns marks them), and left out of a row's maximum (`excluded`, as BlockPass holds it)."""
-    flags = key_columns(axis)[:, :4].bool()  # cls, sep, punct, first
+    blocks.key_columns marks them for this kind of attention), and left out of a row's maximum (`excluded`, as
+    BlockPass holds it)."""
+    flags = key_columns(axis, kind)[:, :4].bool()  # cls, sep, punct, first
     bits = torch.tensor([1, 2, 4, 8], dtype=torch.int32)
     codes = (flags.int() * bits).sum(1, dtype=torch.int32)
     return (codes | excluded.cpu().int() * 16).to(torch.int32)

@@ -392,7 +392,7 @@ class LazyAttention:
         """Each layer in one kernel (attnviz.fused): the same sums as _plain, no weight written to memory."""
         n, n_h = self.n_tokens, self.n_heads
         device = self.q.device
-        codes = fused.key_codes(self.source, blocks.excluded)
+        codes = fused.key_codes(self.source, blocks.excluded, self.kind)
         for layer in range(self.n_layers):
             received = torch.zeros(n_h, n, dtype=torch.float32, device=device)
             pools = tuple(

@@ -236,7 +236,7 @@ def _sub_batch(weights: tuple[torch.Tensor, ...], encs: list, kind: str, setting
     excluded = torch.zeros(b, 1, 1, t, dtype=torch.bool)
     for i, enc in enumerate(encs):
         n = len(enc.ids)
-        keys[i, 0, :n] = key_columns(enc.axis)
+        keys[i, 0, :n] = key_columns(enc.axis, kind)
         excluded[i, 0, 0, :n] = ~confidence_keys(enc.axis, settings.confidence_excludes)
     keys[..., 4] = torch.arange(t, dtype=torch.float32)  # positions past a text: their weights are 0
     pairs = tuple(excluded[:, 0, 0].nonzero().T)  # (text, key) pairs a row's maximum leaves out

@@ -72,6 +72,9 @@ def test_a_decoders_head_on_its_start_token_is_a_sink_never_cls():
         r = AttentionResult(w[None, None], axis, axis, "causal", "hand")
         s = head_stats.head_stats(r)
         assert head_stats.labels(s, head_stats.uniform_entropy(r), "causal") == [["sink"]], special
+        # no [CLS] in a decoder, and its special start token is the first token only, not "another special token"
+        end = 0.05 / 4 if special[-1] else 0.0  # the last query's weight on itself, a special end, over 4 rows
+        assert s["cls"].item() == 0.0 and math.isclose(s["sep"].item(), end, abs_tol=1e-7), special
     encoder = head_stats.head_stats(_result(w, SPECIAL))
     assert head_stats.labels(encoder, head_stats.uniform_entropy(_result(w)), "self") == [["[CLS]"]]
     assert "sink" in head_stats.LABELS and "[CLS]" not in head_stats.share_labels("causal").values()

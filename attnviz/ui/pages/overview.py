@@ -68,7 +68,7 @@ def stats_of(result: Attention, excludes: str, long: bool) -> dict:
 
 def stats_section(inputs: Inputs, result: Attention) -> None:
     """The layer x head grid coloured by a statistic, clickable, and the table of every head."""
-    names = dict(STAT_NAMES)
+    names = {k: v for k, v in STAT_NAMES.items() if not (k == "cls" and result.kind == "causal")}  # a decoder: no [CLS]
     induction = _induction(inputs)
     if induction is not None:
         names["induction"] = INDUCTION_NAME
