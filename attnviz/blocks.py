@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 import torch
@@ -122,23 +122,21 @@ def pooled_means(sums: Tensor, n: int, f: int) -> np.ndarray:
 # --- the pass ---
 
 
-@overload
-def forced(kind: str, n: int) -> int: ...
-@overload
-def forced(kind: str, n: Tensor) -> Tensor: ...
-def forced(kind: str, n: int | Tensor) -> int | Tensor:
-    """How many of a text's first queries are forced: FORCED for a causal text longer than FORCED tokens, else 0 (n:
-    a length, or a tensor of lengths; then a tensor)."""
-    if isinstance(n, Tensor):
-        return FORCED * (n > FORCED) if kind == "causal" else torch.zeros_like(n)
+def forced(kind: str, n: int) -> int:
+    """How many of a text's first queries are forced: FORCED for a causal text longer than FORCED tokens, else 0."""
     return FORCED if kind == "causal" and n > FORCED else 0
+
+
+def forced_of(kind: str, lengths: Tensor) -> Tensor:
+    """`forced` for each of a tensor of lengths."""
+    return FORCED * (lengths > FORCED) if kind == "causal" else torch.zeros_like(lengths)
 
 
 def counted(name: str, n, kind: str):
     """How many rows a text's statistic averages (n: a length, or a tensor of lengths): every query but the forced
     ones; prev and next only those that have that neighbour (a decoder's forced rows include the one without a
     previous token). At least 1."""
-    f = forced(kind, n)
+    f = forced_of(kind, n) if isinstance(n, Tensor) else forced(kind, n)
     missing = {"prev": 1 if kind != "causal" else (f == 0) * 1, "next": 1}.get(name, 0)
     rows = n - f - missing
     return rows.clamp_min(1) if isinstance(rows, Tensor) else max(1, rows)
@@ -207,7 +205,7 @@ def row_values(
     else:
         out["confidence"] = (w.masked_fill(excluded, 0.0) if excluded is not None else w).amax(-1)
     if kind == "causal":  # a decoder's forced rows (NaN): no statistic counts them
-        gone = at < forced(kind, n)  # (r,), or (..., 1, r) for a tensor of lengths
+        gone = at < (forced_of(kind, n) if isinstance(n, Tensor) else forced(kind, n))  # (r,), or (..., 1, r)
         out = {k: v.masked_fill(gone, float("nan")) for k, v in out.items()}
     return out
 

@@ -23,7 +23,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from attnviz.blocks import STATS, confidence_keys, counted, forced, key_columns, row_values
+from attnviz.blocks import STATS, confidence_keys, counted, forced_of, key_columns, row_values
 from attnviz.engines.base import BatchedEngine
 
 ID_COLUMNS = ("doc", "window", "query")
@@ -331,7 +331,7 @@ def measure(engine: BatchedEngine, batch: Batch, settings: Settings, progress=No
         )  # (S, L, H, k, K)
         chosen = _keep_top(top.values.numpy(), ids[top.indices.numpy()], top_keys, top_weights, settings.top)
         prio = priority(ids[:, 0], ids[:, 1], ids[:, 2], settings.seed)
-        gone = (qt < forced(kind, lengths[qb])).numpy()  # a decoder's forced rows (NaN values): no example
+        gone = (qt < forced_of(kind, lengths[qb])).numpy()  # a decoder's forced rows (NaN values): no example
         prio[gone] = 2.0  # never sampled while another query is left
         pick = np.lexsort((ids[:, 2], ids[:, 1], ids[:, 0], prio))[: settings.sample]
         pq = torch.from_numpy(pick)
