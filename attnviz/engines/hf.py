@@ -473,16 +473,8 @@ class HFDecoderEngine(HFEngine):
         inner = self.model.base_model
         with self._passes, torch.inference_mode():
             positions = torch.arange(x.shape[1], device=x.device)[None]  # (1, T)
-            kinds = getattr(self.config, "layer_types", None)
             layers = decoder_layers(self.model)
-            rotary = getattr(inner, "rotary_emb", None)
-            if rotary is None:  # GPT-2: positions were added to the embeddings, before the first layer
-                turn_of: list = [None] * len(layers)
-            elif kinds and "layer_type" in inspect.signature(rotary.forward).parameters:  # Gemma 3: two rotary
-                turns = {kind: rotary(x, positions, kind) for kind in set(kinds)}  # tables, each to its layers
-                turn_of = [turns[kind] for kind in kinds]
-            else:
-                turn_of = [rotary(x, position_ids=positions)] * len(layers)
+            turn_of = self._turn_tables(x, positions)
             for i, block in enumerate(layers[layer:], layer):
                 x = block(
                     x,
@@ -495,6 +487,30 @@ class HFDecoderEngine(HFEngine):
             final_norm = inner.norm if hasattr(inner, "norm") else inner.ln_f
             hidden = final_norm(x[:, -1] if last else x)
             return self.model.lm_head(hidden).float().cpu()
+
+    def _turn_tables(self, x: torch.Tensor, positions: torch.Tensor) -> list:
+        """Each layer's rotary table, transformers' own (cos, sin), each (1, T, r), for `positions` (1, T); None for
+        every layer of a model without one (GPT-2 adds its positions to the embeddings, before the first layer)."""
+        rotary = getattr(self.model.base_model, "rotary_emb", None)
+        kinds = getattr(self.config, "layer_types", None)
+        n_layers = len(decoder_layers(self.model))
+        if rotary is None:
+            return [None] * n_layers
+        if kinds and "layer_type" in inspect.signature(rotary.forward).parameters:  # Gemma 3: two rotary tables,
+            turns = {kind: rotary(x, positions, kind) for kind in set(kinds)}  # each to its layers
+            return [turns[kind] for kind in kinds]
+        return [rotary(x, position_ids=positions)] * n_layers
+
+    def turns(self, layer: int, n: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """(cos, sin), each (n, r): the rotary turn of `layer`'s queries and keys at positions 0..n-1, as the model
+        applies it to their first r dimensions (x cos + rotate_half(x) sin); None for a model without rotary
+        positions."""
+        if not self.hooked:
+            return None
+        with self._passes, torch.inference_mode():
+            x = torch.zeros(1, n, 1, device=self.device, dtype=self.model.dtype)  # the tables read its dtype, device
+            table = self._turn_tables(x, torch.arange(n, device=self.device)[None])[layer]
+        return None if table is None else (table[0][0].float().cpu(), table[1][0].float().cpu())
 
     def weights_of(self, ids) -> torch.Tensor:
         """(L, H, T, T): the attention of one pass over `ids` (inside self._passes)."""

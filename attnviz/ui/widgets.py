@@ -349,21 +349,58 @@ def qk_space(model: str, texts: list[str], layer: int, head: int, style, key: st
         return None
     if space is None:
         return None
-    title = f"{head_name(layer, head)}: queries and keys of {space.n:,} tokens (PCA)"
+    full = space
+    if space.content is not None:  # a rotary model: its turn by position can be most of the picture
+        unturned = st.radio(
+            "Place the tokens",
+            ["As the model scores them (after the rotary turn)", "Without the rotary turn (what the tokens carry)"],
+            key=f"{key}.turn",
+            horizontal=True,
+            help="This model turns each query and key by its position before it scores them (rotary positions). "
+            "Turned back, the plot shows what the layer read from the tokens themselves.",
+        ).startswith("Without")
+        space = space.content if unturned else space
+    drawn = "" if space.turned else ", without the rotary turn"
+    title = f"{head_name(layer, head)}: queries and keys of {space.n:,} tokens (PCA{drawn})"
     event = st.plotly_chart(
         corpus_charts.qk_scatter(space.points, space.contexts, title, style=style),
         key=key,
         on_select="rerun",
         selection_mode="points",
     )
+    by_q, by_k = space.position_share
+    if space.turned and np.nanmax([by_q, by_k, 0.0]) >= 0.5:
+        st.warning(
+            f"Position explains {by_q:.0%} of the queries' spread in this plot and {by_k:.0%} of the keys': most of "
+            "what you see is where each token stands, not what it says"
+            + (
+                f" (this rotary model turns each query and key by its position). Without the turn: "
+                f"{full.content.position_share[0]:.0%} and {full.content.position_share[1]:.0%}."
+                if full.content is not None
+                else "."
+            )
+        )
+    by_position = (
+        f"Position explains {by_q:.0%} of the queries' spread and {by_k:.0%} of the keys' (adjusted R² of their "
+        "positions' means; about 0 when position says nothing). "
+        if np.isfinite(by_q) and np.isfinite(by_k)
+        else "How much of the spread position explains needs several texts, each position seen more than once (the "
+        "Corpus page measures it). "
+    )
+    turned = (
+        "Each query and key was turned back by the model's own rotary table before placing, so that position's turn "
+        "is out of the plot; the faithfulness still compares with the model's own scores, after the turn. "
+        if not space.turned
+        else ""
+    )
     st.caption(
         f"Faithfulness, query by query: Spearman's ρ between a query's attention weights and minus its distances "
         f"in this plot to the keys it may attend to, {space.faithfulness:.2f} on average (spread "
         f"{space.faithfulness_sd:.2f}) over {space.queries:,} queries; a query's nearest key is its most attended "
         f"for {space.nearest_top:.0%} of them (by chance {space.nearest_chance:.0%}). The two axes keep "
-        f"{space.explained or 0:.0%} of the variance. Queries were multiplied and keys divided by one scale, then "
-        "the keys moved to the queries' centroid, as AttentionViz does: no attention weight changes. Hover a point "
-        "for its token."
+        f"{space.explained or 0:.0%} of the variance. {by_position}{turned}Queries were multiplied and keys divided "
+        "by one scale, then the keys moved to the queries' centroid, "
+        "as AttentionViz does: no attention weight changes. Hover a point for its token."
     )
     points = event.get("selection", {}).get("points", []) if event else []
     clicked = int(points[0]["customdata"][0]) if points and points[0].get("customdata") is not None else None

@@ -64,6 +64,8 @@ def test_a_heads_query_key_space_is_placed_on_demand_with_its_faithfulness(run):
     scatter = _charts(at)[-1]
     assert [d["name"] for d in scatter["data"]] == ["queries", "keys"]
     assert any("Spearman" in c.value for c in at.caption)
+    assert any("Position explains" in c.value and "of the keys'" in c.value for c in at.caption)  # over many texts
+    assert not at.radio  # BERT adds its positions: no rotary turn to take out
 
 
 @pytest.mark.slow  # a corpus run

@@ -286,3 +286,17 @@ def test_an_unknown_token_is_explained_where_it_appears():
     assert any(c.value.startswith("[UNK] stands for characters the model's vocabulary") for c in at.caption)
     at = _app()
     assert not any("stands for characters" in c.value for c in at.caption)
+
+
+def test_a_rotary_heads_query_key_space_is_offered_without_the_turn(smollm2_hf):
+    """SmolLM2's one-head view: the query/key space after the turn by default, the same tokens without it on a
+    switch (its title says which), and the caption says that one text cannot tell how much position explains."""
+    at = _app(model="smollm2", backend="hf", view="Head", layer="3", head="2")
+    at.button(key="heads.qk.button").click().run()
+    _ok(at)
+    assert "PCA)" in _charts(at)[-1]["layout"]["title"]["text"]
+    assert any("needs several texts" in c.value for c in at.caption)  # each position once: no share to report
+    at.radio(key="heads.qk.turn").set_value(at.radio(key="heads.qk.turn").options[1]).run()
+    _ok(at)
+    assert "without the rotary turn" in _charts(at)[-1]["layout"]["title"]["text"]
+    assert any("turned back by the model's own rotary table" in c.value for c in at.caption)
