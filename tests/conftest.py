@@ -269,13 +269,27 @@ def browser():
 class _StillChromium:
     """The browser whose every page prefers reduced motion (Playwright's reduced_motion, unless a test says
     otherwise): Streamlit's loading animations kept Chromium's compositor busy, about 1.6 s of CPU a page visit of
-    the 2 cores the suite shares (2026-11-27). What the tests measure is laid out the same either way."""
+    the 2 cores the suite shares (2026-11-27). What the tests measure is laid out the same either way.
+
+    A page asked for with a viewport alone opens in one context the file's pages share, as a person's tabs do, so
+    that Streamlit's hashed bundles (served `immutable`) and the code Chromium compiled from them are cached after the
+    first visit; `browser.new_page` made a fresh context, an empty cache, for every visit. A page with options of its
+    own (downloads, a time zone, another motion setting) and every `new_context` get a context of their own. The app
+    keeps nothing of a visitor in cookies or storage: a session is its websocket, one per page."""
 
     def __init__(self, browser) -> None:
         self._browser = browser
+        self._tabs = None
 
-    def new_page(self, **options):
-        return self._browser.new_page(**{"reduced_motion": "reduce", **options})
+    def new_page(self, viewport: dict | None = None, **options):
+        options = {"reduced_motion": "reduce", **options}
+        if options != {"reduced_motion": "reduce"}:
+            return self._browser.new_page(viewport=viewport, **options)
+        if self._tabs is None:
+            self._tabs = self._browser.new_context(reduced_motion="reduce")
+        page = self._tabs.new_page()
+        page.set_viewport_size(viewport or {"width": 1280, "height": 720})
+        return page
 
     def new_context(self, **options):
         return self._browser.new_context(**{"reduced_motion": "reduce", **options})

@@ -188,7 +188,25 @@ HEATMAP_JS = f"() => ({MAPS_JS})() > 0 || !!document.querySelector('{FAILED}')"
 FRESH_JS = "() => !document.querySelector('[data-testid=stStatusWidget], [data-testid=stMain] [data-stale=true]')"
 
 
-def _draw(pg, clicks: tuple, drawn: str | None, maps: bool) -> None:
+def _sockets(pg) -> list:
+    """The page's websockets as it opens them (Streamlit's session is one; a reconnect opens another): call before
+    the page's goto."""
+    opened: list = []
+    pg.on("websocket", lambda ws: opened.append(ws))
+    return opened
+
+
+def _press(target, sockets: list) -> None:
+    """Click, and return once the server has answered it: a message from the server after the click (the run the
+    click started), not a fixed wait. Without a websocket seen, the click alone."""
+    if not sockets:
+        target.click()
+        return
+    with sockets[-1].expect_event("framereceived", timeout=60_000):
+        target.click()
+
+
+def _draw(pg, clicks: tuple, drawn: str | None, maps: bool, sockets: list | None = None) -> None:
     """Wait until the page has drawn, pressing `clicks` first (with `drawn`, until the chart of that key has drawn).
 
     What a click draws is waited for by its key, not by counting maps: the page's own maps may not have drawn when the
@@ -214,8 +232,7 @@ def _draw(pg, clicks: tuple, drawn: str | None, maps: bool) -> None:
             pg.wait_for_function(IDLE_JS, timeout=120_000)
             if target.count() == 0:
                 continue  # an encoder on a decoder's page: its message, no button
-        target.click()  # label 0 of a guess is the question's own
-        pg.wait_for_timeout(300)
+        _press(target, sockets or [])  # label 0 of a guess is the question's own
     if done is not None:
         done.first.wait_for(timeout=300_000)
     pg.wait_for_function(IDLE_JS, timeout=300_000)
@@ -248,9 +265,10 @@ def _readable(
     page runs again, draws every chart anew, and the clicks are pressed again where what they drew is gone). One
     page, not two: a fresh page spent about 4 s of Chromium's time loading Streamlit before the app drew anything."""
     pg = browser.new_page(viewport={"width": 1280, "height": 800})
+    sockets = _sockets(pg)
     try:
         pg.goto(f"{server}/{path}{'&' if '?' in path else '?'}{model}")
-        _draw(pg, clicks, drawn, maps)
+        _draw(pg, clicks, drawn, maps, sockets)
         plain = _seen(pg, (path, model, "plain"))
         pg.set_viewport_size(PHONE)
         pg.wait_for_function(RESIZED_JS, polling=250, timeout=30_000)
@@ -260,7 +278,7 @@ def _readable(
         pg.locator("[data-testid=stSidebar]").get_by_text("Projector mode", exact=True).click()
         pg.wait_for_function("() => new URL(location.href).searchParams.get('projector') === 'true'", timeout=60_000)
         pg.wait_for_function(FRESH_JS, polling=250, timeout=300_000)
-        _draw(pg, clicks, drawn, maps)
+        _draw(pg, clicks, drawn, maps, sockets)
         return plain, _seen(pg, (path, model, "projector"))
     finally:
         pg.close()
