@@ -243,8 +243,8 @@ def _draw(pg, clicks: tuple, drawn: str | None, maps: bool, sockets: list | None
 
 def _seen(pg, where: tuple) -> dict:
     """READABLE_JS and VISIBLE_JS of the drawn page; every visit is also a page opened in Chromium: no traceback, no
-    error (test_every_page_opens_... checks the third model, SmolLM2 on the scratch backend, where these visits do not
-    go)."""
+    error (the third model, SmolLM2 on the scratch backend, where these visits do not go, runs every page in
+    tests/test_app.py's AppTest, test_every_page_runs_with_smollm2)."""
     failed = pg.locator(FAILED).all_inner_texts()
     assert failed == [], (*where, failed)
     return {**pg.evaluate(READABLE_JS), "visible": pg.evaluate(VISIBLE_JS)}
