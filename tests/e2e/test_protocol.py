@@ -1,5 +1,6 @@
 """A hostile student through Streamlit's own websocket protocol, against a live `python -m attnviz serve`: one page
-session that flips its URL between classes and student ids still has one voice."""
+session that flips its URL between classes and student ids still has one voice; and a link naming a model never makes
+an online server contact the hub."""
 
 from __future__ import annotations
 
@@ -25,11 +26,13 @@ class Page:
     def __init__(self, ws) -> None:
         self.ws, self.pages, self.page_hash = ws, {}, ""
 
-    async def run(self, query: str, page: str = "", widgets: tuple = ()) -> list:
-        """One rerun, as a browser sends it; the elements the run drew."""
+    async def run(self, query: str, page: str = "", widgets: tuple = (), *, opened: str = "") -> list:
+        """One rerun, as a browser sends it; the elements the run drew. `opened`: the page a link names by its path
+        (as a browser's first message does, before it knows the pages' hashes)."""
         msg = BackMsg()
         msg.rerun_script.query_string = query
         msg.rerun_script.page_script_hash = self.pages.get(page, self.page_hash)
+        msg.rerun_script.page_name = opened
         for wid, field, value in widgets:
             w = msg.rerun_script.widget_states.widgets.add()
             w.id = wid
@@ -54,6 +57,99 @@ class Page:
             (getattr(e, which) for e in drawn if e.WhichOneof("type") == which and getattr(e, which).label == label),
             None,
         )
+
+
+class FakeHub:
+    """A port that answers every HTTP request with 404 and remembers what was asked: a hub that holds nothing."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        asked = self.asked = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _answer(self):
+                asked.append(f"{self.command} {self.path}")
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_GET = do_HEAD = do_POST = _answer
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+HUB_LINKS = [  # every way a student could name a model: links to each page, and the Compare page's hub box
+    "/?model=bigscience/bloom",
+    "/?model=gpt2&backend=hf",
+    "/inside?model=bert-base-uncased",
+    "/overview?model=t5-small",
+    "/pronouns?model=distilbert-base-uncased",
+    "/compare?source=hub&hub=Helsinki-NLP/opus-mt-en-de",
+    "/compare?source=hub&hub=facebook/bart-large",
+]
+
+
+async def _opened(port: int, link: str) -> list:
+    """The elements a page's first run draws for a link (a path and a query string), as a browser opening it asks."""
+    path, _, query = link.partition("?")
+    url = f"ws://127.0.0.1:{port}/_stcore/stream"
+    async with websockets.connect(url, subprotocols=["streamlit"], max_size=64 * 2**20) as ws:
+        return await Page(ws).run(query, opened=path.strip("/"))
+
+
+def _alerts(port: int, link: str) -> list[str]:
+    """The texts of the alerts a link's page draws, after checking it drew no traceback."""
+    drawn = asyncio.run(_opened(port, link))
+    assert not [e for e in drawn if e.WhichOneof("type") == "exception"], link
+    return [e.alert.body for e in drawn if e.WhichOneof("type") == "alert"]
+
+
+def test_an_online_server_never_contacts_the_hub_unless_its_operator_allows_downloads(tmp_path):
+    """Every way a student could name a model, opened as a browser opens a link (its path and query string, the
+    first message a page sends): an online server that does not allow downloads says it does not offer the model and
+    asks the hub nothing; the same server with downloads allowed does ask (so the test can see a request). In
+    Chromium until 2026-11-27 (eight page loads, about 85 s of a full run with its two servers): what is at stake is
+    what the server does with a link, not what a browser draws."""
+    hub = FakeHub()
+    online = {
+        "HF_HUB_OFFLINE": None,
+        "HF_ENDPOINT": hub.url,
+        "HF_HOME": str(tmp_path / "hf"),
+        "ATTNVIZ_MODELS": None,
+        "ATTNVIZ_ALLOW_DOWNLOADS": None,
+    }
+    try:
+        port = free_port()
+        proc = start_server(port, tmp_path / "online.log", online)
+        try:
+            for link in HUB_LINKS:
+                alerts = _alerts(port, link)
+                assert any("does not offer" in a for a in alerts), (link, alerts)
+            assert hub.asked == [], hub.asked
+        finally:
+            proc.terminate()
+            proc.wait(10)
+        port = free_port()
+        proc = start_server(port, tmp_path / "downloads.log", {**online, "ATTNVIZ_ALLOW_DOWNLOADS": "1"})
+        try:
+            alerts = _alerts(port, "/?model=attnviz-test/no-such-model")
+            assert any("could not be loaded" in a for a in alerts), alerts
+            assert hub.asked, "with downloads allowed the server should have asked the hub"
+        finally:
+            proc.terminate()
+            proc.wait(10)
+    finally:
+        hub.close()
 
 
 @pytest.fixture(scope="module")
