@@ -65,7 +65,12 @@ def test_a_runner_that_never_shuts_down_does_not_hold_a_request_for_ever(monkeyp
     session = _session(loop, requests)
     tick = ClientState(fragment_id="heartbeat", is_auto_rerun=True)
     guards._fragment_rerun_after_the_run(session, tick)
-    loop.run_until_complete(asyncio.sleep(0.2))
+
+    async def released() -> None:  # the request goes through once WAIT_MOST has passed: waited for, not slept
+        while not taken:
+            await asyncio.sleep(0.01)
+
+    loop.run_until_complete(asyncio.wait_for(released(), timeout=5))
     loop.close()
     assert taken == [tick]
 
