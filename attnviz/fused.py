@@ -10,8 +10,9 @@ reaches memory. The definitions are blocks.py's, and tests/test_fused.py holds t
 The previous-, next- and same-position shares are one weight each per row: they are computed here from q_i . k_j
 and the row's normaliser (O(N) work), with blocks.py's rule for rows that have no such token (NaN, left out).
 
-Precision: "exact" (float32 products, the default and the parity the tests hold), "tf32" or "bf16" (the products'
-inputs rounded, float32 sums; a GPU's tensor cores): bench/long_inputs.py --precision measures their error.
+Precision: "exact" (float32 products, the default and the parity the tests hold), "tf32x3" (each product as three
+TF32 products on a GPU's tensor cores: about float32's accuracy), "tf32" or "bf16" (the products' inputs rounded,
+float32 sums; the tensor cores): bench/long_inputs.py --precision measures their error.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from torch import Tensor
 from attnviz.blocks import key_columns
 from attnviz.tokens import TokenAxis
 
-PRECISIONS = {"exact": "ieee", "tf32": "tf32", "bf16": "bf16"}
+PRECISIONS = {"exact": "ieee", "tf32x3": "tf32x3", "tf32": "tf32", "bf16": "bf16"}
 _kernel: ModuleType | None = None
 _kernel_error: str | None = None
 

@@ -17,6 +17,7 @@ the pooled cells. A sliding window (keys within `window` positions) skips the ti
 from __future__ import annotations
 
 import math
+import os
 
 import torch
 import triton
@@ -54,6 +55,132 @@ def _pool_add(pool, p, rows, cols, row0, col0, f, side, NB: tl.constexpr, PB: tl
 
 
 @triton.jit
+def _pool_wide(pool, p, a, rows, cols, row0, col0, f, side, SPLIT: tl.constexpr):
+    """Add a tile of weights p (BM, BN) to the pooled sums where a cell is at least a tile wide (f >= BM, BN): the
+    tile touches at most two column bins and two row bins. `a` is the rows' sums of p (already needed for their
+    mass); the weights left of a column-bin boundary are summed only in the tile that has one."""
+    cb = col0 // f
+    rb = row0 // f
+    cstar = (cb + 1) * f  # the next column bin's first key
+    left = a
+    right = a * 0.0
+    if cstar < col0 + SPLIT:  # SPLIT is the tile's width: a column-bin boundary inside this tile
+        left = tl.sum(tl.where((cols < cstar)[None, :], p, 0.0), 1)
+        right = tl.sum(tl.where((cols >= cstar)[None, :], p, 0.0), 1)
+    rstar = (rb + 1) * f
+    top = rows < rstar
+    ok_c = cb + 1 < side
+    ok_r = rb + 1 < side
+    tl.atomic_add(pool + rb * side + cb, tl.sum(tl.where(top, left, 0.0), 0), sem="relaxed")
+    tl.atomic_add(pool + rb * side + cb + 1, tl.sum(tl.where(top, right, 0.0), 0), mask=ok_c, sem="relaxed")
+    tl.atomic_add(pool + (rb + 1) * side + cb, tl.sum(tl.where(top, 0.0, left), 0), mask=ok_r, sem="relaxed")
+    tl.atomic_add(
+        pool + (rb + 1) * side + cb + 1, tl.sum(tl.where(top, 0.0, right), 0), mask=ok_r & ok_c, sem="relaxed"
+    )
+
+
+@triton.jit
+def _scores(q, k_base, cols, dims, n, dh, PRECISION: tl.constexpr):
+    """A tile of scores q . k_j (BM, BN) for the keys `cols` (q already scaled, and rounded for bf16)."""
+    kt = tl.load(
+        k_base + cols[None, :] * dh + dims[:, None], mask=(cols[None, :] < n) & (dims[:, None] < dh), other=0.0
+    )
+    if PRECISION == "bf16":
+        kt = kt.to(tl.bfloat16)
+    if PRECISION == "ieee":
+        s = tl.dot(q, kt, input_precision="ieee")
+    elif PRECISION == "tf32x3":
+        s = tl.dot(q, kt, input_precision="tf32x3")
+    else:
+        s = tl.dot(q, kt)
+    return s
+
+
+@triton.jit
+def _visible(rows, cols, live, n, window, CAUSAL: tl.constexpr):
+    """Which (row, key) pairs of a tile the mask lets through."""
+    vis = live[:, None] & (cols[None, :] < n)
+    if CAUSAL:
+        vis = vis & (cols[None, :] <= rows[:, None])
+    if window > 0:
+        vis = vis & (rows[:, None] - cols[None, :] < window)
+    return vis
+
+
+@triton.jit
+def _normalisers(
+    q, k_base, CODES, rows, dims, live, start, n, dh, window, m, z, top,
+    CAUSAL: tl.constexpr, PRECISION: tl.constexpr, BN: tl.constexpr, MASKED: tl.constexpr,
+):  # fmt: skip
+    """Pass 1 over one tile: the running maximum m, sum z of exp(s - m) and largest allowed score `top`."""
+    cols = start + tl.arange(0, BN)
+    s = _scores(q, k_base, cols, dims, n, dh, PRECISION)
+    codes = tl.load(CODES + cols, mask=cols < n, other=0)
+    allowed = ((codes & 16) == 0)[None, :]
+    if MASKED:
+        vis = _visible(rows, cols, live, n, window, CAUSAL)
+        s = tl.where(vis, s, float("-inf"))
+        allowed = allowed & vis
+    m_new = tl.maximum(m, tl.max(s, 1))
+    if MASKED:  # a row may have seen no key yet
+        m_new_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+    else:
+        m_new_safe = m_new
+    z = z * tl.exp(m - m_new_safe) + tl.sum(tl.exp(s - m_new_safe[:, None]), 1)
+    top = tl.maximum(top, tl.max(tl.where(allowed, s, float("-inf")), 1))
+    return m_new, z, top
+
+
+@triton.jit
+def _sums(
+    q, k_base, CODES, RECEIVED, POOL1, POOL2, h, rows, dims, live, start, row0, n, dh, window, m, lse,
+    ps, mass, dist, on_cls, on_sep, on_punct, on_first, f1, side1, f2, side2,
+    CAUSAL: tl.constexpr, PRECISION: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, MASKED: tl.constexpr,
+    NB1: tl.constexpr, PB1: tl.constexpr, DOT1: tl.constexpr, NB2: tl.constexpr, PB2: tl.constexpr,
+    DOT2: tl.constexpr, POOLS: tl.constexpr, SKIP: tl.constexpr,
+):  # fmt: skip
+    """Pass 2 over one tile: the weights p = exp(s - lse) and every sum of them."""
+    cols = start + tl.arange(0, BN)
+    s = _scores(q, k_base, cols, dims, n, dh, PRECISION)
+    if MASKED:
+        vis = _visible(rows, cols, live, n, window, CAUSAL)
+        shifted = tl.where(vis, s - m[:, None], 0.0)
+        p = tl.where(vis, tl.exp(s - lse[:, None]), 0.0)
+    else:
+        shifted = s - m[:, None]
+        p = tl.exp(s - lse[:, None])
+    a = tl.sum(p, 1)
+    ps += tl.sum(p * shifted, 1)
+    mass += a
+    if (SKIP & 1) == 0:
+        dist += tl.sum(p * tl.abs(cols[None, :] - rows[:, None]).to(tl.float32), 1)
+        codes = tl.load(CODES + cols, mask=cols < n, other=0)
+        # a tile with no key of a flag (most tiles, for most flags) adds nothing to that share: skipped
+        if tl.max(codes & 1, 0) != 0:
+            on_cls += tl.sum(tl.where(((codes & 1) != 0)[None, :], p, 0.0), 1)
+        if tl.max(codes & 2, 0) != 0:
+            on_sep += tl.sum(tl.where(((codes & 2) != 0)[None, :], p, 0.0), 1)
+        if tl.max(codes & 4, 0) != 0:
+            on_punct += tl.sum(tl.where(((codes & 4) != 0)[None, :], p, 0.0), 1)
+        if tl.max(codes & 8, 0) != 0:
+            on_first += tl.sum(tl.where(((codes & 8) != 0)[None, :], p, 0.0), 1)
+    if (SKIP & 2) == 0:
+        tl.atomic_add(RECEIVED + h * n + cols, tl.sum(p, 0), mask=cols < n, sem="relaxed")
+    if (SKIP & 4) == 0:
+        if POOLS >= 1:
+            if NB1 == 2:
+                _pool_wide(POOL1 + h * side1 * side1, p, a, rows, cols, row0, start, f1, side1, BN)
+            else:
+                _pool_add(POOL1 + h * side1 * side1, p, rows, cols, row0, start, f1, side1, NB1, PB1, DOT1)
+        if POOLS >= 2:
+            if NB2 == 2:
+                _pool_wide(POOL2 + h * side2 * side2, p, a, rows, cols, row0, start, f2, side2, BN)
+            else:
+                _pool_add(POOL2 + h * side2 * side2, p, rows, cols, row0, start, f2, side2, NB2, PB2, DOT2)
+    return ps, mass, dist, on_cls, on_sep, on_punct, on_first
+
+
+@triton.jit
 def _stats_kernel(
     Q,  # (H, N, D) this layer's queries, float32
     K,  # (H_kv, N, D) its keys
@@ -74,7 +201,7 @@ def _stats_kernel(
     dh,
     CAUSAL: tl.constexpr,
     HAS_SINK: tl.constexpr,
-    PRECISION: tl.constexpr,  # "ieee" (exact float32), "tf32", or "bf16" (the products' inputs rounded)
+    PRECISION: tl.constexpr,  # "ieee" (exact float32), "tf32x3", "tf32", or "bf16" (the products' inputs rounded)
     BM: tl.constexpr,
     BN: tl.constexpr,
     D: tl.constexpr,
@@ -85,6 +212,7 @@ def _stats_kernel(
     PB2: tl.constexpr,
     DOT2: tl.constexpr,
     POOLS: tl.constexpr,  # how many pooled maps: 0, 1 or 2
+    SKIP: tl.constexpr,  # 0; bench/fused_parts.py leaves parts out to time them by difference (never in use)
 ):
     pid = tl.program_id(0)
     h = tl.program_id(1)
@@ -99,42 +227,39 @@ def _stats_kernel(
     q = q * scale
     if PRECISION == "bf16":
         q = q.to(tl.bfloat16)
+    # The tiles a row block may see: [lo, hi). Inside [lo_full, hi_full) every pair is visible (a full block of rows,
+    # keys all before the diagonal and within the window): those tiles skip the mask's arithmetic.
     hi = n
     if CAUSAL:
         hi = tl.minimum(n, row0 + BM)
     lo = row0 * 0  # an int32 like the window's start below
     if window > 0:
         lo = tl.maximum(0, row0 - window + 1) // BN * BN
+    hi_full = n // BN * BN
+    if CAUSAL:
+        hi_full = tl.minimum(hi_full, (row0 + 1) // BN * BN)
+    lo_full = lo
+    if window > 0:
+        lo_full = tl.maximum(lo, (row0 + BM - window + BN - 1) // BN * BN)
+    lo_full = tl.minimum(lo_full, hi)
+    if row0 + BM > n:  # the last, partial block of rows: every tile masked
+        hi_full = lo
+    hi_full = tl.maximum(hi_full, lo_full)
     k_base = K + kvh * n * dh
 
     # 1. the row normalisers
     m = tl.full((BM,), float("-inf"), tl.float32)
     z = tl.zeros((BM,), tl.float32)
-    top_allowed = tl.full((BM,), float("-inf"), tl.float32)
-    for start in range(lo, hi, BN):
-        cols = start + tl.arange(0, BN)
-        kt = tl.load(
-            k_base + cols[None, :] * dh + dims[:, None], mask=(cols[None, :] < n) & (dims[:, None] < dh), other=0.0
-        )
-        if PRECISION == "bf16":
-            kt = kt.to(tl.bfloat16)
-        if PRECISION == "ieee":
-            s = tl.dot(q, kt, input_precision="ieee")
-        else:
-            s = tl.dot(q, kt)
-        vis = live[:, None] & (cols[None, :] < n)
-        if CAUSAL:
-            vis = vis & (cols[None, :] <= rows[:, None])
-        if window > 0:
-            vis = vis & (rows[:, None] - cols[None, :] < window)
-        s = tl.where(vis, s, float("-inf"))
-        m_new = tl.maximum(m, tl.max(s, 1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        z = z * tl.exp(m - m_safe) + tl.sum(tl.exp(s - m_safe[:, None]), 1)
-        m = m_new
-        codes = tl.load(CODES + cols, mask=cols < n, other=0)
-        allowed = vis & ((codes & 16) == 0)[None, :]
-        top_allowed = tl.maximum(top_allowed, tl.max(tl.where(allowed, s, float("-inf")), 1))
+    top = tl.full((BM,), float("-inf"), tl.float32)
+    for start in range(lo, lo_full, BN):
+        m, z, top = _normalisers(q, k_base, CODES, rows, dims, live, start, n, dh, window, m, z, top,
+                                 CAUSAL, PRECISION, BN, True)  # fmt: skip
+    for start in range(lo_full, hi_full, BN):
+        m, z, top = _normalisers(q, k_base, CODES, rows, dims, live, start, n, dh, window, m, z, top,
+                                 CAUSAL, PRECISION, BN, False)  # fmt: skip
+    for start in range(hi_full, hi, BN):
+        m, z, top = _normalisers(q, k_base, CODES, rows, dims, live, start, n, dh, window, m, z, top,
+                                 CAUSAL, PRECISION, BN, True)  # fmt: skip
     if HAS_SINK:
         sink = tl.load(SINK + h)
         m_new = tl.maximum(m, sink)
@@ -152,37 +277,25 @@ def _stats_kernel(
     on_sep = tl.zeros((BM,), tl.float32)
     on_punct = tl.zeros((BM,), tl.float32)
     on_first = tl.zeros((BM,), tl.float32)
-    for start in range(lo, hi, BN):
-        cols = start + tl.arange(0, BN)
-        kt = tl.load(
-            k_base + cols[None, :] * dh + dims[:, None], mask=(cols[None, :] < n) & (dims[:, None] < dh), other=0.0
-        )
-        if PRECISION == "bf16":
-            kt = kt.to(tl.bfloat16)
-        if PRECISION == "ieee":
-            s = tl.dot(q, kt, input_precision="ieee")
-        else:
-            s = tl.dot(q, kt)
-        vis = live[:, None] & (cols[None, :] < n)
-        if CAUSAL:
-            vis = vis & (cols[None, :] <= rows[:, None])
-        if window > 0:
-            vis = vis & (rows[:, None] - cols[None, :] < window)
-        shifted = tl.where(vis, s - m[:, None], 0.0)
-        p = tl.where(vis, tl.exp(s - lse[:, None]), 0.0)
-        ps += tl.sum(p * shifted, 1)
-        mass += tl.sum(p, 1)
-        dist += tl.sum(p * tl.abs(cols[None, :] - rows[:, None]).to(tl.float32), 1)
-        codes = tl.load(CODES + cols, mask=cols < n, other=0)
-        on_cls += tl.sum(tl.where(((codes & 1) != 0)[None, :], p, 0.0), 1)
-        on_sep += tl.sum(tl.where(((codes & 2) != 0)[None, :], p, 0.0), 1)
-        on_punct += tl.sum(tl.where(((codes & 4) != 0)[None, :], p, 0.0), 1)
-        on_first += tl.sum(tl.where(((codes & 8) != 0)[None, :], p, 0.0), 1)
-        tl.atomic_add(RECEIVED + h * n + cols, tl.sum(p, 0), mask=cols < n, sem="relaxed")
-        if POOLS >= 1:
-            _pool_add(POOL1 + h * side1 * side1, p, rows, cols, row0, start, f1, side1, NB1, PB1, DOT1)
-        if POOLS >= 2:
-            _pool_add(POOL2 + h * side2 * side2, p, rows, cols, row0, start, f2, side2, NB2, PB2, DOT2)
+    if (SKIP & 8) == 0:
+        for start in range(lo, lo_full, BN):
+            ps, mass, dist, on_cls, on_sep, on_punct, on_first = _sums(
+                q, k_base, CODES, RECEIVED, POOL1, POOL2, h, rows, dims, live, start, row0, n, dh, window, m, lse,
+                ps, mass, dist, on_cls, on_sep, on_punct, on_first, f1, side1, f2, side2,
+                CAUSAL, PRECISION, BM, BN, True, NB1, PB1, DOT1, NB2, PB2, DOT2, POOLS, SKIP,
+            )  # fmt: skip
+        for start in range(lo_full, hi_full, BN):
+            ps, mass, dist, on_cls, on_sep, on_punct, on_first = _sums(
+                q, k_base, CODES, RECEIVED, POOL1, POOL2, h, rows, dims, live, start, row0, n, dh, window, m, lse,
+                ps, mass, dist, on_cls, on_sep, on_punct, on_first, f1, side1, f2, side2,
+                CAUSAL, PRECISION, BM, BN, False, NB1, PB1, DOT1, NB2, PB2, DOT2, POOLS, SKIP,
+            )  # fmt: skip
+        for start in range(hi_full, hi, BN):
+            ps, mass, dist, on_cls, on_sep, on_punct, on_first = _sums(
+                q, k_base, CODES, RECEIVED, POOL1, POOL2, h, rows, dims, live, start, row0, n, dh, window, m, lse,
+                ps, mass, dist, on_cls, on_sep, on_punct, on_first, f1, side1, f2, side2,
+                CAUSAL, PRECISION, BM, BN, True, NB1, PB1, DOT1, NB2, PB2, DOT2, POOLS, SKIP,
+            )  # fmt: skip
 
     out = OUT + h * n + rows
     plane = tl.num_programs(1) * n
@@ -192,15 +305,27 @@ def _stats_kernel(
     tl.store(out + 3 * plane, on_sep, mask=live)
     tl.store(out + 4 * plane, on_punct, mask=live)
     tl.store(out + 5 * plane, on_first, mask=live)
-    tl.store(out + 6 * plane, tl.exp(top_allowed - lse), mask=live)
+    tl.store(out + 6 * plane, tl.exp(top - lse), mask=live)
     tl.store(out + 7 * plane, lse, mask=live)
 
 
 def _bins(block: int, f: int) -> tuple[int, int, bool]:
     """(NB, PB, by_dot): how many pooled bins a tile of `block` tokens can touch, that rounded up for a product,
-    and whether to pool by products (many bins) rather than by masked sums (at most 4)."""
+    and whether to pool by products (many bins) rather than by masked sums (3 or 4 bins; 2, a cell at least a tile
+    wide, by the rows' sums: _pool_wide)."""
     nb = block if f == 1 else min(block, (block - 1) // f + 2)
     return nb, max(16, 1 << (nb - 1).bit_length()), nb > 4
+
+
+def tiles(dh: int) -> tuple[int, int, int, int]:
+    """(rows, keys, warps, stages) of a program for a head size: ATTNVIZ_FUSED_TILES ("64,64,4,2") where set (the
+    sweep of bench/fused_parts.py), else by the padded head size."""
+    wanted = os.environ.get("ATTNVIZ_FUSED_TILES", "")
+    if wanted:
+        bm, bn, warps, stages = (int(x) for x in wanted.split(","))
+        return bm, bn, warps, stages
+    d = max(16, 1 << (dh - 1).bit_length())
+    return (64 if d <= 64 else 32 if d <= 128 else 16), (64 if d <= 128 else 32), 4, 2
 
 
 def layer_pass(
@@ -215,15 +340,17 @@ def layer_pass(
     pools: tuple[tuple[torch.Tensor, int], ...] = (),
     received: torch.Tensor,
     precision: str = "ieee",
+    tile: tuple[int, int, int, int] | None = None,
+    skip: int = 0,
 ) -> torch.Tensor:
     """One layer: q (H, N, Dh), k (H_kv, N, Dh), contiguous float32 on one device; codes (N,) int32. Adds the
     column sums to `received` (H, N) and each pooled map's cells to its (H, P, P) sums (pools: (sums, f) pairs);
-    returns (8, H, N): ROW_STATS of each row."""
+    returns (8, H, N): ROW_STATS of each row. `tile` (rows, keys, warps, stages) overrides `tiles`; `skip` leaves
+    parts out (1 distance and shares, 2 column sums, 4 pooled maps, 8 the whole second pass): for timing only."""
     n_h, n, dh = q.shape
     group = n_h // k.shape[0]
     d = max(16, 1 << (dh - 1).bit_length())
-    bm = 64 if d <= 64 else 32 if d <= 128 else 16
-    bn = 64 if d <= 128 else 32
+    bm, bn, warps, stages = tile or tiles(dh)
     out = torch.empty(len(ROW_STATS), n_h, n, dtype=torch.float32, device=q.device)
     if len(pools) > 2:
         raise ValueError("the fused pass pools at most two sizes at once")
@@ -263,5 +390,8 @@ def layer_pass(
         PB2=p2[3],
         DOT2=p2[4],
         POOLS=len(plans),
+        SKIP=skip,
+        num_warps=warps,
+        num_stages=stages,
     )
     return out

@@ -59,8 +59,10 @@ def _status() -> dict[str, int]:
     return {k: int(re.search(rf"{k}:\s+(\d+)", text).group(1)) * 1024 for k in ("VmRSS", "VmHWM")}
 
 
-def _engine(backend: str, device: str = "cpu", model: str = "smollm2"):
-    """SmolLM2, or the folder of a SmolLM2-shaped Llama (--model shaped), on a backend and a device."""
+def _engine(backend: str, device: str = "cpu", model: str = "smollm2", forward: str = "float32"):
+    """SmolLM2, or the folder of a SmolLM2-shaped Llama (--model shaped), on a backend and a device; with forward
+    "bf16" its weights (parameters: the rotary tables stay float32) are rounded to bfloat16, so that the forward
+    pass runs in bf16 (the fast mode end to end)."""
     import torch
     from transformers.utils import logging as hf_logging
 
@@ -69,6 +71,9 @@ def _engine(backend: str, device: str = "cpu", model: str = "smollm2"):
     hf_logging.set_verbosity_error()
     torch.set_grad_enabled(False)
     hf = registry.load(model, "hf", device)
+    if forward == "bf16":
+        for p in hf.model.parameters():
+            p.data = p.data.to(torch.bfloat16)
     return hf if backend == "hf" else registry.scratch_engine(hf)
 
 
@@ -146,7 +151,13 @@ def _kernel_warm(engine, enc, device: str, precision: str) -> float:
 
 
 def child(
-    mode: str, n: int, backend: str, device: str = "cpu", model: str = "smollm2", precision: str = "exact"
+    mode: str,
+    n: int,
+    backend: str,
+    device: str = "cpu",
+    model: str = "smollm2",
+    precision: str = "exact",
+    forward: str = "float32",
 ) -> dict:
     """One request in this process: its seconds (forward, analysis) and the peak memory it added (the process's
     resident set on the CPU; allocated GPU memory on a GPU)."""
@@ -157,7 +168,7 @@ def child(
     from attnviz.lazy import GRID_SIDE, THUMB_SIDE
     from attnviz.result import AttentionResult
 
-    engine = _engine(backend, device, model)
+    engine = _engine(backend, device, model, forward)
     enc = _encode(engine, n)
     warm = _encode(engine, 32)  # the weights are memory-mapped: a first pass reads them all in (~0.5 GB resident)
     with torch.inference_mode():
@@ -202,11 +213,28 @@ def child(
     }
 
 
+def _differences(fast, lazy) -> dict:
+    """The largest differences of one analysis from another: pooled maps, attention received, row normalisers, each
+    statistic (distance and entropy relative to their size where above 1)."""
+    import numpy as np
+
+    row = {
+        "pooled": float(np.abs(fast.pooled()[0] - lazy.pooled()[0]).max()),
+        "received": (fast.received() - lazy.received()).abs().max().item(),
+        "lse": (fast.lse() - lazy.lse()).abs().max().item(),
+    }
+    ref = lazy.stats()
+    for key, value in fast.stats().items():
+        scale = ref[key].abs().clamp_min(1) if key in ("distance", "entropy") else 1
+        row[key] = ((value - ref[key]).nan_to_num(0.0).abs() / scale).max().item()
+    return row
+
+
 def errors(n: int, backend: str, device: str, model: str) -> dict:
     """Largest differences of the fast precisions' analysis from the exact one at n tokens (the same queries and
     keys): pooled maps, attention received, row normalisers, each statistic (distance and entropy relative to their
     size where above 1)."""
-    import numpy as np
+    import torch
 
     from attnviz.lazy import LazyAttention
 
@@ -215,7 +243,7 @@ def errors(n: int, backend: str, device: str, model: str) -> dict:
     lazy.analyse()
     out: dict = {"n": n}
     gpu = device.startswith("cuda")
-    for precision in ("tf32", "bf16") if gpu else ("bf16",):
+    for precision in ("tf32x3", "tf32", "bf16") if gpu else ("bf16",):
         if gpu:
             fast = LazyAttention(lazy.q, lazy.k, lazy.target, lazy.source, lazy.kind, "fast", precision=precision)
         else:  # no fused kernel here: its bf16 mode is the plain pass on inputs rounded as the kernel rounds them
@@ -223,16 +251,14 @@ def errors(n: int, backend: str, device: str, model: str) -> dict:
             q, k = (lazy.q * lazy.scale).bfloat16().float(), lazy.k.bfloat16().float()
             fast = LazyAttention(q, k, lazy.target, lazy.source, lazy.kind, "fast", scale=1.0)
         fast.analyse()
-        row = {
-            "pooled": float(np.abs(fast.pooled()[0] - lazy.pooled()[0]).max()),
-            "received": (fast.received() - lazy.received()).abs().max().item(),
-            "lse": (fast.lse() - lazy.lse()).abs().max().item(),
-        }
-        ref = lazy.stats()
-        for key, value in fast.stats().items():
-            scale = ref[key].abs().clamp_min(1) if key in ("distance", "entropy") else 1
-            row[key] = ((value - ref[key]).abs() / scale).max().item()
-        out[precision] = row
+        out[precision] = _differences(fast, lazy)
+    if gpu:  # the fast mode end to end: the forward pass in bf16 too (the weights rounded), bf16 products
+        for p in engine.model.parameters():
+            p.data = p.data.to(torch.bfloat16)
+        fast = engine.lazy_run(_encode(engine, n))
+        fast.precision = "bf16"
+        fast.analyse()
+        out["bf16 forward"] = _differences(fast, lazy)
     return out
 
 
@@ -293,9 +319,9 @@ def exactness(n: int, backend: str, device: str = "cpu", model: str = "smollm2")
     return out
 
 
-def _run_child(*args: str, precision: str = "exact") -> dict:
+def _run_child(*args: str, precision: str = "exact", forward: str = "float32") -> dict:
     done = subprocess.run(
-        [sys.executable, __file__, "--child", *args, "--precision", precision],
+        [sys.executable, __file__, "--child", *args, "--precision", precision, "--forward", forward],
         capture_output=True,
         text=True,
         check=False,
@@ -357,14 +383,25 @@ def main() -> None:
     parser.add_argument("--plot", type=Path, default=None, help="write the time and memory plot (PNG) here")
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument(
-        "--precision", choices=("exact", "tf32", "bf16"), default="exact", help="the fused analysis's products (GPU)"
+        "--precision",
+        choices=("exact", "tf32x3", "tf32", "bf16"),
+        default="exact",
+        help="the fused analysis's products (GPU)",
+    )
+    parser.add_argument(
+        "--forward",
+        choices=("float32", "bf16"),
+        default="float32",
+        help="the forward pass's weights and products (GPU; bf16: the fast mode end to end)",
     )
     parser.add_argument("--errors", default="", metavar="N,...", help="the fast precisions' error at these sizes")
     parser.add_argument("--child", nargs=5, metavar=("MODE", "N", "BACKEND", "DEVICE", "MODEL"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         mode, n, backend, device, model = args.child
-        run = {"exact": exactness, "errors": errors}.get(mode) or (lambda *a: child(mode, *a, args.precision))
+        run = {"exact": exactness, "errors": errors}.get(mode) or (
+            lambda *a: child(mode, *a, args.precision, args.forward)
+        )
         print(json.dumps(run(int(n), backend, device, model)))
         return
 
@@ -394,7 +431,7 @@ def main() -> None:
             if "error" in e:
                 print(f"| {n} | error: {e['error']} |")
                 continue
-            for precision in ("tf32", "bf16"):
+            for precision in ("tf32x3", "tf32", "bf16", "bf16 forward"):
                 if precision not in e:
                     continue
                 row = e[precision]
@@ -407,7 +444,7 @@ def main() -> None:
     print(
         f"# long inputs: {label} ({args.backend}), {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} cores, torch {torch.__version__}, {device_name}; float32 matrix products "
-        f"{speed:,.0f} GFLOP/s; the analysis's products: {args.precision}"
+        f"{speed:,.0f} GFLOP/s; the analysis's products: {args.precision}; the forward pass: {args.forward}"
     )
     failed = False
     if not args.no_exact:
@@ -431,7 +468,9 @@ def main() -> None:
             if mode == "eager" and weights_gb > args.eager_gb:
                 table[mode].append({"n": n, "skipped": f"not run: its weights alone are {weights_gb:.0f} GB"})
                 continue
-            r = _run_child(mode, str(n), args.backend, args.device, model, precision=args.precision)
+            r = _run_child(
+                mode, str(n), args.backend, args.device, model, precision=args.precision, forward=args.forward
+            )
             r["n"] = n
             table[mode].append(r)
             shown = (

@@ -91,6 +91,21 @@ def test_the_fused_pass_equals_the_plain_one(kind, n, layers, heads, dh, sides, 
     assert st["sep"].max() > 0 and st["punct"].max() > 0 and st["confidence"].min() > 0
 
 
+@pytest.mark.parametrize("tile", ["128,64,8,2", "64,128,4,3"])
+@pytest.mark.slow  # about 5 s each under the interpreter
+def test_every_tile_shape_gives_the_same_sums(tile, monkeypatch):
+    """The tiles a row block sees unmasked (inside the diagonal and the window), the pooling by rows' sums when a cell
+    is a tile wide or more, and the skipped shares hold for any shape the sweep of bench/fused_parts.py may pick."""
+    monkeypatch.setenv("ATTNVIZ_FUSED_TILES", tile)
+    n = 333
+    q, k = _qk(1, 2, 1, n, 16, seed=7)
+    axis = _axis(n)
+    for kind, sides, windows in (("causal", (3, 2), (150,)), ("self", (96, 4), ())):
+        plain = _analysed(q, k, axis, kind, sides, on=False, windows=windows)
+        fast = _analysed(q, k, axis, kind, sides, on=True, windows=windows)
+        _assert_equal(fast, plain, sides)
+
+
 def test_the_fused_pass_runs_where_it_should():
     if DEVICE == "cuda":
         assert fused.available(torch.device("cuda"))  # the default on a GPU

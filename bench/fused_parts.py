@@ -1,0 +1,204 @@
+"""Benchmark: where the fused statistics kernel's time goes, one layer of a SmolLM2-shaped model on a GPU.
+
+attnviz/stats_kernel.py runs one Triton program per block of query rows of one head; the profiler sees one kernel
+a layer and cannot look inside it. This bench times that kernel (CUDA events, the median of --repeats launches after
+a compile and a warm-up) on random queries and keys of the model's shape (9 query heads sharing 3 key/value heads,
+head size 64, causal, both pooled maps of a long text: 96 and 32 cells a side, punctuation every 10th key) and:
+
+- parts, by difference: the whole kernel; without distance and the shares; without the column sums; without the
+  pooled maps; without the whole second pass (the row normalisers alone); the kernel before this round (its file,
+  .gpu/old_stats_kernel.py, where scripts/gpu-check.sh put it);
+- the products' precision: ieee (exact float32), tf32x3 (three TF32 products, about float32's accuracy on the
+  tensor cores), tf32, bf16, each with its largest difference from ieee (row statistics, column sums, pooled cells);
+- tile shapes (rows, keys, warps, stages) for ieee and bf16: the fastest of each is printed as `best <precision>
+  tile: R,K,W,S`, which scripts/gpu-check.sh hands to bench/long_inputs.py (ATTNVIZ_FUSED_TILES).
+
+The floor: the two QK^T products over the pairs a causal query sees (2 x 2 x Dh x pairs x heads flops) at this
+device's measured float32 and bf16 matrix-product speeds. A layer's time x 30 is the model's analysis.
+
+Usage: python bench/fused_parts.py [--sizes 8192,32768] [--repeats 5] [--sweep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import math
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+HEADS, KV, DH, LAYERS = 9, 3, 64, 30
+DEVICE = "cuda"  # "cpu" under Triton's interpreter (TRITON_INTERPRET=1, --dry-run): this script's own check
+SIDES = (96, 32)
+TILES = ("64,64,4,2", "64,64,4,3", "64,64,8,2", "128,64,8,2", "128,64,4,2", "64,128,8,2", "128,128,8,2", "32,64,4,2")
+
+
+def _inputs(n: int, seed: int = 0):
+    import torch
+
+    g = torch.Generator(device=DEVICE).manual_seed(seed)
+    q = torch.randn(HEADS, n, DH, device=DEVICE, generator=g)
+    k = torch.randn(KV, n, DH, device=DEVICE, generator=g)
+    k[:, 0] += 2.0  # a first key most rows favour, as a decoder's
+    codes = torch.zeros(n, dtype=torch.int32, device=DEVICE)
+    codes[::10] = 4  # punctuation
+    codes[0] = 8  # the first token
+    return q, k, codes
+
+
+def _buffers(n: int):
+    import torch
+
+    from attnviz.blocks import pool_factor
+
+    received = torch.zeros(HEADS, n, device=DEVICE)
+    pools = []
+    for side in SIDES:
+        f = pool_factor(n, side)
+        pools.append((torch.zeros(HEADS, math.ceil(n / f), math.ceil(n / f), device=DEVICE), f))
+    return received, tuple(pools)
+
+
+def _time(call, repeats: int) -> float:
+    """Median seconds of one call, after one untimed call (compile, warm-up)."""
+    import time
+
+    import torch
+
+    if DEVICE == "cpu":
+        start = time.perf_counter()
+        call()
+        return time.perf_counter() - start
+    call()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        call()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / 1000)
+    return sorted(times)[len(times) // 2]
+
+
+def _run(module, n: int, precision: str = "ieee", tile: str | None = None, skip: int = 0, seed: int = 0):
+    """One layer's pass: (out rows, received, pools) and a closure that runs it again into the same buffers."""
+    q, k, codes = _inputs(n, seed)
+    received, pools = _buffers(n)
+    kw = {"scale": DH**-0.5, "causal": True, "pools": pools, "received": received, "precision": precision}
+    if module.__name__ == "attnviz.stats_kernel":
+        kw.update(tile=tuple(int(x) for x in tile.split(",")) if tile else None, skip=skip)
+
+    def call():
+        received.zero_()
+        for sums, _ in pools:
+            sums.zero_()
+        return module.layer_pass(q, k, codes, **kw)
+
+    out = call()
+    return call, (out, received, [p for p, _ in pools])
+
+
+def _diff(a, b) -> float:
+    (oa, ra, pa), (ob, rb, pb) = a, b
+    d = [(oa[:7] - ob[:7]).nan_to_num(0).abs().max().item() / 1.0, (ra - rb).abs().max().item()]
+    d += [(x - y).abs().max().item() for x, y in zip(pa, pb, strict=True)]
+    return max(d)
+
+
+def _speed(dtype) -> float:
+    import torch
+
+    if DEVICE == "cpu":
+        return 1e11
+    a = torch.randn(8192, 8192, device=DEVICE, dtype=dtype)
+    b = torch.randn(8192, 8192, device=DEVICE, dtype=dtype)
+    t = _time(lambda: a @ b, 5)
+    return 2 * 8192**3 / t
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="8192,32768")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--sweep", action="store_true", help="also time every tile shape of TILES")
+    parser.add_argument("--dry-run", action="store_true", help="on CPU tensors under Triton's interpreter (slow)")
+    args = parser.parse_args()
+    global DEVICE
+    if args.dry_run:
+        os.environ["TRITON_INTERPRET"] = "1"
+        DEVICE = "cpu"
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    from attnviz import stats_kernel
+
+    old = None
+    old_path = ROOT / ".gpu/old_stats_kernel.py"
+    if old_path.exists():
+        spec = importlib.util.spec_from_file_location("old_stats_kernel", old_path)
+        old = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(old)
+    f32, bf16 = _speed(torch.float32), _speed(torch.bfloat16)
+    name = torch.cuda.get_device_name(0) if DEVICE == "cuda" else "cpu (interpreter)"
+    print(
+        f"# the fused statistics kernel, one layer ({HEADS} heads, {KV} key/value heads, head size {DH}, causal, "
+        f"pools {SIDES}): {name}, torch {torch.__version__}; matrix products float32 {f32 / 1e12:.1f} TFLOP/s, "
+        f"bf16 {bf16 / 1e12:.0f} TFLOP/s; default tile {stats_kernel.tiles(DH)}"
+    )
+    for n in (int(s) for s in args.sizes.split(",")):
+        pairs = n * (n + 1) / 2
+        floor_flops = 2 * 2 * DH * pairs * HEADS
+        print(f"\n## N = {n:,}: floor {floor_flops / f32 * 1e3:.2f} ms a layer in float32, "
+              f"{floor_flops / bf16 * 1e3:.2f} ms in bf16\n")  # fmt: skip
+        print(
+            "| variant | ms a layer | x 30 layers | / float32 floor | max difference from ieee |\n|---|---|---|---|---|"
+        )
+        ref_call, ref = _run(stats_kernel, n)
+        rows = [("whole kernel, ieee", ref_call, ref)]
+        if old is not None:
+            call, got = _run(old, n)
+            rows.append(("the kernel before this round, ieee", call, got))
+        for label, skip in (
+            ("without distance and shares", 1),
+            ("without column sums", 2),
+            ("without pooled maps", 4),
+            ("without all three", 7),
+            ("row normalisers alone", 8),
+        ):
+            call, got = _run(stats_kernel, n, skip=skip)
+            rows.append((label, call, None))
+        for precision in ("tf32x3", "tf32", "bf16"):
+            call, got = _run(stats_kernel, n, precision=precision)
+            rows.append((f"whole kernel, {precision}", call, got))
+        best: dict[str, tuple[float, str]] = {}
+        if args.sweep:
+            for precision in ("ieee", "bf16"):
+                for tile in TILES:
+                    try:
+                        call, got = _run(stats_kernel, n, precision=precision, tile=tile)
+                    except Exception as e:  # a shape this GPU cannot compile (shared memory): said, not fatal
+                        print(f"| {precision} tile {tile} | failed: {type(e).__name__}: {str(e)[:80]} | | | |")
+                        continue
+                    rows.append((f"{precision} tile {tile}", call, got))
+        for label, call, got in rows:
+            t = _time(call, args.repeats)
+            diff = f"{_diff(got, ref):.1e}" if got is not None else "–"
+            print(f"| {label} | {t * 1e3:.2f} | {t * LAYERS:.3f} s | {t / (floor_flops / f32):.1f}x | {diff} |")
+            for precision in ("ieee", "bf16"):
+                if label.startswith(f"{precision} tile "):
+                    tile = label.split()[-1]
+                    if precision not in best or t < best[precision][0]:
+                        best[precision] = (t, tile)
+            sys.stdout.flush()
+        for precision, (t, tile) in best.items():
+            print(f"\nbest {precision} tile at N = {n:,}: {tile} ({t * 1e3:.2f} ms)")
+
+
+if __name__ == "__main__":
+    main()
