@@ -27,8 +27,13 @@ a Llama with SmolLM2's exact configuration and seeded random weights (engines/sm
 on the weights); --positions 32768 extends its rotary table to 32,768 positions (a synthetic configuration:
 SmolLM2 was trained to 8,192). --profile N prints where a lazy request's time goes at N tokens (torch.profiler).
 
+--precision exact|tf32x3|tf32|bf16 chooses the fused analysis's products (a GPU's); --forward bf16 runs the forward
+pass in bf16 too (the fast mode end to end); --errors N measures both against exact; --repeats R runs each lazy size
+R times, each in its own process, and reports the slowest.
+
 Usage: python bench/long_inputs.py [--sizes 256,512,...] [--backend hf|scratch] [--device cpu|cuda]
-       [--model smollm2|shaped] [--positions N] [--plot PNG] [--profile N]
+       [--model smollm2|shaped] [--positions N] [--plot PNG] [--profile N] [--precision P] [--forward F]
+       [--errors N,...] [--repeats R]
 """
 
 from __future__ import annotations
