@@ -106,14 +106,24 @@ def gflops(device: str) -> float:
     return 2 * n**3 / best / 1e9
 
 
+def _windows(config) -> list[int]:
+    """Each layer's sliding window (0: every earlier key), as the config states it (Gemma 3's layer_types)."""
+    layers, window = config.num_hidden_layers, getattr(config, "sliding_window", None) or 0
+    kinds = getattr(config, "layer_types", None)
+    if kinds:
+        return [window if kind == "sliding_attention" else 0 for kind in kinds]
+    return [window] * layers
+
+
 def flops(config, n: int) -> float:
     """The arithmetic of a lazy request at n tokens: projections, causal attention (two products) and the
-    statistics' second QK^T, each over the (n + 1) n / 2 pairs a query sees."""
+    statistics' second QK^T, each over the pairs a query sees: (n + 1) n / 2 on a full layer, w (w + 1) / 2 +
+    (n - w) w on a layer with a window of w < n tokens."""
     d, layers, heads = config.hidden_size, config.num_hidden_layers, config.num_attention_heads
     kv, dh = config.num_key_value_heads, getattr(config, "head_dim", None) or d // heads
     per_token = layers * (2 * d * heads * dh + 2 * d * kv * dh + 3 * d * config.intermediate_size)  # multiply-adds
-    pairs = n * (n + 1) / 2
-    return 2 * per_token * n + 3 * (2 * dh * pairs * heads * layers)
+    pairs = sum(w * (w + 1) / 2 + (n - w) * w if 0 < w < n else n * (n + 1) / 2 for w in _windows(config))
+    return 2 * per_token * n + 3 * (2 * dh * pairs * heads)
 
 
 def _encode(engine, n: int):
@@ -380,7 +390,7 @@ def main() -> None:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
     parser.add_argument("--backend", choices=("hf", "scratch"), default="hf")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
-    parser.add_argument("--model", choices=("smollm2", "shaped"), default="smollm2")
+    parser.add_argument("--model", choices=("smollm2", "gemma3", "shaped"), default="smollm2")
     parser.add_argument("--positions", type=int, default=8192, help="--model shaped: its rotary table's length")
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="print where the time goes at N tokens")
     parser.add_argument("--eager-gb", type=float, default=8.0, help="eager is not run where its weights pass this")
@@ -414,6 +424,8 @@ def main() -> None:
     import torch
 
     model, label = "smollm2", "SmolLM2"
+    if args.model == "gemma3":
+        model, label = "gemma3", "Gemma 3 270M (windows of 512 tokens on 15 of 18 layers)"
     if args.model == "shaped":
         import tempfile
 

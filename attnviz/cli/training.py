@@ -12,11 +12,19 @@ from attnviz.cli.common import (
 
 
 def cmd_prepare(args: argparse.Namespace) -> int:
-    """Convert the bundled models that need it (SmolLM2's GGUF file) into the local cache, ahead of time."""
-    from attnviz.engines import smollm2
+    """Convert the bundled models that need it (SmolLM2's and Gemma 3's GGUF files) into the local cache, ahead of
+    time; a model whose packages are not installed is named with the command that installs it."""
+    from attnviz.engines import bundles
+    from attnviz.engines.base import ModelLoadError
 
-    print(f"SmolLM2 ready at {smollm2.prepared(log=print)}")
-    return 0
+    missing = 0
+    for bundle in bundles.BUNDLES.values():
+        try:
+            print(f"{bundle.label} ready at {bundle.prepared(log=print)}")
+        except ModelLoadError as e:
+            print(e)
+            missing += 1
+    return 1 if missing == len(bundles.BUNDLES) else 0
 
 
 def cmd_train_dates(args: argparse.Namespace) -> int:

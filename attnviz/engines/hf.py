@@ -364,6 +364,11 @@ class HFDecoderEngine(HFEngine):
     def _attention(self) -> str:
         return ATTENTION if self.lazy else "eager"
 
+    @property
+    def windows(self) -> tuple[int, ...]:
+        """Each layer's sliding window in tokens (0: every earlier key): Gemma 3's 512 on 5 of every 6 layers."""
+        return layer_windows(self.model)
+
     def _stateless(self) -> bool:
         """Decoders on attnviz's attention with a fixed rotary table (a 'dynamic' one grows in place)."""
         return self.lazy and rope_type(self.config) == "default"

@@ -35,7 +35,10 @@ BUNDLED = {
     DEFAULT: DEFAULT_DESCRIPTION,
     "dates": "our encoder-decoder trained from scratch: free-form dates -> ISO dates",
     "smollm2": "SmolLM2-135M-Instruct (Llama decoder, 30 layers x 9 heads, 3 key/value heads, bundled, offline)",
+    "gemma3": "Gemma 3 270M (Gemma 3 decoder, 18 layers x 4 heads sharing 1 key/value head, windows of 512 tokens "
+    "on 15 layers, bundled, offline)",
 }
+BUNDLED_GGUF = ("smollm2", "gemma3")  # converted once from their packages' GGUF files (engines/bundles.py)
 MODEL_DIRS_ENV = "ATTNVIZ_MODEL_DIRS"  # folders (':'-separated) whose model sub-folders a server may load
 MODELS_ENV = "ATTNVIZ_MODELS"  # the models a server offers besides the bundled ones (comma or space separated)
 DOWNLOADS_ENV = "ATTNVIZ_ALLOW_DOWNLOADS"  # "1": a server may download hub models it offers
@@ -302,10 +305,10 @@ def _build(source: Source, backend: Backend, device, offline: bool) -> Engine:
 
         return DateEngine(source.name, device=device)  # built on the scratch engine, whichever backend was asked for
     location = source.location
-    if source.name == "smollm2":
-        from attnviz.engines import smollm2
+    if source.origin == "bundled" and source.name in BUNDLED_GGUF:
+        from attnviz.engines import bundles
 
-        location = str(smollm2.prepared())
+        location = str(bundles.BUNDLES[source.name].prepared())
     local = offline or source.origin != "hub"
     if source.origin == "hub":
         _fail_fast_if_unreachable(source)

@@ -20,6 +20,7 @@ CHOICES: dict[str, tuple[str, str | None, Backend]] = {  # choice -> (what the m
     "scratch": ("BERT · rebuilt on attnviz's from-scratch attention", registry.DEFAULT, "scratch"),
     "smollm2": ("SmolLM2-135M · a decoder LLM (bundled, Hugging Face)", "smollm2", "hf"),
     "smollm2-scratch": ("SmolLM2 · rebuilt on attnviz's from-scratch attention", "smollm2", "scratch"),
+    "gemma3": ("Gemma 3 270M · a decoder with sliding windows (bundled, Hugging Face)", "gemma3", "hf"),
     "hub": ("Another model (Hugging Face hub id)…", None, "hf"),
 }
 GLOSSARY = (  # the words a student meets on the pages, each once, in plain words (the sidebar's "Words" popover)

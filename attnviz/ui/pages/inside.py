@@ -38,6 +38,8 @@ def model_name(eng: api.Engine) -> str:
     the name they were given (escaped)."""
     if eng.name == "smollm2":
         return "SmolLM2"
+    if eng.name == "gemma3":
+        return "Gemma 3 270M"
     if eng.name == api.DEFAULT_MODEL:
         return "The bundled BERT"
     family = {"bert": "The BERT model", "llama": "The Llama model"}.get(eng.family, "The model")

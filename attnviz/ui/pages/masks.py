@@ -111,6 +111,54 @@ def weights_section(inputs, style: Style) -> None:
     )
 
 
+WINDOW_CELLS = 16  # a side of the model's window masks: cells of n / 16 positions, each labelled by its first
+
+
+def model_window_section(inputs, style: Style) -> None:
+    """Where the sidebar's model has sliding windows (Gemma 3, a windowed Mistral): which layers use one, and the
+    mask a windowed layer applies to a text twice the window long, beside a full layer's, pooled to cells (the share
+    of a cell's pairs the mask lets through)."""
+    eng = cache.load_engine_or_stop(inputs.model, inputs.backend)
+    windows = tuple(getattr(eng, "windows", ()))  # a decoder on attnviz's attention states its layers' windows
+    if not any(windows):
+        return
+    w = max(windows)
+    sliding = [i + 1 for i, x in enumerate(windows) if x]
+    full = [i + 1 for i, x in enumerate(windows) if not x]
+    name = escape.md(eng.name)
+    st.subheader(f"{name}'s own sliding window")
+    st.markdown(
+        f"{len(sliding)} of {name}'s {len(windows)} layers use a **sliding window of {w:,} tokens**: a token sees "
+        f"itself and the {w - 1:,} tokens before it, nothing earlier"
+        + (f"; layers {', '.join(map(str, full))} see every earlier token (a full causal mask)." if full else ".")
+        + " Below, the two masks on a text of "
+        f"{2 * w:,} tokens, each cell {2 * w // WINDOW_CELLS:,} × {2 * w // WINDOW_CELLS:,} positions: its shade is "
+        "the share of its pairs the mask lets through. On a windowed layer a key further back than the window gets "
+        "exactly 0 (tested on this model), and the long path skips those blocks: its cost grows as N × window."
+    )
+    n = 2 * w
+    f = n // WINDOW_CELLS
+    labels = [str(i * f) for i in range(WINDOW_CELLS)]
+    per_row, px = interactive.maps_a_row(labels, WINDOW_CELLS, style, most=2)
+    figs = []
+    for mask, title in (
+        (kernels.make("sliding window", n, causal=True, width=w), f"a windowed layer (layer {sliding[0]}): w = {w:,}"),
+        (kernels.make("causal", n), f"a full layer (layer {full[0]})" if full else "causal, no window"),
+    ):
+        cells = mask.float().reshape(WINDOW_CELLS, f, WINDOW_CELLS, f).mean((1, 3)).numpy()
+        figs.append(
+            interactive.matrix(
+                cells, title, rows=labels, cols=labels, style=style, signed=False, height=360, width=px,
+                unit="share allowed",
+            )
+        )  # fmt: skip
+    widgets.map_rows(figs, per_row, ["mk.model_window", "mk.model_full"])
+    st.caption(
+        f"Rows are queries and columns keys, by position (each cell from its first position). The lesson's window "
+        f"above is the same rule with a w you choose; {name} was trained with w = {w:,}."
+    )
+
+
 def cost_section(style: Style) -> None:
     """Dense + mask against the blocked kernels, measured on this server when asked."""
     dev = api.resolve_device()
@@ -169,5 +217,6 @@ def render() -> None:
         "before the softmax, so their weights are exactly 0 and each row shares its attention among the keys left."
     )
     weights_section(inputs, inputs.style)
+    model_window_section(inputs, inputs.style)
     st.subheader("What a mask costs: dense + mask against kernels that skip blocks")
     cost_section(inputs.style)

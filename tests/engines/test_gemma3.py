@@ -1,0 +1,95 @@
+"""The bundled Gemma 3 270M (engines/bundles.py): converted once from its packages' GGUF file, then read from the cache;
+attnviz's attention on it equals transformers' eager attention, and its sliding windows give exactly zero weight to
+keys further back than 512 tokens, on the short path and the long one.
+
+The reference is transformers' eager attention on the converted folder (config, tokenizer, float32 safetensors that
+the conversion saved from transformers' own GGUF loader): the GGUF itself is read once, by the conversion, not per
+test (about 100 s here). Its first and second load times are bench/RESULTS.md's (python bench/gemma_load.py).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from conftest import eager_reference
+
+from attnviz.analysis.head_stats import head_stats
+from attnviz.engines import bundles, registry
+from attnviz.lazy import LazyAttention
+from attnviz.result import AttentionResult
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not bundles.GEMMA3.installed(), reason=f"Gemma 3 is not installed: {bundles.GEMMA3.install}"),
+]
+SENTENCE = "The animal didn't cross the street because it was too tired."
+PROSE = (
+    "Attention lets every token look back at the tokens before it. A sliding window keeps only the nearest ones, "
+    "so a long text costs less: each query reads a fixed number of keys, whatever the length. "
+)
+TOL = 1e-4
+
+
+@pytest.fixture(scope="module")
+def gemma3():
+    return registry.load("gemma3", "hf", "cpu")
+
+
+@pytest.fixture(scope="module")
+def gemma3_eager():
+    return eager_reference(bundles.GEMMA3.prepared())
+
+
+def test_gemma3_is_converted_once_and_then_read_from_its_folder(gemma3, monkeypatch):
+    folder = bundles.GEMMA3.path
+    assert bundles.GEMMA3.ready()
+    assert json.loads((folder / bundles.MARKER).read_text()) == bundles.GEMMA3.fingerprint()
+    assert {"config.json", "tokenizer.json", "model.safetensors"} <= {p.name for p in folder.iterdir()}
+    assert not list(folder.glob("*.gguf")) and not list(folder.parent.glob(".gguf-*"))  # the joined file is not kept
+
+    def converts(*_):
+        raise AssertionError("converted again")
+
+    monkeypatch.setattr(bundles, "_convert", converts)
+    assert bundles.GEMMA3.prepared() == folder
+    config = json.loads((folder / "config.json").read_text())
+    assert (config["model_type"], config["num_hidden_layers"], config["num_attention_heads"]) == ("gemma3_text", 18, 4)
+    assert config["num_key_value_heads"] == 1 and config["sliding_window"] == 512
+    assert gemma3.windows == tuple(0 if (i + 1) % 6 == 0 else 512 for i in range(18))
+
+
+def test_gemma3_weights_equal_transformers_eager(gemma3, gemma3_eager):
+    r = gemma3.run(SENTENCE)
+    ours = r.main.weights
+    enc = gemma3.tokenizer.encode(SENTENCE, 100)
+    assert enc.axis.tokens[0] == "<bos>" and r.main.target.tokens == enc.axis.tokens
+    with torch.inference_mode():
+        ref = torch.cat(gemma3_eager(input_ids=torch.tensor([enc.ids]), output_attentions=True).attentions)
+    assert ours.shape == ref.shape == (18, 4, len(enc.ids), len(enc.ids))
+    assert (ours - ref).abs().max() < TOL
+    assert (ours.sum(-1) - 1).abs().max() < 1e-5
+
+
+def test_a_gemma3_text_longer_than_its_window_is_lazy_exact_and_zero_outside_the_window(gemma3, gemma3_eager):
+    enc = gemma3.tokenizer.encode(PROSE * 40, 700)
+    n = len(enc.ids)
+    assert n == 700
+    lazy = gemma3.lazy_run(enc)
+    assert isinstance(lazy, LazyAttention) and lazy.windows == gemma3.windows
+    with torch.inference_mode():
+        ref = torch.cat(gemma3_eager(input_ids=torch.tensor([enc.ids]), output_attentions=True).attentions)
+    ours = lazy.tile(range(18), range(4), slice(None), slice(None))
+    assert (ours - ref).abs().max() < TOL
+    for layer, window in enumerate(gemma3.windows):
+        far = ours[layer, :, window:, :].tril(-window) if window else None  # keys j <= i - window
+        if window:  # exactly zero, on ours and on transformers' own
+            assert far.abs().max() == 0 and ref[layer, :, window:, :].tril(-window).abs().max() == 0
+            assert ours[layer, :, 650, 650 - window + 1 : 651].min() > 0  # and every key inside it has some
+        else:  # a full layer reaches past the window (some keys' weights underflow to 0 in float32, as in eager)
+            assert ours[layer, :, 650, : 650 - 512 + 1].sum(-1).min() > 0
+    stats, want = lazy.stats(), head_stats(AttentionResult(ref, enc.axis, enc.axis, "causal", "gemma3"))
+    for key in want:
+        scale = want[key].abs().clamp_min(1) if key in ("distance", "entropy") else 1
+        assert ((stats[key] - want[key]).abs() / scale).nan_to_num(0).max() < TOL, key
