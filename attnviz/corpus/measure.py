@@ -180,10 +180,25 @@ def _empty(n_s: int, n_l: int, n_h: int, settings: Settings) -> Partial:
 Arrays4 = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
+def _ranked(value: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Indices along the last axis of `value` (..., C), highest first, NaN last; equal values by TIES: one query
+    per document in turn (each document's earliest, by window then position, in document order; then each one's
+    second, and so on). ids (..., C, 3) or (C, 3): document, window, position."""
+    v = np.where(np.isnan(value), -np.inf, value)
+    doc, window, pos = (np.broadcast_to(ids[..., i], v.shape) for i in range(3))
+    first = np.lexsort((pos, window, doc, -v), axis=-1)  # by value, then document: each run of equal (value, doc)
+    vs, ds = np.take_along_axis(v, first, -1), np.take_along_axis(doc, first, -1)
+    at = np.arange(v.shape[-1])
+    new = np.ones(v.shape, bool)
+    new[..., 1:] = (vs[..., 1:] != vs[..., :-1]) | (ds[..., 1:] != ds[..., :-1])
+    turn = np.empty(v.shape, np.int64)  # a query's place among its document's queries of the same value
+    np.put_along_axis(turn, first, at - np.maximum.accumulate(np.where(new, at, 0), axis=-1), -1)
+    return np.lexsort((pos, window, doc, turn, -v), axis=-1)
+
+
 def _keep_top(value, ids, keys, weights, k: int) -> Arrays4:
     """The k highest values along axis 3; ties by the stated rule (TIES), whatever order the candidates came in."""
-    v = np.where(np.isnan(value), -np.inf, value)
-    order = np.lexsort((ids[..., 2], ids[..., 1], ids[..., 0], -v), axis=-1)[..., :k]
+    order = _ranked(value, ids)[..., :k]
     take = lambda a: np.take_along_axis(a, order.reshape(order.shape + (1,) * (a.ndim - 4)), axis=3)  # noqa: E731
     return take(value), take(ids), take(keys), take(weights)
 
@@ -255,17 +270,18 @@ def _sub_batch(weights: tuple[torch.Tensor, ...], encs: list, kind: str, setting
     return values, stats, real.flatten().nonzero().squeeze(1)
 
 
-TIES = "equal values: the earlier text (document, then window) first, then the earlier position"
+TIES = (
+    "equal values: one per document in turn (each document's earliest query, by window then position, in document "
+    "order; then each one's second, and so on)"
+)
 
 
 def _top(values: torch.Tensor, ids: np.ndarray, k: int):
     """The k highest of values (S, L, H, Q) for each statistic and head, exactly, equal values ordered by TIES (ids
     (Q, 3): document, window, position); NaN (no value) last. (.values, .indices) like torch.topk's."""
-    first = torch.from_numpy(np.lexsort((ids[:, 2], ids[:, 1], ids[:, 0])))  # the candidates in the rule's order
-    v = values.nan_to_num(float("-inf"))[..., first]
-    ranked, order = torch.sort(v, dim=-1, descending=True, stable=True)  # stable: ties keep the rule's order
     k = min(k, values.shape[-1])
-    return SimpleNamespace(values=ranked[..., :k], indices=first[order[..., :k]])
+    order = torch.from_numpy(_ranked(values.cpu().numpy(), ids)[..., :k])
+    return SimpleNamespace(values=torch.take_along_dim(values.cpu(), order, -1), indices=order)
 
 
 def _keys_of(

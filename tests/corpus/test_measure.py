@@ -73,19 +73,33 @@ def test_settings_refuse_what_cannot_run(bad):
 
 
 def test_equal_values_are_ranked_by_the_stated_rule_not_by_arrival():
-    """measure.TIES: among equal values the earlier document, window, position first, exactly, whatever order the
-    candidates arrive in (torch.topk broke ties arbitrarily: documents 4, 3, 3, 3 for a statistic 0 everywhere)."""
+    """measure.TIES: among equal values one query per document in turn (each one's earliest by window and position,
+    in document order), exactly, whatever order the candidates arrive in (torch.topk broke ties arbitrarily:
+    documents 4, 3, 3, 3 for a statistic 0 everywhere)."""
     ids = np.array([[4, 0, 7], [3, 1, 2], [3, 0, 9], [0, 2, 1], [3, 0, 5], [1, 0, 0]])  # (doc, window, position)
     values = torch.tensor([0.0, 0.0, 0.5, 0.0, 0.0, float("nan")]).reshape(1, 1, 1, 6)
     top = measure._top(values, ids, 4)
-    assert top.indices.flatten().tolist() == [2, 3, 4, 1]  # 0.5, then the zeros: (0,2,1), (3,0,5), (3,1,2)
+    assert top.indices.flatten().tolist() == [2, 3, 4, 0]  # 0.5, then the zeros: (0,2,1), (3,0,5), (4,0,7)
     assert top.values.flatten().tolist() == [0.5, 0.0, 0.0, 0.0]
     for perm in ([5, 4, 3, 2, 1, 0], [1, 3, 5, 0, 2, 4]):  # the same candidates in another order: the same choice
         again = measure._top(values[..., perm], ids[perm], 4)
-        assert ids[perm][again.indices.flatten()].tolist() == ids[[2, 3, 4, 1]].tolist()
+        assert ids[perm][again.indices.flatten()].tolist() == ids[[2, 3, 4, 0]].tolist()
     # merging partials: the same rule over candidates from two batches
     value = np.array([0.0, 0.0, 0.0, 0.0], np.float32).reshape(1, 1, 1, 4)
     cand = np.array([[5, 0, 1], [2, 0, 8], [2, 0, 3], [9, 9, 9]]).reshape(1, 1, 1, 4, 3)
     keys, weights = np.zeros((1, 1, 1, 4, 2), np.int32), np.zeros((1, 1, 1, 4, 2), np.float32)
     _, kept, _, _ = measure._keep_top(value, cand, keys, weights, 3)
-    assert kept[0, 0, 0].tolist() == [[2, 0, 3], [2, 0, 8], [5, 0, 1]]
+    assert kept[0, 0, 0].tolist() == [[2, 0, 3], [5, 0, 1], [9, 9, 9]]  # document 2's second only after the others
+
+
+def test_equal_values_come_from_different_documents_first():
+    """Three documents of five queries each, every value equal (a head that gives [CLS] everything): the top three
+    are one from each document, each its earliest; the next three each one's second (before: document 0's first
+    five)."""
+    ids = np.array([[d, w, p] for d in (2, 0, 1) for w, p in ((1, 0), (0, 3), (0, 1), (2, 2), (0, 7))])
+    values = torch.full((2, 1, 1, 15), 0.25)
+    values[1, ..., 4] = 0.5  # another statistic: one higher value first, then the same turns
+    top = measure._top(values, ids, 6)
+    got = ids[top.indices[0, 0, 0].numpy()].tolist()
+    assert got == [[0, 0, 1], [1, 0, 1], [2, 0, 1], [0, 0, 3], [1, 0, 3], [2, 0, 3]]
+    assert ids[top.indices[1, 0, 0].numpy()].tolist()[:4] == [[2, 0, 7], [0, 0, 1], [1, 0, 1], [2, 0, 1]]

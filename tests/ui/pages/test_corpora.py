@@ -109,4 +109,4 @@ def test_a_statistic_constant_over_the_corpus_shows_a_sentence_not_examples(smol
     at = _page(run=decoder.folder.name, stat="entropy", layer="1", head="1")
     _ok(at)
     assert [m.value for m in at.markdown if m.value.startswith("**#1**")]
-    assert any("earlier text" in c.value for c in at.caption)
+    assert any("one per document in turn" in c.value for c in at.caption)
