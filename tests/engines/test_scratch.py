@@ -206,3 +206,14 @@ def test_value_norms_are_the_norm_of_each_value_through_its_head_s_part_of_w_o()
     for h in (0, 5):
         f = v[0, :, h] @ ours.w_o.weight[:, h * 8 : (h + 1) * 8].T  # (T, D): head h's share of the output
         assert torch.allclose(norms[0, h], f.norm(dim=-1), atol=1e-5)
+
+
+@pytest.mark.parametrize(("n", "window"), [(100, 16), (257, 64), (130, 65)])
+def test_a_windowed_fused_pass_by_blocks_equals_sdpa_with_the_window_as_a_mask(n, window):
+    """scratch.windowed_attention (a long text's windowed layers: blocks of queries with the keys each reaches) equals
+    SDPA given the whole (N, N) window mask, including the last, shorter block and a window that is no block's size."""
+    g = torch.Generator().manual_seed(n)
+    q, k, v = (torch.randn(2, 3, n, 8, generator=g) for _ in range(3))
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    dense = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=(j <= i) & (i - j < window))
+    assert (scratch.windowed_attention(q, k, v, window) - dense).abs().max() < 1e-5
