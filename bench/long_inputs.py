@@ -82,6 +82,17 @@ def _engine(backend: str, device: str = "cpu", model: str = "smollm2", forward: 
     return hf if backend == "hf" else registry.scratch_engine(hf)
 
 
+def _layers_heads(model: str) -> int:
+    """Layers x heads of a bundled model or a model folder, from its config (what every weight of a text takes)."""
+    from transformers import AutoConfig
+
+    from attnviz.engines import bundles
+
+    folder = bundles.BUNDLES[model].prepared() if model in bundles.BUNDLES else model
+    config = AutoConfig.from_pretrained(folder)
+    return config.num_hidden_layers * config.num_attention_heads
+
+
 def _sync(device: str) -> None:
     import torch
 
@@ -480,9 +491,10 @@ def main() -> None:
                 f"{e['stats']:.1e} | {'yes' if ok else 'NO'} |"
             )
     table: dict[str, list[dict]] = {"eager": [], "lazy": []}
+    layers_heads = _layers_heads(model)
     for n in sizes:
         for mode in ("eager", "lazy"):
-            weights_gb = 30 * 9 * n * n * 4 / 1e9
+            weights_gb = layers_heads * n * n * 4 / 1e9
             if mode == "eager" and weights_gb > args.eager_gb:
                 table[mode].append({"n": n, "skipped": f"not run: its weights alone are {weights_gb:.0f} GB"})
                 continue
