@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     doc.set_defaults(func=cmd_doctor)
     prep = sub.add_parser(
-        "prepare", help="convert the bundled SmolLM2 once into the local cache (else its first load does)"
+        "prepare", help="convert the bundled SmolLM2 and Gemma 3 once into the local cache (else their first loads do)"
     )
     prep.set_defaults(func=cmd_prepare)
     srv = sub.add_parser(
