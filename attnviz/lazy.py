@@ -178,6 +178,10 @@ class LazyAttention:
         """This layer's sliding window (0: none)."""
         return self.windows[layer] if self.windows else 0
 
+    def layer_window(self, layer: int) -> int:
+        """This layer's sliding window in tokens (0: every earlier key): keys j with i - window < j are seen."""
+        return self._window(layer)
+
     def _before_window(self, layer: int, rows: slice, cols: slice) -> Tensor | None:
         """Where a sliding window hides keys from a block's rows: the (r, c') mask over the block's first c' columns
         (those before the last row's window starts), or None where no key of the block is that far back."""

@@ -42,10 +42,19 @@ def _style(fig: go.Figure, style: Style, title: str, height: int) -> go.Figure:
     )
 
 
-def zoomable_map(m: np.ndarray, f: int, n: int, title: str, *, style: Style = Style()) -> go.Figure:
-    """One head's map pooled in blocks of f tokens, (P, P); a click on a cell selects it (see `clicked_cell`)."""
+def beyond_window(p: int, f: int, window: int) -> np.ndarray:
+    """(P, P) bool: the pooled cells of f x f tokens whose every key lies further back than a sliding window of
+    `window` tokens from every query of the cell (masked by the window, not weights that happen to be 0)."""
+    a, b = np.arange(p)[:, None], np.arange(p)[None, :]
+    return a * f - ((b + 1) * f - 1) >= window if window else np.zeros((p, p), bool)
+
+
+def zoomable_map(m: np.ndarray, f: int, n: int, title: str, *, style: Style = Style(), window: int = 0) -> go.Figure:
+    """One head's map pooled in blocks of f tokens, (P, P); a click on a cell selects it (see `clicked_cell`). With a
+    sliding `window`, the cells wholly beyond it are blank (masked), as the causal future is in a window's map."""
     centres = block_centres(n, f)
     p = len(centres)
+    m = np.where(beyond_window(p, f, window), np.nan, m)
     spans = [f"{s + 1}–{min(s + f, n)}" for s in range(0, n, f)] if f > 1 else None
     text = [[f"queries {spans[i]}<br>keys {spans[j]}" for j in range(p)] for i in range(p)] if spans else None
     fig = go.Figure(
@@ -56,7 +65,7 @@ def zoomable_map(m: np.ndarray, f: int, n: int, title: str, *, style: Style = St
             text=text,
             colorscale=style.colorscale,
             zmin=0.0,
-            zmax=float(m.max()),
+            zmax=float(np.nanmax(m)),
             colorbar={"title": {"text": "mean weight" if f > 1 else "weight"}},
             hovertemplate=("%{text}" if spans else "query %{y}<br>key %{x}") + "<br>%{z:.5f}<extra></extra>",
         )
@@ -162,7 +171,7 @@ def window_map(
         coloraxis={
             "colorscale": style.colorscale,
             "cmin": 0.0,
-            "cmax": float(np.nanmax(z)),
+            "cmax": float(np.nanmax(z)) if np.isfinite(z).any() else 1.0,  # a window wholly masked: the full scale
             "colorbar": {"title": {"text": "weight"}, "x": 1.02},
         },
     )

@@ -116,12 +116,19 @@ def head_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int) -> Non
     m, f = lazy.pooled_head(layer, head, HEAD_SIDE)
     pooled = f" — pooled {f}×{f} tokens a cell; click a cell to zoom" if f > 1 else ""
     title = f"Layer {layer + 1}, head {head + 1}{pooled}"
+    window = lazy.layer_window(layer)
     event = st.plotly_chart(
-        lazy_maps.zoomable_map(m, f, n, title, style=inputs.style),
+        lazy_maps.zoomable_map(m, f, n, title, style=inputs.style, window=window),
         key="heads.long.map",
         on_select="rerun",
         selection_mode="points",
     )
+    if window:
+        st.caption(
+            f"Layer {layer + 1} uses a sliding window of {window:,} tokens: each query sees itself and the "
+            f"{window - 1:,} tokens before it. Blank cells are keys further back, which the window masks: not "
+            "attention that happens to be zero."
+        )
     cell = lazy_maps.clicked_cell(event, m.shape[0])
     width = st.session_state.get("heads.zw", 64)
     if cell is not None and st.session_state.get("heads.long.cell") != cell:
@@ -137,6 +144,8 @@ def head_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int) -> Non
     masked = None
     if lazy.kind == "causal":
         masked = np.arange(k0, k1)[None, :] > np.arange(q0, q1)[:, None]
+        if window:  # and the keys the layer's window hides
+            masked |= np.arange(q0, q1)[:, None] - np.arange(k0, k1)[None, :] >= window
     tokens = lazy.target_tokens
     wtitle = f"Layer {layer + 1}, head {head + 1}: queries {q0 + 1}–{q1}, keys {k0 + 1}–{k1} (exact)"
     st.plotly_chart(
@@ -148,7 +157,8 @@ def head_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int) -> Non
     st.caption(
         "Not pooled and not renormalised: each cell is the model's own weight. A row here need not sum to 1; the "
         "grey column on the right is what each query gives to keys outside the window"
-        + (", and blank cells are keys a causal model cannot see yet." if masked is not None else ".")
+        + (", and blank cells are keys a causal model cannot see yet" if masked is not None else "")
+        + (f" or keys further back than the layer's window of {window:,} tokens." if window else ".")
     )
     export_window(inputs, lazy, layer, head, tile.numpy(), q0, k0, "heads.export.window")
     row_view(inputs, lazy, layer, head, q0)

@@ -300,3 +300,30 @@ def test_a_rotary_heads_query_key_space_is_offered_without_the_turn(smollm2_hf):
     _ok(at)
     assert "without the rotary turn" in _charts(at)[-1]["layout"]["title"]["text"]
     assert any("turned back by the model's own rotary table" in c.value for c in at.caption)
+
+
+@pytest.mark.slow  # Gemma 3 on a 1,200-token text: about 20 s
+def test_a_windowed_layer_s_long_maps_show_the_window_as_masked_not_as_zero(monkeypatch):
+    """Gemma 3's layer 1 (a window of 512 tokens) on a long text: the pooled map's cells wholly beyond the window and
+    an exact window 1,000 tokens back are blank (NaN: masked), and a caption says why; its full layer 6 is not."""
+    from attnviz.engines import bundles
+
+    if not bundles.GEMMA3.installed():
+        pytest.skip(f"Gemma 3 is not installed: {bundles.GEMMA3.install}")
+    monkeypatch.setenv("ATTNVIZ_EAGER_MB", "1")
+    text = "Attention lets every token look back at the tokens before it, and a window keeps the nearest. " * 60
+    shown = {}
+    for layer in ("1", "6"):
+        at = _app(model="gemma3", text=text, view="Head", layer=layer, head="1", zq="1001", zk="1")
+        _ok(at)
+        charts = {c["layout"]["title"]["text"]: array(c["data"][0]["z"]) for c in _charts(at) if "z" in c["data"][0]}
+        pooled = next(z for t, z in charts.items() if t.startswith(f"Layer {layer}, head 1 — pooled"))
+        exact = next(z for t, z in charts.items() if t.startswith(f"Layer {layer}, head 1: queries 1001–1064"))
+        said = any("sliding window of 512 tokens" in c.value for c in at.caption)
+        shown[layer] = (pooled, exact, said)
+    pooled, exact, said = shown["1"]
+    assert np.isnan(pooled[-1, 0]) and not np.isnan(np.diag(pooled)).any() and said
+    assert np.isnan(exact).all()  # queries 1,001-1,064 and keys 1-64: every pair further back than 512
+    pooled, exact, said = shown["6"]
+    assert not np.isnan(np.tril(pooled)).any() and not np.isnan(exact).any() and not said
+    assert exact.max() > 0
