@@ -51,7 +51,7 @@ def beyond_window(p: int, f: int, window: int) -> np.ndarray:
 
 def zoomable_map(m: np.ndarray, f: int, n: int, title: str, *, style: Style = Style(), window: int = 0) -> go.Figure:
     """One head's map pooled in blocks of f tokens, (P, P); a click on a cell selects it (see `clicked_cell`). With a
-    sliding `window`, the cells wholly beyond it are blank (masked), as the causal future is in a window's map."""
+    sliding `window`, the cells wholly beyond it are blank (masked), as the causal future is in `window_map`."""
     centres = block_centres(n, f)
     p = len(centres)
     m = np.where(beyond_window(p, f, window), np.nan, m)
