@@ -103,14 +103,20 @@ def block_counts(n: int, f: int) -> Tensor:
     return counts
 
 
-def pool_rows(acc: Tensor, w: Tensor, rows: slice, f: int) -> None:
-    """Add a block of rows' weights, (..., r, c), to pooled sums (..., P, P) in blocks of f x f tokens.
+def pool_rows(acc: Tensor, w: Tensor, rows: slice, f: int, col0: int = 0) -> None:
+    """Add a block of rows' weights, (..., r, c) over keys col0 .. col0 + c - 1, to pooled sums (..., P, P) in blocks
+    of f x f tokens.
 
-    The rows may start and end anywhere: each is added to the pooled row it belongs to (index r // f).
+    The rows may start and end anywhere: each is added to the pooled row it belongs to (index r // f); so may the
+    keys (a sliding window's first key): they are padded on the left to their block's start.
     """
+    shift = col0 % f
+    if shift:
+        w = torch.nn.functional.pad(w, (shift, 0))
     sums = block_sums(w, f, -1).double()  # (..., r, c/f)
     index = torch.arange(rows.start, rows.stop, device=w.device) // f
-    acc[..., : sums.shape[-1]].index_add_(-2, index.to(acc.device), sums.to(acc.device))
+    first = col0 // f
+    acc[..., first : first + sums.shape[-1]].index_add_(-2, index.to(acc.device), sums.to(acc.device))
 
 
 def pooled_means(sums: Tensor, n: int, f: int) -> np.ndarray:
@@ -161,7 +167,15 @@ def key_columns(axis: TokenAxis, kind: str) -> Tensor:
 
 
 def row_values(
-    w: Tensor, s: Tensor | None, log_z: Tensor | float, keys: Tensor, excluded, n, start: int, kind: str
+    w: Tensor,
+    s: Tensor | None,
+    log_z: Tensor | float,
+    keys: Tensor,
+    excluded,
+    n,
+    start: int,
+    kind: str,
+    col0: int = 0,
 ) -> dict[str, Tensor]:
     """{statistic: (..., r)}: every statistic of each row of a block, the values a text's statistic averages; the one
     place each is written (see the module's docstring).
@@ -172,7 +186,8 @@ def row_values(
     None: what a row's maximum leaves out, or for a batch (B, H, r, c), a pair of index tensors (texts, keys): those
     weights are set to 0 for the maximum and put back (w changes during the call only); n: the text's length (a
     number, or a tensor broadcasting over the rows, one per text). prev and next are NaN on a row with no previous
-    or next token in the text."""
+    or next token in the text. col0: the first key's position where the keys start later than 0 (a sliding window's
+    first key: those before it have weight 0), keys and excluded then given from there."""
     c = w.shape[-1]
     out = {}
     if s is None:  # the weights are all there is (an eager result): -sum_j w log w, 0 log 0 = 0
@@ -187,14 +202,14 @@ def row_values(
     if kind == "causal":  # every key j <= i: |i - j| = i - j, so the distance is i - sum_j w_ij j
         out["distance"] = pos - shares[..., 4]
     else:
-        j = torch.arange(c, device=w.device, dtype=torch.float32)
+        j = torch.arange(col0, col0 + c, device=w.device, dtype=torch.float32)
         out["distance"] = torch.einsum("...ij,ij->...i", w, (j[None, :] - pos[:, None]).abs())
     at = torch.arange(start, start + r, device=w.device)  # the rows' positions
     for name, offset in (("prev", -1), ("next", 1), ("self", 0)):
         j = at + offset
-        seen = (j >= 0) & (j < c)  # a key these rows may see (a masked one has weight 0)
+        seen = (j >= col0) & (j < col0 + c)  # a key these rows may see (a masked one has weight 0)
         value = torch.zeros(w.shape[:-1], dtype=w.dtype, device=w.device)
-        value[..., seen] = w[..., (at - start)[seen], j[seen]]
+        value[..., seen] = w[..., (at - start)[seen], (j - col0)[seen]]
         out[name] = value.masked_fill((j < 0) | (j >= n), float("nan"))
     if isinstance(excluded, tuple):  # (text, key) index pairs: zeroed for the maximum, then put back
         texts, cols = excluded
@@ -242,20 +257,24 @@ class BlockPass:
             torch.zeros(n_layers, n_heads, math.ceil(n / f), math.ceil(n / f), **zeros) for f in factors
         ]
 
-    def row_values(self, rows: slice, w: Tensor, s: Tensor, log_z: Tensor) -> dict[str, Tensor]:
+    def row_values(self, rows: slice, w: Tensor, s: Tensor, log_z: Tensor, col0: int = 0) -> dict[str, Tensor]:
         """{statistic: (h, r)}: each statistic of each row of one block (arguments as `add`'s): `row_values`."""
-        c = w.shape[-1]
-        mask = self.excluded[:c] if self.any_excluded else None
-        return row_values(w, s, log_z, self.keys[:c], mask, self.n, rows.start, self.kind)
+        cols = slice(col0, col0 + w.shape[-1])
+        mask = self.excluded[cols] if self.any_excluded else None
+        return row_values(w, s, log_z, self.keys[cols], mask, self.n, rows.start, self.kind, col0)
 
-    def add(self, layer: int, rows: slice, w: Tensor, s: Tensor, log_z: Tensor, heads: slice = slice(None)) -> None:
-        """Add one block of rows of one layer, of some heads (see the class docstring); w and s are not changed."""
+    def add(
+        self, layer: int, rows: slice, w: Tensor, s: Tensor, log_z: Tensor, heads: slice = slice(None), col0: int = 0
+    ) -> None:
+        """Add one block of rows of one layer, of some heads (see the class docstring); w and s are not changed.
+        col0: the block's first key where its keys start later (a sliding window's: the keys before it have weight
+        0, and are not passed)."""
         c = w.shape[-1]
-        for name, values in self.row_values(rows, w, s, log_z).items():
+        for name, values in self.row_values(rows, w, s, log_z, col0).items():
             self.acc[name][layer, heads] += values.nansum(-1).double()  # prev, next: the rows that have one
-        self.received_sum[layer, heads, :c] += w.sum(1).double()
+        self.received_sum[layer, heads, col0 : col0 + c] += w.sum(1).double()
         for f, sums in zip(self.factors, self.pooled_sums, strict=True):
-            pool_rows(sums[layer, heads], w, rows, f)
+            pool_rows(sums[layer, heads], w, rows, f, col0)
 
     def add_rows(self, layer: int, values: dict[str, Tensor], received: Tensor, pooled: list[Tensor]) -> None:
         """Add one whole layer computed elsewhere (attnviz.fused): {statistic: (H, N)} per row (NaN: a row without

@@ -423,23 +423,28 @@ class LazyAttention:
         """Each layer block by block in PyTorch operations (blocks.BlockPass): where no fused kernel runs."""
         n_l = self.n_layers
         for layer in range(n_l):
+            window = self._window(layer)
             for heads, rows in self._blocks():
                 seen = self._seen(rows)
-                s = self._scores(layer, rows, seen, heads)  # (h, r, c): scores, masked
+                # a sliding window: the scores of the keys it reaches only (N x window a layer, not N²), and BlockPass
+                # takes them from there (col0): the keys before it have weight 0 and are never formed
+                lo = max(0, rows.start - window + 1) if window else 0
+                part = slice(lo, seen.stop)
+                s = self._scores(layer, rows, part, heads)  # (h, r, c - lo): scores, masked
                 top = s.amax(-1)  # (h, r)
                 s.sub_(top[..., None])  # shifted scores: each row's largest is 0 (in place)
                 w = s.exp()
-                tail = self._masked_tail(rows, seen)
+                tail = self._masked_tail(rows, part)
                 if tail is not None:  # masked scores are -inf: 0 from here on, so that w * s is 0 there
                     s[..., tail[0] :].masked_fill_(tail[1], 0.0)
-                early = self._before_window(layer, rows, seen)
+                early = self._before_window(layer, rows, part)
                 if early is not None:  # and so are the keys before a sliding window
                     s[..., : early.shape[-1]].masked_fill_(early, 0.0)
                 z = w.sum(-1)  # (h, r)
-                w.div_(z[..., None])  # (h, r, c): exact weights
+                w.div_(z[..., None])  # (h, r, c - lo): exact weights
                 log_z = z.log()
                 lse[layer, heads, rows] = top + log_z
-                blocks.add(layer, rows, w, s, log_z, heads)
+                blocks.add(layer, rows, w, s, log_z, heads, col0=lo)
             if progress:
                 progress(layer + 1, n_l)
 

@@ -288,6 +288,17 @@ def errors(n: int, backend: str, device: str, model: str) -> dict:
     return out
 
 
+def per_layer(n: int, backend: str, device: str, model: str) -> dict:
+    """Each layer's analysis time at n tokens (the time between LazyAttention.analyse's per-layer progress calls)
+    and its sliding window: a windowed layer's time should grow as N x window, a full layer's as N²."""
+    engine = _engine(backend, device, model)
+    lazy = engine.lazy_run(_encode(engine, n))
+    marks = [time.perf_counter()]
+    lazy.analyse(progress=lambda done, total: marks.append(time.perf_counter()))
+    seconds = [b - a for a, b in zip(marks, marks[1:], strict=False)]
+    return {"n": n, "seconds": seconds, "windows": [lazy.layer_window(i) for i in range(lazy.n_layers)]}
+
+
 def profile(n: int, backend: str, device: str, model: str, precision: str = "exact") -> str:
     """Where a lazy request's time goes at n tokens: the forward pass and the analysis, each by operator."""
     from torch.profiler import ProfilerActivity
@@ -422,11 +433,14 @@ def main() -> None:
         help="the forward pass's weights and products (GPU; bf16: the fast mode end to end)",
     )
     parser.add_argument("--errors", default="", metavar="N,...", help="the fast precisions' error at these sizes")
+    parser.add_argument(
+        "--per-layer", default="", metavar="N,...", help="each kind of layer's analysis time at these sizes (windows)"
+    )
     parser.add_argument("--child", nargs=5, metavar=("MODE", "N", "BACKEND", "DEVICE", "MODEL"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         mode, n, backend, device, model = args.child
-        run = {"exact": exactness, "errors": errors}.get(mode) or (
+        run = {"exact": exactness, "errors": errors, "layers": per_layer}.get(mode) or (
             lambda *a: child(mode, *a, args.precision, args.forward)
         )
         print(json.dumps(run(int(n), backend, device, model)))
@@ -449,6 +463,23 @@ def main() -> None:
             label += " (synthetic: SmolLM2 was trained to 8,192)"
     if args.profile:
         print(profile(args.profile, args.backend, args.device, model, args.precision))
+        return
+    if args.per_layer:
+        print("| N | windowed layers: mean analysis | full layers: mean analysis |\n|---|---|---|")
+        rows = []
+        for n in args.per_layer.split(","):
+            e = _run_child("layers", n, args.backend, args.device, model)
+            if "error" in e:
+                print(f"| {n} | error: {e['error']} |")
+                continue
+            windowed = [t for t, w in zip(e["seconds"], e["windows"], strict=True) if w]
+            full = [t for t, w in zip(e["seconds"], e["windows"], strict=True) if not w]
+            mean = lambda ts: sum(ts) / len(ts) if ts else float("nan")  # noqa: E731
+            rows.append({"n": int(n), "windowed": mean(windowed), "full": mean(full)})
+            row = rows[-1]
+            print(f"| {int(n):,} | {row['windowed']:.2f} s ({len(windowed)}) | {row['full']:.2f} s ({len(full)}) |")
+        for key in ("windowed", "full"):
+            print(f"\ngrowth rate, {key} layers (1 linear, 2 quadratic): " + ", ".join(_growth(rows, key)[1:]))
         return
     if args.errors:
         print(

@@ -24,6 +24,7 @@ from transformers import (
 )
 
 from attnviz.analysis.head_stats import head_stats
+from attnviz.blocks import block_mean
 from attnviz.engines import hf, registry
 from attnviz.engines.hooks import Hooks, zero_heads
 from attnviz.lazy import LazyAttention
@@ -104,6 +105,9 @@ def test_a_family_s_long_text_is_lazy_and_exact(family_dir):
             assert w[layer, :, 100, :100].min() > 0
     n_l, n_h, n, _ = w.shape
     assert (lazy.tile(range(n_l), range(n_h), slice(None), slice(None)) - w).abs().max() < TOL
+    pooled, f, _ = lazy.pooled()  # a window's blocks start at its first key: pooled from there, and received
+    assert f > 1 and abs(pooled - block_mean(w, f, f).numpy()).max() < TOL
+    assert (lazy.received() - w.mean(-2)).abs().max() < TOL
     ours, ref = lazy.stats(), head_stats(AttentionResult(w, enc.axis, enc.axis, "causal", family))
     for key in ref:
         scale = ref[key].abs().clamp_min(1) if key in ("distance", "entropy") else 1
