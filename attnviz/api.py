@@ -341,13 +341,16 @@ def corpus(
     threads: int = 1,
     progress=None,
     server: bool = False,
+    statistics=None,
     **settings,
 ) -> CorpusRun:
     """What every head of `model` does across a corpus: a run's folder of Parquet tables (CorpusRun).
 
     source: a folder of .txt files, a .jsonl / .csv / .parquet file (its `text_column`), a .txt file, a list of
     strings, or "builtin" (Python's documentation topics, offline). Each document is cut into windows of at most
-    `window` tokens. out: the run's folder (default: one per model, corpus and settings under corpus_runs_dir());
+    `window` tokens. statistics: the statistics to compute, e.g. ["entropy", "prev"] (default: every one,
+    attnviz.blocks.STATS, and a decoder's induction scores); only those are computed and written.
+    out: the run's folder (default: one per model, corpus and settings under corpus_runs_dir());
     a run started again on its folder resumes. engine "ray": Ray Data with `actors` model-holding actors, `threads`
     CPU threads each (or a GPU each). progress: called with (fraction done, what). server: the model as a server's
     policy allows (a page), the run in its default folder. Other settings: see attnviz.corpus.measure.Settings (top,
@@ -357,6 +360,8 @@ def corpus(
     from attnviz.corpus import run as corpus_run
 
     docs = corpus_run.read(source, text_column)
+    if statistics is not None:
+        settings["statistics"] = statistics
     chosen = measure.Settings(window=window, **settings)
     folder = out if out is not None and not server else corpus_run.default_folder(model, docs, chosen)
     source = service.policy().resolve(model) if server else local_source(model)

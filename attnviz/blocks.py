@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -166,6 +167,25 @@ def key_columns(axis: TokenAxis, kind: str) -> Tensor:
     return torch.cat([keys, torch.arange(n, dtype=torch.float32)[None]]).T.contiguous()
 
 
+def _entropy(w: Tensor, s: Tensor | None, log_z: Tensor | float) -> Tensor:
+    """Each row's entropy (row_values' w, s, log_z)."""
+    if s is None:  # the weights are all there is (an eager result): -sum_j w log w, 0 log 0 = 0
+        return -torch.special.xlogy(w, w).sum(-1)
+    return log_z - torch.linalg.vecdot(w, s)  # -sum_j w log w = -sum_j w (s - log z) = log z - sum_j w s
+
+
+def _confidence(w: Tensor, excluded) -> Tensor:
+    """Each row's largest weight on a key `excluded` does not leave out (row_values' arguments)."""
+    if isinstance(excluded, tuple):  # (text, key) index pairs: zeroed for the maximum, then put back
+        texts, cols = excluded
+        saved = w[texts, ..., cols]
+        w[texts, ..., cols] = 0.0
+        top = w.amax(-1)
+        w[texts, ..., cols] = saved
+        return top
+    return (w.masked_fill(excluded, 0.0) if excluded is not None else w).amax(-1)
+
+
 def row_values(
     w: Tensor,
     s: Tensor | None,
@@ -176,6 +196,7 @@ def row_values(
     start: int,
     kind: str,
     col0: int = 0,
+    only: Collection[str] = STATS,
 ) -> dict[str, Tensor]:
     """{statistic: (..., r)}: every statistic of each row of a block, the values a text's statistic averages; the one
     place each is written (see the module's docstring).
@@ -187,38 +208,32 @@ def row_values(
     weights are set to 0 for the maximum and put back (w changes during the call only); n: the text's length (a
     number, or a tensor broadcasting over the rows, one per text). prev and next are NaN on a row with no previous
     or next token in the text. col0: the first key's position where the keys start later than 0 (a sliding window's
-    first key: those before it have weight 0), keys and excluded then given from there."""
-    c = w.shape[-1]
+    first key: those before it have weight 0), keys and excluded then given from there. only: the statistics
+    computed (a corpus run's Settings.statistics); the others are not in the dict."""
+    c, r = w.shape[-1], w.shape[-2]
     out = {}
-    if s is None:  # the weights are all there is (an eager result): -sum_j w log w, 0 log 0 = 0
-        out["entropy"] = -torch.special.xlogy(w, w).sum(-1)
-    else:  # -sum_j w log w = -sum_j w (s - log z) = log z - sum_j w s (the weights sum to 1)
-        out["entropy"] = log_z - torch.linalg.vecdot(w, s)
-    shares = w @ keys  # (..., r, 5): on cls, sep, punct, first; sum_j w_ij j
-    for i, name in enumerate(("cls", "sep", "punct", "first")):
-        out[name] = shares[..., i]
-    r = w.shape[-2]
+    if "entropy" in only:
+        out["entropy"] = _entropy(w, s, log_z)
     pos = torch.arange(start, start + r, dtype=torch.float32, device=w.device)  # (r,)
-    if kind == "causal":  # every key j <= i: |i - j| = i - j, so the distance is i - sum_j w_ij j
+    share_names = ("cls", "sep", "punct", "first")
+    if any(name in only for name in share_names) or (kind == "causal" and "distance" in only):
+        shares = w @ keys  # (..., r, 5): on cls, sep, punct, first; sum_j w_ij j
+        out.update({name: shares[..., i] for i, name in enumerate(share_names) if name in only})
+    if "distance" in only and kind == "causal":  # every key j <= i: |i - j| = i - j, so it is i - sum_j w_ij j
         out["distance"] = pos - shares[..., 4]
-    else:
+    elif "distance" in only:
         j = torch.arange(col0, col0 + c, device=w.device, dtype=torch.float32)
         out["distance"] = torch.einsum("...ij,ij->...i", w, (j[None, :] - pos[:, None]).abs())
     at = torch.arange(start, start + r, device=w.device)  # the rows' positions
     for name, offset in (("prev", -1), ("next", 1), ("self", 0)):
-        j = at + offset
-        seen = (j >= col0) & (j < col0 + c)  # a key these rows may see (a masked one has weight 0)
-        value = torch.zeros(w.shape[:-1], dtype=w.dtype, device=w.device)
-        value[..., seen] = w[..., (at - start)[seen], (j - col0)[seen]]
-        out[name] = value.masked_fill((j < 0) | (j >= n), float("nan"))
-    if isinstance(excluded, tuple):  # (text, key) index pairs: zeroed for the maximum, then put back
-        texts, cols = excluded
-        saved = w[texts, ..., cols]
-        w[texts, ..., cols] = 0.0
-        out["confidence"] = w.amax(-1)
-        w[texts, ..., cols] = saved
-    else:
-        out["confidence"] = (w.masked_fill(excluded, 0.0) if excluded is not None else w).amax(-1)
+        if name in only:
+            j = at + offset
+            seen = (j >= col0) & (j < col0 + c)  # a key these rows may see (a masked one has weight 0)
+            value = torch.zeros(w.shape[:-1], dtype=w.dtype, device=w.device)
+            value[..., seen] = w[..., (at - start)[seen], (j - col0)[seen]]
+            out[name] = value.masked_fill((j < 0) | (j >= n), float("nan"))
+    if "confidence" in only:
+        out["confidence"] = _confidence(w, excluded)
     if kind == "causal":  # a decoder's forced rows (NaN): no statistic counts them
         gone = at < (forced_of(kind, n) if isinstance(n, Tensor) else forced(kind, n))  # (r,), or (..., 1, r)
         out = {k: v.masked_fill(gone, float("nan")) for k, v in out.items()}

@@ -17,7 +17,9 @@ started (Ray's). Texts per second counts the texts over the clock's seconds. Tor
 here) except in Ray's actors (1 each).
 
 Usage: python bench/corpus.py [--models default,smollm2] [--texts 1000] [--runs 3] [--memory 4000]
-(--memory N: the embedded run's peak memory at N texts as well, for the flatness check.)
+                              [--statistics entropy]
+(--memory N: the embedded run's peak memory at N texts as well, for the flatness check. --statistics: the script
+and the runs compute only these, `attnviz.corpus(..., statistics=[...])`; the floor is the same.)
 """
 
 from __future__ import annotations
@@ -56,8 +58,9 @@ def _folder(eng) -> str:
     return str(smollm2.prepared()) if eng.name == "smollm2" else registry.resolve(eng.name).location
 
 
-def _script_stats(weights, axis, excludes_end: bool = True):
-    """A user's statistics of one text, numpy over (L, H, N, N) at once: attnviz's definitions written again."""
+def _script_stats(weights, axis, names, excludes_end: bool = True):
+    """A user's statistics `names` of one text, numpy over (L, H, N, N) at once: attnviz's definitions written again
+    (only those asked are computed)."""
     import numpy as np
 
     from attnviz.blocks import is_punctuation
@@ -66,32 +69,36 @@ def _script_stats(weights, axis, excludes_end: bool = True):
     n = w.shape[-1]
     i, j = np.arange(n)[:, None], np.arange(n)[None, :]
     special = np.array(axis.special)
-    punct = np.array([not axis.special[t] and is_punctuation(axis.surface(t)) for t in range(n)])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        entropy = -np.where(w > 0, w * np.log(np.where(w > 0, w, 1)), 0).sum(-1).mean(-1)
-    causal = np.allclose(np.triu(w, 1), 0)
-    out = {
+
+    def entropy():
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return -np.where(w > 0, w * np.log(np.where(w > 0, w, 1)), 0).sum(-1).mean(-1)
+
+    def punct():
+        marks = np.array([not axis.special[t] and is_punctuation(axis.surface(t)) for t in range(n)])
+        return w[..., marks].sum(-1).mean(-1)
+
+    ways = {
         "entropy": entropy,
-        "distance": (w * np.abs(i - j)).sum(-1).mean(-1),
-        "cls": w[..., 0].mean(-1) if special[0] else np.zeros(w.shape[:2]),
-        "sep": w[..., (special & (np.arange(n) > 0))].sum(-1).mean(-1),
-        "punct": w[..., punct].sum(-1).mean(-1),
-        "prev": np.diagonal(w, -1, -2, -1).sum(-1) / max(1, n - 1),
-        "next": np.diagonal(w, 1, -2, -1).sum(-1) / max(1, n - 1),
-        "self": np.diagonal(w, 0, -2, -1).mean(-1),
-        "confidence": (w[..., :-1] if excludes_end and special[-1] else w).max(-1).mean(-1),
-        "first": w[..., 0].mean(-1),
+        "distance": lambda: (w * np.abs(i - j)).sum(-1).mean(-1),
+        "cls": lambda: w[..., 0].mean(-1) if special[0] else np.zeros(w.shape[:2]),
+        "sep": lambda: w[..., (special & (np.arange(n) > 0))].sum(-1).mean(-1),
+        "punct": punct,
+        "prev": lambda: np.diagonal(w, -1, -2, -1).sum(-1) / max(1, n - 1),
+        "next": lambda: np.diagonal(w, 1, -2, -1).sum(-1) / max(1, n - 1),
+        "self": lambda: np.diagonal(w, 0, -2, -1).mean(-1),
+        "confidence": lambda: (w[..., :-1] if excludes_end and special[-1] else w).max(-1).mean(-1),
+        "first": lambda: w[..., 0].mean(-1),
     }
-    del causal
-    return out
+    return {name: ways[name]() for name in names}
 
 
-def one(config: str, model: str, texts_file: Path, result: Path) -> None:
-    """One configuration, in this process: writes {"seconds", "texts", ...} to `result`."""
+def one(config: str, model: str, texts_file: Path, result: Path, names: tuple[str, ...]) -> None:
+    """One configuration, in this process, computing the statistics `names`: writes {"seconds", "texts", ...} to
+    `result`."""
     import numpy as np
     import torch
 
-    from attnviz.blocks import STATS
     from attnviz.corpus import measure, readers
     from attnviz.corpus import run as corpus_run
     from attnviz.engines import registry
@@ -123,9 +130,9 @@ def one(config: str, model: str, texts_file: Path, result: Path) -> None:
             enc = eng.tokenizer.encode(text, measure.Settings().window)  # as the run encodes them
             att = base(input_ids=torch.tensor([enc.ids]), output_attentions=True).attentions
             w = np.stack([a[0].numpy() for a in att])  # (L, H, N, N)
-            stats = _script_stats(w, enc.axis)
+            stats = _script_stats(w, enc.axis, names)
             if k < CHECKED:
-                kept.append(np.stack([stats[s] for s in STATS]))
+                kept.append(np.stack([stats[s] for s in names]))
         out["seconds"] = time.perf_counter() - start
         np.save(result.with_suffix(".npy"), np.stack(kept))
     else:
@@ -144,6 +151,7 @@ def one(config: str, model: str, texts_file: Path, result: Path) -> None:
             threads=1,
             engine_of=(lambda: eng) if eng else None,
             extras=False,
+            settings=measure.Settings(statistics=names),
         )
         out["seconds"] = time.perf_counter() - start
         out["folder"] = str(run.folder)
@@ -175,7 +183,7 @@ def _tree_pss(root: int) -> int:
     return total
 
 
-def measured(config: str, model: str, texts_file: Path) -> dict:
+def measured(config: str, model: str, texts_file: Path, names: tuple[str, ...]) -> dict:
     """One configuration in a fresh process, with its peak memory."""
     result = Path(tempfile.mkdtemp(prefix="attnviz-bench-")) / "result.json"
     proc = subprocess.Popen(
@@ -190,6 +198,8 @@ def measured(config: str, model: str, texts_file: Path) -> dict:
             str(texts_file),
             "--result",
             str(result),
+            "--statistics",
+            ",".join(names),
         ],
         cwd=ROOT,
     )
@@ -206,22 +216,22 @@ def measured(config: str, model: str, texts_file: Path) -> dict:
     return out
 
 
-def compare(script: dict, run: dict) -> dict[str, float]:
+def compare(script: dict, run: dict, names: tuple[str, ...]) -> dict[str, float]:
     """Max abs difference between the script's per-text statistics and the run's, on the first CHECKED texts, per
     statistic."""
     import numpy as np
     import pandas as pd
 
-    from attnviz.blocks import STATS
+    stats = names
 
     theirs = np.load(script["script_stats"])  # (T, S, L, H)
     ts = pd.read_parquet(Path(run["folder"]) / "text_stats.parquet")
     ts = ts[ts["doc"] < len(theirs)].sort_values(["doc", "window", "layer", "head"])
     if (ts["window"] > 0).any():
         raise SystemExit("a benchmark text was cut into windows: the pieces must fit one window")
-    ours = np.stack([ts[s].to_numpy() for s in STATS], 1).reshape(len(theirs), -1, len(STATS))  # (T, L*H, S)
-    theirs = theirs.reshape(len(theirs), len(STATS), -1).transpose(0, 2, 1)
-    return {s: float(np.abs(ours[..., i] - theirs[..., i]).max()) for i, s in enumerate(STATS)}
+    ours = np.stack([ts[s].to_numpy() for s in stats], 1).reshape(len(theirs), -1, len(stats))  # (T, L*H, S)
+    theirs = theirs.reshape(len(theirs), len(stats), -1).transpose(0, 2, 1)
+    return {s: float(np.abs(ours[..., i] - theirs[..., i]).max()) for i, s in enumerate(stats)}
 
 
 def main() -> int:
@@ -231,13 +241,17 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--memory", type=int, default=0, help="also the embedded run's peak memory at this many texts")
+    parser.add_argument("--statistics", default=None, help="compute only these (comma-separated; default: every one)")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--model", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--result", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--texts-file", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    from attnviz.corpus.measure import Settings
+
+    names = Settings(statistics=args.statistics.split(",") if args.statistics else Settings().statistics).statistics
     if args.one:
-        one(args.one, args.model, Path(args.texts_file), Path(args.result))
+        one(args.one, args.model, Path(args.texts_file), Path(args.result), names)
         return 0
     import torch
     from long_inputs import gflops
@@ -246,7 +260,8 @@ def main() -> int:
 
     print(
         f"# torch {torch.__version__}, {os.cpu_count()} cores, {torch.get_num_threads()} threads; float32 matrix "
-        f"speed {gflops('cpu'):,.0f} GFLOP/s; {args.texts} texts of at most {PIECE} tokens"
+        f"speed {gflops('cpu'):,.0f} GFLOP/s; {args.texts} texts of at most {PIECE} tokens; statistics: "
+        f"{', '.join(names)}"
     )
     configs = args.configs.split(",")
     for model in args.models.split(","):
@@ -257,8 +272,8 @@ def main() -> int:
             files[n].write_text(json.dumps(texts_for(eng, n)))
         del eng
         for r in range(1, args.runs + 1):
-            rows = {c: measured(c, model, files[args.texts]) for c in configs}
-            diff = compare(rows["script"], rows["embedded"]) if {"script", "embedded"} <= set(rows) else {}
+            rows = {c: measured(c, model, files[args.texts], names) for c in configs}
+            diff = compare(rows["script"], rows["embedded"], names) if {"script", "embedded"} <= set(rows) else {}
             print(f"\n## {model}, run {r} of {args.runs} (windows: {rows.get('embedded', {}).get('windows')})")
             print("| config | seconds | texts/s | peak MB | vs floor |")
             print("|---|---:|---:|---:|---:|")
@@ -277,8 +292,8 @@ def main() -> int:
                 )
             sys.stdout.flush()
         if args.memory:
-            big = measured("embedded", model, files[args.memory])
-            small = measured("embedded", model, files[args.texts])
+            big = measured("embedded", model, files[args.memory], names)
+            small = measured("embedded", model, files[args.texts], names)
             print(
                 f"\n{model}: embedded peak memory {small['peak_mb']:,.0f} MB at {args.texts} texts, "
                 f"{big['peak_mb']:,.0f} MB at {args.memory} ({big['peak_mb'] / small['peak_mb'] - 1:+.1%})"

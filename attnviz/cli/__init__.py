@@ -154,6 +154,13 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--actors", type=int, default=2, help="Ray: model-holding actors (a GPU each on a GPU machine)")
     co.add_argument("--threads", type=int, default=1, help="Ray on CPUs: threads per actor")
     co.add_argument("--batch-mb", type=int, default=128, help="the weights of one sub-batch stay under this")
+    co.add_argument(
+        "--statistics",
+        default=None,
+        metavar="NAMES",
+        help="compute only these, comma-separated (entropy,distance,cls,sep,punct,prev,next,self,confidence,first; "
+        "default: every one and a decoder's induction scores)",
+    )
     co.set_defaults(func=cmd_corpus)
     return parser
 

@@ -53,6 +53,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
         threads=args.threads,
         progress=corpus_printer(),
         batch_mb=args.batch_mb,
+        statistics=[s.strip() for s in args.statistics.split(",") if s.strip()] if args.statistics else None,
     )
     m = run.manifest
     c = m["counts"]
@@ -64,7 +65,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     )
     print("tables: " + ", ".join(f"{t}.parquet" for t in ("heads", "examples", "texts", "text_stats")))
     heads = run.heads
-    for stat in ("prev", "first", "entropy"):
+    for stat in (s for s in ("prev", "first", "entropy") if s in m["stats"]):
         rows = heads[heads["stat"] == stat].sort_values("mean", ascending=False).head(3)
         print(
             f"highest mean {stat}: "

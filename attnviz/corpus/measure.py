@@ -42,6 +42,7 @@ class Settings:
     batch_chars: int = 50_000  # characters of documents per batch (a batch: one unit of work, one part on disk)
     batch_mb: int = 128  # every layer's weights of one sub-batch stay under this
     seed: int = 0
+    statistics: tuple[str, ...] = STATS  # the statistics computed (in STATS order whatever order they are asked in)
 
     def __post_init__(self) -> None:
         least = {"window": 4, "top": 1, "sample": 10, "keys": 1, "bins": 2, "batch_chars": 1, "batch_mb": 1}
@@ -53,10 +54,23 @@ class Settings:
             raise ValueError(
                 f"confidence can leave out {', '.join(confidence_keys_ok)}, not {self.confidence_excludes!r}"
             )
+        asked = [self.statistics] if isinstance(self.statistics, str) else list(self.statistics)
+        unknown = [s for s in asked if s not in STATS]
+        if unknown or not asked:
+            raise ValueError(
+                f"the statistics are {', '.join(STATS)}; not {', '.join(map(repr, unknown)) or 'none of them'}"
+            )
+        object.__setattr__(self, "statistics", tuple(s for s in STATS if s in asked))
 
     def as_dict(self) -> dict:
-        """The settings as the manifest writes them."""
-        return asdict(self)
+        """The settings as the manifest writes them (every statistic, the default, is not written: a run's folder
+        and manifest are those of a run made before statistics could be chosen)."""
+        out = asdict(self)
+        if self.statistics == STATS:
+            del out["statistics"]
+        else:
+            out["statistics"] = list(self.statistics)
+        return out
 
 
 @dataclass
@@ -118,8 +132,9 @@ class Partial:
     """A batch's results (see the module's docstring); `merge` combines several, `to_bytes` / `from_bytes` carry one.
 
     texts: one dict per window (doc, window, source, text, tokens, special); stats (W, S, L, H): each window's
-    statistics in STATS order; top_*: (S, L, H, k) values and ids (doc, window, query) with (S, L, H, k, K) keys and
-    weights; sample_*: (Q,) priorities and ids, (Q, S, L, H) values, (Q, L, H, K) keys and weights."""
+    statistics in the settings' order (Settings.statistics); top_*: (S, L, H, k) values and ids (doc, window,
+    query) with (S, L, H, k, K) keys and weights; sample_*: (Q,) priorities and ids, (Q, S, L, H) values,
+    (Q, L, H, K) keys and weights."""
 
     texts: list[dict]
     stats: np.ndarray
@@ -255,15 +270,16 @@ def _sub_batch(weights: tuple[torch.Tensor, ...], encs: list, kind: str, setting
         excluded[i, 0, 0, :n] = ~confidence_keys(enc.axis, settings.confidence_excludes)
     keys[..., 4] = torch.arange(t, dtype=torch.float32)  # positions past a text: their weights are 0
     pairs = tuple(excluded[:, 0, 0].nonzero().T)  # (text, key) pairs a row's maximum leaves out
-    rows = torch.empty(len(STATS), n_l, b, n_h, t)
+    names = settings.statistics
+    rows = torch.empty(len(names), n_l, b, n_h, t)
     for layer in range(n_l):
         w = weights[layer]  # (B, H, T, T): padded keys have weight 0
-        by_stat = row_values(w, None, 0.0, keys, pairs, lengths[:, None, None], 0, kind)
-        for i, name in enumerate(STATS):
+        by_stat = row_values(w, None, 0.0, keys, pairs, lengths[:, None, None], 0, kind, only=names)
+        for i, name in enumerate(names):
             rows[i, layer] = by_stat[name]
     # a window's statistic: its rows averaged as blocks.BlockPass.stats does (over the rows blocks.counted says)
     summed = rows.masked_fill(~real[None, None, :, None, :], float("nan")).nansum(-1).double()  # (S, L, B, H)
-    counts = torch.stack([counted(s, lengths, kind) for s in STATS])  # (S, B): the rows each statistic averages
+    counts = torch.stack([counted(s, lengths, kind) for s in names])  # (S, B): the rows each statistic averages
     stats = (summed / counts[:, None, :, None]).float().permute(2, 0, 1, 3)  # (B, S, L, H)
     flat = real.flatten()
     values = rows.permute(0, 1, 3, 2, 4).flatten(3)[..., flat]  # (S, L, H, Q)
@@ -314,7 +330,7 @@ def _keys_of(
 def measure(engine: BatchedEngine, batch: Batch, settings: Settings, progress=None) -> Partial:
     """The partial results of one batch on one engine (an HFEngine: `batch_weights`); `progress(done, total)` is told
     after each sub-batch (windows)."""
-    n_l, n_h, n_s = engine.n_layers, engine.n_heads, len(STATS)
+    n_l, n_h, n_s = engine.n_layers, engine.n_heads, len(settings.statistics)
     kind = engine.kinds[0]
     windows = [
         (doc, i, source, enc)

@@ -189,7 +189,8 @@ def run(
 
     engine "ray": Ray Data's map_batches with `actors` model-holding actors (a GPU each where there is one, else
     `threads` CPU threads each), on a local Ray started for the run or the cluster RAY_ADDRESS names.
-    extras: a decoder's induction, prefix-matching and duplicate-token scores (repeated random sequences).
+    extras: a decoder's induction, prefix-matching and duplicate-token scores (repeated random sequences), in a run
+    of every statistic only (Settings.statistics: a run of some computes those and nothing else).
     engine_of: how this process gets the model (default: `load`; the door passes its kept engine)."""
     if engine not in ENGINES:
         raise ValueError(f"the engines are {', '.join(ENGINES)}, not {engine!r}")
@@ -217,7 +218,7 @@ def run(
         "fingerprint": fingerprint(corpus),
         "settings": settings.as_dict(),
         "batches": len(batches),
-        "stats": list(STATS),
+        "stats": list(settings.statistics),
     }
     _prepare(folder, manifest)
     _write_json(folder / MANIFEST, manifest)
@@ -256,7 +257,13 @@ def run(
     manifest.update(info)
     _write_json(folder / MANIFEST, manifest)
     return finish(
-        folder, manifest, settings, (lambda: eng) if eng is not None else engine_of, extras, started, progress
+        folder,
+        manifest,
+        settings,
+        (lambda: eng) if eng is not None else engine_of,
+        extras and settings.statistics == STATS,
+        started,
+        progress,
     )
 
 
@@ -270,7 +277,7 @@ def merged_parts(folder: Path, n: int, settings: Settings) -> tuple[Partial, dic
             part = Partial.from_bytes(_part(folder, index).read_bytes())
             if part.texts:
                 texts.add(tables.texts_table(part.texts))
-                stats.add(tables.text_stats_table(part.texts, part.stats))
+                stats.add(tables.text_stats_table(part.texts, part.stats, settings.statistics))
             counts["windows"] += len(part.texts)
             counts["tokens"] += sum(len(t["tokens"]) for t in part.texts)
             counts["documents_cut"] += sum(1 for t in part.texts if t["window"] == 1)
@@ -320,7 +327,7 @@ def finish(
             "heads": n_h,
             "extras": sorted(more),
             "counts": {**counts, "sampled_queries": int(len(merged.sample_priority))},
-            "ranges": {s: tables.value_range(s, settings) for s in STATS},
+            "ranges": {s: tables.value_range(s, settings) for s in settings.statistics},
             "seconds": round(time.time() - started, 2),
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "python": sys.version.split()[0],

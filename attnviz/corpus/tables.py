@@ -62,7 +62,7 @@ def heads_table(
             "hist",
         )
     }
-    for s, name in enumerate(STATS):
+    for s, name in enumerate(settings.statistics):
         lo, hi = value_range(name, settings)
         values = stats[:, s].astype(np.float64)  # (W, L, H)
         qs = np.quantile(values, QUANTILES, axis=0)  # (5, L, H)
@@ -153,7 +153,7 @@ def examples_table(merged: Partial, settings: Settings) -> pa.Table:
                 )
     n_keys = settings.keys
     cols = {
-        "stat": np.concatenate([np.asarray(STATS)[p["s"]] for p in parts]),
+        "stat": np.concatenate([np.asarray(settings.statistics)[p["s"]] for p in parts]),
         "layer": np.concatenate([p["layer"] for p in parts]),
         "head": np.concatenate([p["head"] for p in parts]),
         "kind": np.concatenate([np.full(len(p["s"]), p["kind"]) for p in parts]),
@@ -173,7 +173,7 @@ def examples_table(merged: Partial, settings: Settings) -> pa.Table:
         np.arange(0, keys.size + 1, n_keys, dtype=np.int32), weights.reshape(-1).astype(np.float64)
     )
     table = pa.table(cols)
-    # rows: statistic in STATS order, layer, head, the top before the deciles, decile, rank
+    # rows: statistic in STATS order (Settings.statistics), layer, head, the top before the deciles, decile, rank
     order = np.lexsort(
         (
             cols["rank"],
@@ -194,8 +194,8 @@ def texts_table(texts: list[dict]) -> pa.Table:
     return pa.table(cols)
 
 
-def text_stats_table(texts: list[dict], stats: np.ndarray) -> pa.Table:
-    """One row per (window, layer, head) with every statistic (float32)."""
+def text_stats_table(texts: list[dict], stats: np.ndarray, names: tuple[str, ...] = STATS) -> pa.Table:
+    """One row per (window, layer, head) with every statistic of the run (`names`, float32)."""
     w, _, n_l, n_h = stats.shape
     doc = np.array([t["doc"] for t in texts], np.int64)
     window = np.array([t["window"] for t in texts], np.int64)
@@ -206,7 +206,7 @@ def text_stats_table(texts: list[dict], stats: np.ndarray) -> pa.Table:
         "layer": np.tile(np.repeat(np.arange(n_l), n_h), w),
         "head": np.tile(np.arange(n_h), w * n_l),
     }
-    for s, name in enumerate(STATS):
+    for s, name in enumerate(names):
         cols[name] = stats[:, s].reshape(-1)
     return pa.table(cols)
 

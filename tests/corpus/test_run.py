@@ -13,7 +13,7 @@ import torch
 from attnviz import api
 from attnviz.analysis import head_stats
 from attnviz.blocks import STATS, BlockPass, log_weights
-from attnviz.corpus import readers, tables
+from attnviz.corpus import measure, readers, tables
 from attnviz.corpus import run as corpus_run
 from attnviz.corpus.measure import Settings
 from attnviz.corpus.readers import CorpusError
@@ -113,6 +113,39 @@ def test_a_decoders_run_equals_its_overview_and_adds_its_induction_scores(tmp_pa
     assert np.abs(run.grid("induction") - ind.each["induction"].mean(0).numpy()).max() < 1e-6
     ex = run.examples  # a decoder's first two queries are forced: never an example, in the top or the deciles
     assert len(ex) and (ex["query"] >= 2).all(), sorted(set(ex["query"]))[:5]
+
+
+def test_a_run_of_some_statistics_computes_those_and_equals_the_full_runs_rows(tmp_path, bert_run, monkeypatch):
+    """statistics=[...]: only the statistics asked are computed (row_values is told), and each equals the full run's."""
+    asked = []
+    real = measure.row_values
+
+    def counting(*args, **kwargs):
+        out = real(*args, **kwargs)
+        asked.append(sorted(out))
+        return out
+
+    monkeypatch.setattr(measure, "row_values", counting)
+    some = ["prev", "entropy"]
+    run = api.corpus(DOCS, "default", tmp_path / "some", window=64, batch_chars=600, sample=40, top=5, statistics=some)
+    assert asked and all(a == ["entropy", "prev"] for a in asked)
+    assert run.manifest["stats"] == ["entropy", "prev"] and run.manifest["settings"]["statistics"] == [
+        "entropy",
+        "prev",
+    ]
+    heads, full = run.heads, bert_run.heads
+    assert sorted(set(heads["stat"])) == ["entropy", "prev"]
+    assert heads.equals(full[full["stat"].isin(["entropy", "prev"])].reset_index(drop=True))
+    ex, full_ex = run.examples, bert_run.examples
+    assert ex.equals(full_ex[full_ex["stat"].isin(["entropy", "prev"])].reset_index(drop=True))
+    stats = run.table("text_stats")
+    assert list(stats.columns) == ["doc", "window", "layer", "head", "entropy", "prev"]
+    assert stats.equals(bert_run.table("text_stats")[list(stats.columns)])
+    with pytest.raises(ValueError, match="not 'entropie'"):
+        Settings(statistics=["entropie"])
+    with pytest.raises(ValueError, match="none of them"):
+        Settings(statistics=[])
+    assert "statistics" not in Settings().as_dict()  # every statistic: the folders of earlier runs are found again
 
 
 class Interrupt(Exception):

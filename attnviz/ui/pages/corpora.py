@@ -161,9 +161,10 @@ def render() -> None:
         f"({m['counts']['documents_cut']:,} documents cut into several), {m['counts']['tokens']:,} tokens; "
         f"{m['engine']} run, attnviz {escape.md(m['attnviz'])}."
     )
-    names = {**head_stats.NAMES, **{k: v for k, v in EXTRA_NAMES.items() if k in m.get("extras", [])}}
+    computed = {k: v for k, v in head_stats.NAMES.items() if k in m["stats"]}  # a run may compute some only
+    names = {**computed, **{k: v for k, v in EXTRA_NAMES.items() if k in m.get("extras", [])}}
     if m.get("kind") == "causal":  # a decoder's query never sees the token after it: that share is 0 by construction
-        names.pop("next")
+        names.pop("next", None)
     a, b = st.columns([3, 2])
     stat = state.bound(
         a.selectbox,
@@ -171,7 +172,7 @@ def render() -> None:
         list(names),
         url="stat",
         key="co.stat",
-        default="entropy",
+        default="entropy" if "entropy" in names else next(iter(names)),
         valid=lambda v: v in names,
         format_func=names.get,
     )
@@ -187,10 +188,14 @@ def render() -> None:
         disabled=stat in EXTRA_NAMES,
     )
     value = "mean" if stat in EXTRA_NAMES else value
-    means = {s: run.grid(s) for s in head_stats.NAMES}
     texts = run.texts
-    uniform = sum(head_stats.uniform_entropy_of(n, m["kind"]) for n in texts["n_tokens"]) / len(texts)
-    labels = head_stats.labels(means, uniform, m["kind"])
+    if len(computed) == len(head_stats.NAMES):
+        means = {s: run.grid(s) for s in head_stats.NAMES}
+        uniform = sum(head_stats.uniform_entropy_of(n, m["kind"]) for n in texts["n_tokens"]) / len(texts)
+        labels = head_stats.labels(means, uniform, m["kind"])
+    else:  # a head's label needs every statistic
+        labels = [[""] * m["heads"] for _ in range(m["layers"])]
+        st.caption(f"This run computed {', '.join(computed)} only: the heads are not labelled.")
     grid = run.grid(stat, value)
     event = st.plotly_chart(
         stat_charts.stat_grid(grid, labels, f"{stat} ({value})", style=inputs.style),

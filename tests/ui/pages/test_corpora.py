@@ -94,6 +94,22 @@ def test_a_decoders_run_does_not_offer_the_next_token_share(tiny_llama_dir):
     assert colour.value == "entropy"
 
 
+@pytest.mark.slow  # a corpus run
+def test_a_run_of_some_statistics_offers_those_and_labels_no_head():
+    """A run made with statistics=[...] holds those only: the page offers them, a link naming another gets the
+    first of them, and the grid's cells carry no label (a label needs every statistic)."""
+    some = api.corpus(
+        list(head_stats.CORPUS[:4]), "default", RUNS / "sentences-some", window=32, statistics=["prev", "self"]
+    )
+    at = _page(run=some.folder.name, stat="entropy")
+    _ok(at)
+    colour = at.selectbox(key="co.stat")
+    assert colour.options == [head_stats.NAMES["prev"], head_stats.NAMES["self"]] and colour.value == "prev"
+    grid = _charts(at)[0]
+    assert np.allclose(array(grid["data"][0]["z"]), some.grid("prev"), atol=1e-6)
+    assert any("computed prev, self only" in c.value for c in at.caption)
+
+
 def test_a_statistic_constant_over_the_corpus_shows_a_sentence_not_examples(smollm2_hf):
     """SmolLM2's texts have no [CLS]: its share on [CLS] is 0 for every query, and the page listed "top examples" at
     0.000 anyway. Now it says so; a varying statistic still shows its examples, and the caption says how equal
