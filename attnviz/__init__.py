@@ -12,9 +12,14 @@ nothing until a function is called:
 
 import sys
 import types
+import warnings
 from typing import TYPE_CHECKING
 
 from attnviz.version import __version__
+
+# In a notebook without ipywidgets, tqdm.auto (imported by huggingface_hub as transformers loads) warns "IProgress not
+# found" in the first cell that loads a model: noise in a cell where attnviz draws no progress bar.
+warnings.filterwarnings("ignore", message="IProgress not found")
 
 if TYPE_CHECKING:  # what a type checker sees of the door (at run time the names load on first use: __getattr__)
     from attnviz.api import (

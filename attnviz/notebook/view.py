@@ -1,16 +1,22 @@
-"""The notebook view: the app's own figures as one self-contained HTML block, and attention a user already has.
+"""The notebook view: the app's own figures as one HTML block, and attention a user already has.
 
 A view is the same builders the Heads page and the Model overview draw with (figures.interactive): the layer x head
 grid coloured by a statistic (or, for cross-attention, every head as a small map), every head of one layer on one
-colour scale, one head large. Its HTML carries plotly.js inlined from the installed plotly package and the figures'
-data inline: nothing is fetched, no CDN, no require.js, no network probe. plotly.js is wrapped so that a page with
-require.js (the classic Notebook) does not take it as an AMD module. Maps are pooled past a stated size, as in the
-app: SIDES below; the view says its size in bytes before a user embeds it (`View.size`, and its first line).
+colour scale, one head large. Nothing is fetched (no CDN, no require.js, no network probe): plotly.js is inlined from
+the installed plotly package, once per kernel, in the first view a notebook shows (a view written to a file always
+carries it); each later view carries its figures' data and waits for that copy. plotly.js is wrapped so that a page
+with require.js (the classic Notebook) does not take it as an AMD module. Under each figure lies a still picture of
+it (figures.static, a PNG inline), hidden once the figure draws: a notebook opened untrusted, or shown where scripts
+do not run (GitHub), shows the pictures instead of blank areas. Maps are pooled past a stated size, as in the app:
+SIDES below; the view says its size in bytes before a user embeds it (`View.size`, and its first line).
 """
 
 from __future__ import annotations
 
+import base64
 import functools
+import json
+import sys
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,29 +30,46 @@ import plotly.io as pio
 import torch
 
 from attnviz.analysis import head_stats
-from attnviz.figures import export, interactive, lazy_maps, stat_charts
+from attnviz.figures import export, interactive, lazy_maps, stat_charts, static
 from attnviz.figures.style import Style
 from attnviz.result import Attention, AttentionKind, AttentionResult
 from attnviz.tokens import TokenAxis, named_special, shown
 
-# A click on a map of the layer's grid draws that head in the one-head map below it, with the grid's data (its maps
-# pool past SIDES["layer"] tokens a side: the title says so when they do) and the one-head map's own layout.
-CLICK_JS = """<script type='text/javascript'>(function () {
-  var grid = document.getElementById('{grid}'), head = document.getElementById('{head}');
-  if (!grid || !head || !grid.on) return;
-  grid.on('plotly_click', function (event) {
-    var t = event.points[0].fullData, layout = head.layout;  // fullData: its z decoded, rows of numbers
-    var title = (grid.layout.title.text || '').split(':')[0] + ', ' + t.name
-      + (/pooled/.test(grid.layout.title.text || '') ? ' (pooled as in the grid above)' : '');
-    var trace = {type: 'heatmap', z: t.z, x: t.x, y: t.y, coloraxis: 'coloraxis', name: t.name,
-                 hovertemplate: t.hovertemplate};
-    var top = 0;
-    for (var i = 0; i < t.z.length; i++) for (var j = 0; j < t.z[i].length; j++) top = Math.max(top, t.z[i][j] || 0);
-    var colours = Object.assign({}, layout.coloraxis, {cmin: 0, cmax: top});  // this head's own scale, as drawn
-    Plotly.react(head, [trace], Object.assign({}, layout, {coloraxis: colours,
-                                                            title: Object.assign({}, layout.title, {text: title})}));
-  });
+# Draws the view's figures once plotly.js is on the page (a notebook's later views wait for the first one's copy),
+# each over its still, which is then hidden; a click on a map of the layer's grid draws that head in the one-head map
+# below it, with the grid's data (its maps pool past SIDES["layer"] tokens a side: the title says so when they do)
+# and the one-head map's own layout. Where scripts do not run (untrusted, GitHub), the stills are what shows.
+DRAW_JS = """<script type='text/javascript'>(function () {
+  var figs = {figs}, id = '{ident}', click = {click}, config = {config}, tries = 0;
+  function wire(grid, head) {
+    grid.on('plotly_click', function (event) {
+      var t = event.points[0].fullData, layout = head.layout;  // fullData: its z decoded, rows of numbers
+      var title = (grid.layout.title.text || '').split(':')[0] + ', ' + t.name
+        + (/pooled/.test(grid.layout.title.text || '') ? ' (pooled as in the grid above)' : '');
+      var trace = {type: 'heatmap', z: t.z, x: t.x, y: t.y, coloraxis: 'coloraxis', name: t.name,
+                   hovertemplate: t.hovertemplate};
+      var top = 0;
+      for (var i = 0; i < t.z.length; i++) for (var j = 0; j < t.z[i].length; j++) top = Math.max(top, t.z[i][j] || 0);
+      var colours = Object.assign({}, layout.coloraxis, {cmin: 0, cmax: top});  // this head's own scale, as drawn
+      Plotly.react(head, [trace], Object.assign({}, layout, {coloraxis: colours,
+                                                              title: Object.assign({}, layout.title, {text: title})}));
+    });
+  }
+  function draw() {
+    if (!window.Plotly) { if (++tries < 1200) setTimeout(draw, 50); return; }  // up to a minute
+    Promise.all(figs.map(function (f, i) {
+      var div = document.getElementById(id + '-' + i);
+      return div && Plotly.newPlot(div, f.data, f.layout, config).then(function () {
+        var still = document.getElementById(id + '-' + i + '-still');
+        if (still) still.style.display = 'none';
+      });
+    })).then(function () {
+      if (click) wire(document.getElementById(id + '-1'), document.getElementById(id + '-2'));
+    });
+  }
+  draw();
 })();</script>"""
+_PLOTLY_SENT = False  # whether this kernel has shown a view with plotly.js (each later one draws with that copy)
 SIDES = {"overview": interactive.OVERVIEW_THUMB, "layer": 96, "head": 256}  # tokens a side past which maps pool
 STATISTICS = ("prev", "first", "self", "entropy")
 CONFIG = {"displaylogo": False, "responsive": True}
@@ -111,49 +134,67 @@ class View:
         ]
 
     def _charts(self) -> str:
-        """The figures' HTML, and a click on a head of the layer's grid drawing that head in the one-head map (from
-        the grid's own data, in the page: no kernel round trip, so it works in a saved notebook too)."""
+        """Each figure's still and the place it is drawn in, and DRAW_JS with the figures' data: drawn once plotly.js
+        is on the page; a click on a head of the layer's grid draws that head in the one-head map (from the grid's
+        own data, in the page: no kernel round trip, so it works in a saved notebook too)."""
         ident = f"attnviz-{uuid.uuid4().hex[:12]}"
-        charts = [
-            pio.to_html(fig, include_plotlyjs=False, full_html=False, config=CONFIG, div_id=f"{ident}-{i}")
-            for i, fig in enumerate(self.figures())
-        ]
-        if self.long:  # the long view's head is a zoomable map of positions, not the grid's token maps
-            return "".join(charts)
-        return "".join(charts) + CLICK_JS.replace("{grid}", f"{ident}-1").replace("{head}", f"{ident}-2")
+        figures = self.figures()
+        places = []
+        for i, fig in enumerate(figures):
+            still = base64.b64encode(static.picture(fig)).decode("ascii")
+            about = escape_html(static.plain(fig.layout.title.text) or "attention", quote=True)
+            places.append(
+                f"<div class='attnviz-figure'><img id='{ident}-{i}-still' src='data:image/png;base64,{still}' "
+                f"alt='{about} (a still picture: the interactive figure draws where the notebook runs scripts)' "
+                f"style='max-width:100%;height:auto;display:block'><div id='{ident}-{i}'></div></div>"
+            )
+        data = "[" + ",".join(pio.to_json(fig, validate=False) for fig in figures) + "]"
+        script = (
+            DRAW_JS.replace("{ident}", ident)
+            .replace("{click}", "false" if self.long else "true")  # the long view's head is a map of positions
+            .replace("{config}", json.dumps(CONFIG))
+            .replace("{figs}", data.replace("<", "\\u003c"))  # no "</script>" in a token can end the script
+        )
+        return "".join(places) + script
 
-    def _caption(self) -> str:
+    def _caption(self, plotly: bool) -> str:
         r = self.result
         cut = f" (the text was cut to fit the model: {r.truncated:,} tokens at the end dropped)" if r.truncated else ""
+        js = (
+            f"{len(plotly_js().encode()) / 2**20:.1f} MB of it plotly.js, inlined: nothing is fetched"
+            if plotly
+            else "plotly.js came with this kernel's first view, inlined there; where that output is gone or scripts do "
+            "not run, a still picture of each figure shows"
+        )
         return (
             f"attnviz · {escape_html(r.model)} · {r.kind} · {r.n_layers} layers × {r.n_heads} heads · "
             f"{len(r.target_tokens)} × {len(r.source_tokens)} tokens"
             f"{cut}{' (a long text: maps pooled from its exact weights)' if self.long else ''}"
-            f" · layer {self.layer + 1}, head {self.head + 1} · "
-            f"this output is {{size}} MB ({len(plotly_js().encode()) / 2**20:.1f} MB of it plotly.js, inlined: "
-            f"nothing is fetched); maps pool past {SIDES['layer']} tokens a side for the layer, {SIDES['head']} for "
-            "one head"
+            f" · layer {self.layer + 1}, head {self.head + 1} · this output is {{size}} MB ({js}); maps pool past "
+            f"{SIDES['layer']} tokens a side for the layer, {SIDES['head']} for one head"
         )
 
-    def html(self) -> str:
-        """The view as one HTML block (what a notebook shows): plotly.js inlined, then the figures; its first line
-        states its size. Made once for what the view shows (a notebook asks for it and for the repr's size)."""
-        key = (self.layer, self.head, self.statistic, self.style)
-        if self.__dict__.get("_made", (None,))[0] != key:
-            self.__dict__["_made"] = (key, self._html())
-        return self.__dict__["_made"][1]
+    def html(self, *, plotly: bool = True) -> str:
+        """The view as one HTML block: plotly.js inlined (plotly=False: left out, for a notebook that has it from an
+        earlier view), then each figure over a still picture of it; its first line states its size. Made once for
+        what the view shows (a notebook asks for it and for the repr's size)."""
+        key = (self.layer, self.head, self.statistic, self.style, plotly)
+        made = self.__dict__.setdefault("_made", {})
+        if key not in made:
+            made[key] = self._html(plotly)
+        return made[key]
 
-    def _html(self) -> str:
+    def _html(self, plotly: bool) -> str:
+        js = f"<script type='text/javascript'>{plotly_js()}</script>" if plotly else ""
         page = (
             "<div class='attnviz-view' style='font-family:sans-serif'>"
-            f"<p style='font-size:12px;color:#555'>{self._caption()}</p>"
-            f"<script type='text/javascript'>{plotly_js()}</script>{self._charts()}</div>"
+            f"<p style='font-size:12px;color:#555'>{self._caption(plotly)}</p>{js}{self._charts()}</div>"
         )
         return page.replace("{size}", f"{len(page.encode()) / 2**20:.1f}", 1)
 
     @property
     def size(self) -> int:
-        """How many bytes the HTML output embeds."""
+        """How many bytes the HTML output embeds, plotly.js included (a notebook's first view, or a file)."""
         return len(self.html().encode())
 
     def __repr__(self) -> str:
@@ -161,11 +202,17 @@ class View:
         return (
             f"View of {r.model} ({r.kind}, {r.n_layers} layers × {r.n_heads} heads, {len(r.target_tokens)} tokens): "
             f"layer {self.layer}, head {self.head} (0-based), statistic {self.statistic!r}; "
-            f"{self.size / 2**20:.1f} MB of HTML"
+            f"{self.size / 2**20:.1f} MB of HTML with plotly.js, {len(self.html(plotly=False).encode()) / 2**20:.2f} "
+            "MB without (a notebook's later views)"
         )
 
     def _repr_html_(self) -> str:
-        return self.html()
+        """What a notebook shows: plotly.js with this kernel's first view only (Colab, which shows each output in a
+        frame of its own, gets it every time)."""
+        global _PLOTLY_SENT
+        first = not _PLOTLY_SENT or "google.colab" in sys.modules
+        _PLOTLY_SENT = True
+        return self.html(plotly=first)
 
     def to_html(self, path: str | Path) -> Path:
         """Write the view as a self-contained HTML file that opens with no network; returns the path."""

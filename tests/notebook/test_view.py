@@ -81,11 +81,42 @@ def test_the_html_is_self_contained_and_says_its_size(hf_outputs, tmp_path):
     html = v.html()
     assert not EXTERNAL.search(html)  # no script, stylesheet or frame from the network
     assert "require(" not in html.split("(function (define, module, exports)")[0]  # no require.js loading
-    assert html.count("Plotly.newPlot") == 3 and v.size == len(html.encode())
+    assert html.count("-still' src='data:image/png;base64,") == 3 and v.size == len(html.encode())
     stated = float(re.search(r"this output is ([\d.]+) MB", html).group(1))
     assert abs(stated - v.size / 2**20) < 0.051  # the size is stated on the output itself
     page = v.to_html(tmp_path / "v.html").read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and not EXTERNAL.search(page)
+
+
+def test_a_kernel_gets_plotly_js_once_and_every_view_carries_still_pictures(hf_outputs, monkeypatch):
+    """Ten views made a 48 MiB notebook (plotly.js, 4.6 MB, in each). A kernel's first view carries plotly.js, each
+    later one its figures' data and a still PNG of each figure (what shows where scripts do not run); Colab, whose
+    outputs are frames of their own, gets it every time. A token that closes a script tag stays text."""
+    import base64
+    import io
+    import sys
+
+    from PIL import Image
+
+    attentions, pieces = hf_outputs
+    monkeypatch.setattr(view, "_PLOTLY_SENT", False)  # a fresh kernel
+    pieces = list(pieces)
+    pieces[3] = "</script><b>x"
+    first, second = (view.View(view.result_of(attentions, pieces), layer=k)._repr_html_() for k in (0, 1))
+    js = view.plotly_js()
+    assert js in first and js not in second and "(function (define, module, exports)" not in second
+    assert len(second.encode()) < len(first.encode()) - len(js.encode()) + 100_000
+    assert len(second.encode()) < 800_000, len(second.encode())  # ten such views: well under 8 MiB with the first
+    assert "came with this kernel's first view" in second
+    for html in (first, second):
+        assert "</script><b>" not in html and html.count("</script>") == html.count("<script")
+        stills = re.findall(r"-still' src='data:image/png;base64,([A-Za-z0-9+/=]+)'", html)
+        assert len(stills) == 3
+        for still in stills:  # a real picture of a figure: hundreds of pixels a side, more than a blank
+            img = Image.open(io.BytesIO(base64.b64decode(still)))
+            assert img.width >= 400 and img.height >= 300 and len(img.convert("RGB").getcolors(4096) or []) > 8
+    monkeypatch.setitem(sys.modules, "google.colab", object())
+    assert js in view.View(view.result_of(attentions, pieces))._repr_html_()  # Colab: every output its own frame
 
 
 def test_raw_pieces_read_as_text():

@@ -1,0 +1,240 @@
+"""A still picture of a plotly figure of maps, drawn from the figure itself: what a notebook shows where its scripts
+do not run (a notebook opened untrusted, GitHub's preview).
+
+The picture is laid out as plotly lays the figure out: the same size in pixels (the width a grid is laid out for,
+layout.GRID_WIDTH, where the figure has none), the same margins (widened where the tick labels need it, as plotly's
+automargin does), each heatmap in its axes' domain with its colour scale and range (a shared colour axis: one range
+for every map on it), its category labels where they are shown and few enough to read, the text a heatmap writes in
+its cells (white on a dark cell), the title, the paper-placed annotations (a grid's "Head 5") and one colour bar. Only
+heatmaps are drawn (a grid's click markers are invisible anyway). Drawn with Pillow, not matplotlib (a 12-head grid
+with its labels: 0.1 s, where matplotlib's axes took 2.8 s), in DejaVu Sans (matplotlib's copy); a PNG of at most 128
+colours: a figure's still is tens of kilobytes.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import math
+import re
+from html import unescape
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+from PIL import Image, ImageDraw, ImageFont
+
+from attnviz.figures.layout import CHAR, GRID_WIDTH
+
+MOST_LABELS = 48  # an axis with more categories than this shows none
+DEFAULT_MARGIN = {"l": 80, "r": 80, "t": 100, "b": 80}  # plotly's
+BAR_PX = 70  # the colour bar and its numbers, right of the maps
+MISSING = (200, 200, 200)  # a cell with no value (NaN), as the app's masked colour
+
+
+def plain(text) -> str:
+    """Plotly's text as plain text: <br> a line break, other tags dropped, entities read."""
+    if text is None:
+        return ""
+    return unescape(re.sub(r"<[^>]+>", "", re.sub(r"<br\s*/?>", "\n", str(text))))
+
+
+@functools.cache
+def _font(size: int) -> ImageFont.FreeTypeFont:
+    import matplotlib
+
+    return ImageFont.truetype(str(Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"), size)
+
+
+def _colour(c: str) -> tuple[float, float, float]:
+    """A plotly colour ("#440154", "rgb(68,1,84)", "rgba(...)", a name) as RGB in 0..255."""
+    m = re.match(r"rgba?\(([^)]*)\)", c.strip())
+    if m:
+        r, g, b = (float(v) for v in m.group(1).split(",")[:3])
+        return r, g, b
+    from matplotlib.colors import to_rgb
+
+    r, g, b = to_rgb(c)
+    return 255 * r, 255 * g, 255 * b
+
+
+def _scale(scale) -> tuple[np.ndarray, np.ndarray]:
+    """A plotly colour scale, ((position, colour), ...), as positions (n,) and RGB (n, 3)."""
+    if not scale:
+        scale = go.Figure(go.Heatmap(z=[[0]], colorscale="Plasma")).data[0].colorscale  # plotly's default
+    return np.array([float(p) for p, _ in scale]), np.array([_colour(c) for _, c in scale])
+
+
+def _paint(z: np.ndarray, scale, lo: float, hi: float) -> np.ndarray:
+    """(rows, cols, 3) uint8: each value's colour on the scale over lo..hi; no value: MISSING."""
+    at, rgb = _scale(scale)
+    t = np.clip((z - lo) / (hi - lo if hi > lo else 1.0), 0.0, 1.0)
+    out = np.stack([np.interp(np.nan_to_num(t), at, rgb[:, c]) for c in range(3)], -1)
+    out[~np.isfinite(z)] = MISSING
+    return out.round().astype(np.uint8)
+
+
+def _ranges(fig: go.Figure) -> dict[str, tuple[float, float]]:
+    """Each colour axis's range: its cmin/cmax where set, else the finite values of every map on it."""
+    out: dict[str, tuple[float, float]] = {}
+    for trace in fig.data:
+        if trace.type == "heatmap" and trace.coloraxis:
+            z = np.asarray(trace.z, dtype=float)
+            lo, hi = out.get(trace.coloraxis, (np.inf, -np.inf))
+            if np.isfinite(z).any():
+                out[trace.coloraxis] = (min(lo, float(np.nanmin(z))), max(hi, float(np.nanmax(z))))
+    for name, (lo, hi) in list(out.items()):
+        axis = fig.layout[name]
+        out[name] = (lo if axis.cmin is None else axis.cmin, hi if axis.cmax is None else axis.cmax)
+    return out
+
+
+def _shown(values, axis) -> list[str]:
+    """An axis's category labels as plotly shows them: none where hidden or too many to read."""
+    if values is None or axis.showticklabels is False or len(values) > MOST_LABELS:
+        return []
+    return [plain(v) for v in values]
+
+
+def _tick_size(axis, fig: go.Figure) -> int:
+    font = axis.tickfont.size if axis.tickfont and axis.tickfont.size else None
+    return round(font or (fig.layout.font.size if fig.layout.font and fig.layout.font.size else 12))
+
+
+def _maps(fig: go.Figure):
+    """Each heatmap with its axes: (trace, x axis, y axis)."""
+    lay = fig.layout
+    for trace in fig.data:
+        if trace.type == "heatmap":
+            yield trace, lay["xaxis" + (trace.xaxis or "x")[1:]], lay["yaxis" + (trace.yaxis or "y")[1:]]
+
+
+def _margins(fig: go.Figure) -> dict[str, float]:
+    """The figure's margins, widened where its maps' tick labels need room (plotly's automargin), and the bar's."""
+    lay = fig.layout
+    margin = {
+        k: (getattr(lay.margin, k) if getattr(lay.margin, k) is not None else v) for k, v in DEFAULT_MARGIN.items()
+    }
+    for trace, xa, ya in _maps(fig):
+        ys, xs = _shown(trace.y, ya), _shown(trace.x, xa)
+        if ys and (ya.domain or (0, 1))[0] is not None:
+            margin["l"] = max(margin["l"], CHAR * _tick_size(ya, fig) * max(map(len, ys)) + 10)
+        if xs:
+            turn = abs(math.sin(math.radians(xa.tickangle or 0)))
+            margin["b"] = max(
+                margin["b"], CHAR * _tick_size(xa, fig) * max(map(len, xs)) * turn + _tick_size(xa, fig) + 10
+            )
+    margin["r"] = max(margin["r"], BAR_PX)  # plotly takes its colour bar's room from the plot where the margin lacks it
+    return margin
+
+
+def _text(canvas: Image.Image, xy, text: str, size: int, anchor: str, fill=(0, 0, 0), angle: float = 0) -> None:
+    """Text at a point, anchored as Pillow's anchors say ("mm": its middle), turned `angle` degrees anticlockwise
+    about that point."""
+    if not angle:
+        ImageDraw.Draw(canvas).multiline_text(
+            xy, text, font=_font(max(6, size)), fill=fill, anchor=anchor, align="center"
+        )
+        return
+    turned = _turned(text, max(6, size), fill, angle)
+    # anchored at its right end's middle (a turned axis label ends at its tick), as "rm"
+    dx = turned.width if anchor.startswith("r") else turned.width // 2
+    canvas.paste(turned, (round(xy[0] - dx), round(xy[1])), turned)
+
+
+@functools.lru_cache(maxsize=4096)
+def _turned(text: str, size: int, fill, angle: float) -> Image.Image:
+    """A label drawn and turned once (a grid's maps repeat their tokens' labels)."""
+    font = _font(size)
+    left, top, right, bottom = font.getbbox(text)
+    label = Image.new("RGBA", (round(right - left) + 2, round(bottom - top) + 2), (255, 255, 255, 0))
+    ImageDraw.Draw(label).text((1 - left, 1 - top), text, font=font, fill=fill)
+    return label.rotate(angle, expand=True, resample=Image.Resampling.BICUBIC)
+
+
+def picture(fig: go.Figure) -> bytes:
+    """A PNG of the figure's heatmaps, labels, titles and colour bar, laid out as plotly lays them out (the module's
+    docstring)."""
+    lay = fig.layout
+    width, height = round(lay.width or GRID_WIDTH + 40), round(lay.height or 450)
+    margin = _margins(fig)
+    plot = (margin["l"], height - margin["b"], max(1.0, width - margin["l"] - margin["r"]))
+    plot_h = max(1.0, height - margin["t"] - margin["b"])
+    canvas = Image.new("RGB", (width, height), "white")
+    ranges = _ranges(fig)
+    bar = None
+    for trace, xa, ya in _maps(fig):
+        (x0, x1), (y0, y1) = xa.domain or (0, 1), ya.domain or (0, 1)
+        box = (plot[0] + x0 * plot[2], plot[1] - y1 * plot_h, plot[0] + x1 * plot[2], plot[1] - y0 * plot_h)
+        bar = _draw_map(canvas, fig, trace, xa, ya, box, ranges) or bar
+    if lay.title and lay.title.text:
+        _text(canvas, (8, 8), plain(lay.title.text), 14, "la")
+    for note in lay.annotations or ():
+        if note.xref == "paper" and note.yref == "paper" and note.text:
+            at = (plot[0] + note.x * plot[2], plot[1] - note.y * plot_h - 2)
+            _text(canvas, at, plain(note.text), round((note.font.size if note.font else None) or 12), "md")
+    if bar is not None:
+        _colour_bar(canvas, bar, (width - BAR_PX + 8, margin["t"], 14, plot_h))
+    return _small_png(canvas)
+
+
+def _draw_map(canvas: Image.Image, fig: go.Figure, trace, xa, ya, box, ranges):
+    """One heatmap in its box (left, top, right, bottom px) with its labels and cell text; its (scale, lo, hi), or
+    None where nothing was drawn."""
+    left, top, right, bottom = box
+    z = np.asarray(trace.z, dtype=float)
+    if z.ndim != 2 or not z.size or right - left < 2 or bottom - top < 2:
+        return None
+    if trace.coloraxis:
+        scale, (lo, hi) = fig.layout[trace.coloraxis].colorscale, ranges.get(trace.coloraxis, (0.0, 1.0))
+    else:
+        finite = z[np.isfinite(z)]
+        scale = trace.colorscale
+        lo = trace.zmin if trace.zmin is not None else float(finite.min()) if finite.size else 0.0
+        hi = trace.zmax if trace.zmax is not None else float(finite.max()) if finite.size else 1.0
+    n_rows, n_cols = z.shape
+    down = ya.autorange == "reversed"  # the first row on top; else at the bottom, as plotly draws it
+    rgb = _paint(z if down else z[::-1], scale, lo, hi)  # rows as they stand, top to bottom
+    at = tuple(round(v) for v in box)
+    canvas.paste(Image.fromarray(rgb).resize((at[2] - at[0], at[3] - at[1]), Image.Resampling.NEAREST), at[:2])
+    cell_w, cell_h = (right - left) / n_cols, (bottom - top) / n_rows
+    row_y = [top + (i if down else n_rows - 1 - i) * cell_h + cell_h / 2 for i in range(n_rows)]
+    for i, label in enumerate(_shown(trace.y, ya)[:n_rows]):
+        _text(canvas, (left - 4, row_y[i]), label, _tick_size(ya, fig), "rm")
+    angle = -(xa.tickangle or 0)
+    for j, label in enumerate(_shown(trace.x, xa)[:n_cols]):
+        _text(
+            canvas,
+            (left + (j + 0.5) * cell_w, bottom + 4),
+            label,
+            _tick_size(xa, fig),
+            "rt" if angle else "mt",
+            angle=angle,
+        )
+    if trace.text is not None and trace.texttemplate:
+        size = round((trace.textfont.size if trace.textfont else None) or 10)
+        shade = rgb @ np.array([0.299, 0.587, 0.114])  # a cell's lightness, rows as they stand
+        for i, row in enumerate(trace.text):
+            for j, cell in enumerate(row):
+                dark = shade[i if down else n_rows - 1 - i, j] < 128
+                at_cell = (left + (j + 0.5) * cell_w, row_y[i])
+                _text(canvas, at_cell, plain(cell), size, "mm", (255, 255, 255) if dark else (0, 0, 0))
+    return scale, lo, hi
+
+
+def _colour_bar(canvas: Image.Image, bar, box) -> None:
+    """One colour bar: the scale from lo (bottom) to hi (top), five values written beside it."""
+    scale, lo, hi = bar
+    x, y, w, h = (round(v) for v in box)
+    ramp = _paint(np.linspace(hi, lo, max(h, 2))[:, None].repeat(w, 1), scale, lo, hi)
+    canvas.paste(Image.fromarray(ramp), (x, y))
+    for k in range(5):
+        value = lo + (hi - lo) * k / 4
+        _text(canvas, (x + w + 3, y + h - k * h / 4), f"{value:.2g}", 10, "lm")
+
+
+def _small_png(canvas: Image.Image) -> bytes:
+    """The picture as a PNG of at most 128 colours: a map's flat cells compress well."""
+    out = io.BytesIO()
+    canvas.quantize(colors=128).save(out, format="png", optimize=True)
+    return out.getvalue()

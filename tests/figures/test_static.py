@@ -1,0 +1,80 @@
+"""A still picture of a plotly figure: laid out as plotly lays it out, each map in its axes' domain, its colours
+from the figure's colour scale and range, rows the way the axis runs."""
+
+import io
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+from PIL import Image
+
+from attnviz.figures import interactive, static
+from attnviz.result import AttentionResult
+from attnviz.tokens import TokenAxis
+
+
+def _rgb(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+
+
+def test_a_map_is_drawn_in_its_domain_with_its_colours_rows_as_the_axis_runs():
+    """Two maps side by side on one colour axis (black to white, 0..1): each cell's pixel has its value's colour,
+    the first row on top where the axis is reversed, at the bottom where it is not."""
+    z = [[0.0, 1.0], [1.0, 0.0]]
+    fig = go.Figure(
+        [
+            go.Heatmap(z=z, coloraxis="coloraxis", xaxis="x", yaxis="y"),
+            go.Heatmap(z=[[1.0, 1.0], [0.0, 0.0]], coloraxis="coloraxis", xaxis="x2", yaxis="y2"),
+        ],
+        layout={
+            "width": 600,
+            "height": 300,
+            "margin": {"l": 50, "r": 80, "t": 50, "b": 50},
+            "coloraxis": {"colorscale": [[0, "rgb(0,0,0)"], [1, "#ffffff"]]},
+            "xaxis": {"domain": [0, 0.45], "showticklabels": False},
+            "yaxis": {"domain": [0, 1], "autorange": "reversed", "showticklabels": False},
+            "xaxis2": {"domain": [0.55, 1], "showticklabels": False},
+            "yaxis2": {"domain": [0, 1], "showticklabels": False},
+        },
+    )
+    px = _rgb(static.picture(fig))
+    assert px.shape == (300, 600, 3)  # plotly's size in pixels
+    plot_w, plot_h = 600 - 50 - max(80, static.BAR_PX), 300 - 100
+
+    def at(domain_x, fx, fy):  # fy from the plot's top
+        x0, x1 = domain_x
+        return px[int(50 + fy * plot_h), int(50 + (x0 + fx * (x1 - x0)) * plot_w)]
+
+    black, white = [0, 0, 0], [255, 255, 255]
+    assert at((0, 0.45), 0.25, 0.25).tolist() == black  # row 0 on top (reversed): z[0][0] = 0
+    assert at((0, 0.45), 0.75, 0.25).tolist() == white
+    assert at((0, 0.45), 0.25, 0.75).tolist() == white
+    assert at((0.55, 1), 0.25, 0.25).tolist() == black  # not reversed: row 0 ([1, 1]) at the bottom, row 1 on top
+    assert at((0.55, 1), 0.25, 0.75).tolist() == white
+    gap = px[150, int(50 + 0.5 * plot_w)]  # between the domains: the page
+    assert gap.tolist() == white
+
+
+def test_a_layer_grid_picture_is_the_grids_size_with_a_map_per_head():
+    """The notebook's layer grid (figures.interactive.head_grid) as a still: plotly's height, the grid's width, and
+    each head's map where its domain puts it (not the page's white)."""
+    torch.manual_seed(0)
+    w = torch.softmax(torch.randn(1, 4, 6, 6), -1)
+    axis = TokenAxis(tuple("abcdef"), (False,) * 6, tuple(range(6)), ((0, 0),) * 6)
+    fig = interactive.head_grid(AttentionResult(w, axis, axis, "self", "m"), 0)
+    px = _rgb(static.picture(fig))
+    assert px.shape[0] == round(fig.layout.height)
+    lay, margin = fig.layout, fig.layout.margin
+    width = px.shape[1]
+    plot_w = width - margin.l - max(margin.r or 80, static.BAR_PX)
+    plot_h = px.shape[0] - (margin.t or 100) - margin.b
+    for h in range(4):
+        sx = "" if h == 0 else str(h + 1)
+        (x0, x1), (y0, y1) = lay[f"xaxis{sx}"].domain, lay[f"yaxis{sx}"].domain
+        cx = int(margin.l + (x0 + x1) / 2 * plot_w)
+        cy = int(px.shape[0] - margin.b - (y0 + y1) / 2 * plot_h)
+        assert px[cy, cx].tolist() != [255, 255, 255], h  # a map is drawn there
+
+
+def test_plotly_text_reads_as_plain_text():
+    assert static.plain("Layer 3<br>head &amp; <b>5</b>") == "Layer 3\nhead & 5"
