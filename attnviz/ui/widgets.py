@@ -41,25 +41,32 @@ class Options:
         return dict(self.__dict__)
 
 
-TOGGLES = (  # field, URL key, label, help
+TOGGLES = (  # field, URL key, label (plain words), help (the jargon, and what it does)
     (
         "hide_special",
         "hide",
-        "Hide special tokens",
-        "Leave out the tokenizer's own markers ({specials}); rows are renormalised over the tokens left.",
+        "Hide the model's markers",
+        "Leave out the tokenizer's own markers, its special tokens ({specials}); rows are renormalised over the "
+        "tokens left.",
     ),
-    ("merge_words", "merge", "Merge word pieces", "Sum over a word's key pieces, mean over its query pieces."),
+    (
+        "merge_words",
+        "merge",
+        "Show whole words",
+        "A word the tokenizer cut into pieces (word pieces: BERT marks each piece after the first with ##) is shown "
+        "as one: the attention it receives summed over its pieces, what it gives averaged over them.",
+    ),
     (
         "first_aside",
         "sink",
-        "Set the first token aside",
+        "Leave out the first token",
         "Many heads park most of their attention on the first token (an attention sink), which darkens the rest of "
         "the map. This drops its row and column and renormalises every row over the tokens left.",
     ),
     (
         "value_weight",
         "value",
-        "Weight by what each key sends",
+        "Count what each token passes on",
         "Multiply each attention weight α by the size of what that key sends through the head, the length of its "
         "value vector after the output projection, ‖f(x)‖ (Kobayashi et al. 2020: the map then shows ‖α f(x)‖), rows "
         "renormalised. A key that is attended to but sends almost nothing fades. For the models attnviz rebuilds: "
