@@ -45,6 +45,7 @@ def _overview(**params):
 
 
 PAGES_ALL = [
+    "start",
     "heads",
     "inside",
     "compare",

@@ -23,8 +23,10 @@ FAILED = (
     "running this server (the details are in its log)."
 )
 
-# (URL path = the page's module in attnviz/ui/pages and its file in app_pages/, title, icon); the first is the default
+# (URL path = the page's module in attnviz/ui/pages and its file in app_pages/, title, icon), in the navigation's
+# order; DEFAULT is the page at the app's own URL
 PAGES = (
+    ("start", "Start here", ":material/school:"),
     ("heads", "Heads", ":material/grid_view:"),
     ("inside", "Inside multi-head attention", ":material/calculate:"),
     ("compare", "Self vs masked vs cross", ":material/compare:"),
@@ -40,6 +42,7 @@ PAGES = (
     ("classroom", "Class", ":material/groups:"),
 )
 
+DEFAULT = "heads"
 CLASS_AT = [stem for stem, _, _ in PAGES].index("classroom")
 
 # What the server is started with (attnviz serve passes these as flags; the repository's .streamlit/config.toml says
@@ -63,8 +66,7 @@ def file_pages(folder: str = "app_pages") -> tuple:
     """The pages as files in `folder` (relative to the main script), made once per server: each st.Page resolves its
     file (a class of 100 redrawing at once paid for it 1,200 times)."""
     return tuple(
-        st.Page(f"{folder}/{stem}.py", title=title, icon=icon, default=i == 0)
-        for i, (stem, title, icon) in enumerate(PAGES)
+        st.Page(f"{folder}/{stem}.py", title=title, icon=icon, default=stem == DEFAULT) for stem, title, icon in PAGES
     )
 
 
@@ -78,9 +80,9 @@ def render_pages() -> tuple:
             title=title,
             icon=icon,
             url_path=stem,
-            default=i == 0,
+            default=stem == DEFAULT,
         )
-        for i, (stem, title, icon) in enumerate(PAGES)
+        for stem, title, icon in PAGES
     )
 
 

@@ -19,7 +19,7 @@ from attnviz.result import Attention, Results, head_index
 from attnviz.tokens import plain_labels
 from attnviz.ui import cache, class_panel, controls, routes, seat
 from attnviz.ui.controls import Inputs
-from attnviz.ui.frame import PAGES
+from attnviz.ui.frame import DEFAULT, PAGES
 from attnviz.ui.halt import halt
 from attnviz.ui.seat import Seat
 
@@ -172,7 +172,7 @@ def ask(
     the last head the teacher showed, on `page`."""
     st.subheader(f"Ask the class about layer {layer + 1}, head {head + 1}")
     titles = {stem: title for stem, title, _ in PAGES}
-    title = titles.get(page or PAGES[0][0]) if page is not None else None  # "": the first page's URL (Heads)
+    title = titles.get(page or DEFAULT) if page is not None else None  # "": the app's own URL (Heads)
     if title:
         st.caption(f"The head you showed last, on the {title} page. Show another head on any page to ask about it.")
     else:
