@@ -28,6 +28,7 @@ from attnviz.figures.layout import (
     EVERY_TICK,
     GRID_WIDTH,
     MAIN_PX,
+    PROJECTOR_SCREEN_PX,
     bar_px,
     labels_fit,
     ordinal,
@@ -151,7 +152,6 @@ def maps_grid(
     xs, ys = pooled_labels(cols, fk), pooled_labels(rows, fq)
     n = maps.shape[0]
     columns = min(columns or grid_columns(n), n)
-    n_rows = math.ceil(n / columns)
     traces = [
         go.Heatmap(
             z=maps[h],
@@ -166,22 +166,20 @@ def maps_grid(
         for h in range(n)
     ]
     font, n_tok = style.font_size, max(len(xs), len(ys))
-    left_px = CHAR * font * max((len(y) for y in ys), default=0) + 6  # a map's row labels
     # Every token labelled on every map up to 64 tokens, where a map as wide as the column gives each its line (on
-    # a projector's larger labels, up to about 40); past that no labels on the grid, and the title says so.
-    labelled = n_tok <= EVERY_LABEL and labels_fit(n_tok, font) <= GRID_WIDTH - left_px
-    left_px = left_px if labelled else 0
-    below_px = 0.87 * CHAR * font * max((len(x) for x in xs), default=0) + 6 if labelled else 0  # turned 60°
-    if labelled:  # as many maps a row as leave each token a label's line
-        side_needed = labels_fit(max(len(xs), len(ys)), font)
-        columns = max(1, min(columns, int((GRID_WIDTH - left_px) // (side_needed + left_px + 10))))
-        n_rows = math.ceil(n / columns)
-    side = (GRID_WIDTH - left_px - (columns - 1) * (left_px + 10)) / columns  # px of one map
-    if not labelled:
-        side = max(side, 260 if style.projector else 220) if columns > 1 else side
-    else:  # no taller than its labels need: a projector's one map a row, square, made the grid 11,000 px tall
-        side = min(side, max(1.25 * labels_fit(n_tok, font), 260))
+    # a projector's larger labels, up to about 40); past that no labels on the grid, and the title says so. On a
+    # projector the grid fits one screen (PROJECTOR_SCREEN_PX): where labelled maps would not (one a row: 7,048 px
+    # for BERT's 12 heads), the grid is unlabelled and the title says where the tokens are labelled.
+    row_px = CHAR * font * max((len(y) for y in ys), default=0) + 6  # a map's row labels
+    labelled = n_tok <= EVERY_LABEL and labels_fit(n_tok, font) <= GRID_WIDTH - row_px
+    asked = columns
+    columns, n_rows, side, left_px, below_px = _grid_geometry(n, asked, xs, ys, font, labelled, style.projector)
     title_px = font + 16
+    one_screen = False
+    if labelled and style.projector and n_rows * (side + below_px + title_px) + 80 > PROJECTOR_SCREEN_PX:
+        labelled = False
+        one_screen = True
+        columns, n_rows, side, left_px, below_px = _grid_geometry(n, asked, xs, ys, font, False, True)
     height = n_rows * (side + below_px + title_px) + 80
     plot_h = height - 80 - below_px
     gap_x = (left_px + 10) / (GRID_WIDTH - left_px)
@@ -189,12 +187,37 @@ def maps_grid(
     layout = _grid_layout(n, columns, gap_x, gap_y, labelled)
     fig = go.Figure(data=traces, layout=layout)
     pooling = "" if fq == fk == 1 else f" — pooled {fq}×{fk} tokens a cell; pick a head for full detail"
-    if not labelled and fq == fk == 1:
+    if one_screen and fq == fk == 1:
+        pooling = f" — projector: {n_tok} {ONE_HEAD_LABELLED}"  # the grid on one screen
+    elif not labelled and fq == fk == 1:
         pooling = f" — {n_tok} tokens, too many to label on each map: hover, or pick a head"
     fig = style_layout(fig, style, float(maps.max()), f"Layer {layer + 1}: every head{pooling}{_note(note)}")
     # Room for the token labels, measured here: plotly's automargin would lay the figure out twice in the browser
     # (0.54 s against 0.35 s from Enter to 12 maps drawn), and the grid is drawn without Streamlit's theme.
     return fig.update_layout(height=round(height), margin={"l": round(left_px) + 10, "b": round(below_px) + 10})
+
+
+ONE_HEAD_LABELLED = "tokens labelled on one head (pick one) or on hover"
+
+
+def _grid_geometry(n: int, columns: int, xs, ys, font: int, labelled: bool, projector: bool):
+    """A grid of n maps' columns, rows, map side and label room (left, below) in px: as many maps a row as leave
+    each token a label's line where labelled, else the columns asked; a projector's unlabelled grid no taller than
+    one screen (PROJECTOR_SCREEN_PX)."""
+    left_px = CHAR * font * max((len(y) for y in ys), default=0) + 6 if labelled else 0
+    below_px = 0.87 * CHAR * font * max((len(x) for x in xs), default=0) + 6 if labelled else 0  # turned 60°
+    if labelled:  # as many maps a row as leave each token a label's line
+        side_needed = labels_fit(max(len(xs), len(ys)), font)
+        columns = max(1, min(columns, int((GRID_WIDTH - left_px) // (side_needed + left_px + 10))))
+    n_rows = math.ceil(n / columns)
+    side = (GRID_WIDTH - left_px - (columns - 1) * (left_px + 10)) / columns  # px of one map
+    if not labelled:
+        side = max(side, 260 if projector else 220) if columns > 1 else side
+        if projector:  # the whole grid on one projected screen
+            side = min(side, (PROJECTOR_SCREEN_PX - 80) / n_rows - (font + 16))
+    else:  # no taller than its labels need: a projector's one map a row, square, made the grid 11,000 px tall
+        side = min(side, max(1.25 * labels_fit(max(len(xs), len(ys)), font), 260))
+    return columns, n_rows, side, left_px, below_px
 
 
 def _note(note: str) -> str:

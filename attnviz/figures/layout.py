@@ -12,6 +12,7 @@ from attnviz.figures.style import Style
 
 GRID_WIDTH = 900  # px: the width a grid is laid out for (Streamlit's main column at 1280x800 with the sidebar open)
 MAIN_PX = {False: 820, True: 740}  # px of the main column measured in Chromium at 1280x800, sidebar open (projector?)
+PROJECTOR_SCREEN_PX = 960  # px of a projected 1920x1080 page a figure may take and still be seen whole
 EVERY_LABEL = 64  # a token axis this long or shorter labels every token, on every map; longer ones label none
 CHAR = 0.62  # a label character's width, in font sizes (about)
 # a category axis labelling every token, none thinned

@@ -107,6 +107,24 @@ def test_a_grid_labels_every_token_on_every_map_up_to_64_and_none_past_it():
         assert "too many to label on each map" in fig.layout.title.text
 
 
+def test_a_projectors_layer_grid_fits_one_screen_and_says_where_its_tokens_are_labelled():
+    """Labelled maps need a line a token at 20 px: on a projector BERT's 12 heads stood one a row, 7,048 px tall.
+    Now a projector's grid that labelled would not fit one screen is a grid of maps on one colour bar, no taller
+    than PROJECTOR_SCREEN_PX, its title saying where the tokens are labelled; a grid that fits keeps its labels."""
+    big = interactive.Style(projector=True)
+    for heads in (12, 9, 4):
+        fig = interactive.head_grid(_random_result(l=1, h=heads, t=16), 0, style=big)
+        columns = len({fig.layout[k].domain for k in fig.layout if k.startswith("xaxis")})
+        assert fig.layout.height <= layout.PROJECTOR_SCREEN_PX and columns == min(heads, 3 if heads == 9 else 4)
+        assert {t.coloraxis for t in fig.data} == {"coloraxis"}  # one colour bar for every map
+        assert interactive.ONE_HEAD_LABELLED in fig.layout.title.text
+        assert not any(fig.layout[k].showticklabels for k in fig.layout if k.startswith(("xaxis", "yaxis")))
+    small = interactive.head_grid(_random_result(l=1, h=4, t=6), 0, style=big)  # fits labelled: keeps its labels
+    assert small.layout.height <= layout.PROJECTOR_SCREEN_PX and small.layout.xaxis.showticklabels
+    plain = interactive.head_grid(_random_result(l=1, h=12, t=16), 0)  # not a projector: labelled as before
+    assert plain.layout.xaxis.showticklabels and interactive.ONE_HEAD_LABELLED not in plain.layout.title.text
+
+
 def test_projector_mode_scales_every_maps_labels_by_at_least_one_and_a_half():
     r = _random_result(l=1, h=4, t=12)
     plain, big = interactive.Style(), interactive.Style(projector=True)
