@@ -117,7 +117,7 @@ def _margins(fig: go.Figure) -> dict[str, float]:
     }
     for trace, xa, ya in _maps(fig):
         ys, xs = _shown(trace.y, ya), _shown(trace.x, xa)
-        if ys and (ya.domain or (0, 1))[0] is not None:
+        if ys:
             margin["l"] = max(margin["l"], CHAR * _tick_size(ya, fig) * max(map(len, ys)) + 10)
         if xs:
             turn = abs(math.sin(math.radians(xa.tickangle or 0)))
