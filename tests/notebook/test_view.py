@@ -88,6 +88,7 @@ def test_the_html_is_self_contained_and_says_its_size(hf_outputs, tmp_path):
     assert page.startswith("<!DOCTYPE html>") and not EXTERNAL.search(page)
 
 
+@pytest.mark.slow  # 4.5 s: three views with their stills (the fast loop draws stills in the size test above)
 def test_a_kernel_gets_plotly_js_once_and_every_view_carries_still_pictures(hf_outputs, monkeypatch):
     """Ten views made a 48 MiB notebook (plotly.js, 4.6 MB, in each). A kernel's first view carries plotly.js, each
     later one its figures' data and a still PNG of each figure (what shows where scripts do not run); Colab, whose
