@@ -167,11 +167,12 @@ def key_columns(axis: TokenAxis, kind: str) -> Tensor:
     return torch.cat([keys, torch.arange(n, dtype=torch.float32)[None]]).T.contiguous()
 
 
-def _entropy(w: Tensor, s: Tensor | None, log_z: Tensor | float) -> Tensor:
-    """Each row's entropy (row_values' w, s, log_z)."""
+def _entropy(w: Tensor, s: Tensor | None, log_z: Tensor | float, mass: Tensor | None = None) -> Tensor:
+    """Each row's entropy over the tokens (row_values' w, s, log_z, mass)."""
     if s is None:  # the weights are all there is (an eager result): -sum_j w log w, 0 log 0 = 0
         return -torch.special.xlogy(w, w).sum(-1)
-    return log_z - torch.linalg.vecdot(w, s)  # -sum_j w log w = -sum_j w (s - log z) = log z - sum_j w s
+    # -sum_j w log w = -sum_j w (s - log z) = log z sum_j w - sum_j w s, and sum_j w = 1 unless a sink takes a share
+    return (log_z if mass is None else log_z * mass) - torch.linalg.vecdot(w, s)
 
 
 def _confidence(w: Tensor, excluded) -> Tensor:
@@ -197,6 +198,7 @@ def row_values(
     kind: str,
     col0: int = 0,
     only: Collection[str] = STATS,
+    mass: Tensor | None = None,
 ) -> dict[str, Tensor]:
     """{statistic: (..., r)}: every statistic of each row of a block, the values a text's statistic averages; the one
     place each is written (see the module's docstring).
@@ -209,18 +211,20 @@ def row_values(
     number, or a tensor broadcasting over the rows, one per text). prev and next are NaN on a row with no previous
     or next token in the text. col0: the first key's position where the keys start later than 0 (a sliding window's
     first key: those before it have weight 0), keys and excluded then given from there. only: the statistics
-    computed (a corpus run's Settings.statistics); the others are not in the dict."""
+    computed (a corpus run's Settings.statistics); the others are not in the dict. mass (..., r): each row's sum of
+    weights where it may be less than 1 (a model's learned sinks take the rest); None: every row sums to 1. Beside a
+    sink, entropy and distance are over the tokens (the sink's own term left out), the shares of the whole row."""
     c, r = w.shape[-1], w.shape[-2]
     out = {}
     if "entropy" in only:
-        out["entropy"] = _entropy(w, s, log_z)
+        out["entropy"] = _entropy(w, s, log_z, mass)
     pos = torch.arange(start, start + r, dtype=torch.float32, device=w.device)  # (r,)
     share_names = ("cls", "sep", "punct", "first")
     if any(name in only for name in share_names) or (kind == "causal" and "distance" in only):
         shares = w @ keys  # (..., r, 5): on cls, sep, punct, first; sum_j w_ij j
         out.update({name: shares[..., i] for i, name in enumerate(share_names) if name in only})
     if "distance" in only and kind == "causal":  # every key j <= i: |i - j| = i - j, so it is i - sum_j w_ij j
-        out["distance"] = pos - shares[..., 4]
+        out["distance"] = (pos if mass is None else pos * mass) - shares[..., 4]
     elif "distance" in only:
         j = torch.arange(col0, col0 + c, device=w.device, dtype=torch.float32)
         out["distance"] = torch.einsum("...ij,ij->...i", w, (j[None, :] - pos[:, None]).abs())
@@ -272,20 +276,30 @@ class BlockPass:
             torch.zeros(n_layers, n_heads, math.ceil(n / f), math.ceil(n / f), **zeros) for f in factors
         ]
 
-    def row_values(self, rows: slice, w: Tensor, s: Tensor, log_z: Tensor, col0: int = 0) -> dict[str, Tensor]:
+    def row_values(
+        self, rows: slice, w: Tensor, s: Tensor, log_z: Tensor, col0: int = 0, mass: Tensor | None = None
+    ) -> dict[str, Tensor]:
         """{statistic: (h, r)}: each statistic of each row of one block (arguments as `add`'s): `row_values`."""
         cols = slice(col0, col0 + w.shape[-1])
         mask = self.excluded[cols] if self.any_excluded else None
-        return row_values(w, s, log_z, self.keys[cols], mask, self.n, rows.start, self.kind, col0)
+        return row_values(w, s, log_z, self.keys[cols], mask, self.n, rows.start, self.kind, col0, mass=mass)
 
     def add(
-        self, layer: int, rows: slice, w: Tensor, s: Tensor, log_z: Tensor, heads: slice = slice(None), col0: int = 0
+        self,
+        layer: int,
+        rows: slice,
+        w: Tensor,
+        s: Tensor,
+        log_z: Tensor,
+        heads: slice = slice(None),
+        col0: int = 0,
+        mass: Tensor | None = None,
     ) -> None:
         """Add one block of rows of one layer, of some heads (see the class docstring); w and s are not changed.
         col0: the block's first key where its keys start later (a sliding window's: the keys before it have weight
-        0, and are not passed)."""
+        0, and are not passed); mass (h, r): the rows' sums where a learned sink takes part of each (row_values)."""
         c = w.shape[-1]
-        for name, values in self.row_values(rows, w, s, log_z, col0).items():
+        for name, values in self.row_values(rows, w, s, log_z, col0, mass).items():
             self.acc[name][layer, heads] += values.nansum(-1).double()  # prev, next: the rows that have one
         self.received_sum[layer, heads, col0 : col0 + c] += w.sum(1).double()
         for f, sums in zip(self.factors, self.pooled_sums, strict=True):

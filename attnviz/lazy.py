@@ -76,6 +76,11 @@ class LazyAttention:
     notice: str | None = None  # set when the GPU ran out of memory and the queries and keys moved to the CPU
     precision: str = "exact"  # the fused pass's products (attnviz.fused.PRECISIONS); the plain pass is exact
     windows: tuple[int, ...] = ()  # each layer's sliding window (causal: keys j with i - window < j), 0 or () none
+    scales: tuple[float, ...] = ()  # each layer's score scale where they differ (GPT-2's 1 / (sqrt(Dh) (l + 1))); ()
+    # `scale` for every layer
+    softcap: float = 0.0  # soft-capped scores (Gemma 2): softcap * tanh(s / softcap); 0 none
+    sink_logits: Tensor | None = None  # (L, H) learned sink logits (gpt-oss): each row's weights over the tokens sum to
+    # less than 1, the sink taking the rest
     _cache: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -91,6 +96,10 @@ class LazyAttention:
         if self.windows and (len(self.windows) != n_l or self.kind != "causal"):
             raise ValueError(f"{len(self.windows)} sliding windows for {n_l} layers of {self.kind} attention")
         self.scale = self.scale or 1.0 / math.sqrt(dh)
+        if self.scales and len(self.scales) != n_l:
+            raise ValueError(f"{len(self.scales)} score scales for {n_l} layers")
+        if self.sink_logits is not None and tuple(self.sink_logits.shape) != (n_l, n_h):
+            raise ValueError(f"sink logits {tuple(self.sink_logits.shape)} for {n_l} layers of {n_h} heads")
         if self.k.device != self.q.device:
             raise ValueError(f"queries on {self.q.device} and keys on {self.k.device}: they must be on one device")
         block_bytes, max_rows = block_size(self.q.device)
@@ -101,6 +110,11 @@ class LazyAttention:
         return described(self, "held as queries and keys")
 
     # --- what views read, as from an AttentionResult ---
+
+    @property
+    def sinks(self) -> bool:
+        """Whether each head has a learned sink logit (`sink_logits`): rows over the tokens sum to at most 1."""
+        return self.sink_logits is not None
 
     @property
     def target_tokens(self) -> tuple[str, ...]:
@@ -165,7 +179,9 @@ class LazyAttention:
         q = self.q[layer, heads, rows]  # (h, r, Dh)
         k = self.k[layer, kv, cols].to(q.device)  # (h / g, c, Dh); .to: a no-op unless a GPU fallback moved them
         # (h/g, g, r, Dh) @ (h/g, 1, Dh, c) -> (h/g, g, r, c): each key head once for the query heads that share it
-        s = ((q * self.scale).unflatten(0, (k.shape[0], g)) @ k.unsqueeze(1).transpose(-1, -2)).flatten(0, 1)
+        s = ((q * self._scale(layer)).unflatten(0, (k.shape[0], g)) @ k.unsqueeze(1).transpose(-1, -2)).flatten(0, 1)
+        if self.softcap:
+            s.div_(self.softcap).tanh_().mul_(self.softcap)
         tail = self._masked_tail(rows, cols)
         if tail is not None:
             s[..., tail[0] :].masked_fill_(tail[1], MASKED)
@@ -173,6 +189,20 @@ class LazyAttention:
         if early is not None:
             s[..., : early.shape[-1]].masked_fill_(early, MASKED)
         return s
+
+    def _scale(self, layer: int) -> float:
+        """This layer's score scale."""
+        return self.scales[layer] if self.scales else self.scale
+
+    def _sink(self, layer: int, heads: slice) -> Tensor | None:
+        """(h, 1): these heads' sink logits in this layer, or None for a model without sinks."""
+        return None if self.sink_logits is None else self.sink_logits[layer, heads, None].to(self.q.device)
+
+    def _lse_of(self, layer: int, s: Tensor, heads: slice) -> Tensor:
+        """(h, r): the rows' normalisers from all their scores s (h, r, c), a sink's logit taken in."""
+        lse = torch.logsumexp(s, -1)
+        sink = self._sink(layer, heads)
+        return lse if sink is None else torch.logaddexp(lse, sink)
 
     def _window(self, layer: int) -> int:
         """This layer's sliding window (0: none)."""
@@ -242,7 +272,7 @@ class LazyAttention:
         if "lse" in self._cache:
             lse = self._cache["lse"][layer, :, rows].to(self.q.device)
             return lse if head is None else lse[head : head + 1]
-        return torch.logsumexp(self._scores(layer, rows, self._seen(rows), head), -1)
+        return self._lse_of(layer, self._scores(layer, rows, self._seen(rows), head), self._heads(head))
 
     def _weights(self, layer: int, rows: slice, cols: slice, head: int | None = None) -> Tensor:
         """(H, r, c) (or (1, r, c) for one head): exact weights of a tile of one layer."""
@@ -316,8 +346,9 @@ class LazyAttention:
             f = pool_factor(n, max_side)
             out = torch.zeros(math.ceil(n / f), math.ceil(n / f), dtype=torch.float64, device=self.q.device)
             for _, rows in self._blocks(head):
-                s = self._scores(layer, rows, self._seen(rows), head)[0]  # (r, c): this head's scores only
-                pool_rows(out, torch.exp(s - s.logsumexp(-1, keepdim=True)), rows, f)
+                s = self._scores(layer, rows, self._seen(rows), head)  # (1, r, c): this head's scores only
+                w = torch.exp(s - self._lse_of(layer, s, self._heads(head))[..., None])[0]
+                pool_rows(out, w, rows, f)
             counts = block_counts(n, f).double()
             self._cache[key] = ((out.cpu() / (counts[:, None] * counts[None, :])).float().numpy(), f)
         return self._cache[key]
@@ -381,7 +412,7 @@ class LazyAttention:
             device=self.q.device,
         )
         lse = torch.empty(n_l, n_h, n, dtype=torch.float32, device=self.q.device)
-        if fused.available(self.q.device):
+        if fused.available(self.q.device) and not self.softcap:  # the kernel has no soft-capping
             self._fused(blocks, lse, progress)
         else:
             self._plain(blocks, lse, progress)
@@ -407,12 +438,13 @@ class LazyAttention:
                 self.q[layer],
                 self.k[layer],
                 codes,
-                scale=self.scale,
+                scale=self._scale(layer),
                 causal=self.kind == "causal",
                 pools=pools,
                 received=received,
                 precision=self.precision,
                 window=self._window(layer),
+                sinks=None if self.sink_logits is None else self.sink_logits[layer].to(device).float().contiguous(),
             )
             lse[layer] = rows["lse"]
             blocks.add_rows(layer, rows, received, [sums for sums, _ in pools])
@@ -432,6 +464,9 @@ class LazyAttention:
                 part = slice(lo, seen.stop)
                 s = self._scores(layer, rows, part, heads)  # (h, r, c - lo): scores, masked
                 top = s.amax(-1)  # (h, r)
+                sink = self._sink(layer, heads)
+                if sink is not None:  # the sink's logit is one more term of each row's normaliser
+                    top = torch.maximum(top, sink)
                 s.sub_(top[..., None])  # shifted scores: each row's largest is 0 (in place)
                 w = s.exp()
                 tail = self._masked_tail(rows, part)
@@ -441,10 +476,13 @@ class LazyAttention:
                 if early is not None:  # and so are the keys before a sliding window
                     s[..., : early.shape[-1]].masked_fill_(early, 0.0)
                 z = w.sum(-1)  # (h, r)
-                w.div_(z[..., None])  # (h, r, c - lo): exact weights
+                if sink is not None:
+                    z += torch.exp(sink - top)
+                w.div_(z[..., None])  # (h, r, c - lo): exact weights (summing to less than 1 beside a sink)
                 log_z = z.log()
                 lse[layer, heads, rows] = top + log_z
-                blocks.add(layer, rows, w, s, log_z, heads, col0=lo)
+                mass = None if sink is None else w.sum(-1)  # (h, r): less than 1 beside a sink
+                blocks.add(layer, rows, w, s, log_z, heads, col0=lo, mass=mass)
             if progress:
                 progress(layer + 1, n_l)
 

@@ -89,6 +89,11 @@ class Attention(Protocol):
         ...
 
     @property
+    def sinks(self) -> bool:
+        """Whether the model has learned sink logits (gpt-oss): rows over the tokens then sum to at most 1."""
+        ...
+
+    @property
     def target_tokens(self) -> tuple[str, ...]:
         """The query tokens (rows) as text to read (their raw pieces: target.pieces)."""
         ...
@@ -177,13 +182,15 @@ ROW_SUM_TOLERANCE = 1e-4
 class AttentionResult:
     """Per-head attention weights of one text, with the tokens that label them.
 
-    weights: (L, H, Tq, Tk) float32, detached, on the CPU; rows sum to 1.
+    weights: (L, H, Tq, Tk) float32, detached, on the CPU; rows sum to 1 (at most 1 with `sinks`).
     target: the rows (queries); source: the columns (keys). A plain sequence of token strings is
     accepted for either and read as `TokenAxis.plain` (special tokens by their names, each token its own word).
     device: where the forward pass ran ("cpu", "cuda:0").
     truncated: how many tokens of the input were dropped to fit the model.
     value_norms: (L, H, Tk) or None: ||f_h(x_j)||, each key's value carried through its head's part of W_O
       (Kobayashi et al. 2020); engines that own their attention (the scratch backend) fill it in.
+    sinks: the model has learned sink logits (gpt-oss): each row's weights over the tokens sum to at most 1, the
+      sink taking the rest (`sink_share`).
     """
 
     weights: Tensor
@@ -194,6 +201,7 @@ class AttentionResult:
     device: str = "cpu"
     truncated: int = 0
     value_norms: Tensor | None = None
+    sinks: bool = False
     # what was computed from the weights (statistics): a new result (dataclasses.replace) starts with its own
     _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
@@ -224,9 +232,11 @@ class AttentionResult:
         if not torch.isfinite(w).all():
             raise ValueError("weights contain NaN or infinity")
         row_sums = w.sum(-1)  # (L, H, Tq)
-        worst = (row_sums - 1).abs().max().item() if w.numel() else 0.0
+        off = (row_sums - 1).clamp_min(0) if self.sinks else (row_sums - 1).abs()  # a sink's rows: at most 1
+        worst = off.max().item() if w.numel() else 0.0
         if worst > ROW_SUM_TOLERANCE:
-            raise ValueError(f"attention rows must sum to 1; one is off by {worst:.2e}")
+            rule = "sum to at most 1" if self.sinks else "sum to 1"
+            raise ValueError(f"attention rows must {rule}; one is off by {worst:.2e}")
         if self.kind == "causal" and torch.triu(w, diagonal=1).any():
             raise ValueError("causal attention must be 0 above the diagonal")
         n = self.value_norms
@@ -293,7 +303,9 @@ class AttentionResult:
     def _one(self, layer: int, head: int) -> AttentionResult:
         w = self.weights[layer : layer + 1, head : head + 1]
         vn = None if self.value_norms is None else self.value_norms[layer : layer + 1, head : head + 1]
-        return AttentionResult(w, self.target, self.source, self.kind, self.model, self.device, self.truncated, vn)
+        return AttentionResult(
+            w, self.target, self.source, self.kind, self.model, self.device, self.truncated, vn, self.sinks
+        )
 
     def received(self, progress: Progress | None = None) -> Tensor:
         """(L, H, Tk): the attention each token receives, averaged over the queries."""
@@ -327,7 +339,8 @@ class AttentionResult:
             rows = slice(0, n)
             for layer in range(n_l):
                 w = self.weights[layer]  # (H, T, T)
-                blocks.add(layer, rows, w, log_weights(w), torch.zeros(n_h, n))
+                mass = w.sum(-1) if self.sinks else None  # (H, T): less than 1 beside a learned sink
+                blocks.add(layer, rows, w, log_weights(w), torch.zeros(n_h, n), mass=mass)
                 if progress:
                     progress(layer + 1, n_l)
             self._cache[("stats", confidence_excludes)] = blocks.stats()

@@ -93,6 +93,12 @@ def _configs(vocab: int) -> dict:
             ),
         ),  # fmt: skip
         "gpt2": ("GPT-2", GPT2Config(vocab_size=vocab, n_embd=48, n_layer=2, n_head=4, n_positions=1024)),
+        "gpt2-by-layer": (
+            "GPT-2 with a scale per layer (`scale_attn_by_inverse_layer_idx`)",
+            GPT2Config(
+                vocab_size=vocab, n_embd=48, n_layer=2, n_head=4, n_positions=1024, scale_attn_by_inverse_layer_idx=True
+            ),
+        ),
         "gemma2": (
             "Gemma 2 (soft-capped scores)",
             Gemma2Config(vocab_size=vocab, head_dim=12, query_pre_attn_scalar=12, **window, **SHAPE),
@@ -237,7 +243,7 @@ def table() -> str:
             _build(family, config, folder, tokenizer)
             with contextlib.redirect_stdout(sys.stderr):
                 row = _row(family, folder)
-            lines.append(f"| {what} (`{family}`) | " + " | ".join(cell(row[v]) for v in VIEWS) + " |")
+            lines.append(f"| {what} (`{config.model_type}`) | " + " | ".join(cell(row[v]) for v in VIEWS) + " |")
     said = [f"({i}) {text}." for i, text in enumerate(notes, 1)]
     return (
         "\n".join(lines)

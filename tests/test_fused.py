@@ -41,8 +41,8 @@ def _qk(n_l: int, n_h: int, n_kv: int, n: int, dh: int, seed: int = 0) -> tuple[
     return q.to(DEVICE), k.to(DEVICE)
 
 
-def _analysed(q, k, axis, kind, sides, on: bool, precision: str = "exact", windows=()) -> LazyAttention:
-    lazy = LazyAttention(q, k, axis, axis, kind, "test", precision=precision, windows=windows)
+def _analysed(q, k, axis, kind, sides, on: bool, precision: str = "exact", windows=(), **kw) -> LazyAttention:
+    lazy = LazyAttention(q, k, axis, axis, kind, "test", precision=precision, windows=windows, **kw)
     old = os.environ.get("ATTNVIZ_FUSED")
     os.environ["ATTNVIZ_FUSED"] = "1" if on else "0"
     try:
@@ -89,6 +89,21 @@ def test_the_fused_pass_equals_the_plain_one(kind, n, layers, heads, dh, sides, 
     else:
         assert (st["cls"] - st["first"]).abs().max() < TOL  # the first token is [CLS] here
     assert st["sep"].max() > 0 and st["punct"].max() > 0 and st["confidence"].min() > 0
+
+
+@pytest.mark.slow  # about 2 s under the interpreter
+def test_sinks_and_a_scale_per_layer_give_the_plain_pass_s_sums():
+    """gpt-oss's learned sinks (each row's weights over the tokens sum to less than 1; entropy over the tokens) and
+    GPT-2's scale per layer, through the kernel and through the plain blocks: the same statistics, maps and sums."""
+    q, k = _qk(2, 4, 2, 160, 16)
+    axis = _axis(160, special_ends=False)
+    extra = {"sink_logits": torch.tensor([[0.5, 3.0, -1.0, 6.0], [2.0, 0.0, 4.0, 1.0]], device=DEVICE),
+             "scales": (0.25, 0.125)}  # fmt: skip
+    plain = _analysed(q, k, axis, "causal", (96,), on=False, windows=(40, 0), **extra)
+    fast = _analysed(q, k, axis, "causal", (96,), on=True, windows=(40, 0), **extra)
+    _assert_equal(fast, plain, (96,))
+    mass = plain.received().sum(-1)  # (L, H): the mean row's weight over the tokens, the sink taking the rest
+    assert mass.max() < 0.999 and mass.min() < 0.5
 
 
 @pytest.mark.parametrize("tile", ["128,64,8,2", "64,128,4,3"])

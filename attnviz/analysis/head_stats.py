@@ -33,6 +33,7 @@ NAMES = {  # each statistic as a page names it
     "self": "share on itself",
     "confidence": "confidence (mean of each row's largest weight)",
     "first": "share on the first token (an attention sink)",
+    "sink": "share on the learned sink (a logit with no token: gpt-oss)",
 }
 LABELS = ("previous-token", "next-token", "[SEP]", "[CLS]", "self", "first-token", "sink", "broad", "other")
 SHARE_THRESHOLD = 0.5  # a head is "previous-token" when more than half its attention goes to the previous token
@@ -114,7 +115,8 @@ def labels(stats: Mapping[str, Tensor | np.ndarray], uniform: float, kind: str) 
     for layer in range(n_l):
         row = []
         for head in range(n_h):
-            share = _share_label({k: stats[k][layer, head].item() for k in named}, named, kind)
+            learned = stats["sink"][layer, head].item() if "sink" in stats else 0.0  # a model's learned sinks
+            share = _share_label({k: stats[k][layer, head].item() for k in named}, named, kind, learned)
             if share is not None:
                 row.append(share)
             elif uniform > 0 and stats["entropy"][layer, head].item() >= BROAD_THRESHOLD * uniform:
@@ -125,11 +127,12 @@ def labels(stats: Mapping[str, Tensor | np.ndarray], uniform: float, kind: str) 
     return out
 
 
-def _share_label(shares: dict[str, float], named: dict[str, str], kind: str) -> str | None:
+def _share_label(shares: dict[str, float], named: dict[str, str], kind: str, learned: float = 0.0) -> str | None:
     """The label of the pattern holding more than SHARE_THRESHOLD of a head's attention (a decoder's: of what it gives
-    tokens other than the sink, see SINK_REST), or None."""
+    tokens other than the sink, see SINK_REST; `learned`: the share a learned sink logit takes, a sink too), or
+    None."""
     if kind == "causal":
-        sink = shares["first"]
+        sink = shares["first"] + learned
         rest = 1.0 - sink
         if rest >= SINK_REST:
             others = {k: v / rest for k, v in shares.items() if k != "first"}
@@ -154,11 +157,25 @@ def table(stats: Mapping[str, Tensor | np.ndarray], head_labels: list[list[str]]
             "layer": layer + 1,
             "head": h + 1,
             "label": head_labels[layer][h],
-            **{k: round(stats[k][layer, h].item(), 4) for k in STATS},
+            **{k: round(stats[k][layer, h].item(), 4) for k in (*STATS, "sink") if k in stats},
         }
         for layer in range(n_l)
         for h in range(n_h)
     ]
+
+
+def sink_share(result: Attention) -> Tensor | None:
+    """(L, H): the share of each head's attention that its learned sink logit takes (gpt-oss: a logit in every row's
+    softmax with no token; the row's weights over the tokens sum to the rest), averaged over the queries the other
+    statistics count (a decoder's forced first rows left out); None for a model without learned sinks."""
+    if not result.sinks:
+        return None
+    n = len(result.target)
+    skip = forced(result.kind, n)
+    mass = result.received().sum(-1) * n  # (L, H): every row's weight over the tokens, summed over the rows
+    if skip:
+        mass = mass - result.rows(range(skip)).sum(-1).sum(-1)
+    return (1 - mass / max(1, n - skip)).clamp_min(0)
 
 
 def average(stats_list: list[dict[str, Tensor]]) -> dict[str, Tensor]:

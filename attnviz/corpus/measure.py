@@ -256,9 +256,9 @@ def sub_batches(encoded: list, n_layers: int, n_heads: int, batch_mb: int) -> li
     return out
 
 
-def _sub_batch(weights: tuple[torch.Tensor, ...], encs: list, kind: str, settings: Settings):
+def _sub_batch(weights: tuple[torch.Tensor, ...], encs: list, kind: str, settings: Settings, sinks: bool = False):
     """A sub-batch's row values (S, L, H, Q) over its Q real queries (texts in turn), each window's statistics
-    (W, S, L, H), and where each real query is: (B, T) -> Q."""
+    (W, S, L, H), and where each real query is: (B, T) -> Q. sinks: the model's rows sum to less than 1."""
     n_l, (b, n_h, t, _) = len(weights), weights[0].shape
     lengths = torch.tensor([len(e.ids) for e in encs])
     real = torch.arange(t)[None, :] < lengths[:, None]  # (B, T): the real queries (rows past a text are padding)
@@ -274,7 +274,8 @@ def _sub_batch(weights: tuple[torch.Tensor, ...], encs: list, kind: str, setting
     rows = torch.empty(len(names), n_l, b, n_h, t)
     for layer in range(n_l):
         w = weights[layer]  # (B, H, T, T): padded keys have weight 0
-        by_stat = row_values(w, None, 0.0, keys, pairs, lengths[:, None, None], 0, kind, only=names)
+        mass = w.sum(-1) if sinks else None  # (B, H, T): a learned sink takes the rest of each row
+        by_stat = row_values(w, None, 0.0, keys, pairs, lengths[:, None, None], 0, kind, only=names, mass=mass)
         for i, name in enumerate(names):
             rows[i, layer] = by_stat[name]
     # a window's statistic: its rows averaged as blocks.BlockPass.stats does (over the rows blocks.counted says)
@@ -343,7 +344,7 @@ def measure(engine: BatchedEngine, batch: Batch, settings: Settings, progress=No
         encs = [windows[i][3] for i in group]
         weights = engine.batch_weights([e.ids for e in encs])
         with torch.inference_mode():  # the weights are inference tensors (a row's maximum zeroes keys in place)
-            values, stats, where = _sub_batch(weights, encs, kind, settings)
+            values, stats, where = _sub_batch(weights, encs, kind, settings, engine.sinks)
         lengths = torch.tensor([len(e.ids) for e in encs])
         t = weights[0].shape[-1]
         qb, qt = where // t, where % t  # (Q,): each real query's text in the sub-batch and position

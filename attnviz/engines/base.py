@@ -70,6 +70,7 @@ class Engine(Protocol):
     n_layers: int  # layers (a decoder's, for an encoder-decoder)
     n_heads: int  # query heads per layer
     lazy: bool  # whether inputs past the eager budget get a LazyAttention (else that budget limits the input)
+    sinks: bool  # whether each head has a learned sink logit (gpt-oss): its rows over the tokens sum to less than 1
 
     def encode(self, text: str) -> Encoded:
         """The text as the model sees it (ids, tokens, words, characters), cut to max_tokens."""
@@ -211,14 +212,17 @@ def make_generation(
     ids: Sequence[int],
     weights_of: Callable[[Sequence[int]], torch.Tensor],
     stop_ids: set[int],
+    *,
+    sinks: bool = False,
 ) -> Generation:
-    """A Generation from the ids after greedy decoding; `weights_of` runs the model on ids, (L, H, T, T) back."""
+    """A Generation from the ids after greedy decoding; `weights_of` runs the model on ids, (L, H, T, T) back (rows
+    summing to less than 1 where the model has learned sinks)."""
     written = list(ids[len(prompt.ids) :])
     if not written:
         raise ValueError("There is no room to write: the prompt already fills the model's limit.")
     reading = list(ids[:-1])  # the last token written was never read
     axis = tokenizer.extended(prompt.axis, written[:-1])
-    result = AttentionResult(weights_of(reading), axis, axis, "causal", engine.name, engine.device_name)
+    result = AttentionResult(weights_of(reading), axis, axis, "causal", engine.name, engine.device_name, sinks=sinks)
     tokens = tokenizer.plain_axis(written).tokens
     stopped: Literal["end token", "limit"] = "end token" if written[-1] in stop_ids else "limit"
     return Generation(result, len(prompt.ids), tokens, tokenizer.decode(written), stopped)

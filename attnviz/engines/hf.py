@@ -42,7 +42,7 @@ from attnviz.engines.base import (
     to_weights,
 )
 from attnviz.engines.hooks import Hooks, point
-from attnviz.engines.scratch import attend, causal_mask, describe_device, resolve_device
+from attnviz.engines.scratch import attend, capped, causal_mask, describe_device, resolve_device
 from attnviz.lazy import LazyAttention
 from attnviz.result import Attention, AttentionKind, AttentionResult, Results
 from attnviz.tokens import Encoded, TokenAxis, Tokenizer
@@ -112,7 +112,9 @@ def _attention(module, query, key, value, attention_mask, *, scaling=None, **kwa
     elif mask is not None and mask.dtype != torch.bool:
         mask = mask > torch.finfo(mask.dtype).min / 2  # an additive mask: 0 may attend, the float minimum may not
     q, k, v = point(hooks, "q", layer, query), point(hooks, "k", layer, key), point(hooks, "v", layer, value)
-    z, weights = attend(q, k, v, mask, hooks, layer, scale=scaling, window=window)  # (B, H, Tq, Dh), (B, H, Tq, Tk)
+    # Gemma 2's soft-capping and gpt-oss's learned sinks ("s_aux") come as keywords too
+    softcap, sinks = kwargs.get("softcap"), kwargs.get("s_aux")
+    z, weights = attend(q, k, v, mask, hooks, layer, scale=scaling, window=window, softcap=softcap, sinks=sinks)
     if hooks is not None:
         hooks.finished(layer)
     return z.transpose(1, 2).contiguous(), weights
@@ -123,10 +125,27 @@ AttentionMaskInterface.register(ATTENTION, sdpa_mask)
 
 
 # Checked against transformers' eager weights (tests/test_lazy.py, tests/engines/test_families.py); others keep
-# eager attention. Each computes plain scaled softmax over causal keys once its q and k reach the attention function
-# (q/k norms, biases and fused projections come before it).
-CAPTURE_FAMILIES = ("llama", "qwen2", "qwen3", "mistral", "olmo2", "phi3", "gemma3_text", "gpt2")
-FAMILY_NAMES = "Llama, Qwen 2/3, Mistral, OLMo 2, Phi-3, Gemma 3 and GPT-2"
+# eager attention. Each computes scaled softmax over causal keys once its q and k reach the attention function
+# (q/k norms, biases and fused projections come before it), with what the function is handed: a layer's scale
+# (GPT-2's may differ by layer), its sliding window, soft-capping (Gemma 2) and learned sinks (gpt-oss).
+CAPTURE_FAMILIES = ("llama", "qwen2", "qwen3", "mistral", "olmo2", "phi3", "gemma2", "gemma3_text", "gpt2", "gpt_oss")
+FAMILY_NAMES = "Llama, Qwen 2/3, Mistral, OLMo 2, Phi-3, Gemma 2/3, GPT-2 and gpt-oss"
+
+
+# What keeps a known family off the path, in one sentence each (any other: its attention is not known to be plain)
+OFF_THE_PATH = {
+    "bloom": "BLOOM's ALiBi bias is added to the scores before its attention function, which never sees it",
+    "mpt": "MPT's ALiBi bias is added to the scores before its attention function, which never sees it",
+    "falcon": "Falcon's attention (ALiBi in some models) has not been checked against attnviz's",
+    "t5": "T5's relative position bias is not passed to attention functions",
+}
+
+
+def off_the_path(name: str, config) -> str:
+    """The sentence that says why a model's attention is not attnviz's own (hooks, long texts, interventions)."""
+    family = config.model_type
+    why = OFF_THE_PATH.get(family, f"attnviz has not checked {family}'s attention against its own")
+    return f"hook points are read in {FAMILY_NAMES} decoders; '{name}' is a {family} model: {why}."
 
 
 def sliding_window(config) -> int | None:
@@ -140,12 +159,11 @@ def sliding_window(config) -> int | None:
 def supports_capture(config) -> bool:
     """True for the model families whose captured queries and keys are known to give eager's exact weights.
 
-    A family qualifies when its attention is scaled softmax over causal keys, within a sliding window or not: no
-    soft-capping, no ALiBi bias, no learned sink logits (each would need its own term in LazyAttention).
+    A family qualifies when its attention is scaled softmax over causal keys (within a sliding window or not, its
+    scores soft-capped or not, beside learned sink logits or not: each a term LazyAttention has), with nothing else
+    added to the scores (no ALiBi bias, no relative position bias).
     """
-    capped = getattr(config, "attn_logit_softcapping", None)
-    by_layer = getattr(config, "scale_attn_by_inverse_layer_idx", False)  # GPT-2's option: a scale per layer
-    return config.model_type in CAPTURE_FAMILIES and not capped and not by_layer
+    return config.model_type in CAPTURE_FAMILIES
 
 
 def decoder_layers(model) -> list:
@@ -264,6 +282,7 @@ class HFEngine:
         return self.family == "bert"
 
     lazy = False  # whether inputs past the eager budget get a LazyAttention (else the budget limits the input)
+    sinks = False  # whether each head has a learned sink logit (gpt-oss): rows over the tokens sum to less than 1
 
     def _attention(self) -> str:
         """The attention implementation to load with: eager, so that output_attentions returns every weight."""
@@ -360,6 +379,7 @@ class HFDecoderEngine(HFEngine):
         except Exception:  # HFEngine's own load reports the failure in full
             self.lazy = False
         super().__init__(*args, **kwargs)
+        self.sinks = self.sink_logits() is not None
 
     def _attention(self) -> str:
         return ATTENTION if self.lazy else "eager"
@@ -382,19 +402,15 @@ class HFDecoderEngine(HFEngine):
         if not is_long(self, len(src.ids)):
             with self._passes, torch.inference_mode():
                 weights = self.weights_of(src.ids)
-            return Results(
-                {
-                    "causal": AttentionResult(
-                        weights, src.axis, src.axis, "causal", self.name, self.device_name, src.truncated
-                    )
-                }
-            )
+            axis, device = src.axis, self.device_name
+            result = AttentionResult(weights, axis, axis, "causal", self.name, device, src.truncated, sinks=self.sinks)
+            return Results({"causal": result})
         return Results({"causal": self.lazy_run(src, progress)}, lazy=True)
 
     def forward(self, enc: Encoded, hooks: Hooks):
         """One pass over the text with these hooks (engines.hooks; CAPTURE_FAMILIES): the model's output."""
         if not self.lazy:
-            raise ValueError(f"hook points are read in {FAMILY_NAMES} decoders; '{self.name}' is a {self.family} model")
+            raise ValueError(off_the_path(self.name, self.config))
         with self._passes, torch.inference_mode():
             ids = torch.tensor([enc.ids], device=self.device)  # (1, T)
             return self.model(input_ids=ids, use_cache=False, **{HOOKS_KW: hooks})
@@ -407,7 +423,9 @@ class HFDecoderEngine(HFEngine):
             self.model.base_model(input_ids=ids, use_cache=False, **{HOOKS_KW: hooks})  # no logits, no cache
         q, k = hooks.stacked("q").float(), hooks.stacked("k").float()  # (L, H, N, Dh), (L, Hkv, N, Dh): stay on
         # the model's device; LazyAttention computes every block there and sends back only what a view draws
-        scale = attention_module(decoder_layers(self.model)[0]).scaling  # one for every layer (supports_capture)
+        modules = [attention_module(block) for block in decoder_layers(self.model)]
+        scales = tuple(float(m.scaling) for m in modules)  # GPT-2's may differ by layer
+        softcap = getattr(self.config, "attn_logit_softcapping", None) or 0.0  # Gemma 2
         windows = layer_windows(self.model)
         return LazyAttention(
             q,
@@ -418,9 +436,19 @@ class HFDecoderEngine(HFEngine):
             self.name,
             self.device_name,
             src.truncated,
-            scale=scale,
+            scale=scales[0],
             windows=windows if any(windows) else (),
+            scales=scales if len(set(scales)) > 1 else (),
+            softcap=float(softcap),
+            sink_logits=self.sink_logits(),
         )
+
+    def sink_logits(self) -> torch.Tensor | None:
+        """(L, H) float32: each head's learned sink logit (gpt-oss's `sinks`), or None for a model without them."""
+        found = [getattr(attention_module(block), "sinks", None) for block in decoder_layers(self.model)]
+        if not all(isinstance(t, torch.Tensor) for t in found):
+            return None
+        return torch.stack([t.detach().float() for t in found])  # type: ignore[union-attr]
 
     @property
     def stop_ids(self) -> set[int]:
@@ -450,7 +478,7 @@ class HFDecoderEngine(HFEngine):
         if hooks is None:
             return {}
         if not self.hooked:
-            raise ValueError(f"hook points are read in {FAMILY_NAMES} decoders; '{self.name}' is a {self.family} model")
+            raise ValueError(off_the_path(self.name, self.config))
         return {HOOKS_KW: hooks}
 
     def logits(self, ids, hooks: Hooks | None = None) -> torch.Tensor:
@@ -472,9 +500,7 @@ class HFDecoderEngine(HFEngine):
         """x (B, T, D) entering `layer` -> logits (B, T, V), or (B, V) at the last position, through transformers'
         own layers with attnviz's attention (causal: no mask given); the layers before it are not run again."""
         if not self.hooked:
-            raise ValueError(
-                f"'{self.name}' is a {self.family} model: attnviz runs its layers only for {FAMILY_NAMES} decoders"
-            )
+            raise ValueError(off_the_path(self.name, self.config))
         inner = self.model.base_model
         with self._passes, torch.inference_mode():
             positions = torch.arange(x.shape[1], device=x.device)[None]  # (1, T)
@@ -491,7 +517,9 @@ class HFDecoderEngine(HFEngine):
                 x = x[0] if isinstance(x, tuple) else x  # GPT-2's layers answer a tuple
             final_norm = inner.norm if hasattr(inner, "norm") else inner.ln_f
             hidden = final_norm(x[:, -1] if last else x)
-            return self.model.lm_head(hidden).float().cpu()
+            logits = self.model.lm_head(hidden)
+            cap = getattr(self.config, "final_logit_softcapping", None)  # Gemma 2/3: the head's own soft cap
+            return (capped(logits, cap) if cap else logits).float().cpu()
 
     def _turn_tables(self, x: torch.Tensor, positions: torch.Tensor) -> list:
         """Each layer's rotary table, transformers' own (cos, sin), each (1, T, r), for `positions` (1, T); None for
@@ -543,7 +571,7 @@ class HFDecoderEngine(HFEngine):
                     progress(step + 1, max_new_tokens)
                 if nxt in stop:
                     break
-            return make_generation(self, self.tokenizer, enc, ids, self.weights_of, stop)
+            return make_generation(self, self.tokenizer, enc, ids, self.weights_of, stop, sinks=self.sinks)
 
 
 def open_engine(name: str, source: str, device=None, *, local_files_only: bool = False) -> HFEngine:

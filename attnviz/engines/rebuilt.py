@@ -23,6 +23,7 @@ class RebuiltEngine:
     Face engine is its family, rebuilds the model on attnviz's attention and hands both here."""
 
     backend: Backend = "scratch"
+    sinks = False  # the families rebuilt (BERT, Llama) have no learned sink logits
 
     def __init__(self, hf_engine: HFEngine, model: nn.Module, n_layers: int, n_heads: int, n_kv_heads: int) -> None:
         self.name, self.device, self.device_name = hf_engine.name, hf_engine.device, hf_engine.device_name

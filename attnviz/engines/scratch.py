@@ -136,6 +136,36 @@ def windowed_attention(q: Tensor, k: Tensor, v: Tensor, window: int, scale: floa
     return out
 
 
+def capped(scores: Tensor, softcap: float) -> Tensor:
+    """Soft-capped scores (Gemma 2): softcap * tanh(s / softcap), every score within (-softcap, softcap)."""
+    return torch.tanh(scores / softcap) * softcap
+
+
+EXPLICIT_ROWS = 256  # queries a block in _explicit_blocks: (H, 256, N) scores at a time
+
+
+def _explicit_blocks(
+    q: Tensor, k: Tensor, v: Tensor, scale: float | None, window: int, softcap: float | None, sinks: Tensor | None
+) -> Tensor:
+    """Causal self-attention's output with the terms SDPA lacks (soft-capping, sinks), in blocks of queries, each
+    with only the keys it can see: a long text's pass holds (B, H, rows, N) scores at a time, never N x N.
+    q (B, H, N, Dh), k and v (B, Hkv, N, Dh) -> (B, H, N, Dh); equal to `attend` with the whole causal mask."""
+    n = q.shape[-2]
+    out = q.new_empty(*q.shape[:-1], v.shape[-1])
+    for start in range(0, n, EXPLICIT_ROWS):
+        end = min(n, start + EXPLICIT_ROWS)
+        lo = max(0, start - window + 1) if window else 0
+        i = torch.arange(start, end, device=q.device)[:, None]
+        j = torch.arange(lo, end, device=q.device)[None, :]
+        mask = j <= i
+        if window:
+            mask &= i - j < window
+        qs, ks, vs = q[..., start:end, :], k[..., lo:end, :], v[..., lo:end, :]
+        z, _ = attend(qs, ks, vs, mask, None, 0, scale=scale, softcap=softcap, sinks=sinks)
+        out[..., start:end, :] = z
+    return out
+
+
 def attend(
     q: Tensor,
     k: Tensor,
@@ -147,6 +177,8 @@ def attend(
     part: str = "",
     scale: float | None = None,
     window: int = 0,
+    softcap: float | None = None,
+    sinks: Tensor | None = None,
 ) -> tuple[Tensor, Tensor | None]:
     """Step 3 of every attention layer attnviz computes, through the hook points scores, pattern and z.
 
@@ -154,7 +186,14 @@ def attend(
     ask for a fused pass: torch's SDPA, causal self-attention, no Tq x Tk tensor). `part` prefixes the point names
     ("decoder.", "cross."); `scale` defaults to 1 / sqrt(Dh); `window` (a sliding window's size, 0 none) matters to
     the fused pass only (elsewhere `mask` says it): each query sees the keys j with i - window < j <= i.
+    Two terms some families add (transformers hands them to the attention function): `softcap` (Gemma 2) turns each
+    score s into softcap * tanh(s / softcap) before the mask; `sinks` (H,) (gpt-oss) are learned logits, one a head,
+    that take part in every row's softmax without a key, so that a row's weights over the tokens sum to less than 1
+    (the sink's share is what they leave).
     """
+    if hooks is not None and hooks.fused and (softcap or sinks is not None):
+        z = _explicit_blocks(q, k, v, scale, window, softcap, sinks)  # SDPA has neither term
+        return point(hooks, part + "z", layer, z), None
     if hooks is not None and hooks.fused:
         # Each query head's K and V spelled out, rather than SDPA's enable_gqa: in float32, CUDA's fused kernels
         # refuse unequal head counts and SDPA falls back to its math kernel, which builds every head's N x N scores
@@ -169,7 +208,10 @@ def attend(
         else:
             z = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
         return point(hooks, part + "z", layer, z), None
-    scores = point(hooks, part + "scores", layer, attention_scores(q, k, scale))  # (B, H, Tq, Tk)
+    scores = attention_scores(q, k, scale)  # (B, H, Tq, Tk)
+    if softcap:
+        scores = capped(scores, softcap)
+    scores = point(hooks, part + "scores", layer, scores)
     read = hooks is not None and hooks.reads(part + "scores", layer)
     if mask is not None and not scores.requires_grad and not read:  # inference: the scores are ours to overwrite
         masked = scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)
@@ -177,7 +219,10 @@ def attend(
         masked = apply_mask(scores, mask)
     if masked is scores and read:
         masked = scores.clone()  # the scores read must survive the softmax below
-    if masked.requires_grad:
+    if sinks is not None:  # each row's normaliser takes the head's sink logit in: its weights sum to less than 1
+        lse = torch.logaddexp(masked.logsumexp(-1), sinks.to(masked.dtype)[:, None])  # (B, H, Tq)
+        weights = torch.exp(masked - lse[..., None])
+    elif masked.requires_grad:
         weights = F.softmax(masked, dim=-1)  # (B, H, Tq, Tk), rows sum to 1
     else:
         # Inference: the masked scores are dead after this line, so the softmax overwrites them.

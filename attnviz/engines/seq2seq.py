@@ -232,6 +232,7 @@ class DateEngine:
     architecture: Architecture = "encoder-decoder"
     kinds: tuple[AttentionKind, ...] = ("self", "causal", "cross")
     lazy = False  # a few dozen characters: always every weight
+    sinks = False
 
     def __init__(self, name: str = "dates", folder: Path = CHECKPOINT_DIR / "dates", device=None) -> None:
         self.name = name

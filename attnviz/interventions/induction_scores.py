@@ -50,6 +50,7 @@ class Induction:
     losses: Tensor  # (B, len(ids) - 1): per sequence, at position i the cross-entropy of token i + 1
     each: dict[str, Tensor]  # {score: (B, L, H)}: every head's score on each sequence
     patterns: Tensor  # (L, H, T, T) float32: every head's attention on the first sequence
+    sinks: bool = False  # the model has learned sink logits: a row of patterns sums to less than 1
 
     def __repr__(self) -> str:
         (layer, head, score), *_ = self.best(1)
@@ -183,4 +184,4 @@ def run(engine: Engine, length: int = 50, seed: int = 0, batch: int = BATCH) -> 
     if first is None:  # sequences() gives at least one
         raise ValueError("no sequence to score")
     stacked = {name: torch.stack(values) for name, values in each.items()}  # {score: (B, L, H)}
-    return Induction(engine.name, tuple(seqs[0]), length, offset, torch.stack(losses), stacked, first)
+    return Induction(engine.name, tuple(seqs[0]), length, offset, torch.stack(losses), stacked, first, engine.sinks)

@@ -14,7 +14,7 @@ from attnviz.result import head_index
 
 DECODER_ONLY = (
     "This needs a decoder whose attention attnviz computes (SmolLM2, or a Llama, Qwen 2 or 3, Mistral, OLMo 2, "
-    "Phi-3, Gemma 3 or GPT-2 decoder; the scratch backend: Llama): "
+    "Phi-3, Gemma 2 or 3, GPT-2 or gpt-oss decoder; the scratch backend: Llama): "
     "it reads the next-token prediction, which an encoder such as BERT does not make."
 )
 

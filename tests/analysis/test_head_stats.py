@@ -111,6 +111,36 @@ def test_a_decoders_forced_rows_count_in_no_statistic_and_sink_mass_does_not_hid
     assert math.isclose(s["self"].item(), 0.05, rel_tol=1e-5) and head_stats.labels(s, uniform, "causal") == [["sink"]]
 
 
+def test_a_learned_sink_s_share_is_a_statistic_and_counts_as_the_sink_s_in_the_labels():
+    """gpt-oss: a learned sink logit in each row's softmax takes part of every row, so its weights over the tokens sum
+    to the rest. A head whose sink takes 50%, the start token 20% and the previous token 30% is previous-token (30 of
+    the 30% the sink and start token leave); one whose sink takes 90% is a sink. Distance and entropy are over the
+    tokens: 0.3 x 1 token back, and -sum w log w of the row's own weights."""
+    n = 8
+    axis = TokenAxis(tuple("abcdefgh"), (False,) * n, tuple(range(n)), (NO_SPAN,) * n)
+    w = torch.zeros(n, n)
+    w[0, 0], w[1, 0] = 0.5, 0.5  # the forced rows: left out of every statistic, the sink's share too
+    w[torch.arange(2, n), 0] = 0.2
+    w[torch.arange(2, n), torch.arange(1, n - 1)] = 0.3
+    with pytest.raises(ValueError, match="sum to 1"):
+        AttentionResult(w[None, None], axis, axis, "causal", "hand")  # without sinks, such rows are refused
+    r = AttentionResult(w[None, None], axis, axis, "causal", "hand", sinks=True)
+    s, learned = head_stats.head_stats(r), head_stats.sink_share(r)
+    assert learned is not None and math.isclose(learned.item(), 0.5, rel_tol=1e-6)
+    rows = torch.arange(2, n, dtype=torch.float32)
+    assert math.isclose(s["distance"].item(), (0.2 * rows + 0.3).mean().item(), rel_tol=1e-6)
+    assert math.isclose(s["entropy"].item(), -(0.2 * math.log(0.2) + 0.3 * math.log(0.3)), rel_tol=1e-5)
+    uniform = head_stats.uniform_entropy(r)
+    assert head_stats.labels({**s, "sink": learned}, uniform, "causal") == [["previous-token"]]
+    assert head_stats.labels(s, uniform, "causal") == [["other"]]  # the learned share left out: 0.3 / 0.8 is not half
+    w[torch.arange(2, n), 0], w[torch.arange(2, n), torch.arange(1, n - 1)] = 0.05, 0.05
+    r = AttentionResult(w[None, None], axis, axis, "causal", "hand", sinks=True)
+    learned = head_stats.sink_share(r)
+    assert learned is not None and math.isclose(learned.item(), 0.9, rel_tol=1e-6)
+    assert head_stats.labels({**head_stats.head_stats(r), "sink": learned}, uniform, "causal") == [["sink"]]
+    assert head_stats.sink_share(_result(torch.eye(6))) is None  # no learned sinks: no such statistic
+
+
 def test_corpus_average_is_the_mean():
     a = head_stats.head_stats(_result(torch.eye(6)))
     b = head_stats.head_stats(_result(torch.full((6, 6), 1 / 6)))

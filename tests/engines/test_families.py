@@ -14,8 +14,10 @@ from conftest import eager_reference
 from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
+    Gemma2Config,
     Gemma3TextConfig,
     GPT2Config,
+    GptOssConfig,
     MistralConfig,
     Olmo2Config,
     Phi3Config,
@@ -52,8 +54,36 @@ FAMILIES = {
     ),
     "mistral-window": lambda v: MistralConfig(vocab_size=v, sliding_window=24, **SHAPE),
     "gpt2": lambda v: GPT2Config(vocab_size=v, n_embd=48, n_layer=2, n_head=4, n_positions=1024),
+    # GPT-2 with a scale per layer: 1 / (sqrt(Dh) (l + 1))
+    "gpt2-by-layer": lambda v: GPT2Config(
+        vocab_size=v, n_embd=48, n_layer=2, n_head=4, n_positions=1024, scale_attn_by_inverse_layer_idx=True
+    ),
+    # Gemma 2: soft-capped scores (a cap near the scores' own size, so that it bends them), a window on layer 0
+    "gemma2": lambda v: Gemma2Config(
+        vocab_size=v, **SHAPE, head_dim=12, query_pre_attn_scalar=12, sliding_window=16, attn_logit_softcapping=CAP
+    ),
+    # gpt-oss: a learned sink logit a head (set away from zero below), a window on layer 0, experts
+    "gpt_oss": lambda v: GptOssConfig(
+        vocab_size=v,
+        **SHAPE,
+        head_dim=12,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        sliding_window=16,
+        layer_types=["sliding_attention", "full_attention"],
+        rope_parameters={  # gpt-oss's YaRN, its factor 32 from a 32-token original context to SHAPE's 1,024
+            "rope_type": "yarn",
+            "factor": 32.0,
+            "beta_fast": 32.0,
+            "beta_slow": 1.0,
+            "truncate": False,
+            "original_max_position_embeddings": 32,
+            "rope_theta": 150000.0,
+        },  # fmt: skip
+    ),
 }
-WINDOWS = {"gemma3_text": (16, 16, 0), "mistral-window": (24, 24)}
+CAP = 0.05
+WINDOWS = {"gemma3_text": (16, 16, 0), "mistral-window": (24, 24), "gemma2": (16, 0), "gpt_oss": (16, 0)}
 TEXT = "The animal didn't cross the street because it was too tired, and the street was wide. " * 8
 
 
@@ -72,6 +102,10 @@ def family_dir(request, tmp_path_factory):
     tokenizer = AutoTokenizer.from_pretrained(reg.default_model_dir(), model_max_length=1024)
     torch.manual_seed(7)
     model = AutoModelForCausalLM.from_config(FAMILIES[request.param](tokenizer.vocab_size), attn_implementation="eager")
+    for block in getattr(model.base_model, "layers", []):
+        if hasattr(block.self_attn, "sinks"):  # gpt-oss's start at zero: make them matter
+            with torch.no_grad():
+                block.self_attn.sinks.copy_(torch.linspace(-1.0, 3.0, block.self_attn.sinks.numel()))
     folder = tmp_path_factory.mktemp(request.param)
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
@@ -88,6 +122,14 @@ def test_a_family_runs_on_attnviz_s_attention_and_equals_eager(family_dir):
         ref = eager_reference(folder)(input_ids=ids, output_attentions=True).attentions
         ours = engine.weights_of(enc.ids)
     assert (ours - torch.cat(ref)).abs().max() < TOL
+    if family == "gpt_oss":  # the sinks matter: they take a visible share of every row, the first rows most
+        assert engine.sinks and ours.sum(-1).max() < 1 - 1e-3 and ours.sum(-1).min() < 0.5
+    if family == "gemma2":  # the cap matters: without it, transformers' own weights differ
+        with torch.inference_mode():
+            kw = {"attn_implementation": "eager", "attn_logit_softcapping": None}
+            uncapped = AutoModelForCausalLM.from_pretrained(folder, **kw)
+            plain = torch.cat(uncapped(input_ids=ids, output_attentions=True).attentions)
+        assert (plain - ours).abs().max() > 1e-3
 
 
 def test_a_family_s_long_text_is_lazy_and_exact(family_dir):
@@ -108,7 +150,7 @@ def test_a_family_s_long_text_is_lazy_and_exact(family_dir):
     pooled, f, _ = lazy.pooled()  # a window's blocks start at its first key: pooled from there, and received
     assert f > 1 and abs(pooled - block_mean(w, f, f).numpy()).max() < TOL
     assert (lazy.received() - w.mean(-2)).abs().max() < TOL
-    ours, ref = lazy.stats(), head_stats(AttentionResult(w, enc.axis, enc.axis, "causal", family))
+    ours, ref = lazy.stats(), head_stats(AttentionResult(w, enc.axis, enc.axis, "causal", family, sinks=lazy.sinks))
     for key in ref:
         scale = ref[key].abs().clamp_min(1) if key in ("distance", "entropy") else 1
         assert ((ours[key] - ref[key]).abs() / scale).max() < TOL, key
@@ -128,11 +170,12 @@ def test_a_family_s_head_can_be_knocked_out_through_the_hook_points(family_dir):
 
 
 def test_what_keeps_a_family_off_the_path_is_said():
-    from transformers import Gemma2Config, GptOssConfig
+    from transformers import BloomConfig, Gemma2Config, GptOssConfig
 
-    assert not hf.supports_capture(Gemma2Config(attn_logit_softcapping=50.0))  # soft-capped scores
-    assert not hf.supports_capture(GPT2Config(scale_attn_by_inverse_layer_idx=True))  # a scale per layer
-    assert not hf.supports_capture(GptOssConfig())  # learned sinks: not yet through the path
+    assert hf.supports_capture(Gemma2Config(attn_logit_softcapping=50.0))  # soft-capped scores: a term of the path
+    assert hf.supports_capture(GPT2Config(scale_attn_by_inverse_layer_idx=True))  # a scale per layer: each its own
+    assert hf.supports_capture(GptOssConfig())  # learned sinks: a term of every row's normaliser
+    assert not hf.supports_capture(BloomConfig())  # ALiBi: a bias added to the scores that the function never sees
     assert hf.supports_capture(MistralConfig(sliding_window=64)) and hf.supports_capture(Qwen2Config())
     assert hf.sliding_window(Qwen2Config()) is None  # Qwen names a window it uses only with use_sliding_window
     assert hf.sliding_window(Qwen2Config(use_sliding_window=True, sliding_window=64)) == 64

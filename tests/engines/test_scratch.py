@@ -217,3 +217,29 @@ def test_a_windowed_fused_pass_by_blocks_equals_sdpa_with_the_window_as_a_mask(n
     i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
     dense = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=(j <= i) & (i - j < window))
     assert (scratch.windowed_attention(q, k, v, window) - dense).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize(("window", "softcap", "sink"), [(0, 0.5, False), (40, None, True), (0, 0.5, True)])
+def test_a_fused_pass_with_soft_capping_or_sinks_equals_the_whole_masked_attention(window, softcap, sink):
+    """A long text's fused pass for Gemma 2 (soft-capped scores) and gpt-oss (learned sinks): blocks of queries with
+    the keys each can see (scratch._explicit_blocks, EXPLICIT_ROWS a block) give what attend gives with the whole
+    causal (and window) mask and every weight: the output and, beside a sink, rows that sum to less than 1."""
+    n = scratch.EXPLICIT_ROWS + 37  # two blocks, the second shorter
+    g = torch.Generator().manual_seed(window)
+    q = torch.randn(1, 4, n, 8, generator=g) * 2
+    k, v = (torch.randn(1, 2, n, 8, generator=g) for _ in range(2))  # two key/value heads for four query heads
+    sinks = torch.tensor([0.0, 2.0, -1.0, 4.0]) if sink else None
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    mask = (j <= i) & ((i - j < window) if window else torch.ones(n, n, dtype=torch.bool))
+    dense, w = scratch.attend(q, k, v, mask, None, 0, softcap=softcap, sinks=sinks)
+    fused, none = scratch.attend(q, k, v, None, Hooks(fused=True), 0, window=window, softcap=softcap, sinks=sinks)
+    assert none is None and (fused - dense).abs().max() < 1e-5
+    assert w is not None and w[..., ~mask].abs().max() == 0
+    rows = w.sum(-1)
+    if sink:  # the sink takes a share of every row, most where few keys are seen (the first rows)
+        assert rows.max() <= 1 and rows[0, 3, 0] < 0.1 and rows[0, 3].mean() < 0.9
+    else:
+        assert (rows - 1).abs().max() < 1e-5
+    if softcap:  # every score is within the cap
+        scores = scratch.capped(scratch.attention_scores(q, k), softcap)
+        assert scores.abs().max() <= softcap and (scores.abs() > 0.4).float().mean() > 0.5  # and it bends most

@@ -57,7 +57,7 @@ def _labels(values: np.ndarray, name: str, threshold: float) -> list[list[str]]:
 
 
 def _result(run: induction_scores.Induction, axis: TokenAxis) -> AttentionResult:
-    return AttentionResult(run.patterns, axis, axis, "causal", run.model)
+    return AttentionResult(run.patterns, axis, axis, "causal", run.model, sinks=run.sinks)
 
 
 def render() -> None:

@@ -72,6 +72,8 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
     induction = _induction(inputs)
     if induction is not None:
         names["induction"] = INDUCTION_NAME
+    if result.sinks:
+        names["sink"] = STAT_NAMES["sink"]
     a, b, c = st.columns([3, 2, 2])
     stat = state.bound(
         a.selectbox,
@@ -109,6 +111,9 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
     else:
         long = cache.request_is_long(inputs.model, inputs.backend, inputs.text)
         stats, uniform = stats_of(result, excludes, long), head_stats.uniform_entropy(result)
+    learned = head_stats.sink_share(result)  # gpt-oss's learned sinks: a statistic of their own (the typed text's)
+    if learned is not None:
+        stats = {**stats, "sink": learned}
     labels = head_stats.labels(stats, uniform, result.kind)
     if induction is not None:  # a decoder's induction heads, from the repeated random sequence (not this text)
         stats = {**stats, "induction": induction}
@@ -127,6 +132,13 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
         f"when the sink takes more than {head_stats.SHARE_THRESHOLD:.0%} and nothing else names it, or less than "
         f"{head_stats.SINK_REST:.0%} is left. Its first two queries count in no statistic: the first sees only itself, "
         "the second's previous token is the first."
+        + (
+            " This model also has a learned sink in every head, a logit in each row's softmax with no token: the "
+            "share it takes is a statistic of its own (typed text), counts as the sink's in the labels, and each "
+            "row's weights over the tokens sum to the rest (less than 1)."
+            if result.sinks
+            else ""
+        )
         if result.kind == "causal"
         else ""
     )

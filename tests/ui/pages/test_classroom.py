@@ -226,6 +226,10 @@ def test_runs_that_need_a_class_at_once_wait_for_one_read_and_a_forget_is_never_
     monkeypatch.setattr(class_read, "_moments", {})
     monkeypatch.setattr(class_read, "_reads", {})
     monkeypatch.setattr(class_read, "threading", types.SimpleNamespace(Event=Flight))  # its reads' events only
+    # "At once" exactly: every run's clock reads the same instant. On a loaded machine twenty threads took more than
+    # PULSE_SHARED to start, and the later ones rightly made reads of their own (6 reads in one full run).
+    instant = time.monotonic()
+    monkeypatch.setattr(class_read, "time", types.SimpleNamespace(monotonic=lambda: instant))
     got = []
     woken = [threading.Thread(target=lambda: got.append(seat.moment(code))) for _ in range(20)]  # a change's runs
     for t in woken:
