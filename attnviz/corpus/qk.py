@@ -206,7 +206,8 @@ def read_qk(eng: Engine, text: str, layer: int, head: int) -> tuple[Encoded, tor
     if not hasattr(eng, "forward"):
         raise ValueError(
             f"'{eng.name}' has no hook points here: its queries and keys are read on the scratch "
-            "backend (BERT, and the decoders attnviz computes: Llama, Qwen 2/3, Mistral, OLMo 2, Phi-3, Gemma 2/3, GPT-2, gpt-oss)"
+            "backend (BERT, and the decoders attnviz computes: Llama, Qwen 2/3, Mistral, OLMo 2, Phi-3, Gemma 2/3, "
+            "GPT-2, gpt-oss)"
         )
     if not (0 <= layer < eng.n_layers and 0 <= head < eng.n_heads):
         raise ValueError(f"'{eng.name}' has layers 1-{eng.n_layers} and heads 1-{eng.n_heads}")
