@@ -59,19 +59,24 @@ hadolint: $(VENV)/.dev
 container-check: $(VENV)/.dev browser
 	PY=$(BIN)/python bash scripts/container-check.sh
 
-# Two pytest-xdist workers (TEST_WORKERS), each given whole files (--dist loadfile: a file's module fixtures, its server
-# and browser, start once); TEST_WORKERS=0 runs everything in one process.
-TEST_WORKERS ?= 2
-XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+# Four pytest-xdist workers (TEST_WORKERS) on this 2-core machine, each given whole files (--dist loadfile: a file's
+# module fixtures, its server and browser, start once). Most of the suite waits on something (a server's answer,
+# Chromium drawing, a subprocess), so four keep the cores busier than two: a fresh clone's `CI=true bash .ci/run`
+# took 13 min 43 s with four, 14 min 45 s with six (18 GB of memory at its peak) and 25-29 min with two
+# (docs/testing.md). The fast loop is the CPU's own work: two workers (FAST_WORKERS) are its quickest (33 s of
+# pytest, 41 s with four). TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 4
+FAST_WORKERS ?= 2
+xdist = $(if $(filter 0,$(1)),,-n $(1) --dist loadfile)
 
 pytest: $(VENV)/.dev browser postgres
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q $(XDIST) --durations=15
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q $(call xdist,$(TEST_WORKERS)) --durations=15
 
 test: lint pytest
 
 # The everyday loop: no browser, server, PostgreSQL, SmolLM2 or subprocess (the slow mark, tests/conftest.py).
 test-fast: $(VENV)/.dev
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q $(XDIST) -m "not slow"
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q $(call xdist,$(FAST_WORKERS)) -m "not slow"
 
 bench: $(VENV)/.dev browser postgres
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/engines.py
