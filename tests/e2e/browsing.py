@@ -156,6 +156,26 @@ VISIBLE_JS = r"""() => {
   }
   return out;
 }"""
+# The text a heatmap writes in its cells (the Model overview's head kinds, the pronoun lab's grid): each line's font
+# size in px as drawn, and any line wider than its cell (it would run into the next cell). Issue 51: these stayed
+# about 8 px on a projector.
+CELLS_JS = r"""() => {
+  const sizes = [], over = [];
+  for (const gd of document.querySelectorAll('[data-testid=stMain] .js-plotly-plot')) {
+    const lay = gd._fullLayout, data = gd._fullData || [];
+    const hm = data.find(t => t.type === 'heatmap' && t.texttemplate);
+    if (!lay || !hm) continue;
+    const title = ((lay.title && lay.title.text) || '').replace(/<[^>]*>/g, ' ').slice(0, 40);
+    const cell = lay.xaxis._length / Math.max(1, (hm.x || hm.z[0]).length);
+    for (const t of gd.querySelectorAll('.heatmaplayer .textpoint text')) {
+      const r = t.getBoundingClientRect();
+      if (r.width === 0) continue;
+      sizes.push(parseFloat(getComputedStyle(t).fontSize));
+      if (r.width > cell + 1) over.push(`${title} | ${t.textContent.slice(0, 20)}: ${Math.round(r.width)} px in ${Math.round(cell)}`);
+    }
+  }
+  return {sizes, over};
+}"""
 PHONE = {"width": 390, "height": 844}
 # every chart in the main area as wide as its element again, after the viewport changed (plotly redraws on resize)
 RESIZED_JS = """() => [...document.querySelectorAll('[data-testid=stMain] .js-plotly-plot')].every(gd => {
@@ -250,7 +270,7 @@ def _seen(pg, where: tuple) -> dict:
     tests/test_app.py's AppTest, test_every_page_runs_with_smollm2)."""
     failed = pg.locator(FAILED).all_inner_texts()
     assert failed == [], (*where, failed)
-    return {**pg.evaluate(READABLE_JS), "visible": pg.evaluate(VISIBLE_JS)}
+    return {**pg.evaluate(READABLE_JS), "visible": pg.evaluate(VISIBLE_JS), "cells": pg.evaluate(CELLS_JS)}
 
 
 def _readable(
@@ -298,6 +318,9 @@ def _check_readable(path: str, plain: dict, big: dict, maps: bool) -> None:
         assert got["unlabelled"] == [], (path, mode, got["unlabelled"])
         assert got["clipped"] == [], (path, mode, got["clipped"])
         assert got["crowded"] == [], (path, mode, got["crowded"])
+    for mode, got in (("plain", plain), ("projector", big)):  # a cell's words stay in their cell
+        assert got["cells"]["over"] == [], (path, mode, got["cells"]["over"])
+    assert min(big["cells"]["sizes"], default=16) >= 16, (path, "projector", sorted(set(big["cells"]["sizes"])))
     if maps and big["tickFonts"]:  # a projector's Layer grid alone labels no token (see READABLE_JS's oneScreen)
         assert min(big["tickFonts"]) >= 1.5 * max(plain["tickFonts"]) - 0.01, (
             path,
