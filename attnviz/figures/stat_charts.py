@@ -3,6 +3,8 @@ pairs' flip grid, bars over a text's tokens."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -15,7 +17,10 @@ from attnviz.figures.layout import (
 from attnviz.figures.style import Style
 from attnviz.tokens import display_labels
 
-STAT_GRID_PX = 480  # a layer x head grid's plot width, measured in Chromium at 1280x800 on a projector (the least)
+# A layer x head grid's plot width, measured in Chromium: plain, 480 px at 1280x800 (the least of what a laptop shows);
+# in projector mode, at the 1920x1080 screen projector mode is laid out for (the Model overview's grid: 1,198 px), so
+# that its cells' words are 16 px or more there (they stayed about 8 px, sized for the least width).
+STAT_GRID_PX = {False: 480, True: 1150}
 FLIP_COLOURS = [  # flips the wrong way (orange), never moves (grey), flips right (green): three flat bands
     [0, "#d95f02"],
     [1 / 3, "#d95f02"],
@@ -31,7 +36,7 @@ def stat_grid(
 ) -> go.Figure:
     """A layer x head grid coloured by one statistic, each head's label (and value) written in its cell."""
     n_l, n_h = values.shape
-    cell_px = STAT_GRID_PX / n_h  # a cell's width
+    cell_px = STAT_GRID_PX[style.projector] / n_h  # a cell's width
     fits = cell_px / (CHAR * (style.font_size - 2))  # characters a cell's line holds
 
     def cell(label: str) -> str:  # a label too long for its cell breaks after its hyphen ("previous-" / "token")
@@ -66,8 +71,12 @@ def stat_grid(
     fig.add_trace(click_markers(heads, layers, "open", 40))
     fig.update_xaxes(**EVERY_TICK)  # every head and layer named, none thinned
     fig.update_yaxes(autorange="reversed", **EVERY_TICK)
+    # each row tall enough for its cells' lines (a label broken after its hyphen, the value): 30 layers of 18 px words
+    # on a projector need 70 px a row, where 44 px held 9 px words
+    lines = max((t.count("<br>") + 1 for row in text for t in row), default=1)
+    row_px = max(90 if n_l <= 12 else 44, math.ceil(lines * size * 1.3) + 8)
     return fig.update_layout(
-        height=(90 if n_l <= 12 else 44) * n_l + 120,
+        height=row_px * n_l + 120,
         font={"size": style.font_size},
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
         plot_bgcolor="white",

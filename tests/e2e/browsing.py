@@ -167,11 +167,14 @@ CELLS_JS = r"""() => {
     if (!lay || !hm) continue;
     const title = ((lay.title && lay.title.text) || '').replace(/<[^>]*>/g, ' ').slice(0, 40);
     const cell = lay.xaxis._length / Math.max(1, (hm.x || hm.z[0]).length);
-    for (const t of gd.querySelectorAll('.heatmaplayer .textpoint text')) {
+    const tall = lay.yaxis._length / Math.max(1, (hm.y || hm.z).length);
+    for (const t of gd.querySelectorAll('.heatmaplayer .heatmap-label text')) {
       const r = t.getBoundingClientRect();
       if (r.width === 0) continue;
       sizes.push(parseFloat(getComputedStyle(t).fontSize));
-      if (r.width > cell + 1) over.push(`${title} | ${t.textContent.slice(0, 20)}: ${Math.round(r.width)} px in ${Math.round(cell)}`);
+      if (r.width > cell + 1 || r.height > tall + 1)
+        over.push(`${title} | ${t.textContent.slice(0, 20)}: ${Math.round(r.width)} x ${Math.round(r.height)} px `
+          + `in ${Math.round(cell)} x ${Math.round(tall)}`);
     }
   }
   return {sizes, over};
@@ -310,7 +313,8 @@ def _readable(
 def _check_readable(path: str, plain: dict, big: dict, maps: bool) -> None:
     """Every heatmap figure has a colour bar, every token axis of up to 64 tokens a label for each with room for it
     (no two run together), no label is clipped, every chart's labels and titles are visible where a person looks
-    (1280x800, a projector's 1920x1080, a 390x844 phone), and the projector's tick labels are at least 1.5x."""
+    (1280x800, a projector's 1920x1080, a 390x844 phone), the projector's tick labels are at least 1.5x, and the words
+    a heatmap writes in its cells stay in their cells (1280x800, projector) and are 16 px or more on a projector."""
     assert plain["phone"] == [], (path, "phone", plain["phone"])
     for mode, got in (("plain", plain), ("projector", big)):
         assert got["visible"] == [], (path, mode, got["visible"])

@@ -14,8 +14,11 @@ def test_a_head_grids_cell_labels_fit_their_cells_on_a_projector():
     labels = [["street", "animal"] * 6 for _ in range(6)]
     for style in (Style(), Style(projector=True)):
         size = stat_grid(np.zeros((6, 12)), labels, "on animal", style=style).data[0].textfont.size
-        assert size * CHAR * len("street") <= STAT_GRID_PX / 12
+        assert size * CHAR * len("street") <= STAT_GRID_PX[style.projector] / 12
         assert size <= style.font_size - 2
+    # a projector's 1920x1080 screen: a 12-head model's kinds 16 px or more ("previous-" the longest line)
+    kinds = [["previous-token", "broad"] * 6 for _ in range(6)]
+    assert stat_grid(np.zeros((6, 12)), kinds, "entropy", style=Style(projector=True)).data[0].textfont.size >= 16
     many = [f"t{i}" for i in range(80)]
     fig = side_by_side([Panel("one", np.zeros((80, 80)), many, many)])
     assert fig.layout.xaxis.title.text == "key: 80 tokens, too many to label"
