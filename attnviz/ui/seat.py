@@ -3,13 +3,12 @@
 The teacher opens the teacher link (?class=CODE&teacher=SECRET). The secret stays in the teacher's address bar, so
 that a reload, a typed URL state (?layer=3&head=5&view=Head) or a restarted server keeps the teacher leading; it
 never reaches the class's view or a page's text (project the app full screen, or the student link, not the address
-bar). After every run of the teacher's page, the page and its URL state (model, text, layer, head, palette, projector
-mode: everything `state` publishes) become the class's view in the store. A student opens the student link
-(?class=CODE); the teacher's run wakes this server's following pages at once (`wake`), and a fragment asks the
-store every 0.4 s (how followers on another replica see it); while the student follows, a newer view replaces theirs
-before their page draws: the widgets' values are dropped
-and restored from the teacher's URL state, on the teacher's page. A student exploring alone keeps their own view
-until they rejoin.
+bar). After every run of the teacher's page, the page and its URL state (model, text, layer, head, palette: everything
+`state` publishes but projector mode, which is the teacher's screen) become the class's view in the store. A student
+opens the student link (?class=CODE); the teacher's run wakes this server's following pages at once (`wake`), and a
+fragment asks the store every 0.4 s (how followers on another replica see it); while the student follows, a newer
+view replaces theirs before their page draws: the widgets' values are dropped and restored from the teacher's URL
+state, on the teacher's page. A student exploring alone keeps their own view until they rejoin.
 
 One voice per page: a browser session keeps the first student id it had in a class for as long as it lives,
 whatever its URL says later (flipping ?sid= or the class code and back gives the same student). A reload is a new
@@ -53,6 +52,7 @@ SERVER = secrets.token_hex(6)  # this server process, as the views it publishes 
 SEEN_SECONDS = 10.0  # how often a follower's page says it is still here (one write)
 CLASS_PAGE = "classroom"  # the Class page's URL path
 DRAWN = "drawn"  # the URL parameter where a student's whole run, at its end, writes what it drew (view, poll)
+PROJECTOR = "projector"  # the URL parameter of projector mode: each screen's own, never the class's view
 # seconds after a whole run's end before a heartbeat still carrying an older `drawn` redraws: the browser's URL takes
 # a run's end within a tick or two; at 3 s, a page that missed its run's end (see _redraw_if_lost) was behind for more
 # than 3 s before it was drawn again, and a full `make test` saw a follower miss the two-server class test's 5 s
@@ -291,6 +291,10 @@ def _take(here: Seat, info: ClassInfo, page_url: str) -> None:
         return  # the teacher has not shown anything yet
     params = {k: str(v) for k, v in info.view.get("params", {}).items() if k not in (CLASS, TEACHER, STUDENT, DRAWN)}
     st.session_state["class.drawn"] = None  # until this run's end says what it drew
+    params.pop(PROJECTOR, None)  # a view from before the teacher's projector mode stayed theirs
+    own = st.query_params.get(PROJECTOR)
+    if own is not None:  # the student's own screen: projector mode is how a page looks there, not what it shows
+        params[PROJECTOR] = own
     params.update({CLASS: here.code, STUDENT: here.student})
     state.forget_bindings()
     st.session_state.pop("class.left", None)
@@ -320,7 +324,8 @@ def publish(here: Seat | None, page_url: str, params: dict[str, str], head: tupl
     (state.show_head), if any, becomes the lesson a poll asks about."""
     if here is None or not here.teacher:
         return
-    shared = {k: v for k, v in params.items() if k not in (CLASS, TEACHER, STUDENT, DRAWN)}
+    # the teacher's projector mode is the teacher's screen (at the front of the room), not the students'
+    shared = {k: v for k, v in params.items() if k not in (CLASS, TEACHER, STUDENT, DRAWN, PROJECTOR)}
     view = {"page": page_url, "params": shared, "server": SERVER}
     if head is None:  # a page that showed no head (the Class page, the Model overview): the lesson stays
         view["lesson"] = store().get(here.code).view.get("lesson", {})

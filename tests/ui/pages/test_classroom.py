@@ -507,6 +507,30 @@ def test_a_following_student_who_picks_another_model_stops_following_but_a_palet
     assert any("You changed the view (model)" in w.value for w in at.sidebar.warning)
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
+def test_the_teachers_projector_mode_is_their_screen_not_pushed_to_students(db):
+    """A teacher at the front of the room in projector mode: the class's view carries no projector mode, so a phone
+    student's page is not drawn at projector sizes; a student who turns it on for their own screen keeps it."""
+    at, code, secret = _teacher(db, view="Head", layer="3", head="2", projector="true")
+    assert at.sidebar.toggle(key="sb.projector").value is True  # the teacher's own screen
+    view = db.get(code).view
+    assert "projector" not in view["params"] and view["params"]["layer"] == "3"
+    student = AppTest.from_file(APP, default_timeout=120)
+    student.query_params.update({"class": code, "sid": "p" * 16})
+    student.run()
+    _ok(student)
+    assert student.sidebar.toggle(key="sb.projector").value is False and _follows(student)
+    assert student.slider(key="heads.layer").value == 3
+    student.sidebar.toggle(key="sb.projector").set_value(True).run()  # their own screen: still following
+    _ok(student)
+    assert _follows(student)
+    db.set_view(code, secret, {**view, "params": {**view["params"], "layer": "4"}})  # the teacher moves on
+    time.sleep(class_read.PULSE_SHARED + 0.02)
+    student.run()
+    _ok(student)
+    assert student.slider(key="heads.layer").value == 4 and student.sidebar.toggle(key="sb.projector").value is True
+
+
 def test_a_following_session_is_one_to_wake_and_one_exploring_alone_is_not(db):
     """The teacher's change wakes this server's following sessions at once (seat.wake; AppTest has no server to
     wake them in, the browser tests and bench/load.py --class do)."""
