@@ -79,6 +79,30 @@ def student_panel(here: Seat) -> None:
     seat.tick(seat.tick_seconds(seat.run_moment(here.code)))
 
 
+EXPLORING = "Exploring on your own: the teacher's view no longer replaces yours."
+
+
+def exploring_banner(here: Seat) -> None:
+    """A student who left following, told so in the main area, where every screen shows it (a phone folds the
+    sidebar, where the switch is), with the way back: the teacher's view at once."""
+    if here.teacher or st.session_state.get("class.following", True):
+        return
+    said, back = st.columns([4, 1], vertical_alignment="center")
+    said.info(EXPLORING)
+    back.button("Rejoin the teacher", key="class.rejoin", on_click=_rejoin, args=(here,), width="stretch")
+
+
+def _rejoin(here: Seat) -> None:
+    """The main area's Rejoin: following again, as the sidebar's switch turned on does (before the next run)."""
+    st.session_state["class.following"] = st.session_state["class.follow_toggle"] = True
+    st.session_state.pop("class.version", None)  # the teacher's view at once, read afresh
+    try:
+        seat.store().set_following(here.code, here.student, True)
+    except seat.DATABASE_ERRORS as err:
+        seat.failed(err)
+    seat.forget(here.code)
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def qr_png(url: str, px: int = 0) -> bytes:
     """The link as a QR code (the segno library), PNG bytes: 8 px a module, or whole modules to about `px` a side."""

@@ -112,6 +112,7 @@ def main(pages: tuple) -> None:
             class_panel.sidebar_panel(here)
         except DATABASE_ERRORS as err:
             seat.failed(err)
+        class_panel.exploring_banner(here)  # a student exploring alone: said above the page, the way back beside it
     try:
         navigation.run()
     except Halted:  # the page ended early with its message: the rest of the run still draws

@@ -484,6 +484,28 @@ def test_a_following_student_who_moves_a_slider_stops_following_and_is_told_so(d
     assert not any("You changed the view" in w.value for w in at.sidebar.warning)
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
+def test_a_student_exploring_alone_is_told_so_in_the_main_area_and_rejoins_from_there(db):
+    """A phone folds the sidebar, where the follow switch and its warning are: leaving is said in the main area too,
+    above the page, with a Rejoin button that brings the teacher's view back at once."""
+    from attnviz.ui.class_panel import EXPLORING
+
+    view = {
+        "page": "",
+        "params": {"view": "Head", "layer": "2", "head": "3", "model": "default", "backend": "hf", "text": SENTENCE},
+    }
+    at, code, _ = _following(db, view, "m")
+    main = [i.value for i in at.main.info]
+    assert EXPLORING not in main and not any(b.key == "class.rejoin" for b in at.main.button)  # following: nothing
+    at.slider(key="heads.layer").set_value(5).run()
+    _ok(at)
+    assert not _follows(at) and EXPLORING in [i.value for i in at.main.info]
+    at.button(key="class.rejoin").click().run()
+    _ok(at)
+    assert _follows(at) and at.slider(key="heads.layer").value == 2 and at.toggle(key="class.follow_toggle").value
+    assert EXPLORING not in [i.value for i in at.main.info] and db.students(code) == (1, 1)
+
+
 def test_a_following_student_who_picks_another_model_stops_following_but_a_palette_is_their_own(db):
     view = {
         "page": "",
