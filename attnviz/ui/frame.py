@@ -15,7 +15,7 @@ import logging
 import streamlit as st
 
 from attnviz.liveclass.database import DATABASE_ERRORS
-from attnviz.ui import cache, class_panel, controls, guards, routes, seat, state
+from attnviz.ui import cache, class_panel, controls, guards, routes, seat, state, widgets
 from attnviz.ui.halt import Halted
 
 FAILED = (
@@ -98,6 +98,7 @@ def main(pages: tuple) -> None:
         listed.insert(0, listed.pop(CLASS_AT))
     # every page listed (Streamlit folds past ten under "View more": the Class page was hidden there)
     navigation = st.navigation(listed, expanded=True)
+    state.arrive(navigation.url_path, widgets.SHARED_PARAMS)  # back on a page: its own place again
     try:  # before any widget: a follower takes the teacher's view
         here = seat.seat()
         if here is not None:
@@ -124,7 +125,7 @@ def main(pages: tuple) -> None:
         st.error(FAILED)
     controls.show_device()
     try:
-        seat.publish(here, navigation.url_path, state.publish(), state.shown_head())
+        seat.publish(here, navigation.url_path, state.publish(navigation.url_path), state.shown_head())
     except DATABASE_ERRORS as err:
         seat.failed(err)
     seat.drawn(here)  # the end of a student's whole run: what it drew, in the URL (a heartbeat checks it got there)

@@ -6,7 +6,7 @@ key per session); after the page is drawn, `publish` writes the current values b
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import streamlit as st
@@ -14,6 +14,8 @@ import streamlit as st
 _PUBLISHED = "_url_params"
 _SHOWN = "_shown_head"
 _BOUND = "_url_bound"  # {widget key: (URL key, the type restore casts to)}: every widget restored from the URL
+_PAGES = "_page_params"  # {page's URL path: the URL state its last run published}
+_LAST = "_last_page"  # the page this session's last run showed
 LOOK = ("palette", "projector")  # how a view looks, not what it shows: a student may change it and still follow
 
 
@@ -100,11 +102,31 @@ def shown_head() -> tuple[int, int | None] | None:
     return st.session_state.pop(_SHOWN, None)
 
 
-def publish() -> dict[str, str]:
-    """Write the values remembered in this run to the URL (app.py calls it last); the URL state, as written."""
+def publish(page: str | None = None) -> dict[str, str]:
+    """Write the values remembered in this run to the URL (app.py calls it last); the URL state, as written, kept as
+    `page`'s own for when the session comes back to it (`arrive`)."""
     params = {
         k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in st.session_state.pop(_PUBLISHED, {}).items()
     }
     if dict(st.query_params) != params:
         st.query_params.from_dict(params)
+    if page is not None:
+        st.session_state.setdefault(_PAGES, {})[page] = params
     return params
+
+
+def arrive(page: str, shared: Collection[str]) -> None:
+    """Call before any widget. Back on a page this session showed before, through the navigation (the URL still holds
+    the last page's own state, which Streamlit keeps across a switch): that page's own state again (the Heads page's
+    view, layer and head, where the Model overview's rollout slider left "layer" at its own value and no head), with
+    what every page shares (`shared`: the model, the text) as the URL has it now. A link, a switch that names its own
+    parameters (a cell opening its head) or a teacher's view that a student takes leave the URL as it is."""
+    last, kept = st.session_state.get(_LAST), st.session_state.get(_PAGES, {})
+    st.session_state[_LAST] = page
+    if last is None or last == page or page not in kept or dict(st.query_params) != kept.get(last):
+        return
+    now = dict(st.query_params)
+    st.query_params.from_dict({**kept[page], **{k: v for k, v in now.items() if k in shared}})
+    for widget_key, (url_key, _) in st.session_state.get(_BOUND, {}).items():  # restored afresh from that state
+        if url_key not in shared:
+            st.session_state.pop(widget_key, None)

@@ -75,3 +75,30 @@ def test_no_page_stops_the_whole_run_so_the_frame_always_finishes_it():
     ui = Path(__file__).resolve().parents[2] / "attnviz" / "ui"
     stopping = [str(p.relative_to(ui)) for p in ui.rglob("*.py") if re.search(r"\bst\.stop\(\)", p.read_text())]
     assert stopping == ["halt.py"]  # where a fragment's own rerun still stops itself
+
+
+@pytest.mark.slow  # three pages drawn: about 4 s
+def test_coming_back_to_a_page_finds_it_where_it_was_left_with_the_text_every_page_shares():
+    """Heads on one head (layer 4, head 2); the Model overview, whose rollout slider names a layer of its own and no
+    head; the Class page; back to Heads: layer 4, head 2 again (it showed view=Layer&layer=6). A text typed
+    meanwhile is the one every page shares; a cell that opens a head still opens that head."""
+    from apptest import APP
+
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update({"view": "Head", "layer": "4", "head": "2"})
+    at.run()
+    _ok(at)
+    at.switch_page("app_pages/overview.py").run()
+    at.slider(key="ov.layer").set_value(6).run()
+    _ok(at)
+    assert at.query_params["layer"] == "6" and "head" not in at.query_params
+    at.sidebar.text_input(key="sb.text").set_value("The trophy doesn't fit into the suitcase because it is too big.").run()
+    at.switch_page("app_pages/classroom.py").run()
+    _ok(at)
+    at.switch_page("app_pages/heads.py").run()
+    _ok(at)
+    assert (at.slider(key="heads.layer").value, at.query_params["view"], at.query_params["head"]) == (4, "Head", "2")
+    assert at.query_params["text"] == "The trophy doesn't fit into the suitcase because it is too big."
+    at.switch_page("app_pages/overview.py").run()  # and the overview where it was left: its rollout at layer 6
+    _ok(at)
+    assert at.slider(key="ov.layer").value == 6
