@@ -92,13 +92,14 @@ def test_coming_back_to_a_page_finds_it_where_it_was_left_with_the_text_every_pa
     at.slider(key="ov.layer").set_value(6).run()
     _ok(at)
     assert at.query_params["layer"] == "6" and "head" not in at.query_params
-    at.sidebar.text_input(key="sb.text").set_value("The trophy doesn't fit into the suitcase because it is too big.").run()
+    trophy = "The trophy doesn't fit into the suitcase because it is too big."
+    at.sidebar.text_input(key="sb.text").set_value(trophy).run()
     at.switch_page("app_pages/classroom.py").run()
     _ok(at)
     at.switch_page("app_pages/heads.py").run()
     _ok(at)
     assert (at.slider(key="heads.layer").value, at.query_params["view"], at.query_params["head"]) == (4, "Head", "2")
-    assert at.query_params["text"] == "The trophy doesn't fit into the suitcase because it is too big."
+    assert at.query_params["text"] == trophy
     at.switch_page("app_pages/overview.py").run()  # and the overview where it was left: its rollout at layer 6
     _ok(at)
     assert at.slider(key="ov.layer").value == 6
