@@ -16,7 +16,7 @@ head size 64, causal, both pooled maps of a long text: 96 and 32 cells a side, p
 The floor: the two QK^T products over the pairs a causal query sees (2 x 2 x Dh x pairs x heads flops) at this
 device's measured float32 and bf16 matrix-product speeds. A layer's time x 30 is the model's analysis.
 
-Usage: python bench/fused_parts.py [--sizes 8192,32768] [--repeats 5] [--sweep]
+Usage: python bench/fused_parts.py [--sizes 8192,32768] [--repeats 5] [--sweep [--no-parts]]
 """
 
 from __future__ import annotations
@@ -126,6 +126,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="8192,32768")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--sweep", action="store_true", help="also time every tile shape of TILES")
+    parser.add_argument("--no-parts", action="store_true", help="the whole kernel and the sweep only (with --sweep)")
     parser.add_argument("--dry-run", action="store_true", help="on CPU tensors under Triton's interpreter (slow)")
     args = parser.parse_args()
     global DEVICE
@@ -160,17 +161,21 @@ def main() -> None:
             "\n|---|---|---|---|---|---|"
         )
         variants: list[tuple[str, object, dict]] = [("whole kernel, ieee", stats_kernel, {})]
-        if old is not None:
+        if old is not None and not args.no_parts:
             variants.append(("the kernel before this round, ieee", old, {}))
         for label, skip in (
-            ("without distance and shares", 1),
-            ("without column sums", 2),
-            ("without pooled maps", 4),
-            ("without all three", 7),
-            ("row normalisers alone", 8),
+            ()
+            if args.no_parts
+            else (
+                ("without distance and shares", 1),
+                ("without column sums", 2),
+                ("without pooled maps", 4),
+                ("without all three", 7),
+                ("row normalisers alone", 8),
+            )
         ):
             variants.append((label, stats_kernel, {"skip": skip}))
-        for precision in ("tf32x3", "tf32", "bf16"):
+        for precision in () if args.no_parts else ("tf32x3", "tf32", "bf16"):
             variants.append((f"whole kernel, {precision}", stats_kernel, {"precision": precision}))
         if args.sweep:
             for precision in ("ieee", "bf16"):

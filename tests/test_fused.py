@@ -191,12 +191,13 @@ def test_windows_and_sinks_equal_dense_weights(window, sink):
 @pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_fast_precision_rounds_only_the_products_inputs():
     """tf32 and bf16 round the products' inputs; sums stay float32. bf16 equals the plain pass on inputs rounded the
-    same way; tf32 is close to exact (Triton's interpreter does not round either: there the tf32 case is exact and
-    the bf16 one is not run)."""
+    same way; tf32 is close to exact; tf32x3 (three TF32 products) equals exact within 1e-5 (Triton's interpreter
+    rounds none of them: there the tf32 cases are exact and the bf16 one is not run)."""
     n, dh = 200, 64
     q, k = _qk(1, 2, 1, n, dh, seed=5)
     axis = _axis(n)
     exact = _analysed(q, k, axis, "causal", (96,), on=True)
+    _assert_equal(_analysed(q, k, axis, "causal", (96,), on=True, precision="tf32x3"), exact, (96,))
     tf32 = _analysed(q, k, axis, "causal", (96,), on=True, precision="tf32")
     for key, value in exact.stats().items():
         scale = value.abs().clamp_min(1) if key in ("distance", "entropy") else 1
