@@ -5,9 +5,9 @@ a layer and cannot look inside it. This bench times that kernel (CUDA events, th
 a compile and a warm-up) on random queries and keys of the model's shape (9 query heads sharing 3 key/value heads,
 head size 64, causal, both pooled maps of a long text: 96 and 32 cells a side, punctuation every 10th key) and:
 
-- parts, by difference: the whole kernel; without distance and the shares; without the column sums; without the
-  pooled maps; without the whole second pass (the row normalisers alone); the kernel before this round (its file,
-  .gpu/old_stats_kernel.py, where scripts/gpu-check.sh put it);
+- parts, by difference (--bf16-parts: also with bf16 products): the whole kernel; without distance and the
+  shares; without the column sums; without the pooled maps; without the whole second pass (the row normalisers
+  alone); the kernel before this round (its file, .gpu/old_stats_kernel.py, where present);
 - the products' precision: ieee (exact float32), tf32x3 (three TF32 products, about float32's accuracy on the
   tensor cores), tf32, bf16, each with its largest difference from ieee (row statistics, column sums, pooled cells);
 - tile shapes (rows, keys, warps, stages) for ieee and bf16: the fastest of each is printed as `best <precision>
@@ -16,7 +16,7 @@ head size 64, causal, both pooled maps of a long text: 96 and 32 cells a side, p
 The floor: the two QK^T products over the pairs a causal query sees (2 x 2 x Dh x pairs x heads flops) at this
 device's measured float32 and bf16 matrix-product speeds. A layer's time x 30 is the model's analysis.
 
-Usage: python bench/fused_parts.py [--sizes 8192,32768] [--repeats 5] [--sweep [--no-parts]]
+Usage: python bench/fused_parts.py [--sizes 8192,32768] [--repeats 5] [--bf16-parts] [--sweep [--no-parts]]
 """
 
 from __future__ import annotations
@@ -126,6 +126,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="8192,32768")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--sweep", action="store_true", help="also time every tile shape of TILES")
+    parser.add_argument("--bf16-parts", action="store_true", help="the parts again with bf16 products")
     parser.add_argument("--no-parts", action="store_true", help="the whole kernel and the sweep only (with --sweep)")
     parser.add_argument("--dry-run", action="store_true", help="on CPU tensors under Triton's interpreter (slow)")
     args = parser.parse_args()
@@ -163,18 +164,19 @@ def main() -> None:
         variants: list[tuple[str, object, dict]] = [("whole kernel, ieee", stats_kernel, {})]
         if old is not None and not args.no_parts:
             variants.append(("the kernel before this round, ieee", old, {}))
-        for label, skip in (
-            ()
-            if args.no_parts
-            else (
-                ("without distance and shares", 1),
-                ("without column sums", 2),
-                ("without pooled maps", 4),
-                ("without all three", 7),
-                ("row normalisers alone", 8),
-            )
-        ):
+        parts = (
+            ("without distance and shares", 1),
+            ("without column sums", 2),
+            ("without pooled maps", 4),
+            ("without all three", 7),
+            ("row normalisers alone", 8),
+        )
+        for label, skip in () if args.no_parts else parts:
             variants.append((label, stats_kernel, {"skip": skip}))
+        if args.bf16_parts:  # the same parts with bf16 products: what is left once the products are cheap
+            variants.append(("whole kernel, bf16", stats_kernel, {"precision": "bf16"}))
+            for label, skip in parts:
+                variants.append((f"{label}, bf16", stats_kernel, {"skip": skip, "precision": "bf16"}))
         for precision in () if args.no_parts else ("tf32x3", "tf32", "bf16"):
             variants.append((f"whole kernel, {precision}", stats_kernel, {"precision": precision}))
         if args.sweep:
