@@ -297,5 +297,14 @@ class _StillChromium:
     def new_context(self, **options):
         return self._browser.new_context(**{"reduced_motion": "reduce", **options})
 
+    def shared_page(self, **options):
+        """A page in the one context the file's pages with these context options share (a phone's: its viewport,
+        User-Agent, touch), cached as the tabs above are; the caller closes the page, not the context."""
+        key = repr(sorted(options.items()))
+        self._shared = getattr(self, "_shared", {})
+        if key not in self._shared:
+            self._shared[key] = self.new_context(**options)
+        return self._shared[key].new_page()
+
     def __getattr__(self, name: str):
         return getattr(self._browser, name)

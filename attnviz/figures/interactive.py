@@ -10,6 +10,7 @@ so a 512-token input stays within a few MB (bertviz ships every layer and dies n
 
 from __future__ import annotations
 
+import functools
 import math
 import textwrap
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ from attnviz.figures.layout import (
     EVERY_TICK,
     GRID_WIDTH,
     MAIN_PX,
+    PHONE_WIDTH,
     PROJECTOR_SCREEN_PX,
     bar_px,
     labels_fit,
@@ -170,19 +172,22 @@ def maps_grid(
     # a projector's larger labels, up to about 40); past that no labels on the grid, and the title says so. On a
     # projector the grid fits one screen (PROJECTOR_SCREEN_PX): where labelled maps would not (one a row: 7,048 px
     # for BERT's 12 heads), the grid is unlabelled and the title says where the tokens are labelled.
+    # A phone's grid is one map a row, laid out for its narrow column: maps side by side there put each map's row
+    # labels over the map to its left.
+    width, asked = (PHONE_WIDTH, 1) if style.phone else (GRID_WIDTH, columns)
     row_px = CHAR * font * max((len(y) for y in ys), default=0) + 6  # a map's row labels
-    labelled = n_tok <= EVERY_LABEL and labels_fit(n_tok, font) <= GRID_WIDTH - row_px
-    asked = columns
-    columns, n_rows, side, left_px, below_px = _grid_geometry(n, asked, xs, ys, font, labelled, style.projector)
+    labelled = n_tok <= EVERY_LABEL and labels_fit(n_tok, font) <= width - row_px
+    geometry = functools.partial(_grid_geometry, n, asked, xs, ys, font, width=width)
+    columns, n_rows, side, left_px, below_px = geometry(labelled, style.projector)
     title_px = font + 16
     one_screen = False
     if labelled and style.projector and n_rows * (side + below_px + title_px) + 80 > PROJECTOR_SCREEN_PX:
         labelled = False
         one_screen = True
-        columns, n_rows, side, left_px, below_px = _grid_geometry(n, asked, xs, ys, font, False, True)
+        columns, n_rows, side, left_px, below_px = geometry(False, True)
     height = n_rows * (side + below_px + title_px) + 80
     plot_h = height - 80 - below_px
-    gap_x = (left_px + 10) / (GRID_WIDTH - left_px)
+    gap_x = (left_px + 10) / (width - left_px)
     gap_y = (below_px + title_px) / plot_h if n_rows > 1 else 0.0
     layout = _grid_layout(n, columns, gap_x, gap_y, labelled)
     fig = go.Figure(data=traces, layout=layout)
@@ -200,17 +205,17 @@ def maps_grid(
 ONE_HEAD_LABELLED = "tokens labelled on one head (pick one) or on hover"
 
 
-def _grid_geometry(n: int, columns: int, xs, ys, font: int, labelled: bool, projector: bool):
-    """A grid of n maps' columns, rows, map side and label room (left, below) in px: as many maps a row as leave
-    each token a label's line where labelled, else the columns asked; a projector's unlabelled grid no taller than
-    one screen (PROJECTOR_SCREEN_PX)."""
+def _grid_geometry(n: int, columns: int, xs, ys, font: int, labelled: bool, projector: bool, *, width: int):
+    """A grid of n maps' columns, rows, map side and label room (left, below) in px, laid out `width` px wide: as many
+    maps a row as leave each token a label's line where labelled, else the columns asked; a projector's unlabelled
+    grid no taller than one screen (PROJECTOR_SCREEN_PX)."""
     left_px = CHAR * font * max((len(y) for y in ys), default=0) + 6 if labelled else 0
     below_px = 0.87 * CHAR * font * max((len(x) for x in xs), default=0) + 6 if labelled else 0  # turned 60°
     if labelled:  # as many maps a row as leave each token a label's line
         side_needed = labels_fit(max(len(xs), len(ys)), font)
-        columns = max(1, min(columns, int((GRID_WIDTH - left_px) // (side_needed + left_px + 10))))
+        columns = max(1, min(columns, int((width - left_px) // (side_needed + left_px + 10))))
     n_rows = math.ceil(n / columns)
-    side = (GRID_WIDTH - left_px - (columns - 1) * (left_px + 10)) / columns  # px of one map
+    side = (width - left_px - (columns - 1) * (left_px + 10)) / columns  # px of one map
     if not labelled:
         side = max(side, 260 if projector else 220) if columns > 1 else side
         if projector:  # the whole grid on one projected screen

@@ -11,6 +11,7 @@ from attnviz.escape import html_text
 from attnviz.figures.style import Style
 
 GRID_WIDTH = 900  # px: the width a grid is laid out for (Streamlit's main column at 1280x800 with the sidebar open)
+PHONE_WIDTH = 358  # px: a 390 px phone's main column (Streamlit's 16 px a side), where a grid is one map a row
 MAIN_PX = {False: 820, True: 740}  # px of the main column measured in Chromium at 1280x800, sidebar open (projector?)
 PROJECTOR_SCREEN_PX = 960  # px of a projected 1920x1080 page a figure may take and still be seen whole
 EVERY_LABEL = 64  # a token axis this long or shorter labels every token, on every map; longer ones label none

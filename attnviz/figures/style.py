@@ -32,10 +32,11 @@ MASKED_COLOUR = "#c8c8c8"
 
 @dataclass(frozen=True)
 class Style:
-    """The palette and projector mode a person chose."""
+    """The palette and projector mode a person chose, and whether their browser is a phone's."""
 
     palette: str = DEFAULT_PALETTE
     projector: bool = False  # large fonts, high contrast, for classrooms
+    phone: bool = False  # a phone's narrow screen: a grid of maps stands one a row (layout.PHONE_WIDTH)
 
     @property
     def colors(self) -> Palette:

@@ -81,11 +81,16 @@ GLOSSARY = (  # the words a student meets on the pages, each once, in plain word
         "quotes is there, with the command that measured it and the machine it ran on.",
     ),
 )
+PHONE_MAX_PX = 768  # Streamlit's medium breakpoint: at this width and less the sidebar starts folded (a phone)
 WRAP_CSS = (  # our own constant CSS: a page's name and a widget's label wrap onto a second line, never an ellipsis
     "<style>[data-testid=stSidebarNav] a span, [data-testid=stSidebarNav] [data-testid=stMarkdownContainer], "
     "[data-testid=stSidebarNav] p, [data-testid=stWidgetLabel] [data-testid=stMarkdownContainer], "
     "[data-testid=stWidgetLabel] p { white-space: normal; overflow: visible; text-overflow: clip; min-width: 0; "
-    "max-width: 100%; }</style>"
+    "max-width: 100%; }"
+    # the main area's copy of the Text box (phone_text_box) shows only where Streamlit folds the sidebar away; there
+    # plotly's toolbar, which a tap shows over a figure's top, would cover its title (the page has its own exports)
+    f"@media (min-width: {PHONE_MAX_PX + 1}px) {{ .st-key-phone-text {{ display: none; }} }}"
+    f"@media (max-width: {PHONE_MAX_PX}px) {{ [data-testid=stMain] .modebar-container {{ display: none; }} }}</style>"
 )
 # Streamlit sizes text in rem, so raising the root font size scales every label and heading together.
 PROJECTOR_CSS = "<style>html { font-size: 24px; }</style>"  # 1.5x the browser's 16 px: every label, a chart's ticks
@@ -172,8 +177,37 @@ def sidebar() -> Inputs:
         state.remember("text", text)
     state.remember("palette", palette)
     state.remember("projector", projector)
-    st.session_state["inputs"] = Inputs(model or registry.DEFAULT, backend, text, Style(palette, projector))
+    style = Style(palette, projector, phone=on_phone())
+    st.session_state["inputs"] = Inputs(model or registry.DEFAULT, backend, text, style)
     return st.session_state["inputs"]
+
+
+def on_phone() -> bool:
+    """Whether this session's browser says it is a phone's: "Mobi" in its User-Agent, as phones' browsers (Android's
+    "Mobile", the iPhone's) send and tablets' and computers' do not. The server sees no screen's width; this is what
+    a phone's first page is laid out by (figures' Style.phone)."""
+    try:
+        agent = st.context.headers.get("User-Agent") or ""
+    except Exception:  # no browser behind this run (a script's or a test's)
+        return False
+    return "Mobi" in agent
+
+
+def _from_phone() -> None:
+    """The main area's Text box changed: it is the sidebar's text now (a callback, before the sidebar is drawn)."""
+    st.session_state["sb.text"] = st.session_state["phone.text"]
+
+
+def phone_text_box() -> None:
+    """The Text box again at the top of the main area, for a phone: there the sidebar starts folded, so the box a
+    page's text comes from was out of sight. CSS (WRAP_CSS) hides it on wider screens; it always holds the sidebar's
+    text, and a change to it is one to the sidebar's (the URL, a class's view and following go on as before). Not
+    drawn while a long text is in use: the short text is not what the page shows then."""
+    if st.session_state.get("sb.long", "").strip():
+        return
+    st.session_state["phone.text"] = st.session_state.get("sb.text", DEFAULT_TEXT)
+    with st.container(key="phone-text"):
+        st.text_input("Text", key="phone.text", on_change=_from_phone, help="Press Enter to see its attention.")
 
 
 LONG_HELP = (

@@ -43,6 +43,8 @@ PAGES = (
 )
 
 DEFAULT = "heads"
+# the pages that show the sidebar's Text (the others have texts of their own): on a phone its box is drawn again
+TEXT_PAGES = {"heads", "inside", "compare", "overview", "masks", "knockout", "classroom", ""}
 CLASS_AT = [stem for stem, _, _ in PAGES].index("classroom")
 
 # What the server is started with (attnviz serve passes these as flags; the repository's .streamlit/config.toml says
@@ -108,6 +110,8 @@ def main(pages: tuple) -> None:
         seat.failed(err)
     st.session_state["class.seat"] = here
     controls.sidebar()
+    if navigation.url_path in TEXT_PAGES:
+        controls.phone_text_box()  # shown on a phone only, where the sidebar with the Text box is folded
     if here is not None:
         try:
             class_panel.sidebar_panel(here)

@@ -133,7 +133,8 @@ VISIBLE_JS = r"""() => {
     const el = gd.closest('[data-testid=stPlotlyChart]').getBoundingClientRect();
     const fig = {left: Math.max(box.left, el.left), right: Math.min(box.right, el.right),
                  top: Math.max(box.top, el.top), bottom: Math.min(box.bottom, el.bottom)};
-    const ticks = [...gd.querySelectorAll('.cartesianlayer .xtick text, .cartesianlayer .ytick text')]
+    // every map's tick labels: plotly's classes are xtick and ytick on the first map, x2tick, y12tick... on the others
+    const ticks = [...gd.querySelectorAll('.cartesianlayer g[class$=tick] > text')]
       .map(t => ({t, r: t.getBoundingClientRect(), axis: t.closest('g[class*=axislayer]').getAttribute('class'),
                   turned: /rotate\((-?[1-9])/.test(t.getAttribute('transform') || '')}))
       .filter(t => t.r.width > 0 && t.t.textContent !== '');
@@ -180,6 +181,10 @@ CELLS_JS = r"""() => {
   return {sizes, over};
 }"""
 PHONE = {"width": 390, "height": 844}
+PHONE_AGENT = (  # an Android phone's Chrome: "Mobile" in it is what the server takes for a phone
+    "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) "
+    "Chrome/131.0.0.0 Mobile Safari/537.36"
+)
 # every chart in the main area as wide as its element again, after the viewport changed (plotly redraws on resize)
 RESIZED_JS = """() => [...document.querySelectorAll('[data-testid=stMain] .js-plotly-plot')].every(gd => {
   const svg = gd.querySelector('.main-svg'), el = gd.closest('[data-testid=stPlotlyChart]');
@@ -286,19 +291,18 @@ def _readable(
     maps: bool = True,
 ) -> tuple[dict, dict]:
     """(plain, projector): the page's READABLE_JS and VISIBLE_JS once it has drawn after `clicks`, at 1280x800, with
-    VISIBLE_JS again at 390x844 (a phone: the same figures in a narrow main column, as a phone's first load gets them);
-    then at 1920x1080 with Projector mode switched on in the sidebar, as a teacher does at the front of the room (the
-    page runs again, draws every chart anew, and the clicks are pressed again where what they drew is gone). One
-    page, not two: a fresh page spent about 4 s of Chromium's time loading Streamlit before the app drew anything."""
+    VISIBLE_JS of the same page opened by a phone (_phone_visible); then at 1920x1080 with Projector mode switched on
+    in the sidebar, as a teacher does at the front of the room (the page runs again, draws every chart anew, and the
+    clicks are pressed again where what they drew is gone): the laptop and the projector are one page, not two (a
+    fresh page spent about 4 s of Chromium's time loading Streamlit before the app drew anything)."""
     pg = browser.new_page(viewport={"width": 1280, "height": 800})
     sockets = _sockets(pg)
     try:
         pg.goto(f"{server}/{path}{'&' if '?' in path else '?'}{model}")
         _draw(pg, clicks, drawn, maps, sockets)
         plain = _seen(pg, (path, model, "plain"))
-        pg.set_viewport_size(PHONE)
-        pg.wait_for_function(RESIZED_JS, polling=250, timeout=30_000)
-        plain["phone"] = pg.evaluate(VISIBLE_JS)
+        url = f"{server}/{path}{'&' if '?' in path else '?'}{model}"
+        plain["phone"] = _phone_visible(browser, url, clicks, drawn, maps)
         pg.set_viewport_size({"width": 1920, "height": 1080})
         pg.wait_for_function(RESIZED_JS, polling=250, timeout=30_000)
         pg.locator("[data-testid=stSidebar]").get_by_text("Projector mode", exact=True).click()
@@ -306,6 +310,21 @@ def _readable(
         pg.wait_for_function(FRESH_JS, polling=250, timeout=300_000)
         _draw(pg, clicks, drawn, maps, sockets)
         return plain, _seen(pg, (path, model, "projector"))
+    finally:
+        pg.close()
+
+
+def _phone_visible(browser, url: str, clicks: tuple, drawn: str | None, maps: bool) -> list:
+    """VISIBLE_JS of the page as a phone opens it: 390x844, a phone's User-Agent (the server lays a phone's grids out
+    one map a row by it: figures' Style.phone), touch; what the page's clicks draw drawn again there. A desktop's page
+    narrowed to a phone's width is not this: its grids keep the desktop's columns, and a map's row labels fall on the
+    map to its left (found when VISIBLE_JS first read every map's labels, not the first map's alone)."""
+    pg = browser.shared_page(viewport=PHONE, user_agent=PHONE_AGENT, is_mobile=True, has_touch=True)
+    try:
+        sockets = _sockets(pg)
+        pg.goto(url)
+        _draw(pg, clicks, drawn, maps, sockets)
+        return pg.evaluate(VISIBLE_JS)
     finally:
         pg.close()
 

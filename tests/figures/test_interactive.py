@@ -107,6 +107,26 @@ def test_a_grid_labels_every_token_on_every_map_up_to_64_and_none_past_it():
         assert "too many to label on each map" in fig.layout.title.text
 
 
+def test_a_phones_layer_grid_is_one_labelled_map_a_row_laid_out_for_its_width():
+    """On a 390 px phone a desktop's grid (four maps a row laid out for 900 px) put each map's row labels on the map
+    to its left. A phone's grid is one map a row: every map at the same place across, labelled, no wider than the
+    phone's column leaves it; a text too long for a line a token there (40 tokens in about 300 px) is unlabelled, and
+    the title says so."""
+    phone = interactive.Style(phone=True)
+    for heads, t in ((12, 16), (9, 20), (4, 40)):
+        fig = interactive.head_grid(_random_result(l=1, h=heads, t=t), 0, style=phone)
+        xs = [fig.layout[k] for k in fig.layout if k.startswith("xaxis")]
+        assert len({a.domain for a in xs}) == 1, (heads, t)  # one column
+        map_px = (layout.PHONE_WIDTH - fig.layout.margin.l) * (xs[0].domain[1] - xs[0].domain[0])
+        if t <= 20:
+            assert all(a.showticklabels for a in xs), (heads, t)
+            assert map_px >= t * (fig.layout.font.size + 1) - 1, (heads, t)  # each token a label's line
+        else:
+            assert not any(a.showticklabels for a in xs) and "too many to label" in fig.layout.title.text
+    desktop = interactive.head_grid(_random_result(l=1, h=12, t=16), 0)
+    assert len({desktop.layout[k].domain for k in desktop.layout if k.startswith("xaxis")}) > 1  # as before
+
+
 def test_a_projectors_layer_grid_fits_one_screen_and_says_where_its_tokens_are_labelled():
     """Labelled maps need a line a token at 20 px: on a projector BERT's 12 heads stood one a row, 7,048 px tall.
     Now a projector's grid that labelled would not fit one screen is a grid of maps on one colour bar, no taller

@@ -103,3 +103,26 @@ def test_coming_back_to_a_page_finds_it_where_it_was_left_with_the_text_every_pa
     at.switch_page("app_pages/overview.py").run()  # and the overview where it was left: its rollout at layer 6
     _ok(at)
     assert at.slider(key="ov.layer").value == 6
+
+
+@pytest.mark.slow  # three runs of the Heads page: about 3 s
+def test_a_phones_text_box_in_the_main_area_is_the_sidebars_text():
+    """On a phone the sidebar starts folded, and with it the Text box. The main area holds the box again (CSS shows
+    it at a phone's width alone): it holds the sidebar's text, a text typed there is the sidebar's and the URL's, and
+    while a long text is in use (not the short text) it is not drawn."""
+    from apptest import APP
+
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    _ok(at)
+    phone, side = at.main.text_input(key="phone.text"), at.sidebar.text_input(key="sb.text")
+    assert phone.value == side.value
+    trophy = "The trophy doesn't fit into the suitcase because it is too big."
+    phone.set_value(trophy).run()
+    _ok(at)
+    assert at.sidebar.text_input(key="sb.text").value == trophy and at.query_params["text"] == trophy
+    assert "trophy" in "".join(at.get("plotly_chart")[0].proto.spec)  # the page drew the new text
+    at.sidebar.text_input(key="sb.text").set_value("A cat sat.").run()
+    assert at.main.text_input(key="phone.text").value == "A cat sat."
+    at.sidebar.text_area(key="sb.long").set_value("A long passage. " * 40).run()
+    _ok(at)
+    assert not [t for t in at.main.text_input if t.key == "phone.text"]
