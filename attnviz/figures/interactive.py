@@ -451,3 +451,8 @@ def cost_chart(costs, *, style: Style = Style()) -> go.Figure:
 # Gutters between panels are fractions of the figure's width, which plotly knows and we do not: they are
 # sized for this width, the narrowest the figure meets (a laptop with the sidebar open), so on any wider
 # screen a panel's row labels still clear the panel to its left.
+
+
+def empty_figure() -> go.Figure:
+    """A figure with nothing in it, 10 px tall: what a page draws, hidden, to have the browser load plotly.js early."""
+    return go.Figure(layout={"height": 10, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}})

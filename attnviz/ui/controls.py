@@ -194,8 +194,15 @@ def on_phone() -> bool:
 
 
 def _from_phone() -> None:
-    """The main area's Text box changed: it is the sidebar's text now (a callback, before the sidebar is drawn)."""
-    st.session_state["sb.text"] = st.session_state["phone.text"]
+    """The main area's Text box changed: it is the sidebar's text now (a callback, before the sidebar is drawn).
+
+    Only a change the person typed into the box as the last run drew it (`phone.seed`, the text it was drawn with):
+    a following student's page that took the teacher's view has no such keys (seat._take clears the session's),
+    and the box's old value the browser sends on the next run must neither fail (the key is gone) nor put the
+    student's old text over the teacher's."""
+    typed, seed = st.session_state.get("phone.text"), st.session_state.get("phone.seed")
+    if typed is not None and seed is not None and typed != seed:
+        st.session_state["sb.text"] = typed
 
 
 def phone_text_box() -> None:
@@ -205,7 +212,7 @@ def phone_text_box() -> None:
     drawn while a long text is in use: the short text is not what the page shows then."""
     if st.session_state.get("sb.long", "").strip():
         return
-    st.session_state["phone.text"] = st.session_state.get("sb.text", DEFAULT_TEXT)
+    st.session_state["phone.text"] = st.session_state["phone.seed"] = st.session_state.get("sb.text", DEFAULT_TEXT)
     with st.container(key="phone-text"):
         st.text_input("Text", key="phone.text", on_change=_from_phone, help="Press Enter to see its attention.")
 

@@ -126,3 +126,26 @@ def test_a_phones_text_box_in_the_main_area_is_the_sidebars_text():
     at.sidebar.text_area(key="sb.long").set_value("A long passage. " * 40).run()
     _ok(at)
     assert not [t for t in at.main.text_input if t.key == "phone.text"]
+
+
+def test_the_phones_text_box_after_the_session_lost_its_keys_neither_fails_nor_puts_its_old_text_back():
+    """A following student's page that takes the teacher's view clears the session's keys (seat._take); the browser
+    then sends the box's old value with the next run, and its callback found no key: the run failed and the page
+    stayed blank (bench/class_browser.py: a follower that never showed the teacher's view). Nor may that old value
+    replace the teacher's text. A text typed into the box as the last run drew it is the sidebar's."""
+    import streamlit as st
+
+    from attnviz.ui import controls
+
+    teacher = "The trophy doesn't fit into the suitcase because it is too big."
+    st.session_state.clear()
+    st.session_state["sb.text"] = teacher
+    controls._from_phone()  # the box's key gone with the rest: nothing, no KeyError
+    st.session_state["phone.text"] = "A student's old text."  # what the browser still held; no seed: not typed
+    controls._from_phone()
+    assert st.session_state["sb.text"] == teacher
+    st.session_state["phone.seed"] = teacher  # drawn with the teacher's text, then typed over
+    st.session_state["phone.text"] = "A cat sat."
+    controls._from_phone()
+    assert st.session_state["sb.text"] == "A cat sat."
+    st.session_state.clear()

@@ -286,8 +286,23 @@ def _poll_status(here: Seat, poll_id: int) -> None:
         st.rerun(scope="app")
 
 
+# our own constant CSS: the chart that loads the browser's chart library is never seen
+WARM_CSS = "<style>.st-key-class-warm { display: none; }</style>"
+
+
+def warm_charts() -> None:
+    """An empty chart, hidden: a student's browser loads and compiles plotly.js here, while the join screen waits,
+    not when the teacher's first map arrives. A student who joined on the Class page had drawn no chart yet, and the
+    first map after it took 2 s for one follower in Chromium (0.3 s for the next) and 5-6 s for four on two cores
+    (bench/class_browser.py)."""
+    with st.container(key="class-warm"):
+        st.markdown(WARM_CSS, unsafe_allow_html=True)
+        st.plotly_chart(interactive.empty_figure(), key="class.warm", config={"staticPlot": True}, theme=None)
+
+
 def student_view(here: Seat) -> None:
     """A student: the current question and an answer; then the reveal."""
+    warm_charts()
     poll = seat.store().current_poll(here.code)
     seat.note_poll(poll.id if poll else None, poll.revealed if poll else False)
     if poll is None:
