@@ -89,7 +89,7 @@ LEFT_JS = """() => ({href: location.href, running: !!document.querySelector('[da
   stale: document.querySelectorAll('[data-testid=stMain] [data-stale=true]').length,
   titles: [...document.querySelectorAll('[data-testid=stMain] .gtitle')].map(t => t.textContent).join(' | ')
     .slice(0, 120),
-  main: (document.querySelector('[data-testid=stMain] h1, [data-testid=stMain] h2') || {}).innerText})"""
+  main: (document.querySelector('[data-testid=stMain]') || {innerText: 'no main area'}).innerText.slice(0, 300)})"""
 EXPLORING_JS = """() => (document.querySelector('[data-testid=stMain]') || {innerText: ''}).innerText
   .includes('Exploring on your own')"""
 
