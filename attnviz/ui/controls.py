@@ -206,10 +206,11 @@ def _from_phone() -> None:
 
 
 def phone_text_box() -> None:
-    """The Text box again at the top of the main area, for a phone: there the sidebar starts folded, so the box a
-    page's text comes from was out of sight. CSS (WRAP_CSS) hides it on wider screens; it always holds the sidebar's
-    text, and a change to it is one to the sidebar's (the URL, a class's view and following go on as before). Not
-    drawn while a long text is in use: the short text is not what the page shows then."""
+    """The Text box again at the top of the main area, for a phone (frame draws it where on_phone): there the sidebar
+    starts folded, so the box a page's text comes from was out of sight. CSS (WRAP_CSS) hides it on a wider screen (a
+    phone turned, a tablet); it always holds the sidebar's text, and a change to it is one to the sidebar's (the URL,
+    a class's view and following go on as before). Not drawn while a long text is in use: the short text is not what
+    the page shows then. A computer's page has no second box, hidden or not (one "Text" box to find by its label)."""
     if st.session_state.get("sb.long", "").strip():
         return
     st.session_state["phone.text"] = st.session_state["phone.seed"] = st.session_state.get("sb.text", DEFAULT_TEXT)

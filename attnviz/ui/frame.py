@@ -110,8 +110,8 @@ def main(pages: tuple) -> None:
         seat.failed(err)
     st.session_state["class.seat"] = here
     controls.sidebar()
-    if navigation.url_path in TEXT_PAGES:
-        controls.phone_text_box()  # shown on a phone only, where the sidebar with the Text box is folded
+    if navigation.url_path in TEXT_PAGES and controls.on_phone():
+        controls.phone_text_box()  # a phone's: the sidebar with the Text box is folded there
     if here is not None:
         try:
             class_panel.sidebar_panel(here)

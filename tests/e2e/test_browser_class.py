@@ -16,11 +16,13 @@ pytestmark = SLOW_BROWSER
 
 
 def _bars(pg) -> list[dict]:
-    """The first chart's traces on the page, as plotly holds them: [{x, y}]."""
-    pg.locator("[data-testid=stMain] .js-plotly-plot").first.wait_for(timeout=30_000)
+    """The first chart's traces on the page, as plotly holds them: [{x, y}] (a student's Class page holds a hidden
+    empty chart before it, classroom.warm_charts: the first one seen)."""
+    pg.locator("[data-testid=stMain] .js-plotly-plot").filter(visible=True).first.wait_for(timeout=30_000)
     pg.wait_for_function(SETTLED_JS, polling=250, timeout=30_000)
     return pg.evaluate(
-        "() => document.querySelector('[data-testid=stMain] .js-plotly-plot').data.map(t => ({x: t.x, y: t.y}))"
+        "() => [...document.querySelectorAll('[data-testid=stMain] .js-plotly-plot')]"
+        ".find(p => p.offsetParent !== null).data.map(t => ({x: t.x, y: t.y}))"
     )
 
 

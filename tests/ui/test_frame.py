@@ -106,13 +106,19 @@ def test_coming_back_to_a_page_finds_it_where_it_was_left_with_the_text_every_pa
 
 
 @pytest.mark.slow  # three runs of the Heads page: about 3 s
-def test_a_phones_text_box_in_the_main_area_is_the_sidebars_text():
+def test_a_phones_text_box_in_the_main_area_is_the_sidebars_text(monkeypatch):
     """On a phone the sidebar starts folded, and with it the Text box. The main area holds the box again (CSS shows
     it at a phone's width alone): it holds the sidebar's text, a text typed there is the sidebar's and the URL's, and
-    while a long text is in use (not the short text) it is not drawn."""
+    while a long text is in use (not the short text) it is not drawn. A computer's page has none."""
     from apptest import APP
 
+    from attnviz.ui import controls
+
     at = AppTest.from_file(APP, default_timeout=120).run()
+    _ok(at)
+    assert not [t for t in at.main.text_input if t.key == "phone.text"]  # no browser says it is a phone
+    monkeypatch.setattr(controls, "on_phone", lambda: True)
+    at.run()
     _ok(at)
     phone, side = at.main.text_input(key="phone.text"), at.sidebar.text_input(key="sb.text")
     assert phone.value == side.value
