@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from torch import Tensor
 
 from attnviz import service
+from attnviz.admission import Admission
 from attnviz.corpus.readers import CorpusError
 from attnviz.corpus.run import CorpusRun
 from attnviz.engines import registry
@@ -32,8 +33,11 @@ from attnviz.engines.base import (  # the capability types a front end names (re
     ModelLoadError,
     SteppingEngine,
     eager_tokens,
+    is_long,
 )
+from attnviz.engines.registry import BUNDLED as BUNDLED_MODELS
 from attnviz.engines.registry import DEFAULT as DEFAULT_MODEL
+from attnviz.engines.registry import MODELS_ENV, Policy, Source
 from attnviz.engines.scratch import describe_device, resolve_device
 from attnviz.engines.steps import AttentionSteps
 from attnviz.figures.style import Style
@@ -42,15 +46,22 @@ from attnviz.interventions.ablation import Ablation, Mode
 from attnviz.interventions.induction_scores import Induction
 from attnviz.interventions.patching import Patching
 from attnviz.interventions.runs import parse_heads
-from attnviz.result import Results
-from attnviz.service import ANALYSING, READING
+from attnviz.result import AttentionResult, Results
+from attnviz.service import ANALYSING, READING, Phases, WhatIf
+from attnviz.tokens import Encoded, TokenAxis
 from attnviz.work import (  # the kept computations (re-exported: the door is a front end's one import)
     GRID_BYTES,
     Work,
     ablation_work,
+    attention_key,
     benchmark_work,
     cost_work,
+    cross_work,
+    demo_attention_work,
+    flow_work,
     generation_work,
+    head_model_work,
+    held_out_work,
     importance_work,
     induction_work,
     local_source,
@@ -58,19 +69,27 @@ from attnviz.work import (  # the kept computations (re-exported: the door is a 
     patch_position_work,
     patch_work,
     qk_work,
+    shapes_work,
+    steps_work,
 )
 
 if TYPE_CHECKING:  # plotly is loaded by the first figure (show, View), not by the door: a GPU host or a script
     from attnviz.notebook.view import View  # that only computes needs no plotting library
 
 __all__ = [
+    "demo_attention_work",
+    "head_model_work",
+    "held_out_work",
     "ablate",
     "ablation_work",
+    "admission",
     "ANALYSING",
     "attention",
+    "AttentionResult",
     "AttentionSteps",
     "Backend",
     "benchmark_work",
+    "BUNDLED_MODELS",
     "can_rebuild",
     "corpus",
     "corpus_runs",
@@ -78,12 +97,15 @@ __all__ = [
     "CorpusError",
     "CorpusRun",
     "cost_work",
+    "cross_work",
     "decoded",
     "DEFAULT_MODEL",
     "describe_device",
     "eager_tokens",
-    "Engine",
+    "Encoded",
     "engine",
+    "Engine",
+    "flow_work",
     "generate",
     "GeneratingEngine",
     "Generation",
@@ -95,13 +117,19 @@ __all__ = [
     "induction",
     "induction_work",
     "InterveningEngine",
+    "long_estimate",
     "mean_reference_work",
     "Mode",
     "ModelLoadError",
+    "MODELS_ENV",
     "open_corpus_run",
     "patch",
     "patch_position_work",
     "patch_work",
+    "Phases",
+    "Policy",
+    "policy",
+    "preload",
     "prepare",
     "Prepared",
     "qk_space",
@@ -109,10 +137,18 @@ __all__ = [
     "READING",
     "resolve_device",
     "sentences_work",
+    "server_engine",
+    "server_source",
     "shape_trace",
+    "shapes_work",
     "show",
+    "Source",
     "SteppingEngine",
+    "steps_work",
+    "text_is_long",
+    "TokenAxis",
     "View",
+    "WhatIf",
     "Work",
 ]
 
@@ -129,35 +165,75 @@ def pronoun_benchmark(eng: Engine, cases, method="mas", progress=None):
 
 @dataclass
 class Prepared:
-    """One request made once per page run (or call): the model resolved once, its engine loaded once, and whether the
-    text is long decided once. Every view of the run reads this value; nothing below it decides again."""
+    """One request, made once per page run (or call): the model resolved once, its engine loaded once, its memo key
+    written once (work.attention_key), the memo asked once, the text encoded at most once (only on a miss), and
+    whether the text is long decided once. Every view of the run reads this value; the engine runs on its encoding."""
 
     request: service.Request
     source: registry.Source
     engine: Engine
-    decided: bool | None = field(default=None, repr=False)  # long (True) or eager (False), once asked
+    key: tuple = field(init=False)
+    _asked: bool = field(default=False, init=False, repr=False)
+    _held: Results | None = field(default=None, init=False, repr=False)
+    _encoded: Encoded | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.key = attention_key(self.request, self.source)
+
+    def held(self) -> Results | None:
+        """The results if a memo holds them (nothing encoded or computed); the memo is asked once per request."""
+        if not self._asked:
+            self._held, self._asked = service.held(self.key), True
+        return self._held
+
+    @property
+    def encoded(self) -> Encoded:
+        """The text as the engine sees it, encoded once (a ValueError says what is wrong with a bad text)."""
+        if self._encoded is None:
+            self._encoded = self.engine.encode(self.request.text)
+        return self._encoded
 
     @property
     def long(self) -> bool:
-        """Whether the text is long on this model (its results kept as queries and keys): decided at most once."""
-        if self.decided is None:
-            self.decided = service.request_is_long(self.request, self.source, self.engine)
-        return self.decided
+        """Whether the text is long on this model (its results kept as queries and keys): the held results say so;
+        else the one rule (engines.base.is_long) on the one encoding. A causal what-if is never long."""
+        held = self.held()
+        if held is not None:
+            return held.lazy
+        return self.request.what_if is None and is_long(self.engine, len(self.encoded.ids))
 
-    def held(self) -> Results | None:
-        """The results if a memo holds them (nothing computed)."""
-        return service.cached(self.request, self.source)
+    @property
+    def axis(self) -> TokenAxis:
+        """The text's tokens as the model reads them: from the held results, else from the one encoding."""
+        held = self.held()
+        return held.main.source if held is not None else self.encoded.axis
+
+    @property
+    def tokens(self) -> int:
+        """How many tokens the text is (special tokens included)."""
+        return len(self.axis.tokens)
 
     def results(self, phases: service.Phases | None = None) -> Results:
-        """The results (from the memo, or computed once and kept), on the decision already made."""
-        return service.attention(self.request, phases, self.source, self.engine, self.long)
+        """The results: held, or computed once on the one encoding (on the CPU copy if the GPU runs out of memory)
+        and kept for every session, in the memo the long/eager decision names."""
+        held = self.held()
+        if held is not None:
+            return held
+        req, enc = self.request, self.encoded
+
+        def job(eng: Engine) -> Results:
+            return service.compute(eng, enc, req.target, req.what_if, phases)
+
+        cpu = lambda: service.cpu_engine(req.backend, self.source)  # noqa: E731
+        self._held = service.attention(self.key, job, self.engine, cpu, self.long)
+        return self._held
 
     def with_backend(self, backend: Backend) -> Prepared:
-        """The same text and model on another backend: the same resolution and the same long/eager decision."""
+        """The same text and model on another backend: the same resolution, its own key and memo entry."""
         if backend == self.request.backend:
             return self
-        eng = service.engine(self.request.model, backend, self.source)
-        return Prepared(dataclasses.replace(self.request, backend=backend), self.source, eng, self.decided)
+        req = dataclasses.replace(self.request, backend=backend)
+        return Prepared(req, self.source, service.engine(self.source, backend))
 
 
 def prepare(
@@ -173,10 +249,54 @@ def prepare(
     """A request resolved once: as the person at this machine names models (any folder, a hub id), or, with
     `server`, as a server's policy allows (what a room may load: the pages); `device` "cpu" or "cuda" (default: the
     GPU when there is one)."""
-    source = service.policy().resolve(model) if server else local_source(model)
-    return Prepared(
-        service.Request(model, backend, text, target, what_if), source, service.engine(model, backend, source, device)
-    )
+    source = server_source(model) if server else local_source(model)
+    req = service.Request(model, backend, text, target, what_if)
+    return Prepared(req, source, service.engine(source, backend, device))
+
+
+def server_source(model: str) -> registry.Source:
+    """The model as this server's policy allows a room to name it (ATTNVIZ_MODELS, downloads or not)."""
+    return service.policy().resolve(model)
+
+
+def server_engine(model: str, backend: Backend) -> Engine:
+    """A model this server offers, loaded once and shared by every session (a page that needs no request)."""
+    return service.engine(server_source(model), backend)
+
+
+def policy() -> Policy:
+    """What this server offers (the operator's environment: ATTNVIZ_MODELS, downloads or not)."""
+    return service.policy()
+
+
+def admission() -> Admission:
+    """The server's one budget for heavy work (settings in attnviz.service's docstring)."""
+    return service.admission()
+
+
+def long_estimate(eng: Engine, n_tokens: int) -> int:
+    """The memory a long text's first pass adds, estimated (bytes): what heavy work is admitted on."""
+    return service.long_estimate(eng, n_tokens)
+
+
+def text_is_long(eng: Engine, text: str) -> bool:
+    """Whether this text is past the eager budget on this engine (engines.base.is_long), for a view that encodes for
+    itself (the Inside page's steps); False for a bad text (the view's own call says what is wrong)."""
+    return service.text_is_long(eng, text)
+
+
+def preload(text: str) -> float:
+    """Load the default model and compute `text` on it as a page would, before the first visitor
+    (`attnviz serve`). Returns the seconds it took. The first figure is built too, so that plotly's lazy imports
+    are done."""
+    import time
+
+    from attnviz.figures import interactive
+
+    start = time.perf_counter()
+    results = prepare(DEFAULT_MODEL, "hf", text, server=True).results()
+    interactive.head_grid(results.main, 0).to_json()
+    return time.perf_counter() - start
 
 
 def decoded(result) -> str:
@@ -198,7 +318,7 @@ def shape_trace(eng: Engine, text: str) -> tuple[str, dict[str, int]]:
     """The forward pass module by module as printed shapes, and the repeated module lists folded in it."""
     from attnviz.engines import shapes
 
-    return shapes.format_trace(service.shape_trace(eng, text)), shapes.repeated_lists(eng.model)
+    return shapes.format_trace(shapes_work(eng, text).run()), shapes.repeated_lists(eng.model)
 
 
 def can_rebuild(eng: Engine) -> bool:
@@ -209,7 +329,7 @@ def can_rebuild(eng: Engine) -> bool:
 def engine(model: str = "default", backend: Backend = "hf", device: str | None = None) -> Engine:
     """The loaded model (kept: a second call is free), for what the door does not cover; `device` "cpu" or "cuda"
     (default: the GPU when there is one)."""
-    return service.engine(model, backend, local_source(model), device)
+    return service.engine(local_source(model), backend, device)
 
 
 def attention(text: str, model: str = "default", *, backend: Backend = "hf", target: str | None = None) -> Results:
@@ -364,11 +484,11 @@ def corpus(
         settings["statistics"] = statistics
     chosen = measure.Settings(window=window, **settings)
     folder = out if out is not None and not server else corpus_run.default_folder(model, docs, chosen)
-    source = service.policy().resolve(model) if server else local_source(model)
+    source = server_source(model) if server else local_source(model)
 
     def kept():  # the door's kept engine, as a corpus run measures with it
-        hf = service.engine(model, "hf", source, device)
-        return hf if corpus_models.corpus_engine(hf) is hf else service.engine(model, "scratch", source, device)
+        hf = service.engine(source, "hf", device)
+        return hf if corpus_models.corpus_engine(hf) is hf else service.engine(source, "scratch", device)
 
     return corpus_run.run(
         docs,
@@ -401,7 +521,7 @@ def corpus_runs(folder=None) -> list[CorpusRun]:
 def qk_space(texts, layer: int, head: int, model: str = "default", *, method: str = "pca"):
     """A head's queries and keys on a text (or a list of texts), normalised as AttentionViz does and projected
     jointly to 2-D (corpus.qk.Space: the points, the tokens, and how faithful the plot is). 0-based layer, head."""
-    return qk_work(model, [texts] if isinstance(texts, str) else list(texts), layer, head, method).run()
+    return qk_work(local_source(model), [texts] if isinstance(texts, str) else list(texts), layer, head, method).run()
 
 
 def corpus_work(model: str, documents: int, progress=None) -> Work:

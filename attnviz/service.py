@@ -31,14 +31,12 @@ from attnviz.engines.base import (
     Backend,
     Engine,
     Progress,
-    SteppingEngine,
     WhatIfEngine,
     is_long,
     run_with_cpu_fallback,
 )
-from attnviz.engines.steps import AttentionSteps
 from attnviz.memo import Memo
-from attnviz.result import AttentionResult, Results
+from attnviz.result import Results
 from attnviz.tokens import Encoded
 
 WhatIf = Literal["causal"]
@@ -153,35 +151,33 @@ def policy() -> registry.Policy:
     return registry.Policy.from_env()
 
 
-def engine(model: str, backend: Backend, source: registry.Source | None = None, device: str | None = None) -> Engine:
-    """The engine for a model this server offers (or an already resolved `source`: the door resolves a local
-    user's own names), shared by all sessions; never mutated.
+def engine(source: registry.Source, backend: Backend, device: str | None = None) -> Engine:
+    """The engine for a resolved model (the door resolves: as a server's policy allows, or as a local user names
+    it), shared by all sessions; never mutated.
 
     Keyed by the resolved model, so every spelling of one model loads it once.
     """
-    pol = policy()
-    source = source or pol.resolve(model)
-    offline = not (pol.downloads or source.local_user)
+    offline = not (policy().downloads or source.local_user)
     return ENGINES.get(
         (source, backend, offline, device), lambda: registry.load_source(source, backend, device, offline=offline)
     )
 
 
-def cpu_engine(model: str, backend: Backend, source: registry.Source | None = None) -> Engine:
-    """A CPU copy, loaded only when the GPU runs out of memory."""
-    source = source or policy().resolve(model)
+def cpu_engine(backend: Backend, source: registry.Source) -> Engine:
+    """A CPU copy of a resolved model, loaded only when the GPU runs out of memory."""
     return CPU_ENGINES.get((source, backend), lambda: registry.load_source(source, backend, "cpu"))
 
 
 def compute(
-    eng: Engine, text: str, target: str | None = None, what_if: WhatIf | None = None, phases: Phases | None = None
+    eng: Engine, enc: Encoded, target: str | None = None, what_if: WhatIf | None = None, phases: Phases | None = None
 ) -> Results:
-    """engine.run, or the engine's causal what-if; a long text's statistics and pooled maps computed too."""
+    """engine.run on a text it encoded, or the engine's causal what-if; a long text's statistics and pooled maps
+    computed too."""
     if what_if is not None:
         if not isinstance(eng, WhatIfEngine):
             raise ValueError(f"The model '{eng.name}' cannot run a causal what-if.")
-        return eng.run_causal(text)
-    results = eng.run(text, target, progress=phases.phase(READING) if phases else None)
+        return eng.run_causal(enc)
+    results = eng.run(enc, target, progress=phases.phase(READING) if phases else None)
     if results.lazy:  # the first pass, now: the memo then counts what it made
         for value in results.values():
             value.analyse(progress=phases.phase(ANALYSING) if phases else None)
@@ -189,20 +185,17 @@ def compute(
 
 
 def text_is_long(eng: Engine, text: str) -> bool:
-    """Whether this text gets a LazyAttention on this engine (the one rule: engines.base.is_long)."""
+    """Whether this text gets a LazyAttention on this engine (the one rule: engines.base.is_long), for the views
+    that encode for themselves (the Inside page's steps)."""
     try:
         return is_long(eng, len(eng.encode(text).ids))
     except ValueError:  # bad text: the request's own run says what is wrong with it
         return False
 
 
-def _key(req: Request, source: registry.Source) -> tuple:
-    return ("attention", source.name, req.backend, req.text, req.target, req.what_if)
-
-
-def cached(req: Request, source: registry.Source | None = None) -> Results | None:
-    """The results of this request if a memo holds them (no model loaded, no text encoded), else None."""
-    key = _key(req, source or policy().resolve(req.model))
+def held(key: tuple) -> Results | None:
+    """The results kept under a request's key (work.attention_key) in either memo, else None: nothing is loaded,
+    encoded or computed."""
     for store in (memo(), long_memo()):
         found, value = store.peek(key)
         if found:
@@ -211,90 +204,21 @@ def cached(req: Request, source: registry.Source | None = None) -> Results | Non
 
 
 def attention(
-    req: Request,
-    phases: Phases | None = None,
-    source: registry.Source | None = None,
-    eng: Engine | None = None,
-    long: bool | None = None,
+    key: tuple, job: Callable[[Engine], Results], eng: Engine, cpu: Callable[[], Engine], long: bool
 ) -> Results:
-    """The results of a request, kept for every session; Results.notice says if the GPU fallback was taken.
-    `source`, `eng`, `long`: the model already resolved, its engine and the long/eager choice already made (the
-    door's Prepared: nothing is decided twice); else the server's policy resolves it and the choice is made here."""
-    held = cached(req, source)
-    if held is not None:
-        return held
-    source = source or policy().resolve(req.model)
-    key = _key(req, source)
-    eng = eng or engine(req.model, req.backend, source)
-    long = request_is_long(req, source, eng) if long is None else long
-    store = long_memo() if long else memo()
+    """A request's results computed once by `job` on `eng` (on `cpu` when the GPU runs out of memory:
+    Results.notice says so) and kept under `key` for every session, in the long memo when the text is long."""
 
     def run() -> Results:
-        results, notice = run_with_cpu_fallback(
-            eng,
-            lambda: cpu_engine(req.model, req.backend, source),
-            lambda e: compute(e, req.text, req.target, req.what_if, phases),
-        )
+        results, notice = run_with_cpu_fallback(eng, cpu, job)
         return results.with_notice(notice)
 
-    return store.get(key, run)
-
-
-def request_is_long(req: Request, source: registry.Source | None = None, eng: Engine | None = None) -> bool:
-    """Whether this request's text is long on its model: from the memo when it holds the results, else decided once
-    per text (encoded once) and kept."""
-    held = cached(req, source)
-    if held is not None:
-        return held.lazy
-    if req.what_if is not None:
-        return False
-    source = source or policy().resolve(req.model)
-    eng = eng or engine(req.model, req.backend, source)
-    return memo().get(("lazy?", source.name, req.backend, req.text), lambda: text_is_long(eng, req.text))
-
-
-def preload(text: str) -> float:
-    """Load the default model and compute `text` on it, before the first visitor (python -m attnviz serve).
-
-    Returns the seconds it took. The first figure is built too, so that plotly's lazy imports are done.
-    """
-    import time
-
-    from attnviz.figures import interactive
-
-    start = time.perf_counter()
-    results = attention(Request(registry.DEFAULT, "hf", text))
-    interactive.head_grid(results.main, 0).to_json()
-    return time.perf_counter() - start
-
-
-def steps(eng: Engine, text: str, layer: int, causal: bool) -> tuple[Encoded, AttentionSteps]:
-    """One layer's attention step by step, kept for every session."""
-    if not isinstance(eng, SteppingEngine):
-        raise ValueError(f"The model '{eng.name}' cannot show its attention step by step.")
-    return memo().get(
-        ("steps", eng.name, eng.backend, text, layer, causal), lambda: eng.steps(text, layer, causal=causal)
-    )
-
-
-def shape_trace(eng: Engine, text: str) -> list:
-    """The engine's forward pass on the text, module by module (engines.shapes), kept for every session."""
-    from attnviz.engines import shapes
-
-    return memo().get(("shapes", eng.name, eng.backend, text), lambda: shapes.engine_trace(eng, text))
-
-
-def cross_what_if(model: str, text_a: str, text_b: str) -> AttentionResult:
-    """Sentence B's queries on sentence A's keys and values, through the scratch backend's layers."""
-    eng = engine(model, "scratch")
-    if not isinstance(eng, WhatIfEngine):
-        raise ValueError(f"The model '{model}' cannot run a cross-attention what-if.")
-    return memo().get(("cross", eng.name, text_a, text_b), lambda: eng.cross_what_if(text_a, text_b))
+    return (long_memo() if long else memo()).get(key, run)
 
 
 def pronoun_case(eng: Engine, case: PronounCase, method: Method = "mas") -> CaseResult:
     """Run the engine on a pronoun case's text (once) and score it (analysis.pronoun_scores)."""
-    return score_result(compute(eng, case.text).main, case, method)
+    return score_result(compute(eng, eng.encode(case.text)).main, case, method)
 
 
 def pronoun_benchmark(eng: Engine, cases: Iterable[PronounCase], method: Method = "mas", progress=None) -> Benchmark:

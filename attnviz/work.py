@@ -15,9 +15,12 @@ from typing import Generic, TypeVar, cast
 
 from attnviz import service
 from attnviz.engines import registry
-from attnviz.engines.base import Engine, GeneratingEngine
+from attnviz.engines.base import Engine, GeneratingEngine, HookedEngine, SteppingEngine, WhatIfEngine
+from attnviz.engines.steps import AttentionSteps
 from attnviz.interventions import ablation, induction_scores, patching
 from attnviz.interventions.ablation import Mode
+from attnviz.result import AttentionResult
+from attnviz.tokens import Encoded
 
 T = TypeVar("T")
 
@@ -45,6 +48,52 @@ class Work(Generic[T]):
             return held
         keep = lambda: service.kept(self.key, self.compute, heavy=self.heavy)  # noqa: E731
         return cast(T, admit(self.what, self.estimate, keep) if self.heavy and admit is not None else keep())
+
+
+def attention_key(req: service.Request, source: registry.Source) -> tuple:
+    """A request's results' key (api.Prepared, service.held and service.attention): the resolved model, so that
+    every spelling of one model shares its entries."""
+    return ("attention", source.name, req.backend, req.text, req.target, req.what_if)
+
+
+def steps_work(eng: Engine, text: str, layer: int, causal: bool) -> Work[tuple[Encoded, AttentionSteps]]:
+    """One layer's attention step by step (the Inside page)."""
+    if not isinstance(eng, SteppingEngine):
+        raise ValueError(f"The model '{eng.name}' cannot show its attention step by step.")
+    stepping = eng
+    return Work(
+        ("steps", eng.name, eng.backend, text, layer, causal), lambda: stepping.steps(text, layer, causal=causal)
+    )
+
+
+def shapes_work(eng: Engine, text: str) -> Work[list]:
+    """The engine's forward pass on the text, module by module (engines.shapes)."""
+    from attnviz.engines import shapes
+
+    return Work(("shapes", eng.name, eng.backend, text), lambda: shapes.engine_trace(eng, text))
+
+
+def cross_work(eng: Engine, text_a: str, text_b: str) -> Work[AttentionResult]:
+    """Sentence B's queries on sentence A's keys and values, through an engine that can run the what-if (the scratch
+    backend's BERT)."""
+    if not isinstance(eng, WhatIfEngine):
+        raise ValueError(f"The model '{eng.name}' cannot run a cross-attention what-if.")
+    what_if = eng
+    return Work(("cross", eng.name, text_a, text_b), lambda: what_if.cross_what_if(text_a, text_b))
+
+
+def flow_work(key: tuple, result: AttentionResult, upto: int) -> Work:
+    """Attention flow (analysis.rollout.flow) up to layer `upto` of a request's result (`key`: its attention_key):
+    max-flow solves, seconds of CPU per text, so admitted."""
+    from attnviz.analysis import rollout
+
+    return Work(
+        ("flow", key, result.kind, upto),
+        lambda: rollout.flow(result, upto),
+        "solving the attention flow",
+        GRID_BYTES,
+        heavy=True,
+    )
 
 
 GRID_BYTES = service.FLAT_MB * 2**20  # what a grid, a benchmark or a measurement is counted as
@@ -150,28 +199,53 @@ def cost_work(d_model: int, heads: int) -> Work:
     )
 
 
+def demo_attention_work(d_model: int, heads: int) -> Work:
+    """The Inside page's seeded random attention of these sizes (lessons.cost.demo_attention), built once."""
+    from attnviz.lessons import cost
+
+    return Work(("demo-attention", d_model, heads), lambda: cost.demo_attention(d_model, heads, device="cpu"))
+
+
+def head_model_work(task: str, count: int) -> Work:
+    """One of the How many heads page's shipped tiny encoders (lessons.head_models), loaded once on the CPU."""
+    from attnviz.lessons import head_models
+
+    folder = head_models.folder_of(task)
+    return Work(
+        ("head-model", task, count),
+        lambda: head_models.TinyEncoder.load(folder, head_models.name(count), device="cpu"),
+    )
+
+
+def held_out_work(task: str) -> Work:
+    """The shipped tiny encoders of a task scored on its held-out sequences now (lessons.head_models)."""
+    from attnviz.lessons import head_models
+
+    return Work(("held-out", task), lambda: head_models.held_out_accuracy(task, device="cpu"))
+
+
 def local_source(model: str) -> registry.Source:
     """The model as the person at this machine names it: any folder, a bundled name or a hub id."""
     return dataclasses.replace(registry.resolve(model, allow_paths=True), local_user=True)
 
 
-def _hooked(model: str, source: registry.Source) -> Engine:
+def _hooked(source: registry.Source) -> Engine:
     """The model where its queries and keys can be read (the hook points): an encoder rebuilt on attnviz's
     attention, a decoder of hf.CAPTURE_FAMILIES as Hugging Face loads it."""
-    eng = service.engine(model, "hf", source)
-    if not hasattr(eng, "forward") and registry.can_rebuild(eng):
-        eng = service.engine(model, "scratch", source)
+    eng = service.engine(source, "hf")
+    if not isinstance(eng, HookedEngine) and registry.can_rebuild(eng):
+        eng = service.engine(source, "scratch")
     return eng
 
 
-def qk_work(model: str, texts: list[str], layer: int, head: int, method: str = "pca", *, server: bool = False) -> Work:
-    """A head's query/key space over some texts (see qk_space), kept for every session; admitted on a page."""
+def qk_work(source: registry.Source, texts: list[str], layer: int, head: int, method: str = "pca") -> Work:
+    """A head's query/key space over some texts (see qk_space) on a resolved model (a page's request's, or
+    local_source's), kept for every session; admitted on a page."""
     from attnviz.corpus import qk
 
-    source = service.policy().resolve(model) if server else local_source(model)
     return Work(
         ("qk", source, tuple(texts), layer, head, method),
-        lambda: qk.of_texts(_hooked(model, source), texts, layer, head, method=method),
+        lambda: qk.of_texts(_hooked(source), texts, layer, head, method=method),
         "placing a head's queries and keys",
         GRID_BYTES,
         heavy=True,

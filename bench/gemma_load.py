@@ -26,7 +26,7 @@ import json, resource, sys, time
 start = time.perf_counter()
 from attnviz.engines import registry
 engine = registry.load(sys.argv[1], "hf", "cpu")
-engine.run("The animal didn't cross the street because it was too tired.")
+engine.run(engine.encode("The animal didn't cross the street because it was too tired."))
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
 print(json.dumps({"seconds": time.perf_counter() - start, "peak_gb": peak}))
 """

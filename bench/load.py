@@ -105,11 +105,11 @@ def stall_check(repeats: int = 5) -> tuple[float, float, float]:
 
     engine = registry.load("default", "hf", "cpu")
     long_text, short_text = " ".join(["word"] * 600), "A short sentence typed meanwhile."
-    engine.run(long_text), engine.run(short_text)  # warm
+    engine.run(engine.encode(long_text)), engine.run(engine.encode(short_text))  # warm
 
     def timed(text: str) -> float:
         start = time.perf_counter()
-        engine.run(text)
+        engine.run(engine.encode(text))
         return time.perf_counter() - start
 
     alone_long = statistics.median(timed(long_text) for _ in range(repeats))

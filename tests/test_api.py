@@ -25,7 +25,7 @@ def test_import_attnviz_is_light_and_names_the_door():
 def test_attention_is_the_apps_request_path_and_kept(bundled_hf):
     first = attnviz.attention(SENTENCE)
     assert attnviz.attention(SENTENCE) is first  # the memo: a second call computes nothing
-    assert (first.main.weights - bundled_hf.run(SENTENCE).main.weights).abs().max() < 1e-6
+    assert (first.main.weights - bundled_hf.run(bundled_hf.encode(SENTENCE)).main.weights).abs().max() < 1e-6
     view = attnviz.show(SENTENCE, layer=1, head=2)
     assert view.result is first.main and (view.layer, view.head) == (1, 2)
 

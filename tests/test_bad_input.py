@@ -25,9 +25,9 @@ def test_engines_give_a_message_or_a_valid_result(name, text, expect, bundled_hf
     for engine in (bundled_hf, bundled_scratch):
         if expect == "message":
             with pytest.raises(ValueError):
-                engine.run(text)
+                engine.run(engine.encode(text))
             continue
-        r = next(iter(engine.run(text).values()))
+        r = next(iter(engine.run(engine.encode(text)).values()))
         assert torch.allclose(r.weights.sum(-1), torch.ones(r.weights.shape[:3]), atol=1e-5)
         assert (r.truncated > 0) == (expect == "truncated")
 
@@ -171,21 +171,22 @@ def test_gpu_out_of_memory_reruns_on_the_cpu_with_a_notice(bundled_hf, monkeypat
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
 
     monkeypatch.setattr(gpu, "run", out_of_memory)  # what a real GPU forward raises, surfacing from run()
-    results, notice = base.run_with_cpu_fallback(gpu, lambda: bundled_hf, lambda e: e.run("The GPU is full."))
+    results, notice = base.run_with_cpu_fallback(gpu, lambda: bundled_hf, lambda e: e.run(e.encode("The GPU is full.")))
     assert notice == base.OOM_NOTICE
-    assert torch.equal(results["self"].weights, bundled_hf.run("The GPU is full.")["self"].weights)
+    assert torch.equal(results["self"].weights, bundled_hf.run(bundled_hf.encode("The GPU is full."))["self"].weights)
 
 
 def test_out_of_memory_on_the_cpu_is_not_hidden(bundled_hf, monkeypatch):
     cpu = registry.load("default", "hf", "cpu")
     monkeypatch.setattr(cpu.model, "forward", lambda *a, **k: (_ for _ in ()).throw(torch.OutOfMemoryError("x")))
     with pytest.raises(torch.OutOfMemoryError):
-        base.run_with_cpu_fallback(cpu, lambda: bundled_hf, lambda e: e.run("text"))
+        base.run_with_cpu_fallback(cpu, lambda: bundled_hf, lambda e: e.run(e.encode("text")))
 
 
 def test_a_server_input_limit_cuts_and_says_so(monkeypatch):
     monkeypatch.setenv("ATTNVIZ_MAX_TOKENS", "8")
-    r = registry.load("default", "hf", "cpu").run("one two three four five six seven eight nine ten")["self"]
+    eng = registry.load("default", "hf", "cpu")
+    r = eng.run(eng.encode("one two three four five six seven eight nine ten"))["self"]
     assert len(r.target_tokens) == 8 and r.truncated == 12 - 8
     monkeypatch.setenv("ATTNVIZ_MAX_TOKENS", "lots")
     with pytest.raises(ValueError, match="ATTNVIZ_MAX_TOKENS"):
@@ -198,17 +199,18 @@ def test_nothing_depends_on_torch_s_process_wide_default_dtype(bundled_hf):
     from attnviz.engines.seq2seq import sinusoidal_positions
     from attnviz.lessons import cost
 
-    reference = bundled_hf.run("A default dtype test.")["self"]
+    reference = bundled_hf.run(bundled_hf.encode("A default dtype test."))["self"]
     previous = torch.get_default_dtype()
     torch.set_default_dtype(torch.float16)
     try:
         scratch = registry.load("default", "scratch", "cpu")  # built while the default is float16
-        r = scratch.run("A default dtype test.")["self"]
+        r = scratch.run(scratch.encode("A default dtype test."))["self"]
         assert (r.weights - reference.weights).abs().max() < 1e-5
         steps, demo = cost.demo_run(cost.demo_attention(64, 4), r.target, causal=True)
         assert steps.weights.dtype == torch.float32 and demo.weights.dtype == torch.float32
         assert sinusoidal_positions(8, 16).dtype == torch.float32
-        assert registry.load("dates").run("22/11/2026")["cross"].weights.dtype == torch.float32
+        dates = registry.load("dates")
+        assert dates.run(dates.encode("22/11/2026"))["cross"].weights.dtype == torch.float32
         assert all(v.dtype == torch.float32 for v in head_stats.head_stats(r).values())
         assert rollout.rollout(r).dtype == torch.float32
     finally:

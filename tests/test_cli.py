@@ -23,7 +23,7 @@ def test_json_layout_is_exact(tmp_path, bundled_hf):
     assert list(r) == ["kind", "target_tokens", "source_tokens", "target_pieces", "source_pieces", "weights"]
     w = torch.tensor(r["weights"])
     assert w.shape == (6, 12, 16, 16)
-    assert torch.allclose(w, bundled_hf.run(SENTENCE)["self"].weights)
+    assert torch.allclose(w, bundled_hf.run(bundled_hf.encode(SENTENCE))["self"].weights)
 
 
 def test_scratch_backend_from_the_command_line(tmp_path, bundled_hf):
@@ -32,7 +32,7 @@ def test_scratch_backend_from_the_command_line(tmp_path, bundled_hf):
     d = json.loads(out.read_text())
     assert d["backend"] == "scratch"
     w = torch.tensor(d["results"]["self"]["weights"])
-    assert (w - bundled_hf.run(SENTENCE)["self"].weights).abs().max() < 1e-5
+    assert (w - bundled_hf.run(bundled_hf.encode(SENTENCE))["self"].weights).abs().max() < 1e-5
 
 
 def test_the_old_engine_flag_still_picks_the_backend(tmp_path):
@@ -326,7 +326,9 @@ def test_rows_are_the_exact_rows_of_every_weight(tmp_path, bundled_hf):
     assert main(["attention", SENTENCE, "--rows", "0,5,15", "--json", str(out)]) == 0
     r = json.loads(out.read_text())["results"]["self"]
     assert r["rows"] == [0, 5, 15]
-    assert torch.allclose(torch.tensor(r["weights"]), bundled_hf.run(SENTENCE)["self"].weights[:, :, [0, 5, 15]])
+    assert torch.allclose(
+        torch.tensor(r["weights"]), bundled_hf.run(bundled_hf.encode(SENTENCE))["self"].weights[:, :, [0, 5, 15]]
+    )
     assert main(["attention", SENTENCE, "--rows", "16", "--json", str(out)]) == 2  # 16 tokens: 0 to 15
 
 

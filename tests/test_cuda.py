@@ -29,7 +29,7 @@ def test_scratch_mha_on_gpu_equals_cpu():
 def test_scratch_bert_on_gpu_equals_cpu(bundled_scratch):
     gpu = registry.load("default", "scratch", "cuda")
     text = "The animal didn't cross the street because it was too tired."
-    r_gpu, r_cpu = gpu.run(text)["self"], bundled_scratch.run(text)["self"]
+    r_gpu, r_cpu = gpu.run(gpu.encode(text))["self"], bundled_scratch.run(bundled_scratch.encode(text))["self"]
     assert r_gpu.device.startswith("cuda")
     assert (r_gpu.weights - r_cpu.weights).abs().max() < 1e-4
 
@@ -37,7 +37,7 @@ def test_scratch_bert_on_gpu_equals_cpu(bundled_scratch):
 def test_scratch_bert_equals_hugging_face_on_gpu():
     hf, ours = registry.load("default", "hf", "cuda"), registry.load("default", "scratch", "cuda")
     text = "The animal didn't cross the street because it was too tired."
-    a, b = hf.run(text)["self"], ours.run(text)["self"]
+    a, b = hf.run(hf.encode(text))["self"], ours.run(ours.encode(text))["self"]
     assert a.device.startswith("cuda") and b.device.startswith("cuda")
     assert (a.weights - b.weights).abs().max() < 1e-5
 

@@ -269,6 +269,23 @@ def test_no_page_imports_the_service_or_an_engine_or_torch():
     assert offenders == []
 
 
+def test_ui_reaches_the_request_path_only_through_the_door():
+    """attnviz/ui/ (the pages and their helpers) asks for models, results and kept work through attnviz.api only: never
+    the service, the kept work's module or an engine (ui/cache.py took admission, engines, the policy, long estimates
+    and the reading words from the service, controls.py the registry)."""
+    offenders = []
+    for f in sorted((ROOT / "attnviz/ui").rglob("*.py")):
+        for module in _imports(f):
+            if module in ("attnviz.service", "attnviz.work") or module.startswith("attnviz.engines"):
+                offenders.append(f"{f.relative_to(ROOT)}: {module}")
+        froms = [
+            n for n in ast.walk(ast.parse(f.read_text())) if isinstance(n, ast.ImportFrom) and n.module == "attnviz"
+        ]
+        names = {a.name for n in froms for a in n.names}
+        offenders += [f"{f.relative_to(ROOT)}: attnviz.{n}" for n in sorted(names & {"service", "work", "engines"})]
+    assert offenders == []
+
+
 def test_no_page_imports_another_page():
     """A page is read alone: what two pages share lives in ui/ (widgets, cache), never in one of them (the Masks page
     took Inside's stepping engine, Positions the overview's link to a head)."""

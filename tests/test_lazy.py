@@ -118,15 +118,17 @@ def test_one_rule_decides_eager_or_lazy(long_tiny, monkeypatch):
     assert limit == int((2**20 / (4 * 2 * 6)) ** 0.5)
     short, long = _text_of(hf, 20).split(".")[0], _text_of(hf, limit + 50)
     for engine in (hf, ours):
-        assert isinstance(engine.run(short)["causal"], AttentionResult)
+        assert isinstance(engine.run(engine.encode(short))["causal"], AttentionResult)
         seen: list[tuple[int, int]] = []
-        result = engine.run(long, progress=lambda done, total, seen=seen: seen.append((done, total)))["causal"]
+        result = engine.run(engine.encode(long), progress=lambda done, total, seen=seen: seen.append((done, total)))[
+            "causal"
+        ]
         assert isinstance(result, LazyAttention) and result.n_tokens > limit
         assert seen[-1] == (2, 2)  # the forward pass reported each layer
 
 
 def test_bert_keeps_its_512_positions_and_stays_eager(bundled_hf):
-    result = bundled_hf.run(PARAGRAPH * 60)["self"]
+    result = bundled_hf.run(bundled_hf.encode(PARAGRAPH * 60))["self"]
     assert isinstance(result, AttentionResult) and len(result.target) == 512 and result.truncated > 0
 
 

@@ -19,7 +19,7 @@ class Clock:
 
 
 def test_bytes_are_counted_through_containers_and_dataclasses(bundled_hf):
-    r = bundled_hf.run("Count my bytes.")["self"]
+    r = bundled_hf.run(bundled_hf.encode("Count my bytes."))["self"]
     assert nbytes(torch.zeros(10, dtype=torch.float32)) == 40 and nbytes(np.zeros(4, dtype=np.float64)) == 32
     assert r.weights.nbytes <= nbytes({"self": r}) < r.weights.nbytes + 20_000
 

@@ -24,7 +24,7 @@ def cmd_attention(args: argparse.Namespace) -> int:
     rows = parse_rows(args.rows)
     asked = api.prepare(args.model, args.backend, text, args.target, device=args.device)  # the door: resolved once
     engine = asked.engine
-    n = len(engine.encode(text).ids)
+    n = asked.tokens  # the request's one encoding (the engine runs on it)
     if rows is not None and max(rows) >= n:
         raise ValueError(f"--rows goes up to {max(rows)}, but the text is {n} tokens (indices 0 to {n - 1})")
     if args.json and rows is None and asked.long:
@@ -99,8 +99,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print("models offline:")
     for name in offline_models():
         print(f"  {name}")
-    scratch = registry.load("default", "scratch", device).run(DOCTOR_TEXT)["self"]
-    reference = registry.load("default", "hf", "cpu").run(DOCTOR_TEXT)["self"]
+    ours, theirs = registry.load("default", "scratch", device), registry.load("default", "hf", "cpu")
+    scratch = ours.run(ours.encode(DOCTOR_TEXT))["self"]
+    reference = theirs.run(theirs.encode(DOCTOR_TEXT))["self"]
     diff = (scratch.weights - reference.weights).abs().max().item()
     verdict = "ok" if diff <= DOCTOR_TOLERANCE else "MISMATCH"
     print(
@@ -122,7 +123,7 @@ def _self_result(args: argparse.Namespace, *, eager_only: str = ""):
     asked = api.prepare(args.model, "hf", text, device=args.device)  # the door: resolved once, long decided once
     engine = asked.engine
     if eager_only and asked.long:
-        n, limit = len(engine.encode(text).ids), api.eager_tokens(engine.n_layers, engine.n_heads)
+        n, limit = asked.tokens, api.eager_tokens(engine.n_layers, engine.n_heads)
         raise ValueError(f"{eager_only}: it takes texts up to {limit:,} tokens on this model, and this one is {n:,}")
     results = asked.results(TerminalPhases())
     return engine, results.get("self") or results["causal"]

@@ -95,10 +95,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"attnviz: warning: {warning}", file=sys.stderr, flush=True)
     app = Path(__file__).resolve().parent.parent / "streamlit_app.py"  # inside the package: works from any folder
     if not args.no_preload:
-        from attnviz import service
+        from attnviz import api
         from attnviz.ui import controls
 
-        seconds = service.preload(controls.DEFAULT_TEXT)
+        seconds = api.preload(controls.DEFAULT_TEXT)
         print(f"attnviz: default model loaded and its first page computed in {seconds:.1f} s", flush=True)
     settle_memory()
     from attnviz.ui.frame import SETTINGS  # the server's settings as flags: nothing is written into any folder

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnviz.engines.base import Engine
+from attnviz.engines.base import Engine, HookedEngine, TurningEngine
 from attnviz.engines.hooks import Hooks
 from attnviz.engines.scratch import rotate_half
 from attnviz.tokens import Encoded
@@ -203,7 +203,7 @@ def read_qk(eng: Engine, text: str, layer: int, head: int) -> tuple[Encoded, tor
     """A text's encoding, one head's (T, d) queries and keys at the hook points (a HookedEngine's forward), and the
     same before the rotary turn, (q, k), where the model has one (else None): the scratch engine's q_unturned and
     k_unturned points, or the turn undone with the model's own table (engine.turns)."""
-    if not hasattr(eng, "forward"):
+    if not isinstance(eng, HookedEngine):
         raise ValueError(
             f"'{eng.name}' has no hook points here: its queries and keys are read on the scratch "
             "backend (BERT, and the decoders attnviz computes: Llama, Qwen 2/3, Mistral, OLMo 2, Phi-3, Gemma 2/3, "
@@ -222,7 +222,7 @@ def read_qk(eng: Engine, text: str, layer: int, head: int) -> tuple[Encoded, tor
     q, k = one("q"), one("k")
     if ("q_unturned", layer) in hooks.taken:
         return enc, q, k, (one("q_unturned"), one("k_unturned"))
-    table = eng.turns(layer, q.shape[0]) if hasattr(eng, "turns") else None
+    table = eng.turns(layer, q.shape[0]) if isinstance(eng, TurningEngine) else None
     return enc, q, k, None if table is None else (unturn(q, *table), unturn(k, *table))
 
 

@@ -76,8 +76,9 @@ class Engine(Protocol):
         """The text as the model sees it (ids, tokens, words, characters), cut to max_tokens."""
         ...
 
-    def run(self, text: str, target: str | None = None, progress: Progress | None = None) -> Results:
-        """Attention of every kind the model has; `target` is an encoder-decoder's decoder text.
+    def run(self, enc: Encoded, target: str | None = None, progress: Progress | None = None) -> Results:
+        """Attention of every kind the model has over a text this engine encoded (`encode`: a request encodes once,
+        and the page, the long/eager decision and the engine share it); `target` is an encoder-decoder's decoder text.
 
         Past the eager budget (eager_tokens) an engine that can returns a LazyAttention, reporting each layer of
         its forward pass to `progress`; the others cut the input to max_tokens.
@@ -100,7 +101,7 @@ class SteppingEngine(Engine, Protocol):
 class WhatIfEngine(Protocol):
     """An engine that can run its weights in ways the model was never trained."""
 
-    def run_causal(self, text: str) -> Results:
+    def run_causal(self, enc: Encoded) -> Results:
         """{"causal": ...}: the same weights with a causal mask in every layer."""
         ...
 
@@ -138,6 +139,16 @@ class HookedEngine(Protocol):
 
     def forward(self, enc: Encoded, hooks: Hooks):
         """One pass over the encoded text with these hooks; the model's output (its last hidden states or logits)."""
+        ...
+
+
+@runtime_checkable
+class TurningEngine(Protocol):
+    """An engine that can undo its rotary turn where the hook points cannot read the queries and keys before it (a
+    Hugging Face decoder): each layer's (cos, sin) table for n positions, or None for a model with no turn."""
+
+    def turns(self, layer: int, n: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The layer's rotary table for positions 0..n-1, or None."""
         ...
 
 

@@ -194,16 +194,15 @@ class ScratchBertEngine(RebuiltEngine):
         heads = model.config.num_attention_heads
         super().__init__(hf_engine, model, model.config.num_hidden_layers, heads, heads)
 
-    def run(self, text: str, target: str | None = None, progress=None) -> Results:
+    def run(self, enc: Encoded, target: str | None = None, progress=None) -> Results:
         """{"self": ...}: every layer's weights (BERT's 512 positions always fit the eager budget)."""
-        return self._run(text, causal=False, progress=progress)
+        return self._run(enc, causal=False, progress=progress)
 
-    def run_causal(self, text: str) -> Results:
+    def run_causal(self, enc: Encoded) -> Results:
         """{"causal": ...}: the same weights with the causal mask in every layer (a what-if)."""
-        return self._run(text, causal=True)
+        return self._run(enc, causal=True)
 
-    def _run(self, text: str, *, causal: bool, progress=None) -> Results:
-        enc = self.encode(text)
+    def _run(self, enc: Encoded, *, causal: bool, progress=None) -> Results:
         hooks = Hooks(read=("value_norms",), progress=progress, n_layers=self.n_layers)
         with self._passes, torch.inference_mode():
             _, per_layer = self.model(self._ids(enc), causal=causal, hooks=hooks)

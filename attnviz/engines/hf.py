@@ -296,9 +296,8 @@ class HFEngine:
         """The text as the model's tokenizer cuts it, special tokens included."""
         return self.tokenizer.encode(text, self.max_tokens)
 
-    def run(self, text: str, target: str | None = None, progress=None) -> Results:
+    def run(self, src: Encoded, target: str | None = None, progress=None) -> Results:
         """Self or causal attention; all three kinds for an encoder-decoder (teacher-forced over `target`)."""
-        src = self.encode(text)
         with self._passes, torch.inference_mode():
             ids = torch.tensor([src.ids], device=self.device)  # (1, T)
             if self.architecture == "encoder-decoder":
@@ -396,9 +395,8 @@ class HFDecoderEngine(HFEngine):
     def _decoder_loader(self):
         return AutoModelForCausalLM
 
-    def run(self, text: str, target: str | None = None, progress=None) -> Results:
+    def run(self, src: Encoded, target: str | None = None, progress=None) -> Results:
         """Causal attention: every weight for a short input, a LazyAttention past the eager budget."""
-        src = self.encode(text)
         if not is_long(self, len(src.ids)):
             with self._passes, torch.inference_mode():
                 weights = self.weights_of(src.ids)

@@ -234,9 +234,8 @@ class ScratchLlamaEngine(RebuiltEngine):
         self.stop_ids = hf_engine.stop_ids
         self._chat = hf_engine.chat_prompt
 
-    def run(self, text: str, target: str | None = None, progress=None) -> Results:
+    def run(self, enc: Encoded, target: str | None = None, progress=None) -> Results:
         """{"causal": ...}: every layer's weights and each head's value norms; a LazyAttention past the eager budget."""
-        enc = self.encode(text)
         if is_long(self, len(enc.ids)):
             return Results({"causal": self.lazy_run(enc, progress)}, lazy=True)
         hooks = Hooks(read=("value_norms",), progress=progress, n_layers=self.n_layers)

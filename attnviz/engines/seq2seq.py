@@ -271,9 +271,8 @@ class DateEngine:
         special = tuple(i <= self.vocab.unk for i in ids)
         return TokenAxis(tuple(self.vocab.label(i) for i in ids), special, tuple(range(n)), (NO_SPAN,) * n)
 
-    def run(self, text: str, target: str | None = None, progress=None) -> Results:
+    def run(self, enc: Encoded, target: str | None = None, progress=None) -> Results:
         """Teacher-forced over `target`, or over the model's own prediction when no target is given."""
-        enc = self.encode(text)
         with self._lock, torch.inference_mode():
             src = torch.tensor([enc.ids], device=self.device)  # (1, S): the characters, then </s>
             if target is None or not target.strip():

@@ -78,7 +78,7 @@ def repeated_lists(model: nn.Module) -> dict[str, int]:
 
 def engine_trace(engine: Engine, text: str, max_depth: int | None = None) -> list[ShapeStep]:
     """The shapes of one engine.run(text), module by module."""
-    steps = trace(engine.model, lambda: engine.run(text))
+    steps = trace(engine.model, lambda: engine.run(engine.encode(text)))
     return [s for s in steps if max_depth is None or s.depth <= max_depth]
 
 

@@ -1,7 +1,8 @@
 """The pages' side of the one request path (attnviz.service): spinners, progress bars, and errors as messages.
 
-Everything a page computes goes through attnviz.service, which keeps models and results for every session
-(settings in its docstring); this module decides nothing else. Only the Heads and Model overview pages read long
+Everything a page computes goes through the door (attnviz.api: a request's Prepared, a Work), which keeps models and
+results for every session (settings in attnviz.service's docstring); this module decides nothing else, and it imports
+the door, never the service or an engine. Only the Heads and Model overview pages read long
 texts; the others say so.
 """
 
@@ -16,20 +17,29 @@ from typing import Any, Literal, TypeVar
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from attnviz import api, escape, service
+from attnviz import api, escape
 from attnviz.admission import Refused
-from attnviz.engines.base import Backend, Engine, InterveningEngine, ModelLoadError, SteppingEngine, eager_tokens
-from attnviz.engines.steps import AttentionSteps
+from attnviz.api import (
+    ANALYSING,
+    READING,
+    AttentionSteps,
+    Backend,
+    Engine,
+    InterveningEngine,
+    ModelLoadError,
+    SteppingEngine,
+    WhatIf,
+    eager_tokens,
+)
 from attnviz.interventions import runs
 from attnviz.result import Results
-from attnviz.service import ANALYSING, READING, WhatIf
 from attnviz.tokens import Encoded
 from attnviz.ui.halt import halt
 from attnviz.ui.progress import TimedProgress
 
 T = TypeVar("T")
 LONG_PAGES = "The Heads and Model overview pages"
-engine, policy = service.engine, service.policy  # the shared models and what this server offers
+engine, policy = api.server_engine, api.policy  # the shared models and what this server offers
 
 
 RUN_KEY = "frame.requests"  # this run's requests, made once each (ui/frame.py empties it as every run starts)
@@ -72,15 +82,16 @@ def long_text(p: api.Prepared) -> bool:
 
 
 def request_is_long(model: str, backend: Backend, text: str) -> bool:
-    """Whether this text gets a LazyAttention on this model (asked of the memo first, else encoded once)."""
+    """Whether this text gets a LazyAttention on this model (this run's one request: held results say, else the
+    text is encoded once)."""
     return long_text(prepare_or_stop(model, backend, text))
 
 
 def attention(
     model: str, backend: Backend, text: str, target: str | None = None, what_if: WhatIf | None = None
 ) -> Results:
-    """The results for a text; shows the GPU fallback's notice when it was taken."""
-    results = api.prepare(model, backend, text, target, what_if, server=True).results()
+    """The results for a text (this run's one request); shows the GPU fallback's notice when it was taken."""
+    results = prepare_or_stop(model, backend, text, target, what_if).results()
     if results.notice:
         st.info(results.notice)
     return results
@@ -100,7 +111,7 @@ def heavy(what: str, estimate: int, compute: Callable[[], T]) -> T:
         )
 
     try:
-        with service.admission().admitted(owner, what, estimate, waiting):
+        with api.admission().admitted(owner, what, estimate, waiting):
             note.empty()
             return compute()
     except Refused as err:
@@ -246,7 +257,7 @@ def results_or_stop(p: api.Prepared, *, long_ok: bool = False) -> Results:
         else:
             results = p.held()
             if results is None:
-                n = len(eng.encode(req.text).ids)
+                n = p.tokens
 
                 def first_pass() -> Results:
                     bar = TimedProgress({READING: 2.0, ANALYSING: 3.0})  # about 2 : 3 on a CPU
@@ -254,7 +265,7 @@ def results_or_stop(p: api.Prepared, *, long_ok: bool = False) -> Results:
                     bar.done()
                     return got
 
-                results = heavy(f"a {n:,}-token text's first pass", service.long_estimate(eng, n), first_pass)
+                results = heavy(f"a {n:,}-token text's first pass", api.long_estimate(eng, n), first_pass)
         if results.notice:
             st.info(results.notice)
         return results
@@ -276,15 +287,17 @@ def stop_long(eng: Engine, what: str) -> None:
 def steps_or_stop(eng: Engine, text: str, layer: int, causal: bool) -> tuple[Encoded, AttentionSteps]:
     """One layer's attention step by step (kept for every session), or a message and the page stops."""
     try:
-        if service.text_is_long(eng, text):
+        if api.text_is_long(eng, text):
             stop_long(eng, "This page shows every intermediate of a layer")
-        return service.steps(eng, text, layer, causal)
+        return run(api.steps_work(eng, text, layer, causal))
     except ValueError as err:
         st.warning(escape.md(err))
         halt()
 
 
-shape_trace, cross_what_if = service.shape_trace, service.cross_what_if
+def cross_what_if(model: str, text_a: str, text_b: str) -> api.AttentionResult:
+    """Sentence B's queries on sentence A's keys and values through the model's scratch backend, kept."""
+    return run(api.cross_work(engine(model, "scratch"), text_a, text_b))
 
 
 FIGURES_KEPT = 32

@@ -3,6 +3,7 @@ follow switch, a name, and the heartbeat (attnviz.ui.seat)."""
 
 from __future__ import annotations
 
+import functools
 import io
 import time
 
@@ -103,7 +104,7 @@ def _rejoin(here: Seat) -> None:
     seat.forget(here.code)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@functools.lru_cache(maxsize=64)  # a few bytes each; a class shows one link
 def qr_png(url: str, px: int = 0) -> bytes:
     """The link as a QR code (the segno library), PNG bytes: 8 px a module, or whole modules to about `px` a side."""
     import segno

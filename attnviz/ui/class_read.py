@@ -8,6 +8,7 @@ wakes read it afresh.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 
@@ -22,7 +23,7 @@ PULSE_SHARED = 0.05  # seconds: one read of a class's pulse serves every heartbe
 READ_WAIT = 5.0  # seconds a run waits for another's read of its class before making its own
 
 
-@st.cache_resource(show_spinner=False)
+@functools.cache  # one per process (a plain cache: no session can clear it)
 def store() -> Store:
     """The one store of this server (ATTNVIZ_DB)."""
     return Store()

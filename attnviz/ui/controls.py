@@ -6,18 +6,16 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from attnviz import escape
-from attnviz.engines import registry
-from attnviz.engines.base import Backend, ModelLoadError
+from attnviz import api, escape
 from attnviz.figures.style import DEFAULT_PALETTE, PALETTES, Style
 from attnviz.tokens import MAX_CHARS, check_text
 from attnviz.ui import cache, state
 
 DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
-CHOICES: dict[str, tuple[str, str | None, Backend]] = {  # choice -> (what the menu says, model, backend); "hub"
+CHOICES: dict[str, tuple[str, str | None, api.Backend]] = {  # choice -> (what the menu says, model, backend); "hub"
     # takes its model from a second box
-    "default": ("BERT · all-MiniLM-L6-v2 (bundled, Hugging Face)", registry.DEFAULT, "hf"),
-    "scratch": ("BERT · rebuilt on attnviz's from-scratch attention", registry.DEFAULT, "scratch"),
+    "default": ("BERT · all-MiniLM-L6-v2 (bundled, Hugging Face)", api.DEFAULT_MODEL, "hf"),
+    "scratch": ("BERT · rebuilt on attnviz's from-scratch attention", api.DEFAULT_MODEL, "scratch"),
     "smollm2": ("SmolLM2-135M · a decoder LLM (bundled, Hugging Face)", "smollm2", "hf"),
     "smollm2-scratch": ("SmolLM2 · rebuilt on attnviz's from-scratch attention", "smollm2", "scratch"),
     "gemma3": ("Gemma 3 270M · a decoder with sliding windows (bundled, Hugging Face)", "gemma3", "hf"),
@@ -101,7 +99,7 @@ class Inputs:
     """What the sidebar says: the model, its backend, the text, the look."""
 
     model: str  # "default" or a hub id
-    backend: Backend  # "hf" or "scratch"
+    backend: api.Backend  # "hf" or "scratch"
     text: str
     style: Style
 
@@ -115,14 +113,14 @@ def _from_url() -> None:
         return
     model, backend = st.query_params.get("model"), st.query_params.get("backend")
     if model == "scratch":  # links from before backends had a name
-        model, backend = registry.DEFAULT, "scratch"
-    named = [c for c, (_, m, b) in CHOICES.items() if m == (model or registry.DEFAULT) and b == (backend or "hf")]
+        model, backend = api.DEFAULT_MODEL, "scratch"
+    named = [c for c, (_, m, b) in CHOICES.items() if m == (model or api.DEFAULT_MODEL) and b == (backend or "hf")]
     if named:
         st.session_state["sb.choice"] = named[0]
     elif model:  # a hub id, a folder, or a bundled model the menu does not name (the date model)
         try:
             name = cache.policy().resolve(model).name
-        except ModelLoadError:
+        except api.ModelLoadError:
             st.session_state["_notice"] = (
                 f"The link asked for the model {escape.quoted(model, 100)}, which this server does not offer, so "
                 "the default model is shown."
@@ -139,7 +137,7 @@ def model_touched(params: dict[str, str]) -> bool:
         return False
     _, model, backend = CHOICES.get(st.session_state["sb.choice"], (None, None, None))
     if st.session_state["sb.choice"] == "hub":
-        model = str(st.session_state.get("sb.hub") or "").strip() or registry.DEFAULT
+        model = str(st.session_state.get("sb.hub") or "").strip() or api.DEFAULT_MODEL
     return (model, backend) != (params["model"], params.get("backend", "hf"))
 
 
@@ -156,7 +154,7 @@ def sidebar() -> Inputs:
         _, model, backend = CHOICES[choice]
         if choice == "hub":
             menu = {m for _, m, _ in CHOICES.values()}  # BERT and SmolLM2; the bundled date model is offered here
-            model = model_picker("Hub id or model folder", "sb.hub", besides=menu) or registry.DEFAULT
+            model = model_picker("Hub id or model folder", "sb.hub", besides=menu) or api.DEFAULT_MODEL
         text = st.text_input("Text", key="sb.text", help="Press Enter to see its attention.")
         long_text = long_text_input()
         palette = st.selectbox("Palette", list(PALETTES), key="sb.palette")
@@ -169,7 +167,7 @@ def sidebar() -> Inputs:
         st.markdown(PROJECTOR_CSS, unsafe_allow_html=True)  # our own constant CSS; never user text
     if notice := st.session_state.pop("_notice", None):
         st.info(notice)
-    state.remember("model", model or registry.DEFAULT)
+    state.remember("model", model or api.DEFAULT_MODEL)
     state.remember("backend", backend)
     if long_text:  # a chapter is no URL: a link to this view opens the short text
         text = long_text
@@ -178,7 +176,7 @@ def sidebar() -> Inputs:
     state.remember("palette", palette)
     state.remember("projector", projector)
     style = Style(palette, projector, phone=on_phone())
-    st.session_state["inputs"] = Inputs(model or registry.DEFAULT, backend, text, style)
+    st.session_state["inputs"] = Inputs(model or api.DEFAULT_MODEL, backend, text, style)
     return st.session_state["inputs"]
 
 
@@ -255,7 +253,7 @@ def long_text_input() -> str:
 
 
 def model_picker(
-    label: str, key: str, help_text: str = "e.g. bert-base-uncased, gpt2, t5-small", besides=registry.BUNDLED
+    label: str, key: str, help_text: str = "e.g. bert-base-uncased, gpt2, t5-small", besides=api.BUNDLED_MODELS
 ) -> str | None:
     """A model this server offers besides `besides` (the bundled ones): typed when it may download, else picked from
     a list.
@@ -269,7 +267,7 @@ def model_picker(
     if not options:
         st.caption(
             "This server offers no other models: the person running it can add some with "
-            f"{registry.MODELS_ENV} (see docs/class.md, Serving a classroom)."
+            f"{api.MODELS_ENV} (see docs/class.md, Serving a classroom)."
         )
         return None
     if st.session_state.get(key) not in options:

@@ -9,6 +9,7 @@ pages/: with a folder named pages/, Streamlit 1.67 starts in its old folder-base
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 import logging
 
@@ -63,7 +64,7 @@ SETTINGS = {
 }
 
 
-@st.cache_resource(show_spinner=False)
+@functools.cache  # the page objects, made once per process (a plain cache: no session's clear_cache drops it)
 def file_pages(folder: str = "app_pages") -> tuple:
     """The pages as files in `folder` (relative to the main script), made once per server: each st.Page resolves its
     file (a class of 100 redrawing at once paid for it 1,200 times)."""
@@ -72,7 +73,7 @@ def file_pages(folder: str = "app_pages") -> tuple:
     )
 
 
-@st.cache_resource(show_spinner=False)
+@functools.cache
 def render_pages() -> tuple:
     """The pages as their render() functions, at the same URL paths as the files (the packaged app has no page
     files: it is found relative to the package, from any folder)."""

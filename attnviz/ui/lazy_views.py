@@ -12,8 +12,8 @@ import json
 import numpy as np
 import streamlit as st
 
+from attnviz import api
 from attnviz.blocks import block_mean, pool_factor
-from attnviz.engines.base import eager_tokens
 from attnviz.figures import interactive, lazy_maps
 from attnviz.figures.panel_maps import Panel
 from attnviz.figures.style import pooled_labels
@@ -45,7 +45,7 @@ def options_note(engine_layers: int, engine_heads: int) -> None:
     """Say why the view options are not offered."""
     st.caption(
         "View options (hide special tokens, merge word pieces, set the first token aside, value-weighting) "
-        f"apply to texts up to {eager_tokens(engine_layers, engine_heads):,} tokens on this model."
+        f"apply to texts up to {api.eager_tokens(engine_layers, engine_heads):,} tokens on this model."
     )
 
 

@@ -337,7 +337,7 @@ def rows_csv(rows: list[dict]) -> str:
     return out.getvalue()
 
 
-def qk_space(model: str, texts: list[str], layer: int, head: int, style, key: str, what: str) -> tuple | None:
+def qk_space(source: api.Source, texts: list[str], layer: int, head: int, style, key: str, what: str) -> tuple | None:
     """A head's query/key space on demand (a button; admitted work, kept for every session): the scatter and its
     faithfulness. Returns (the Space, the clicked token's index or None), or None until asked or on failure."""
     from attnviz.figures import corpus_charts
@@ -345,7 +345,7 @@ def qk_space(model: str, texts: list[str], layer: int, head: int, style, key: st
 
     try:
         space = cache.on_demand(
-            lambda _: api.qk_work(model, texts, layer, head, server=True),
+            lambda _: api.qk_work(source, texts, layer, head),
             "Place this head's queries and keys",
             f"{key}.button",
             note=f"The queries and keys of {what}, projected together to 2-D (AttentionViz).",

@@ -46,7 +46,7 @@ def test_flow_equals_rollout_at_the_first_layer():
 
 @pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_flow_rows_sum_to_one_on_real_bert(bundled_hf):
-    r = bundled_hf.run("The cat sat on the mat.")["self"]
+    r = bundled_hf.run(bundled_hf.encode("The cat sat on the mat."))["self"]
     f = rollout.flow(r)
     assert f.shape == (9, 9) and torch.allclose(f.sum(-1), torch.ones(9), atol=1e-5)
 

@@ -63,7 +63,7 @@ def test_hiding_everything_is_a_clear_error():
 
 
 def test_real_bert_view_options(bundled_hf):
-    r = bundled_hf.run("Unbelievably, the playwright was playing.")["self"]
+    r = bundled_hf.run(bundled_hf.encode("Unbelievably, the playwright was playing."))["self"]
     both = view_options.prepare(r, hide_special=True, merge_words=True)
     assert "[CLS]" not in both.target_tokens and "Unbelievably" in both.target_tokens
     assert both.target_tokens == ("Unbelievably", ",", "the", "playwright", "was", "playing", ".")

@@ -270,7 +270,7 @@ def test_a_click_on_a_head_in_a_notebook_views_grid_draws_it_large_with_no_kerne
     the view saved as a file)."""
     import attnviz
 
-    path = attnviz.show(bundled_hf.run(SENTENCE), layer=2, head=0).to_html(tmp_path / "view.html")
+    path = attnviz.show(bundled_hf.run(bundled_hf.encode(SENTENCE)), layer=2, head=0).to_html(tmp_path / "view.html")
     context = browser.new_context(viewport={"width": 1280, "height": 2400})
     context.set_offline(True)
     pg = context.new_page()
@@ -286,6 +286,8 @@ def test_a_click_on_a_head_in_a_notebook_views_grid_draws_it_large_with_no_kerne
             timeout=10_000,
         )
         z = head.evaluate("gd => Array.from(gd.data[0].z, row => Array.from(row))")
-        assert np.allclose(np.array(z, dtype=float), bundled_hf.run(SENTENCE).main.weights[2, 4].numpy(), atol=1e-6)
+        assert np.allclose(
+            np.array(z, dtype=float), bundled_hf.run(bundled_hf.encode(SENTENCE)).main.weights[2, 4].numpy(), atol=1e-6
+        )
     finally:
         context.close()

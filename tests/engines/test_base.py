@@ -24,7 +24,7 @@ def test_every_engine_satisfies_the_contract_and_returns_what_it_says(engines):
     for name, eng in engines.items():
         assert isinstance(eng, Engine), name
         assert eng.backend in ("hf", "scratch") and set(eng.kinds) <= set(KINDS), name
-        results = eng.run("22/11/2026 is a date")
+        results = eng.run(eng.encode("22/11/2026 is a date"))
         assert tuple(results) == eng.kinds, name
         enc = eng.encode("22/11/2026 is a date")
         source = results.get("self") or results["causal"]
@@ -51,7 +51,9 @@ def test_engines_say_their_family_and_architecture(engines):
 
 
 def test_the_cpu_fallback_calls_whatever_it_is_given(bundled_scratch):
-    value, notice = run_with_cpu_fallback(bundled_scratch, lambda: bundled_scratch, lambda e: e.run_causal("a b"))
+    value, notice = run_with_cpu_fallback(
+        bundled_scratch, lambda: bundled_scratch, lambda e: e.run_causal(e.encode("a b"))
+    )
     assert notice is None and set(value) == {"causal"}
 
 
@@ -83,7 +85,7 @@ def _second_pass(engine, text: str):
     import threading
 
     out = {}
-    thread = threading.Thread(target=lambda: out.setdefault("r", engine.run(text)), daemon=True)
+    thread = threading.Thread(target=lambda: out.setdefault("r", engine.run(engine.encode(text))), daemon=True)
     thread.start()
     return thread, out
 

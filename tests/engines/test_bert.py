@@ -43,8 +43,8 @@ def test_padding_mask_matches_hf(tiny_bert_dir):
 
 
 def test_bundled_bert_matches_hf(bundled_hf, bundled_scratch):
-    ours = bundled_scratch.run(SENTENCE)["self"]
-    ref = bundled_hf.run(SENTENCE)["self"]
+    ours = bundled_scratch.run(bundled_scratch.encode(SENTENCE))["self"]
+    ref = bundled_hf.run(bundled_hf.encode(SENTENCE))["self"]
     assert ours.shape == ref.shape == (6, 12, 16, 16)
     assert ours.target_tokens == ref.target_tokens
     diff = (ours.weights - ref.weights).abs().max().item()
@@ -61,8 +61,8 @@ def test_causal_what_if_hides_the_future_in_the_raw_weights(bundled_scratch):
 
 
 def test_causal_what_if_keeps_the_last_row_of_the_first_layer(bundled_scratch):
-    bi = bundled_scratch.run(SENTENCE)["self"].weights
-    ca = bundled_scratch.run_causal(SENTENCE)["causal"].weights
+    bi = bundled_scratch.run(bundled_scratch.encode(SENTENCE))["self"].weights
+    ca = bundled_scratch.run_causal(bundled_scratch.encode(SENTENCE))["causal"].weights
     assert (ca[0, :, -1] - bi[0, :, -1]).abs().max() < TOL  # the last token sees every token either way
     assert (ca[0, :, 1] - bi[0, :, 1]).abs().max() > 0.01  # an earlier one does not
 

@@ -61,7 +61,7 @@ def test_gemma3_is_converted_once_and_then_read_from_its_folder(gemma3, monkeypa
 
 
 def test_gemma3_weights_equal_transformers_eager(gemma3, gemma3_eager):
-    r = gemma3.run(SENTENCE)
+    r = gemma3.run(gemma3.encode(SENTENCE))
     ours = r.main.weights
     enc = gemma3.tokenizer.encode(SENTENCE, 100)
     assert enc.axis.tokens[0] == "<bos>" and r.main.target.tokens == enc.axis.tokens

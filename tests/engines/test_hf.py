@@ -9,7 +9,7 @@ from attnviz.engines.hf import check_layers
 
 
 def test_bundled_bert_gives_self_attention(bundled_hf):
-    res = bundled_hf.run(SENTENCE)
+    res = bundled_hf.run(bundled_hf.encode(SENTENCE))
     assert set(res) == {"self"}
     r = res["self"]
     assert r.shape == (6, 12, 16, 16)
@@ -20,7 +20,7 @@ def test_bundled_bert_gives_self_attention(bundled_hf):
 
 def test_decoder_only_gives_causal_attention(tiny_gpt2_dir):
     eng = registry.load(str(tiny_gpt2_dir), "hf", "cpu")
-    res = eng.run("a small test sentence")
+    res = eng.run(eng.encode("a small test sentence"))
     assert set(res) == {"causal"}
     r = res["causal"]
     assert r.shape[:2] == (2, 4) and r.shape[2] == r.shape[3] == len(r.target_tokens)
@@ -32,7 +32,7 @@ def test_decoder_only_gives_causal_attention(tiny_gpt2_dir):
 
 def test_encoder_decoder_with_target_gives_three_kinds(tiny_marian_dir, bundled_tokenizer):
     eng = registry.load(str(tiny_marian_dir), "hf", "cpu")
-    res = eng.run("the cat sat on the mat", target="die katze")
+    res = eng.run(eng.encode("the cat sat on the mat"), target="die katze")
     assert set(res) == {"self", "causal", "cross"}
     src, tgt = res["self"].source_tokens, res["causal"].target_tokens
     assert res["self"].shape[:2] == (2, 4) and res["causal"].shape[:2] == (3, 2)
@@ -46,7 +46,8 @@ def test_encoder_decoder_with_target_gives_three_kinds(tiny_marian_dir, bundled_
 
 @pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_encoder_decoder_without_target_uses_its_own_output(tiny_marian_dir):
-    res = registry.load(str(tiny_marian_dir), "hf", "cpu").run("the cat sat")
+    eng = registry.load(str(tiny_marian_dir), "hf", "cpu")
+    res = eng.run(eng.encode("the cat sat"))
     tgt = res["cross"].target_tokens
     assert res["causal"].target_tokens == tgt and 1 <= len(tgt) <= 64
     assert tgt[0] == "[PAD]"  # the decoder start token
@@ -66,9 +67,9 @@ def test_engine_is_safe_from_many_threads(bundled_hf):
 
     texts = [f"sentence number {i} is about {w}" for i, w in enumerate(["cats", "dogs", "rain", "maps"] * 4)]
     with ThreadPoolExecutor(8) as pool:
-        results = list(pool.map(lambda t: bundled_hf.run(t)["self"], texts))
+        results = list(pool.map(lambda t: bundled_hf.run(bundled_hf.encode(t))["self"], texts))
     for text, r in zip(texts, results, strict=True):
-        alone = bundled_hf.run(text)["self"]
+        alone = bundled_hf.run(bundled_hf.encode(text))["self"]
         assert r.target_tokens == alone.target_tokens
         assert torch.equal(r.weights, alone.weights)
 
@@ -84,6 +85,10 @@ def test_the_scratch_backend_shares_its_hf_engine_s_tokenizer_safely(bundled_hf)
     texts = [f"shared tokenizer {i} on two engines" for i in range(24)]
     engines = [bundled_hf, scratch] * 12
     with ThreadPoolExecutor(8) as pool:
-        got = list(pool.map(lambda pair: next(iter(pair[0].run(pair[1]).values())), zip(engines, texts, strict=True)))
+        got = list(
+            pool.map(
+                lambda pair: next(iter(pair[0].run(pair[0].encode(pair[1])).values())), zip(engines, texts, strict=True)
+            )
+        )
     for text, r in zip(texts, got, strict=True):
-        assert (r.weights - bundled_hf.run(text)["self"].weights).abs().max() < 1e-5
+        assert (r.weights - bundled_hf.run(bundled_hf.encode(text))["self"].weights).abs().max() < 1e-5

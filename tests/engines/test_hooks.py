@@ -121,7 +121,7 @@ def test_bert_s_hooks_read_what_its_result_shows(bundled_scratch):
     enc = bundled_scratch.encode(SENTENCE)
     hooks = Hooks(read=("pattern", "value_norms"))
     bundled_scratch.forward(enc, hooks)
-    r = bundled_scratch.run(SENTENCE)["self"]
+    r = bundled_scratch.run(bundled_scratch.encode(SENTENCE))["self"]
     assert torch.equal(hooks.stacked("pattern").float(), r.weights)
     assert torch.equal(hooks.stacked("value_norms").float(), r.value_norms)
 

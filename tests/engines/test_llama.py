@@ -45,10 +45,10 @@ def test_tiny_random_llama_matches_hugging_face_weights_and_logits(tiny, tiny_ll
     for text in TEXTS[:2]:
         ids = list(hf.encode(text).ids)
         weights, logits = _raw(reference, ids)
-        r = ours.run(text)["causal"]
+        r = ours.run(ours.encode(text))["causal"]
         assert (r.weights - weights).abs().max() < 1e-5
         # the hf backend: transformers' layers, attnviz's attend
-        assert (hf.run(text)["causal"].weights - weights).abs().max() < 1e-5
+        assert (hf.run(hf.encode(text))["causal"].weights - weights).abs().max() < 1e-5
         hidden, _ = ours.model(torch.tensor([ids]))
         assert (ours.model.logits(hidden)[0] - logits).abs().max() < 1e-4
 
@@ -82,7 +82,7 @@ def test_the_step_by_step_view_reproduces_every_layer(tiny):
 
 def test_value_norms_come_with_the_scratch_result(tiny):
     _, ours = tiny
-    r = ours.run(SENTENCE)["causal"]
+    r = ours.run(ours.encode(SENTENCE))["causal"]
     assert r.value_norms.shape == (2, 6, len(r.target)) and (r.value_norms > 0).all()
 
 
@@ -101,7 +101,7 @@ def test_a_model_the_scratch_backend_cannot_rebuild_says_so(tiny_gpt2_dir):
 
 @pytest.mark.slow  # loads SmolLM2 (about 20 s the first time)
 def test_smollm2_is_a_grouped_query_causal_llama(smollm2_hf):
-    r = smollm2_hf.run(SENTENCE)["causal"]
+    r = smollm2_hf.run(smollm2_hf.encode(SENTENCE))["causal"]
     assert r.shape == (30, 9, 13, 13) and r.kind == "causal"
     assert smollm2_hf.config.num_key_value_heads == 3 and smollm2_hf.family == "llama"
     assert r.weights[..., 0].mean() > 0.25  # an attention sink: much of every head's attention on the first token
@@ -112,8 +112,8 @@ def test_smollm2_is_a_grouped_query_causal_llama(smollm2_hf):
 def test_smollm2_scratch_equals_hugging_face_eager(smollm2_hf, smollm2_scratch, smollm2_eager, text):
     ids = list(smollm2_hf.encode(text).ids)
     weights, logits = _raw(smollm2_eager, ids)
-    assert (smollm2_hf.run(text)["causal"].weights - weights).abs().max() < 1e-4
-    ours = smollm2_scratch.run(text)["causal"]
+    assert (smollm2_hf.run(smollm2_hf.encode(text))["causal"].weights - weights).abs().max() < 1e-4
+    ours = smollm2_scratch.run(smollm2_scratch.encode(text))["causal"]
     assert (ours.weights - weights).abs().max() < 1e-4
     with torch.no_grad():
         hidden, _ = smollm2_scratch.model(torch.tensor([ids]))
@@ -151,8 +151,9 @@ def test_the_smollm2_shaped_llama_has_smollm2s_exact_shape_and_runs_on_both_back
     ours = registry.scratch_engine(hf)
     assert (hf.n_layers, hf.n_heads, ours.n_kv_heads, hf.max_tokens) == (30, 9, 3, 8192)
     text = "The animal didn't cross the street because it was too tired."
-    a, b = hf.run(text)["causal"].weights, ours.run(text)["causal"].weights
+    a, b = hf.run(hf.encode(text))["causal"].weights, ours.run(ours.encode(text))["causal"].weights
     assert (a - b).abs().max() < 1e-5
     twin = smollm2.shaped(tmp_path / "b", registry.default_model_dir(), seed=3)
-    again = registry.load(str(twin), "hf", "cpu").run(text)["causal"].weights
+    reloaded = registry.load(str(twin), "hf", "cpu")
+    again = reloaded.run(reloaded.encode(text))["causal"].weights
     assert torch.equal(a, again)  # seeded: the same weights wherever it is built

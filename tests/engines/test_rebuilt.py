@@ -31,7 +31,7 @@ def test_a_rebuilt_engine_takes_over_its_hugging_face_engine(pair):
 def test_one_eager_pass_gives_hugging_faces_weights_and_each_heads_value_norms(pair):
     hf, ours = pair
     kind = ours.kinds[0]
-    a, b = hf.run(TEXT)[kind], ours.run(TEXT)[kind]
+    a, b = hf.run(hf.encode(TEXT))[kind], ours.run(ours.encode(TEXT))[kind]
     t = len(ours.encode(TEXT).ids)
     assert b.weights.shape == (ours.n_layers, ours.n_heads, t, t) and b.value_norms.shape == (
         ours.n_layers,

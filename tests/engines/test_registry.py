@@ -11,19 +11,19 @@ from attnviz.tokens import check_text, display_labels
 @pytest.mark.parametrize("text", ["", "   ", "\n\t  ", None])
 def test_empty_text_is_a_clear_error(bundled_hf, text):
     with pytest.raises(ValueError, match="empty|string"):
-        bundled_hf.run(text)
+        bundled_hf.run(bundled_hf.encode(text))
 
 
 def test_text_with_no_readable_characters_is_a_clear_error(bundled_hf):
     with pytest.raises(ValueError, match="no characters"):
-        bundled_hf.run("\u200b\u200b\x00")
+        bundled_hf.run(bundled_hf.encode("\u200b\u200b\x00"))
 
 
 @pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_long_text_is_truncated_and_reported(bundled_hf, bundled_scratch):
     text = " ".join(["word"] * 5000)
     for engine in (bundled_hf, bundled_scratch):
-        r = next(iter(engine.run(text).values()))
+        r = next(iter(engine.run(engine.encode(text)).values()))
         assert len(r.target_tokens) == 512
         assert r.truncated == 5002 - 512  # 5,000 words + [CLS] + [SEP]
 
@@ -45,13 +45,13 @@ def test_far_too_long_text_is_refused_before_tokenizing():
     ],
 )
 def test_any_unicode_gives_a_valid_result(bundled_hf, text):
-    r = bundled_hf.run(text)["self"]
+    r = bundled_hf.run(bundled_hf.encode(text))["self"]
     assert torch.allclose(r.weights.sum(-1), torch.ones(r.weights.shape[:3]), atol=1e-5)
     assert r.truncated == 0
 
 
 def test_markup_tokens_are_escaped_for_display_and_duplicates_stay_apart(bundled_hf):
-    r = bundled_hf.run("<script>alert(1)</script> the the")["self"]
+    r = bundled_hf.run(bundled_hf.encode("<script>alert(1)</script> the the"))["self"]
     labels = display_labels(r.target_tokens)
     assert len(set(labels)) == len(labels)
     assert not any("<" in lab for lab in labels) and any("&lt;" in lab for lab in labels)

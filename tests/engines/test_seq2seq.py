@@ -48,7 +48,7 @@ def test_examples_mark_their_fields():
 
 
 def test_date_engine_gives_three_kinds_with_the_prediction_as_decoder_tokens(date_engine):
-    res = date_engine.run("Nov 22, 2026")
+    res = date_engine.run(date_engine.encode("Nov 22, 2026"))
     assert set(res) == {"self", "causal", "cross"}
     assert date_engine.predict(["Nov 22, 2026"]) == ["2026-11-22"]
     tgt = res["causal"].target_tokens
@@ -68,7 +68,7 @@ def test_the_decoder_hides_the_future_in_its_raw_weights(date_engine):
 
 
 def test_date_engine_teacher_forces_a_given_target(date_engine):
-    res = date_engine.run("Nov 22, 2026", target="2026-11-22")
+    res = date_engine.run(date_engine.encode("Nov 22, 2026"), target="2026-11-22")
     assert "".join(res["cross"].target_tokens) == "<s>2026-11-22"
 
 
@@ -82,11 +82,11 @@ def test_the_prediction_can_be_read_back_from_the_decoder_tokens(date_engine):
     from attnviz.engines.seq2seq import decoded
 
     for text in ("22/11/2026", "the 3rd of march 1999"):
-        assert decoded(date_engine.run(text)["causal"]) == date_engine.predict([text])[0]
+        assert decoded(date_engine.run(date_engine.encode(text))["causal"]) == date_engine.predict([text])[0]
 
 
 def test_encode_matches_what_run_sees(date_engine):
     enc = date_engine.encode("Nov 22, 2026")
-    assert enc.axis == date_engine.run("Nov 22, 2026")["self"].source
+    assert enc.axis == date_engine.run(date_engine.encode("Nov 22, 2026"))["self"].source
     assert enc.axis.spans[4] == (4, 5) and enc.axis.special[-1] and enc.tokens[-1] == "</s>"
-    assert date_engine.run("Nov 22, 2026")["causal"].target.special[0]  # <s>
+    assert date_engine.run(date_engine.encode("Nov 22, 2026"))["causal"].target.special[0]  # <s>

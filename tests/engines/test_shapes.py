@@ -14,7 +14,7 @@ TEXT = "The animal didn't cross the street because it was too tired."
 @pytest.mark.parametrize("backend", ["hf", "scratch"])
 def test_trace_of_the_bundled_bert(backend, bundled_hf, bundled_scratch):
     eng = bundled_hf if backend == "hf" else bundled_scratch
-    eng.run(TEXT)  # transformers adds its own output-capturing hooks on a first pass
+    eng.run(eng.encode(TEXT))  # transformers adds its own output-capturing hooks on a first pass
     hooks_before = [len(m._forward_hooks) for m in eng.model.modules()]
     n = len(eng.encode(TEXT).ids)
     steps = shapes.engine_trace(eng, TEXT)

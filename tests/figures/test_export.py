@@ -13,7 +13,7 @@ from attnviz.figures import export
 
 @pytest.mark.slow  # matplotlib and seaborn's first figures
 def test_png_and_svg_of_a_layer_grid_and_a_head(bundled_hf):
-    r = bundled_hf.run(SENTENCE)["self"]
+    r = bundled_hf.run(bundled_hf.encode(SENTENCE))["self"]
     png = export.figure_bytes(export.grid_figure(r, 0), "png")
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
     svg = export.figure_bytes(export.head_figure(r, 0, 3), "svg").decode()
@@ -31,7 +31,7 @@ def test_dollar_signs_do_not_break_the_figure():
 
 
 def test_csv_values_equal_the_weights(bundled_hf):
-    r = bundled_hf.run(SENTENCE)["self"]
+    r = bundled_hf.run(bundled_hf.encode(SENTENCE))["self"]
     m = r.weights[1, 4].numpy()
     frame = pd.read_csv(io.StringIO(export.matrix_csv(m, r.target_tokens, r.source_tokens)), index_col=0)
     assert np.allclose(frame.to_numpy(), m, atol=1e-7)
@@ -39,7 +39,7 @@ def test_csv_values_equal_the_weights(bundled_hf):
 
 
 def test_layer_csv_is_long_form(bundled_hf):
-    r = bundled_hf.run(SENTENCE)["self"]
+    r = bundled_hf.run(bundled_hf.encode(SENTENCE))["self"]
     frame = pd.read_csv(io.StringIO(export.layer_csv(r.weights[0].numpy(), r.target_tokens, r.source_tokens)))
     assert len(frame) == 12 * 16 * 16
     row = frame[(frame["head"] == 5) & (frame["query_pos"] == 11) & (frame["key_pos"] == 3)].iloc[0]
@@ -48,7 +48,7 @@ def test_layer_csv_is_long_form(bundled_hf):
 
 
 def test_json_bundle_has_weights_and_manifest(bundled_hf):
-    r = bundled_hf.run(SENTENCE)["self"]
+    r = bundled_hf.run(bundled_hf.encode(SENTENCE))["self"]
     man = export.Manifest("default", "hf", "cpu", SENTENCE, "self", 1, 4, {"hide_special": False})
     d = json.loads(export.bundle_json(r.weights[0, 3].numpy(), r.target_tokens, r.source_tokens, man))
     assert d["manifest"]["model"] == "default" and d["manifest"]["head"] == 4 and d["manifest"]["attnviz_version"]
@@ -60,7 +60,7 @@ def test_json_bundle_has_weights_and_manifest(bundled_hf):
 def test_overview_export_is_what_the_overview_shows(bundled_hf):
     from attnviz.figures import interactive
 
-    r = bundled_hf.run(SENTENCE)["self"]
+    r = bundled_hf.run(bundled_hf.encode(SENTENCE))["self"]
     thumbs, _, _ = interactive.pooled(r.weights, interactive.OVERVIEW_THUMB)
     png = export.figure_bytes(export.overview_figure(thumbs, "overview"), "png")
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
@@ -113,7 +113,7 @@ def test_the_download_callables_keep_names_not_results(bundled_hf, monkeypatch):
     calls = []
     monkeypatch.setattr(widgets, "download_row", lambda *args, **kw: calls.append(args))
     inputs = controls.Inputs("default", "hf", SENTENCE, Style())
-    fetch = lambda: bundled_hf.run(SENTENCE)["self"]  # noqa: E731  (what the Heads page passes)
+    fetch = lambda: bundled_hf.run(bundled_hf.encode(SENTENCE))["self"]  # noqa: E731  (what the Heads page passes)
     opts = widgets.Options(False, False)
     widgets.export_buttons(inputs, fetch, 0, None, opts, "k")
     widgets.export_buttons(inputs, fetch, 0, 3, opts, "k2")

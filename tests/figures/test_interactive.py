@@ -21,7 +21,7 @@ def _random_result(l=2, h=4, t=10):
 
 
 def test_head_grid_has_one_heatmap_per_head_with_the_weights(bundled_hf):
-    r = bundled_hf.run(SENTENCE)["self"]
+    r = bundled_hf.run(bundled_hf.encode(SENTENCE))["self"]
     spec = json.loads(pio.to_json(interactive.head_grid(r, 2)))
     maps = [d for d in spec["data"] if d["type"] == "heatmap"]
     assert len(maps) == r.n_heads

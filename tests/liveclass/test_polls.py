@@ -55,7 +55,7 @@ def test_links_refuse_other_schemes():
 
 
 def test_the_models_answers_are_its_weights_and_its_label(bundled_hf):
-    result = bundled_hf.run(TEXT)["self"]
+    result = bundled_hf.run(bundled_hf.encode(TEXT))["self"]
     view = {"layer": 2, "head": 3, "query": 11, "key": 3}
     row, word = polls.model_answer(result, "token", view)
     assert row == pytest.approx(result.weights[2, 3, 11].tolist())
@@ -167,7 +167,7 @@ def test_an_unwritable_class_database_is_a_message(monkeypatch, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     monkeypatch.setenv("ATTNVIZ_DB", str(blocker / "classes.db"))  # its folder is a file: cannot be made
-    seat.store.clear()
+    seat.store.cache_clear()
     _database_failure_is_a_message(seat, monkeypatch)
 
 
@@ -176,7 +176,7 @@ def test_an_unreachable_postgresql_is_a_message(monkeypatch):
     from attnviz.ui import seat
 
     monkeypatch.setenv("ATTNVIZ_DB", "postgresql://postgres@127.0.0.1:1/attnviz")  # nothing listens there
-    seat.store.clear()
+    seat.store.cache_clear()
     _database_failure_is_a_message(seat, monkeypatch)
 
 
@@ -193,4 +193,4 @@ def _database_failure_is_a_message(seat, monkeypatch) -> None:
         assert not at.exception and any("ATTNVIZ_DB" in w.value for w in at.sidebar.warning)
     finally:
         monkeypatch.undo()
-        seat.store.clear()
+        seat.store.cache_clear()

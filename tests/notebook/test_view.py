@@ -28,7 +28,7 @@ def hf_outputs():
 def test_transformers_own_attentions_draw_the_apps_numbers(hf_outputs, bundled_hf):
     attentions, pieces = hf_outputs
     result = view.result_of(attentions, pieces)
-    app = bundled_hf.run(SENTENCE).main  # what the Heads page draws
+    app = bundled_hf.run(bundled_hf.encode(SENTENCE)).main  # what the Heads page draws
     assert (result.weights - app.weights).abs().max() < 1e-6
     assert result.target_tokens == app.target_tokens and result.kind == "self"
     v = view.View(result, layer=2, head=3)
@@ -63,7 +63,7 @@ def test_the_same_weights_get_the_same_head_labels_however_they_come_in(hf_outpu
     from attnviz.tokens import named_special
 
     attentions, pieces = hf_outputs
-    theirs, ours = view.result_of(attentions, pieces), bundled_hf.run(SENTENCE).main
+    theirs, ours = view.result_of(attentions, pieces), bundled_hf.run(bundled_hf.encode(SENTENCE)).main
     assert theirs.target.special == ours.target.special == (True,) + (False,) * 14 + (True,)
 
     def labels(r):

@@ -110,8 +110,13 @@ def _qk(run: api.CorpusRun, layer: int, head: int, texts, style) -> None:
     """The head's query/key space over the first windows of the run (on demand: it runs the model); a click opens
     the point's text on the Heads page."""
     sample = texts.head(QK_TEXTS)["text"].tolist()
+    try:
+        source = api.server_source(run.manifest["model"])  # as this server offers the run's model
+    except (ValueError, api.ModelLoadError) as err:
+        st.info(escape.md(err))
+        return
     placed = widgets.qk_space(
-        run.manifest["model"],
+        source,
         sample,
         layer,
         head,

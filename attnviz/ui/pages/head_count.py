@@ -25,16 +25,6 @@ GPU_FIGURES = (
 )
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _model(task: str, count: int) -> head_models.TinyEncoder:
-    return head_models.TinyEncoder.load(head_models.folder_of(task), head_models.name(count), device="cpu")
-
-
-@st.cache_data(show_spinner=False, max_entries=4)
-def _evaluated(task: str) -> dict:
-    return head_models.held_out_accuracy(task, device="cpu")
-
-
 def curves_section(task: str, style: Style) -> None:
     """The training curves, the held-out accuracies recomputed now, and the curves as CSV."""
     record = head_models.shipped(task)
@@ -52,7 +42,7 @@ def curves_section(task: str, style: Style) -> None:
         key="hc.loss",
     )
     with st.spinner("Scoring the four models on the held-out sequences…"):
-        now = _evaluated(task)
+        now = cache.run(api.held_out_work(task))
     rows = [
         {
             "heads": m["heads"],
@@ -103,7 +93,8 @@ def attention_section(task: str, style: Style) -> None:
     st.markdown(f"The right answer: `{''.join(map(str, right))}`")
     st.caption("Each map's rows and columns are the digits by position: “3:2” is the 3rd digit, a 2.")
     for count in head_models.HEAD_COUNTS:
-        answer, weights = head_models.attention_on(_model(task, count), digits)  # (T,), (1, H, T, T)
+        model = cache.run(api.head_model_work(task, count))
+        answer, weights = head_models.attention_on(model, digits)  # (T,), (1, H, T, T)
         ok = sum(int(a == b) for a, b in zip(answer.tolist(), right, strict=True))
         shares = head_models.lookup_shares(weights[0])
         needs = "mirror" if task == "reversal" else "mirror + previous"
@@ -225,7 +216,7 @@ def render() -> None:
     if guess is None:
         st.caption("Make a guess and press Reveal to see the training curves and accuracies.")
     else:
-        st.success(f"You guessed {escape.md(guess)}. {best_text(_evaluated(task)['models'])}")
+        st.success(f"You guessed {escape.md(guess)}. {best_text(cache.run(api.held_out_work(task))['models'])}")
         curves_section(task, inputs.style)
     st.subheader("Where each model's heads look")
     attention_section(task, inputs.style)

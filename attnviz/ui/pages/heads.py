@@ -74,7 +74,7 @@ def render() -> None:
         lazy_views.heads(inputs, held, view_picker())
         return
     try:
-        axis = eng.encode(text).axis  # the options this text's tokens have
+        axis = asked.axis  # the options this text's tokens have: the held results', else the request's one encoding
     except ValueError:
         axis = None  # bad text: the results' step below says why
     opts = widgets.options("heads", axis, inputs.style.projector)
@@ -140,7 +140,7 @@ def render() -> None:
         widgets.snapshot_row(inputs, snap, lambda: [fig], "heads.snap")
         if kind != "cross":
             with st.expander("This head's query/key space"):
-                widgets.qk_space(model, [text], layer, head, inputs.style, "heads.qk", "this text's tokens")
+                widgets.qk_space(asked.source, [text], layer, head, inputs.style, "heads.qk", "this text's tokens")
     else:
         st.caption("Every layer (rows) and head (columns) as a small map. Hover to see which is which.")
         view_key = ("heads", model, backend, text, kind, repr(opts), inputs.style, "overview")

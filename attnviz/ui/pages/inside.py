@@ -198,15 +198,9 @@ def size_controls() -> tuple[int, int]:
     return d_model, heads
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _demo_engine(d_model: int, heads: int):
-    """The seeded random engine of these sizes, built once, not on every widget change."""
-    return cost.demo_attention(d_model, heads, device="cpu")
-
-
 def draw_random_engine(d_model: int, heads: int, tokens: TokenAxis, causal: bool, style: Style) -> None:
     """A seeded random engine of the chosen sizes over random token vectors: the shapes are what matter."""
-    s, result = cost.demo_run(_demo_engine(d_model, heads), tokens, causal)
+    s, result = cost.demo_run(cache.run(api.demo_attention_work(d_model, heads)), tokens, causal)
     st.caption(
         f"Q split into heads: {tuple(s.q.shape)} → {tuple(s.q_heads.shape)}. Random weights: patterns mean nothing."
     )

@@ -175,11 +175,6 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
     st.dataframe(head_stats.table(stats, labels), hide_index=True, key="ov.table")
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def _flow(model: str, backend: api.Backend, text: str, upto: int):
-    return rollout.flow(cache.attention(model, backend, text).eager(), upto)
-
-
 def rollout_section(inputs: Inputs, result: AttentionResult) -> None:
     """Raw attention, rollout and (on demand) flow up to a layer; where one token draws from."""
     n = result.n_layers
@@ -201,8 +196,9 @@ def rollout_section(inputs: Inputs, result: AttentionResult) -> None:
     )
     if want_flow:  # on demand: a classroom of new sentences would otherwise queue behind the max-flow solves
         try:
+            asked = cache.prepare_or_stop(inputs.model, inputs.backend, inputs.text)  # this run's request
             with st.spinner("Solving the attention flow…"):
-                flowed = _flow(inputs.model, inputs.backend, inputs.text, layer)
+                flowed = cache.run(api.flow_work(asked.key, result, layer))
             panels.append(Panel(f"flow up to layer {layer + 1}", flowed.numpy(), toks, toks))
         except ValueError as err:
             st.info(escape.md(err))

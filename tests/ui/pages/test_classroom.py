@@ -30,9 +30,9 @@ def db(tmp_path, monkeypatch):
     from attnviz.ui import seat
 
     monkeypatch.setenv("ATTNVIZ_DB", str(tmp_path / "classes.db"))
-    seat.store.clear()  # the server's one store, opened again on this file
+    seat.store.cache_clear()  # the server's one store, opened again on this file
     yield Store(tmp_path / "classes.db")
-    seat.store.clear()
+    seat.store.cache_clear()
 
 
 def _page(**params) -> AppTest:

@@ -66,7 +66,7 @@ def test_the_compare_page_s_masked_panel_is_smollm2_s(smollm2_hf, bundled_hf):
     _ok(at)
     assert at.radio(key="cmp.source").value == "llm"  # the default when the sidebar shows SmolLM2
     bert, llm = (array(d["z"]) for d in _charts(at)[0]["data"])
-    r = smollm2_hf.run(SENTENCE)["causal"]
+    r = smollm2_hf.run(smollm2_hf.encode(SENTENCE))["causal"]
     assert np.isnan(llm[np.triu_indices(llm.shape[0], 1)]).all()  # the mask drawn as masked
     assert np.allclose(np.nan_to_num(llm), r.weights[-1, 0].numpy(), atol=1e-6)  # last layer, head 1
-    assert np.allclose(bert, bundled_hf.run(SENTENCE)["self"].weights[-1, 0].numpy(), atol=1e-6)
+    assert np.allclose(bert, bundled_hf.run(bundled_hf.encode(SENTENCE))["self"].weights[-1, 0].numpy(), atol=1e-6)

@@ -10,7 +10,7 @@ from plotly_data import array
 def test_heads_page_sends_one_heatmap_per_head_equal_to_the_engine(bundled_hf):
     at = _app()
     _ok(at)
-    r = bundled_hf.run(SENTENCE)["self"]
+    r = bundled_hf.run(bundled_hf.encode(SENTENCE))["self"]
     maps = [d for d in _charts(at)[0]["data"] if d["type"] == "heatmap"]
     assert len(maps) == 12
     for h, d in enumerate(maps):
@@ -24,7 +24,7 @@ def test_layer_slider_changes_the_layer(bundled_hf):
     at.slider(key="heads.layer").set_value(4).run()
     _ok(at)
     z = array(_charts(at)[0]["data"][7]["z"])
-    assert np.allclose(z, bundled_hf.run(SENTENCE)["self"].weights[3, 7].numpy(), atol=1e-6)
+    assert np.allclose(z, bundled_hf.run(bundled_hf.encode(SENTENCE))["self"].weights[3, 7].numpy(), atol=1e-6)
     assert at.query_params["layer"] == "4"  # the shareable URL follows the slider
 
 
@@ -82,7 +82,7 @@ def test_scratch_engine_from_the_sidebar(bundled_hf):
     at = _app(model="scratch")
     _ok(at)
     z = array(_charts(at)[0]["data"][2]["z"])
-    assert np.allclose(z, bundled_hf.run(SENTENCE)["self"].weights[0, 2].numpy(), atol=1e-5)
+    assert np.allclose(z, bundled_hf.run(bundled_hf.encode(SENTENCE))["self"].weights[0, 2].numpy(), atol=1e-5)
 
 
 @pytest.mark.parametrize("text", ["   ", "\u200b"])
@@ -112,7 +112,7 @@ def test_smollm2_heads_are_its_real_causal_attention(smollm2_hf):
     at = _app(model="smollm2", backend="hf")
     _ok(at)
     maps = [d for d in _charts(at)[0]["data"] if d["type"] == "heatmap"]
-    r = smollm2_hf.run(SENTENCE)["causal"]
+    r = smollm2_hf.run(smollm2_hf.encode(SENTENCE))["causal"]
     assert len(maps) == 9 and np.allclose(array(maps[4]["z"]), r.weights[0, 4].numpy(), atol=1e-6)
 
 
@@ -120,7 +120,7 @@ def test_value_weighted_view_shows_the_raw_map_beside_alpha_f_x(smollm2_scratch)
     at = _app(model="smollm2", backend="hf", view="Head", layer="2", head="3", value="true")
     _ok(at)
     raw, norms = (array(d["z"]) for d in _charts(at)[0]["data"])
-    r = smollm2_scratch.run(SENTENCE)["causal"]
+    r = smollm2_scratch.run(smollm2_scratch.encode(SENTENCE))["causal"]
     expected = (r.weights[1, 2] * r.value_norms[1, 2][None, :]).numpy()
     assert np.allclose(np.nan_to_num(raw), r.weights[1, 2].numpy(), atol=1e-5)
     assert np.allclose(np.nan_to_num(norms), expected, rtol=1e-4, atol=1e-6)
@@ -130,7 +130,7 @@ def test_value_weighted_with_the_first_token_aside_is_still_alpha_f_x_unscaled(s
     at = _app(model="smollm2", backend="hf", view="Head", layer="10", head="3", value="true", sink="true")
     _ok(at)
     raw, norms = (array(d["z"]) for d in _charts(at)[0]["data"])
-    r = smollm2_scratch.run(SENTENCE)["causal"]
+    r = smollm2_scratch.run(smollm2_scratch.encode(SENTENCE))["causal"]
     w, f = r.weights[9, 2], r.value_norms[9, 2]
     expected = (w * f[None, :])[1:, 1:].numpy()  # the head's own alpha: no 1 / (1 - alpha_first)
     assert norms.shape == expected.shape == (len(r.target_tokens) - 1,) * 2
@@ -147,7 +147,7 @@ def test_setting_the_first_token_aside_renormalises_the_rest(smollm2_hf):
     _ok(at)
     d = [d for d in _charts(at)[0]["data"] if d["type"] == "heatmap"][0]
     assert len(d["x"]) == 12 and _tokens(d["x"])[0] == "animal"
-    r = smollm2_hf.run(SENTENCE)["causal"].weights[0, 0, 1:, 1:]
+    r = smollm2_hf.run(smollm2_hf.encode(SENTENCE))["causal"].weights[0, 0, 1:, 1:]
     assert np.allclose(array(d["z"]), (r / r.sum(-1, keepdim=True)).numpy(), atol=1e-6)
     assert "first token set aside" in _charts(at)[0]["layout"]["title"]["text"]
 
@@ -162,7 +162,8 @@ def test_the_kind_shown_is_in_the_link_and_a_class_poll_scores_that_kind(tiny_ma
     at = _app(model=str(tiny_marian_dir), kind="cross")  # an encoder-decoder: self, causal and cross
     _ok(at)
     assert at.radio(key="heads.kind").value == "cross" and at.query_params["kind"] == "cross"
-    results = registry.load("dates", "hf", "cpu").run("22/11/2026")
+    dates = registry.load("dates", "hf", "cpu")
+    results = dates.run(dates.encode("22/11/2026"))
     assert shown(results, "cross") is results["cross"] and shown(results, None) is results["self"]
     assert shown(results, "nonsense") is results.main
     view = {"layer": 0, "head": 1, "query": 2, "kind": "cross"}
@@ -180,7 +181,7 @@ def test_smollm2_tokens_read_as_text_and_the_raw_pieces_are_in_the_one_head_hove
     at = _app(model="smollm2", backend="hf", text=text, view="Head")
     _ok(at)
     d = _charts(at)[0]["data"][0]
-    r = smollm2_hf.run(text)["causal"]
+    r = smollm2_hf.run(smollm2_hf.encode(text))["causal"]
     assert not set("ĠĊ") & set("".join(d["x"] + d["y"]))
     assert d["customdata"][5][1] == ["Ċ", "Ġanimal"] and "customdata" in d["hovertemplate"]
     assert r.target.pieces[1] == "Ġanimal" and r.target_tokens[1] == "animal"
@@ -240,40 +241,44 @@ def test_one_view_is_built_and_serialised_once_for_every_session_that_shows_it(m
 @pytest.mark.parametrize(
     "long", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["a sentence", "a long text"]
 )  # a long text's pass: slow
-def test_one_render_resolves_the_model_once_and_decides_long_or_eager_once(long, monkeypatch):
-    """The door's request is made once per run and passed down: a miss and then a hit of the memo each resolve the
-    model name once and decide long or eager once (the page, ui/cache.py and the service each did, 9 and 3 times)."""
+def test_one_render_resolves_once_encodes_once_on_a_miss_and_never_on_a_hit(long, monkeypatch):
+    """One request per run, encoded once: a miss of the memo resolves the model once, asks the memo once, encodes the
+    text once (the long/eager decision, the page's token options and the engine share that encoding) and goes down
+    to the service's computation once; a hit resolves once, asks the memo once and encodes nothing. (Before: the
+    page, the decision and the engine each encoded, and a miss went down to the service three times.)"""
     from apptest import APP
     from streamlit.testing.v1 import AppTest
 
-    from attnviz import service
+    from attnviz import api, service
     from attnviz.engines import registry
+    from attnviz.tokens import Tokenizer
 
-    counts = {"resolve": 0, "decide": 0}
-    resolve, request_is_long = registry.Policy.resolve, service.request_is_long
-
-    def counted_resolve(self, name):
-        counts["resolve"] += 1
-        return resolve(self, name)
-
-    def counted_request_is_long(*args, **kwargs):
-        counts["decide"] += 1
-        return request_is_long(*args, **kwargs)
-
-    monkeypatch.setattr(registry.Policy, "resolve", counted_resolve)
-    monkeypatch.setattr(service, "request_is_long", counted_request_is_long)
     model, text = "default", "A sentence counted once on the Heads page of attnviz, short this time."
     if long:
         monkeypatch.setenv("ATTNVIZ_EAGER_MB", "1")  # SmolLM2's eager budget is then 31 tokens: this text is long
         model, text = "smollm2", " ".join(["A text counted once on the Heads page of attnviz, long this time."] * 4)
-    for _ in ("miss", "hit"):
-        counts.update(resolve=0, decide=0)
+    counts = dict.fromkeys(("resolve", "encode", "lookup", "compute"), 0)
+
+    def counted(name, real, *, only_text=False):
+        def call(*args, **kwargs):
+            if not only_text or text in args:
+                counts[name] += 1
+            return real(*args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(registry.Policy, "resolve", counted("resolve", registry.Policy.resolve))
+    monkeypatch.setattr(Tokenizer, "encode", counted("encode", Tokenizer.encode, only_text=True))
+    monkeypatch.setattr(service, "held", counted("lookup", service.held))
+    monkeypatch.setattr(service, "attention", counted("compute", service.attention))
+    for visit, expected in (("miss", (1, 1, 1, 1)), ("hit", (1, 0, 1, 0))):
+        counts.update(dict.fromkeys(counts, 0))
         at = AppTest.from_file(APP, default_timeout=180)
         at.query_params["text"], at.query_params["model"] = text, model
         at.run()
         _ok(at)
-        assert counts == {"resolve": 1, "decide": 1}
-    held = service.cached(service.Request(model, "hf", text))
+        assert tuple(counts.values()) == expected, (visit, counts)
+    held = api.prepare(model, "hf", text, server=True).held()
     assert held is not None and held.lazy == long  # the path the test meant to take
 
 

@@ -13,7 +13,7 @@ def test_overview_page_grid_table_and_rollout(bundled_hf):
     at = _overview(stat="prev", layer="2", token="11", flow="true")
     _ok(at)
     grid, rolled, bars = _charts(at)
-    r = bundled_hf.run(SENTENCE)["self"]
+    r = bundled_hf.run(bundled_hf.encode(SENTENCE))["self"]
     assert r.source.special == (True,) + (False,) * 14 + (True,)
     expected = head_stats.head_stats(r)["prev"].numpy()
     assert np.allclose(array(grid["data"][0]["z"]), expected, atol=1e-5)
@@ -29,7 +29,7 @@ def test_overview_corpus_average_equals_the_mean_over_the_corpus(bundled_hf):
 
     at = _overview(corpus="true", stat="entropy")
     _ok(at)
-    per_text = [head_stats.head_stats(bundled_hf.run(text)["self"]) for text in head_stats.CORPUS]
+    per_text = [head_stats.head_stats(bundled_hf.run(bundled_hf.encode(text))["self"]) for text in head_stats.CORPUS]
     expected = head_stats.average(per_text)["entropy"].numpy()
     assert np.allclose(array(_charts(at)[0]["data"][0]["z"]), expected, atol=1e-5)
 
@@ -47,7 +47,7 @@ def test_a_decoders_overview_calls_its_first_token_heads_sinks_and_none_cls(smol
     at = _overview(model="smollm2", backend="hf", stat="first")
     _ok(at)
     shown = {str(t) for row in _charts(at)[0]["data"][0]["text"] for t in row}
-    r = smollm2_hf.run(SENTENCE)["causal"]
+    r = smollm2_hf.run(smollm2_hf.encode(SENTENCE))["causal"]
     named = {lab for row in head_stats.labels(r.stats(), head_stats.uniform_entropy(r), "causal") for lab in row}
     assert "sink" in named and "[CLS]" not in named and "first-token" not in named
     assert not any("[CLS]" in t or "first-token" in t for t in shown) and any("sink" in t for t in shown), shown
@@ -86,7 +86,8 @@ def test_a_model_with_learned_sinks_colours_its_grid_by_the_sink_s_share(tmp_pat
     at = _overview(model="oss", backend="hf", stat="sink")
     _ok(at)
     assert at.selectbox[0].value == "sink"
-    expected = head_stats.sink_share(registry.load(str(tmp_path / "oss"), "hf", "cpu").run(SENTENCE)["causal"])
+    oss = registry.load(str(tmp_path / "oss"), "hf", "cpu")
+    expected = head_stats.sink_share(oss.run(oss.encode(SENTENCE))["causal"])
     assert expected is not None and expected.min() > 0.01 and expected.max() < 1
     assert np.allclose(array(_charts(at)[0]["data"][0]["z"]), expected.numpy(), atol=1e-5)
     assert "learned sink in every head" in " ".join(c.value for c in at.caption)

@@ -27,8 +27,8 @@ def test_the_head_shown_is_the_one_whose_pronoun_moves_most_with_the_word():
 
 @pytest.mark.slow  # seven steps of one page, each an app run
 def test_seven_steps_from_the_sentence_to_a_question_read_off_a_map(bundled_hf):
-    tired = bundled_hf.run(start.TIRED.text).main
-    wide = bundled_hf.run(start.WIDE.text).main
+    tired = bundled_hf.run(bundled_hf.encode(start.TIRED.text)).main
+    wide = bundled_hf.run(bundled_hf.encode(start.WIDE.text)).main
     s_tired = pronoun_scores.scores(tired, start.TIRED, "vote")
     layer, head = start.moving_head(s_tired, pronoun_scores.scores(wide, start.WIDE, "vote"))
     it = pronoun_cases.pronoun_piece(tired.source, pronoun_cases.locate(start.TIRED).pronoun)
