@@ -136,6 +136,7 @@ __all__ = [
     "qk_work",
     "READING",
     "resolve_device",
+    "Results",
     "sentences_work",
     "server_engine",
     "server_source",

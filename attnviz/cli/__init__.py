@@ -16,12 +16,8 @@ from attnviz.cli.training import cmd_eval_heads, cmd_prepare, cmd_train_dates, c
 from attnviz.engines.base import BACKENDS, ModelLoadError
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Every command and its flags."""
-    parser = argparse.ArgumentParser(
-        prog="attnviz", description="See where a transformer's attention goes (also: python -m attnviz)."
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
+def _reading_commands(sub: argparse._SubParsersAction) -> None:
+    """attention, stats, rollout and pronouns: what a text's attention is."""
     att = common_args(sub.add_parser("attention", help="per-head attention weights of a text"))
     text_args(att)
     att.add_argument(
@@ -38,6 +34,17 @@ def build_parser() -> argparse.ArgumentParser:
         p = common_args(sub.add_parser(name, help=text))
         text_args(p)
         p.set_defaults(func=func)
+    pr = common_args(sub.add_parser("pronouns", help="does attention resolve pronouns? (Maximum Attention Score)"))
+    pr.add_argument(
+        "--cases", required=True, help='a .jsonl file, a Winograd .xml file, or "lesson" (the built-in pairs)'
+    )
+    pr.add_argument("--method", choices=("mas", "vote"), default="mas", help="mas: Klein & Nabi 2019; vote: head vote")
+    pr.add_argument("--limit", type=int, default=None, help="only the first N cases (WSC273: --limit 273)")
+    pr.set_defaults(func=cmd_pronouns)
+
+
+def _intervention_commands(sub: argparse._SubParsersAction) -> None:
+    """induction, ablate and patch: a decoder's heads measured by changing its run."""
     ind = common_args(sub.add_parser("induction", help="induction heads on a repeated random sequence"), model=False)
     ablate_help = "knock heads out: the loss and next tokens before and after"
     ab = common_args(sub.add_parser("ablate", help=ablate_help), model=False)
@@ -62,13 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
     pa.add_argument("--corrupt", required=True, help="the same prompt with one word changed (same length in tokens)")
     pa.add_argument("--answer", required=True, help="the right next token, with its leading space: ' Anna'")
     pa.add_argument("--wrong", required=True, help="the wrong next token: ' Peter'")
-    pr = common_args(sub.add_parser("pronouns", help="does attention resolve pronouns? (Maximum Attention Score)"))
-    pr.add_argument(
-        "--cases", required=True, help='a .jsonl file, a Winograd .xml file, or "lesson" (the built-in pairs)'
-    )
-    pr.add_argument("--method", choices=("mas", "vote"), default="mas", help="mas: Klein & Nabi 2019; vote: head vote")
-    pr.add_argument("--limit", type=int, default=None, help="only the first N cases (WSC273: --limit 273)")
-    pr.set_defaults(func=cmd_pronouns)
+
+
+def _setup_commands(sub: argparse._SubParsersAction) -> None:
+    """doctor, prepare and the training of the shipped small models."""
     doc = common_args(
         sub.add_parser("doctor", help="versions, GPU, offline models, and an attention check"),
         model=False,
@@ -79,6 +83,24 @@ def build_parser() -> argparse.ArgumentParser:
         "prepare", help="convert the bundled SmolLM2 and Gemma 3 once into the local cache (else their first loads do)"
     )
     prep.set_defaults(func=cmd_prepare)
+    tr = sub.add_parser("train-dates", help="train the shipped date model from scratch (a few minutes on 2 cores)")
+    tr.add_argument("--steps", type=int, default=None, help="training steps (default: the shipped recipe)")
+    tr.add_argument("--out", default=None, help="folder to save to (default: the shipped checkpoint's folder)")
+    tr.set_defaults(func=cmd_train_dates)
+    th = sub.add_parser("train-heads", help="train the 1/2/4/8-head models (about a minute a task on 2 cores)")
+    th.add_argument("--task", choices=("reversal", "mirror-sum", "all"), default="all")
+    th.add_argument("--steps", type=int, default=None, help="training steps (default: each task's shipped recipe)")
+    th.add_argument("--out", default=None, help="folder to save to (default: the shipped checkpoints' folder)")
+    th.set_defaults(func=cmd_train_heads)
+    ev = sub.add_parser("eval-heads", help="held-out accuracy of the 1/2/4/8-head models, recomputed")
+    ev.add_argument("--task", choices=("reversal", "mirror-sum"), default="reversal")
+    ev.add_argument("--root", default=None, help="checkpoints folder (default: the shipped ones)")
+    ev.add_argument("--json", default=None, metavar="OUT", help='write {"task", "models": [...]} to OUT')
+    ev.set_defaults(func=cmd_eval_heads)
+
+
+def _serving_commands(sub: argparse._SubParsersAction) -> None:
+    """serve (the app) and class (a class made ahead of a lesson)."""
     srv = sub.add_parser(
         "serve",
         help="run the app, the default model loaded before the first visitor",
@@ -101,10 +123,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     srv.add_argument("--no-preload", action="store_true", help="open at once; the first visitor waits for the model")
     srv.set_defaults(func=cmd_serve)
-    tr = sub.add_parser("train-dates", help="train the shipped date model from scratch (a few minutes on 2 cores)")
-    tr.add_argument("--steps", type=int, default=None, help="training steps (default: the shipped recipe)")
-    tr.add_argument("--out", default=None, help="folder to save to (default: the shipped checkpoint's folder)")
-    tr.set_defaults(func=cmd_train_dates)
     cl = sub.add_parser("class", help="a class a teacher leads live (see docs/class.md)")
     cl_sub = cl.add_subparsers(dest="class_command", required=True)
     cc = cl_sub.add_parser("create", help="start a class ahead of a lesson and print its links")
@@ -123,16 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", default=None, metavar="OUT", help='write {"code", "teacher_url", "student_url", "expires"}'
     )
     cc.set_defaults(func=cmd_class)
-    th = sub.add_parser("train-heads", help="train the 1/2/4/8-head models (about a minute a task on 2 cores)")
-    th.add_argument("--task", choices=("reversal", "mirror-sum", "all"), default="all")
-    th.add_argument("--steps", type=int, default=None, help="training steps (default: each task's shipped recipe)")
-    th.add_argument("--out", default=None, help="folder to save to (default: the shipped checkpoints' folder)")
-    th.set_defaults(func=cmd_train_heads)
-    ev = sub.add_parser("eval-heads", help="held-out accuracy of the 1/2/4/8-head models, recomputed")
-    ev.add_argument("--task", choices=("reversal", "mirror-sum"), default="reversal")
-    ev.add_argument("--root", default=None, help="checkpoints folder (default: the shipped ones)")
-    ev.add_argument("--json", default=None, metavar="OUT", help='write {"task", "models": [...]} to OUT')
-    ev.set_defaults(func=cmd_eval_heads)
+
+
+def _corpus_command(sub: argparse._SubParsersAction) -> None:
+    """corpus: what every head does across many texts."""
     corpus_help = "what every head does across a corpus: Parquet tables (docs/corpus.md)"
     co = common_args(sub.add_parser("corpus", help=corpus_help), json_out=False)
     co.add_argument("path", help="a folder of .txt files, a .jsonl / .csv / .parquet / .txt file, or 'builtin'")
@@ -162,6 +174,19 @@ def build_parser() -> argparse.ArgumentParser:
         "default: every one and a decoder's induction scores)",
     )
     co.set_defaults(func=cmd_corpus)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Every command and its flags, in groups."""
+    parser = argparse.ArgumentParser(
+        prog="attnviz", description="See where a transformer's attention goes (also: python -m attnviz)."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    _reading_commands(sub)
+    _intervention_commands(sub)
+    _setup_commands(sub)
+    _serving_commands(sub)
+    _corpus_command(sub)
     return parser
 
 

@@ -131,21 +131,8 @@ def _qk(run: api.CorpusRun, layer: int, head: int, texts, style) -> None:
         )
 
 
-def render() -> None:
-    """Draw the page."""
-    inputs = controls.current()
-    st.header("What each head does across a corpus")
-    st.caption(
-        "A corpus run measures every head on every window of many texts (the command line: `attnviz corpus "
-        "PATH --model NAME`; Python: `attnviz.corpus(...)`), with the Model overview's statistics. Here: "
-        "their spread over the corpus, each head's histogram, the queries where it is highest and typical "
-        "ones, and its query/key space."
-    )
-    _start(inputs)
-    runs = {r.folder.name: r for r in api.corpus_runs()}
-    if not runs:
-        st.info("No finished corpus run on this server yet: start one above, or run `attnviz corpus` here.")
-        return
+def run_picker(runs: dict[str, api.CorpusRun]) -> str:
+    """The finished run to read (in the URL), and what it measured, in a caption."""
     name = state.bound(
         st.selectbox,
         "Run",
@@ -156,8 +143,7 @@ def render() -> None:
         valid=lambda v: v in runs,
         format_func=lambda k: _label(runs[k]),
     )
-    run = runs[name]
-    m = run.manifest
+    m = runs[name].manifest
     skipped = sum(m["corpus"]["skipped"].values())
     st.caption(
         f"{escape.md(m['model'])} ({escape.md(m.get('revision', ''))}) on {escape.md(m['corpus']['described'])}: "
@@ -166,6 +152,12 @@ def render() -> None:
         f"({m['counts']['documents_cut']:,} documents cut into several), {m['counts']['tokens']:,} tokens; "
         f"{m['engine']} run, attnviz {escape.md(m['attnviz'])}."
     )
+    return name
+
+
+def stat_pickers(m: dict) -> tuple[str, str, dict[str, str], dict[str, str]]:
+    """The statistic to colour by and its value (mean, sd, a quantile), with the names of what the run computed:
+    (stat, value, every name shown, the head statistics computed)."""
     computed = {k: v for k, v in head_stats.NAMES.items() if k in m["stats"]}  # a run may compute some only
     names = {**computed, **{k: v for k, v in EXTRA_NAMES.items() if k in m.get("extras", [])}}
     if m.get("kind") == "causal":  # a decoder's query never sees the token after it: that share is 0 by construction
@@ -192,8 +184,13 @@ def render() -> None:
         format_func=VALUES.get,
         disabled=stat in EXTRA_NAMES,
     )
-    value = "mean" if stat in EXTRA_NAMES else value
-    texts = run.texts
+    return stat, "mean" if stat in EXTRA_NAMES else value, names, computed
+
+
+def head_grid(run: api.CorpusRun, stat: str, value: str, computed: dict, style) -> tuple[int, int]:
+    """Every head's value over the corpus, labelled by the Model overview's rule; a click, or the boxes under it,
+    picks a head: (layer, head), 0-based."""
+    m, texts = run.manifest, run.texts
     if len(computed) == len(head_stats.NAMES):
         means = {s: run.grid(s) for s in head_stats.NAMES}
         uniform = sum(head_stats.uniform_entropy_of(n, m["kind"]) for n in texts["n_tokens"]) / len(texts)
@@ -201,9 +198,8 @@ def render() -> None:
     else:  # a head's label needs every statistic
         labels = [[""] * m["heads"] for _ in range(m["layers"])]
         st.caption(f"This run computed {', '.join(computed)} only: the heads are not labelled.")
-    grid = run.grid(stat, value)
     event = st.plotly_chart(
-        stat_charts.stat_grid(grid, labels, f"{stat} ({value})", style=inputs.style),
+        stat_charts.stat_grid(run.grid(stat, value), labels, f"{stat} ({value})", style=style),
         key="co.grid",
         on_select="rerun",
         selection_mode="points",
@@ -223,22 +219,49 @@ def render() -> None:
     in_l, in_h = (lambda v: 1 <= v <= n_l), (lambda v: 1 <= v <= n_h)
     layer = state.bound(a.number_input, "Layer", 1, n_l, url="layer", key="co.layer", default=1, valid=in_l) - 1
     head = state.bound(b.number_input, "Head", 1, n_h, url="head", key="co.head", default=1, valid=in_h) - 1
-    state.show_head(layer, head)
+    return layer, head
+
+
+def head_section(run: api.CorpusRun, stat: str, names: dict[str, str], layer: int, head: int, style) -> None:
+    """One head: its histogram over the windows and its example queries (or a decoder's extra score)."""
     st.subheader(f"Head {head_name(layer, head)}")
     heads = run.heads
     row = heads[(heads["stat"] == stat) & (heads["layer"] == layer) & (heads["head"] == head)].iloc[0]
     if stat in EXTRA_NAMES:
         st.markdown(f"{escape.md(names[stat])}: **{row['mean']:.3f}** ± {row['sd']:.3f} over {row['count']} sequences.")
-    else:
-        st.plotly_chart(
-            corpus_charts.histogram(row["hist"], row["lo"], row["hi"], names[stat], style=inputs.style), key="co.hist"
-        )
-        st.caption(
-            f"Mean {row['mean']:.3f}, sd {row['sd']:.3f}; quantiles 5% {row['q05']:.3f}, 25% {row['q25']:.3f},"
-            f" 50% {row['q50']:.3f}, 75% {row['q75']:.3f}, 95% {row['q95']:.3f}; over {row['count']:,} "
-            "windows (a window's value averages its queries, as the Model overview does for a text)."
-        )
-        _examples(run, stat, layer, head, texts)
+        return
+    st.plotly_chart(corpus_charts.histogram(row["hist"], row["lo"], row["hi"], names[stat], style=style), key="co.hist")
+    st.caption(
+        f"Mean {row['mean']:.3f}, sd {row['sd']:.3f}; quantiles 5% {row['q05']:.3f}, 25% {row['q25']:.3f},"
+        f" 50% {row['q50']:.3f}, 75% {row['q75']:.3f}, 95% {row['q95']:.3f}; over {row['count']:,} "
+        "windows (a window's value averages its queries, as the Model overview does for a text)."
+    )
+    _examples(run, stat, layer, head, run.texts)
+
+
+def render() -> None:
+    """Draw the page: start a run; pick a finished one, a statistic and a head; the head's spread, examples and
+    query/key space."""
+    inputs = controls.current()
+    st.header("What each head does across a corpus")
+    st.caption(
+        "A corpus run measures every head on every window of many texts (the command line: `attnviz corpus "
+        "PATH --model NAME`; Python: `attnviz.corpus(...)`), with the Model overview's statistics. Here: "
+        "their spread over the corpus, each head's histogram, the queries where it is highest and typical "
+        "ones, and its query/key space."
+    )
+    _start(inputs)
+    runs = {r.folder.name: r for r in api.corpus_runs()}
+    if not runs:
+        st.info("No finished corpus run on this server yet: start one above, or run `attnviz corpus` here.")
+        return
+    name = run_picker(runs)
+    run = runs[name]
+    stat, value, names, computed = stat_pickers(run.manifest)
+    layer, head = head_grid(run, stat, value, computed, inputs.style)
+    state.show_head(layer, head)
+    head_section(run, stat, names, layer, head, inputs.style)
+    texts, heads = run.texts, run.heads
     st.subheader("Query/key space")
     _qk(run, layer, head, texts, inputs.style)
     widgets.csv_button(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import streamlit as st
 
 from attnviz import api, lazy
@@ -59,31 +61,12 @@ def view_picker() -> str:
     return view or VIEWS[0]
 
 
-def render() -> None:
-    """Draw the page."""
-    inputs = controls.current()
-    st.header("Where does each token look?")
-    model, text = inputs.model, inputs.text
-    asked = cache.prepare_or_stop(model, inputs.backend, text)  # resolved, loaded and long or not: once per run
-    eng = asked.engine
-    if cache.long_text(asked):
-        lazy_views.options_note(eng.n_layers, eng.n_heads)
-        held = lazy.of(cache.results_or_stop(asked, long_ok=True))
-        lazy_views.intro(held)
-        widgets.truncation_notice(held)
-        lazy_views.heads(inputs, held, view_picker())
-        return
-    try:
-        axis = asked.axis  # the options this text's tokens have: the held results', else the request's one encoding
-    except ValueError:
-        axis = None  # bad text: the results' step below says why
-    opts = widgets.options("heads", axis, inputs.style.projector)
-    read = request_for(asked, opts)
-    backend = read.request.backend
-    results = cache.results_or_stop(read)
+def kind_picker(results: api.Results) -> str:
+    """The kind of attention to show: the model's first, or, for an encoder-decoder, the one picked (in the URL: a
+    class's poll asks about the kind the teacher shows)."""
     kind = next(iter(results))
     if len(results) > 1:
-        kind = state.bound(  # in the URL: a class's poll asks about the kind the teacher shows
+        kind = state.bound(
             st.radio,
             "Attention",
             list(results),
@@ -93,58 +76,110 @@ def render() -> None:
             valid=lambda v: v in results,
             horizontal=True,
         )
+    return kind
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What every view of a short text's page run draws from: the request read, the kind, the options and the
+    result they make, and the key that names this drawing (for the shared figure cache)."""
+
+    inputs: controls.Inputs
+    read: api.Prepared
+    kind: str
+    opts: widgets.Options
+    result: AttentionResult
+
+    def key(self, *view: object) -> tuple:
+        """The figure cache's key of one view of this drawing."""
+        req = self.read.request
+        return ("heads", req.model, req.backend, req.text, self.kind, repr(self.opts), self.inputs.style, *view)
+
+    def fetch(self) -> AttentionResult:
+        """The result again, for an export (names, not tensors: see widgets.Fetch)."""
+        return widgets.prepared(self.read.results().eager(self.kind), self.opts)
+
+
+def layer_view(shown: Shown) -> None:
+    """Every head of one layer, one colour scale."""
+    inputs, result, opts = shown.inputs, shown.result, shown.opts
+    layer = widgets.pick("Layer", "heads", "layer", result.n_layers)
+    state.show_head(layer)
+    st.caption("Rows are queries (the token looking), columns are keys (the token looked at). One colour scale.")
+    fig = cache.chart(
+        shown.key(layer, "grid"),
+        lambda: interactive.head_grid(result, layer, style=inputs.style, note=opts.note()),
+        "heads.chart.grid",
+        theme=None,
+    )
+    widgets.export_buttons(inputs, shown.fetch, layer, None, opts, "heads.export.layer")
+    widgets.snapshot_row(inputs, {"view": "layer", "layer": layer + 1, **opts.as_dict()}, lambda: [fig], "heads.snap")
+
+
+def head_view(shown: Shown) -> None:
+    """One head large (beside its value-weighted norms when asked), and its query/key space on demand."""
+    inputs, result, opts = shown.inputs, shown.result, shown.opts
+    layer = widgets.pick("Layer", "heads", "layer", result.n_layers)
+    head = widgets.pick("Head", "heads", "head", result.n_heads)
+    state.show_head(layer, head)
+    if opts.value_weight:
+        panels = value_panels(shown.read.results().eager(shown.kind), layer, head, opts)
+        fig = panel_maps.side_by_side(panels, style=inputs.style)
+        st.plotly_chart(fig, key="heads.chart.head", theme=None)
+    else:
+        fig = cache.chart(
+            shown.key(layer, head),
+            lambda: interactive.head_map(result, layer, head, style=inputs.style, note=opts.note()),
+            "heads.chart.head",
+            theme=None,  # our fonts: Streamlit's theme would keep tick labels at 12 px in projector mode
+        )
+    widgets.export_buttons(inputs, shown.fetch, layer, head, opts, "heads.export.head")
+    snap = {"view": "head", "layer": layer + 1, "head": head + 1, **opts.as_dict()}
+    widgets.snapshot_row(inputs, snap, lambda: [fig], "heads.snap")
+    if shown.kind != "cross":
+        with st.expander("This head's query/key space"):
+            text = shown.read.request.text
+            widgets.qk_space(shown.read.source, [text], layer, head, inputs.style, "heads.qk", "this text's tokens")
+
+
+def overview_view(shown: Shown) -> None:
+    """Every layer and head as a small map."""
+    st.caption("Every layer (rows) and head (columns) as a small map. Hover to see which is which.")
+    result, style, note = shown.result, shown.inputs.style, shown.opts.note()
+    build = lambda: interactive.overview(result, style=style, note=note)  # noqa: E731
+    cache.chart(shown.key("overview"), build, "heads.chart.overview")
+    widgets.export_overview(shown.inputs, shown.fetch, shown.opts, "heads.export.overview")
+
+
+def long_page(inputs: controls.Inputs, asked: api.Prepared) -> None:
+    """A long text: its queries and keys held, each view computed from them (ui/lazy_views.py)."""
+    eng = asked.engine
+    lazy_views.options_note(eng.n_layers, eng.n_heads)
+    held = lazy.of(cache.results_or_stop(asked, long_ok=True))
+    lazy_views.intro(held)
+    widgets.truncation_notice(held)
+    lazy_views.heads(inputs, held, view_picker())
+
+
+def render() -> None:
+    """Draw the page: this run's one request (resolved, looked up, encoded at most once), then the view picked."""
+    inputs = controls.current()
+    st.header("Where does each token look?")
+    asked = cache.prepare_or_stop(inputs.model, inputs.backend, inputs.text)
+    if cache.long_text(asked):
+        long_page(inputs, asked)
+        return
+    try:
+        axis = asked.axis  # the options this text's tokens have: the held results', else the request's one encoding
+    except ValueError:
+        axis = None  # bad text: the results' step below says why
+    opts = widgets.options("heads", axis, inputs.style.projector)
+    read = request_for(asked, opts)
+    results = cache.results_or_stop(read)
+    kind = kind_picker(results)
     result = widgets.prepared(results.eager(kind), opts)
     widgets.truncation_notice(result)
-    if backend != inputs.backend:
+    if read.request.backend != inputs.backend:
         st.caption("Value-weighting reads the same weights on attnviz's own engine, which keeps the value vectors.")
-
-    def fetch() -> AttentionResult:  # names, not tensors: see widgets.Fetch
-        return widgets.prepared(read.results().eager(kind), opts)
-
-    view = view_picker()
-    note = opts.note()
-    view_key: tuple
-    if view == "Layer":
-        layer = widgets.pick("Layer", "heads", "layer", result.n_layers)
-        state.show_head(layer)
-        st.caption("Rows are queries (the token looking), columns are keys (the token looked at). One colour scale.")
-        view_key = ("heads", model, backend, text, kind, repr(opts), inputs.style, layer)
-        fig = cache.chart(
-            (*view_key, "grid"),
-            lambda: interactive.head_grid(result, layer, style=inputs.style, note=note),
-            "heads.chart.grid",
-            theme=None,
-        )
-        widgets.export_buttons(inputs, fetch, layer, None, opts, "heads.export.layer")
-        widgets.snapshot_row(
-            inputs, {"view": "layer", "layer": layer + 1, **opts.as_dict()}, lambda: [fig], "heads.snap"
-        )
-    elif view == "Head":
-        layer = widgets.pick("Layer", "heads", "layer", result.n_layers)
-        head = widgets.pick("Head", "heads", "head", result.n_heads)
-        state.show_head(layer, head)
-        if opts.value_weight:
-            panels = value_panels(results.eager(kind), layer, head, opts)
-            fig = panel_maps.side_by_side(panels, style=inputs.style)
-            st.plotly_chart(fig, key="heads.chart.head", theme=None)
-        else:
-            view_key = ("heads", model, backend, text, kind, repr(opts), inputs.style, layer, head)
-            fig = cache.chart(
-                view_key,
-                lambda: interactive.head_map(result, layer, head, style=inputs.style, note=note),
-                "heads.chart.head",
-                theme=None,  # our fonts: Streamlit's theme would keep tick labels at 12 px in projector mode
-            )
-        widgets.export_buttons(inputs, fetch, layer, head, opts, "heads.export.head")
-        snap = {"view": "head", "layer": layer + 1, "head": head + 1, **opts.as_dict()}
-        widgets.snapshot_row(inputs, snap, lambda: [fig], "heads.snap")
-        if kind != "cross":
-            with st.expander("This head's query/key space"):
-                widgets.qk_space(asked.source, [text], layer, head, inputs.style, "heads.qk", "this text's tokens")
-    else:
-        st.caption("Every layer (rows) and head (columns) as a small map. Hover to see which is which.")
-        view_key = ("heads", model, backend, text, kind, repr(opts), inputs.style, "overview")
-        cache.chart(
-            view_key, lambda: interactive.overview(result, style=inputs.style, note=note), "heads.chart.overview"
-        )
-        widgets.export_overview(inputs, fetch, opts, "heads.export.overview")
+    shown = Shown(inputs, read, kind, opts, result)
+    {"Layer": layer_view, "Head": head_view}.get(view_picker(), overview_view)(shown)

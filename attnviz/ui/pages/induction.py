@@ -60,12 +60,8 @@ def _result(run: induction_scores.Induction, axis: TokenAxis) -> AttentionResult
     return AttentionResult(run.patterns, axis, axis, "causal", run.model, sinks=run.sinks)
 
 
-def render() -> None:
-    """Draw the page."""
-    inputs = controls.current()
-    st.header("Induction heads")
-    st.markdown(INTRO)
-    eng = cache.decoder_or_stop(inputs.model, inputs.backend)
+def sequence_controls() -> tuple[int, int]:
+    """The random sequences' length (n tokens in each copy) and seed, kept in the URL."""
     a, b = st.columns(2)
     n = state.bound(
         a.slider,
@@ -87,11 +83,40 @@ def render() -> None:
         default=0,
         valid=lambda v: 0 <= v <= 9999,
     )
+    return n, int(seed)
+
+
+def loss_section(run: induction_scores.Induction, n: int, eng: api.InterveningEngine, style) -> None:
+    """The loss of each token on both copies: the drop on the second copy is induction at work."""
+    start = run.offset + n - 1  # the loss index of the first prediction of the second copy
+    loss = run.loss.tolist()
+    st.plotly_chart(
+        lesson_charts.loss_lines(
+            {"first copy": (0, loss[:start]), "second copy": (start, loss[start:])},
+            "Loss of each token",  # short: a title this long ran 80 px past a phone's screen; the rest is below
+            style=style,
+        ),
+        key="ind.loss",
+    )
+    st.caption(
+        f"Each token's loss is its prediction from the tokens before it, the mean of {run.batch} sequences. "
+        "Loss is cross-entropy in nats: −ln of the probability the model gave the right token (0 = certain and "
+        f"right; ln of the vocabulary's size, about {np.log(len(eng.tokenizer.hf)):.1f}, = a uniform guess)."
+    )
+
+
+def render() -> None:
+    """Draw the page: a guess, then the loss, the scores, the best heads and the previous-token heads."""
+    inputs = controls.current()
+    st.header("Induction heads")
+    st.markdown(INTRO)
+    eng = cache.decoder_or_stop(inputs.model, inputs.backend)
+    n, seed = sequence_controls()
     guess = widgets.predict(
         "On the second copy, the model's loss per token will…", ["go down", "stay about the same", "go up"], "ind.q"
     )
     with st.spinner(f"Reading {induction_scores.BATCH} sequences of {2 * n} random tokens through the model…"):
-        run = cache.run(api.induction_work(eng, n, int(seed)))
+        run = cache.run(api.induction_work(eng, n, seed))
     axis = eng.tokenizer.plain_axis(run.ids)  # the tokens as text, their raw pieces in the hover
     if guess is None:
         st.caption("Make a guess and press Reveal to see the loss and the heads.")
@@ -102,37 +127,34 @@ def render() -> None:
         f"{second:.2f} nats (averaged over {run.batch} sequences): the model "
         f"{'copies' if second < first - 0.5 else 'does not copy much'}."
     )
-    start = run.offset + n - 1  # the loss index of the first prediction of the second copy
-    loss = run.loss.tolist()
-    st.plotly_chart(
-        lesson_charts.loss_lines(
-            {"first copy": (0, loss[:start]), "second copy": (start, loss[start:])},
-            "Loss of each token",  # short: a title this long ran 80 px past a phone's screen; the rest is below
-            style=inputs.style,
-        ),
-        key="ind.loss",
-    )
-    st.caption(
-        f"Each token's loss is its prediction from the tokens before it, the mean of {run.batch} sequences. "
-        "Loss is cross-entropy in nats: −ln of the probability the model gave the right token (0 = certain and "
-        f"right; ln of the vocabulary's size, about {np.log(len(eng.tokenizer.hf)):.1f}, = a uniform guess)."
-    )
+    loss_section(run, n, eng, inputs.style)
+    scores_section(run, inputs.style)
+    best_section(run, n, axis, inputs.style)
+
+
+def scores_section(run: induction_scores.Induction, style) -> None:
+    """Every head's induction, prefix-matching and duplicate-token scores."""
     st.markdown(SCORES)
     ind = run.induction.numpy()
     st.plotly_chart(
         stat_charts.stat_grid(
-            ind, _labels(ind, "induction", induction_scores.THRESHOLD), "induction score", style=inputs.style
+            ind, _labels(ind, "induction", induction_scores.THRESHOLD), "induction score", style=style
         ),
         key="ind.grid",
         on_select="ignore",
     )
-    c1, c2 = widgets.two_places(inputs.style.projector)
+    c1, c2 = widgets.two_places(style.projector)
     for col, values, name in ((c1, run.prefix.numpy(), "prefix matching"), (c2, run.duplicate.numpy(), "duplicate")):
         col.plotly_chart(
-            stat_charts.stat_grid(values, _labels(values, "", 1.0), name, style=inputs.style, show_values=False),
+            stat_charts.stat_grid(values, _labels(values, "", 1.0), name, style=style, show_values=False),
             key=f"ind.{name}",
             on_select="ignore",
         )
+
+
+def best_section(run: induction_scores.Induction, n: int, axis: TokenAxis, style) -> None:
+    """The five best heads ranked (with when two can be told apart), one of them drawn, the previous-token heads
+    that can feed them, and every score as CSV."""
     st.subheader("The best heads")
     st.markdown("By mean induction score:  \n" + "  \n".join(f"{i + 1}. {t}" for i, t in enumerate(_ranked(run, 5))))
     st.caption(
@@ -149,10 +171,16 @@ def render() -> None:
     pick = st.selectbox("Head", range(len(best)), format_func=names.__getitem__, key="ind.head")
     layer, head, score = best[pick]
     st.plotly_chart(
-        interactive.head_map(result, layer, head, style=inputs.style, note=f"induction {score:.2f}"), key="ind.map"
+        interactive.head_map(result, layer, head, style=style, note=f"induction {score:.2f}"), key="ind.map"
     )
-    st.subheader("Previous-token heads")
     prev = result.stats()["prev"].numpy()  # the Model overview's statistic, on the first sequence
+    previous_section(run, prev)
+    scores_csv(run, prev)
+
+
+def previous_section(run: induction_scores.Induction, prev: np.ndarray) -> None:
+    """The previous-token heads (Olsson et al.'s mechanism), before and after the first induction layer."""
+    st.subheader("Previous-token heads")
     found = [
         (lay, h, prev[lay, h])
         for lay in range(prev.shape[0])
@@ -182,6 +210,11 @@ def render() -> None:
             f"layers: {listed(after)}."
         )
     st.markdown(text)
+
+
+def scores_csv(run: induction_scores.Induction, prev: np.ndarray) -> None:
+    """Every head's scores and their spread over the sequences, as CSV."""
+    ind = run.induction.numpy()
     sd = {name: run.spread(name) for name in induction_scores.SCORES}
     rows = [
         {

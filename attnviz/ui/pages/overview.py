@@ -74,6 +74,42 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
         names["induction"] = INDUCTION_NAME
     if result.sinks:
         names["sink"] = STAT_NAMES["sink"]
+    stat, corpus, excludes = stat_controls(names)
+    averaged = _corpus_stats(inputs.model, excludes) if corpus else None
+    if averaged is not None:
+        stats, uniform = averaged
+    else:
+        long = cache.request_is_long(inputs.model, inputs.backend, inputs.text)
+        stats, uniform = stats_of(result, excludes, long), head_stats.uniform_entropy(result)
+    learned = head_stats.sink_share(result)  # gpt-oss's learned sinks: a statistic of their own (the typed text's)
+    if learned is not None:
+        stats = {**stats, "sink": learned}
+    labels = head_stats.labels(stats, uniform, result.kind)
+    if induction is not None:  # a decoder's induction heads, from the repeated random sequence (not this text)
+        stats = {**stats, "induction": induction}
+        above = induction > induction_scores.THRESHOLD  # (L, H)
+        labels = [["induction" if above[i, h] else lab for h, lab in enumerate(row)] for i, row in enumerate(labels)]
+    st.caption(labels_caption(result, uniform, averaged is not None, induction is not None))
+    event = st.plotly_chart(
+        stat_charts.stat_grid(stats[stat].numpy(), labels, stat, style=inputs.style),
+        key="ov.grid",
+        on_select="rerun",
+        selection_mode="points",
+    )
+    points = event.get("selection", {}).get("points", []) if event else []
+    if points:
+        widgets.open_head(int(str(points[0]["y"])[1:]), int(str(points[0]["x"])[1:]))
+    a, b, c = st.columns([1, 1, 2])
+    layer = a.number_input("Layer", 1, result.n_layers, 1, key="ov.open_layer")
+    head = b.number_input("Head", 1, result.n_heads, 1, key="ov.open_head")
+    if c.button("Open this head on the Heads page", key="ov.open"):
+        widgets.open_head(layer, head)
+    st.dataframe(head_stats.table(stats, labels), hide_index=True, key="ov.table")
+
+
+def stat_controls(names: dict[str, str]) -> tuple[str, bool, str]:
+    """What colours the grid, whether to average over the built-in sentences, and which keys confidence leaves
+    out; each kept in the URL."""
     a, b, c = st.columns([3, 2, 2])
     stat = state.bound(
         a.selectbox,
@@ -105,20 +141,11 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
         format_func=lambda e: head_stats.CONFIDENCE_EXCLUDES[e],
         help="Which keys each row's largest weight may not be: Voita et al. (2019) leave out the end token.",
     )
-    averaged = _corpus_stats(inputs.model, excludes) if corpus else None
-    if averaged is not None:
-        stats, uniform = averaged
-    else:
-        long = cache.request_is_long(inputs.model, inputs.backend, inputs.text)
-        stats, uniform = stats_of(result, excludes, long), head_stats.uniform_entropy(result)
-    learned = head_stats.sink_share(result)  # gpt-oss's learned sinks: a statistic of their own (the typed text's)
-    if learned is not None:
-        stats = {**stats, "sink": learned}
-    labels = head_stats.labels(stats, uniform, result.kind)
-    if induction is not None:  # a decoder's induction heads, from the repeated random sequence (not this text)
-        stats = {**stats, "induction": induction}
-        above = induction > induction_scores.THRESHOLD  # (L, H)
-        labels = [["induction" if above[i, h] else lab for h, lab in enumerate(row)] for i, row in enumerate(labels)]
+    return stat, bool(corpus), excludes
+
+
+def labels_caption(result: Attention, uniform: float, averaged: bool, induction: bool) -> str:
+    """How the labels are given: the thresholds, what a decoder's sink changes, what counts as punctuation."""
     seen = "i + 1 keys for query i, from the third (causal)" if result.kind == "causal" else "every key"
     marks = head_stats.punctuation_tokens(result.source)
     punct = ", ".join(escape.quoted(t) for t in marks[:MAX_LISTED]) or "none in this text"
@@ -142,11 +169,11 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
         if result.kind == "causal"
         else ""
     )
-    st.caption(
+    return (
         f"Labels: a head is {named} when more than {head_stats.SHARE_THRESHOLD:.0%} of its attention goes there; "
         f"broad when its entropy is at least {head_stats.BROAD_THRESHOLD:.0%} of uniform attention's over the keys "
         f"each query can see ({seen}: "
-        f"{uniform:.2f} nats{', averaged over the corpus sentences' if averaged is not None else ''}); "
+        f"{uniform:.2f} nats{', averaged over the corpus sentences' if averaged else ''}); "
         f"other otherwise.{sink} "
         f"Punctuation counts tokens whose characters are all Unicode punctuation: {punct}."
         + (
@@ -154,25 +181,10 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
             f"{induction_scores.BATCH} repeated random sequences ({INDUCTION_N} tokens twice, seed 0; the Induction "
             "heads page), whatever the "
             "text; that label comes first."
-            if induction is not None
+            if induction
             else ""
         )
     )
-    event = st.plotly_chart(
-        stat_charts.stat_grid(stats[stat].numpy(), labels, stat, style=inputs.style),
-        key="ov.grid",
-        on_select="rerun",
-        selection_mode="points",
-    )
-    points = event.get("selection", {}).get("points", []) if event else []
-    if points:
-        widgets.open_head(int(str(points[0]["y"])[1:]), int(str(points[0]["x"])[1:]))
-    a, b, c = st.columns([1, 1, 2])
-    layer = a.number_input("Layer", 1, result.n_layers, 1, key="ov.open_layer")
-    head = b.number_input("Head", 1, result.n_heads, 1, key="ov.open_head")
-    if c.button("Open this head on the Heads page", key="ov.open"):
-        widgets.open_head(layer, head)
-    st.dataframe(head_stats.table(stats, labels), hide_index=True, key="ov.table")
 
 
 def rollout_section(inputs: Inputs, result: AttentionResult) -> None:
