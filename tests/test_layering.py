@@ -286,6 +286,24 @@ def test_ui_reaches_the_request_path_only_through_the_door():
     assert offenders == []
 
 
+LONG_FUNCTIONS = {  # the functions allowed past MAX_FUNCTION_LINES, each with its reason
+    "stats_kernel.py:_stats_kernel": "one Triton kernel: a tile of keys is loaded once and every statistic, column "
+    "sum and pooled bin is accumulated from it in registers; the pass is the point, read top to bottom",
+}
+MAX_FUNCTION_LINES = 80
+
+
+def test_no_function_is_longer_than_a_reader_can_hold():
+    """A function over 80 lines is split where a reader loses the thread (issue 55 found nine), or named above."""
+    long = []
+    for f in _package_files():
+        for node in ast.walk(ast.parse(f.read_text())):
+            is_function = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            if is_function and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES:
+                long.append(f"{f.relative_to(ROOT / 'attnviz').as_posix()}:{node.name}")
+    assert sorted(long) == sorted(LONG_FUNCTIONS)
+
+
 def test_no_page_imports_another_page():
     """A page is read alone: what two pages share lives in ui/ (widgets, cache), never in one of them (the Masks page
     took Inside's stepping engine, Positions the overview's link to a head)."""

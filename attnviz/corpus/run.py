@@ -202,24 +202,7 @@ def run(
     engine_of = engine_of or (lambda: load(model, device))
     eng = batched(engine_of(), model) if engine == "embedded" else None
     batches = measure.batches(corpus.documents, settings.batch_chars)
-    manifest = {
-        "attnviz": __version__,
-        "model": model,
-        "status": "running",
-        "engine": engine,
-        "corpus": {
-            "name": corpus.name,
-            "described": corpus.described,
-            "documents": len(corpus.documents),
-            "characters": corpus.characters,
-            "skipped": corpus.skipped,
-            "skipped_examples": corpus.skipped_examples,
-        },
-        "fingerprint": fingerprint(corpus),
-        "settings": settings.as_dict(),
-        "batches": len(batches),
-        "stats": list(settings.statistics),
-    }
+    manifest = _started_manifest(corpus, model, engine, settings, len(batches))
     _prepare(folder, manifest)
     _write_json(folder / MANIFEST, manifest)
     todo = [b for b in batches if not _part(folder, b.index).exists()]
@@ -227,8 +210,8 @@ def run(
     done = total - sum(len(t) for b in todo for _, _, t in b.documents)
     if progress:
         progress(done / total, f"{len(batches) - len(todo)} of {len(batches)} batches already done")
-    info = info_of(eng) if eng is not None else {}
     if eng is not None:
+        info = info_of(eng)
         for batch in todo:
             size = sum(len(t) for _, _, t in batch.documents)
             what = f"batch {batch.index + 1} of {len(batches)}"
@@ -240,17 +223,9 @@ def run(
             write_part(folder, batch.index, measure.measure(eng, batch, settings, part_progress).to_bytes())
             done += size
     else:
-        from attnviz.corpus import on_ray
-
-        sizes = {b.index: sum(len(t) for _, _, t in b.documents) for b in todo}
-        for index, data, about in on_ray.measure_all(
-            model, todo, settings, device=device, actors=actors, threads=threads
-        ):
-            write_part(folder, index, data)
-            info = about
-            done += sizes[index]
-            if progress:
-                progress(done / total, f"batch {index + 1} of {len(batches)} (Ray)")
+        info = _measure_on_ray(
+            folder, model, todo, settings, (device, actors, threads), (done, total, len(batches)), progress
+        )
     if not info:  # a resumed Ray run with nothing left to do
         eng = engine_of()
         info = info_of(eng)
@@ -265,6 +240,55 @@ def run(
         started,
         progress,
     )
+
+
+def _started_manifest(corpus: Corpus, model: str, engine: str, settings: Settings, batches: int) -> dict:
+    """The manifest a run starts with (status "running"): what it measures, on what, how."""
+    return {
+        "attnviz": __version__,
+        "model": model,
+        "status": "running",
+        "engine": engine,
+        "corpus": {
+            "name": corpus.name,
+            "described": corpus.described,
+            "documents": len(corpus.documents),
+            "characters": corpus.characters,
+            "skipped": corpus.skipped,
+            "skipped_examples": corpus.skipped_examples,
+        },
+        "fingerprint": fingerprint(corpus),
+        "settings": settings.as_dict(),
+        "batches": batches,
+        "stats": list(settings.statistics),
+    }
+
+
+def _measure_on_ray(
+    folder: Path,
+    model: str,
+    todo: list,
+    settings: Settings,
+    where: tuple[str | None, int, int],
+    counts: tuple[int, int, int],
+    progress: Progress | None,
+) -> dict:
+    """The batches left measured by Ray Data's actors (`where`: device, actors, threads per actor), each part written
+    as it comes back (`counts`: characters done, characters in all, the run's batches, for the progress); what the
+    actors' model is (info_of), or {} when nothing was left."""
+    from attnviz.corpus import on_ray
+
+    device, actors, threads = where
+    done, total, count = counts
+    info: dict = {}
+    sizes = {b.index: sum(len(t) for _, _, t in b.documents) for b in todo}
+    for index, data, about in on_ray.measure_all(model, todo, settings, device=device, actors=actors, threads=threads):
+        write_part(folder, index, data)
+        info = about
+        done += sizes[index]
+        if progress:
+            progress(done / total, f"batch {index + 1} of {count} (Ray)")
+    return info
 
 
 def merged_parts(folder: Path, n: int, settings: Settings) -> tuple[Partial, dict]:

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -99,13 +100,10 @@ def heads_table(
     return pa.table(cols)
 
 
-def examples_table(merged: Partial, settings: Settings) -> pa.Table:
-    """The top queries of every head and statistic, and `PER_DECILE` per decile of the sample (see the docstring)."""
-    n_s, n_l, n_h, k = merged.top_value.shape
-    grid = np.meshgrid(np.arange(n_s), np.arange(n_l), np.arange(n_h), indexing="ij")  # (S, L, H) each
+def _top_parts(merged: Partial, grid: Sequence[np.ndarray]) -> list[dict]:
+    """The top candidates of every statistic and head, every finite one, ranked: one part per rank."""
     parts = []
-    # the top: every finite candidate, ranked
-    for r in range(k):
+    for r in range(merged.top_value.shape[-1]):
         value = merged.top_value[..., r]
         ok = np.isfinite(value)
         parts.append(
@@ -122,35 +120,49 @@ def examples_table(merged: Partial, settings: Settings) -> pa.Table:
                 "weights": merged.top_weights[..., r, :][ok],
             }
         )
-    # the deciles: the sample ranked per head and statistic (NaN last), the middle of each tenth
+    return parts
+
+
+def _decile_parts(merged: Partial, grid: Sequence[np.ndarray]) -> list[dict]:
+    """The sample ranked per head and statistic (NaN last), PER_DECILE queries from the middle of each tenth."""
     values = merged.sample_value  # (Q, S, L, H)
-    if len(values):
-        order = np.argsort(np.where(np.isfinite(values), values, np.inf), axis=0, kind="stable")
-        m = np.isfinite(values).sum(0)  # (S, L, H)
-        keys = merged.sample_keys.transpose(1, 2, 0, 3)  # (L, H, Q, K)
-        weights = merged.sample_weights.transpose(1, 2, 0, 3)
-        for d in range(10):
-            lo, hi = d * m // 10, (d + 1) * m // 10
-            start = lo + np.maximum(0, (hi - lo) // 2 - PER_DECILE // 2)
-            for r in range(PER_DECILE):
-                pos = start + r
-                ok = pos < hi
-                q = np.take_along_axis(order, np.minimum(pos, len(values) - 1)[None], 0)[0]  # (S, L, H)
-                s_, l_, h_, q_ = grid[0][ok], grid[1][ok], grid[2][ok], q[ok]
-                parts.append(
-                    {
-                        "s": s_,
-                        "layer": l_,
-                        "head": h_,
-                        "kind": "decile",
-                        "rank": r,
-                        "decile": d,
-                        "value": values[q_, s_, l_, h_],
-                        "ids": merged.sample_ids[q_],
-                        "keys": keys[l_, h_, q_],
-                        "weights": weights[l_, h_, q_],
-                    }
-                )
+    if not len(values):
+        return []
+    parts = []
+    order = np.argsort(np.where(np.isfinite(values), values, np.inf), axis=0, kind="stable")
+    m = np.isfinite(values).sum(0)  # (S, L, H)
+    keys = merged.sample_keys.transpose(1, 2, 0, 3)  # (L, H, Q, K)
+    weights = merged.sample_weights.transpose(1, 2, 0, 3)
+    for d in range(10):
+        lo, hi = d * m // 10, (d + 1) * m // 10
+        start = lo + np.maximum(0, (hi - lo) // 2 - PER_DECILE // 2)
+        for r in range(PER_DECILE):
+            pos = start + r
+            ok = pos < hi
+            q = np.take_along_axis(order, np.minimum(pos, len(values) - 1)[None], 0)[0]  # (S, L, H)
+            s_, l_, h_, q_ = grid[0][ok], grid[1][ok], grid[2][ok], q[ok]
+            parts.append(
+                {
+                    "s": s_,
+                    "layer": l_,
+                    "head": h_,
+                    "kind": "decile",
+                    "rank": r,
+                    "decile": d,
+                    "value": values[q_, s_, l_, h_],
+                    "ids": merged.sample_ids[q_],
+                    "keys": keys[l_, h_, q_],
+                    "weights": weights[l_, h_, q_],
+                }
+            )
+    return parts
+
+
+def examples_table(merged: Partial, settings: Settings) -> pa.Table:
+    """The top queries of every head and statistic, and `PER_DECILE` per decile of the sample (see the docstring)."""
+    n_s, n_l, n_h, _ = merged.top_value.shape
+    grid = np.meshgrid(np.arange(n_s), np.arange(n_l), np.arange(n_h), indexing="ij")  # (S, L, H) each
+    parts = _top_parts(merged, grid) + _decile_parts(merged, grid)
     n_keys = settings.keys
     cols = {
         "stat": np.concatenate([np.asarray(settings.statistics)[p["s"]] for p in parts]),

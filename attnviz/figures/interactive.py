@@ -313,6 +313,22 @@ def overview_maps(maps: np.ndarray, *, style: Style = Style(), note: str = "") -
     return fig.update_layout(height=max(300, 70 * n_l + 120))
 
 
+def _label_axes(
+    fig: go.Figure, rows: list[str] | None, cols: list[str] | None, rows_px: float, cols_px: float, font: int
+) -> None:
+    """Each axis labelled every token where each label has a line of its own (else every k-th, said in its title);
+    past EVERY_LABEL tokens, or with no labels, the axis names its ends instead."""
+    for axis, labels, fit in ((fig.update_yaxes, rows, rows_px), (fig.update_xaxes, cols, cols_px)):
+        if labels is None or len(labels) > EVERY_LABEL:  # too many: the axis says what runs along it
+            said = f"{labels[0]} … {labels[-1]}, too many to label: hover" if labels is not None else None
+            axis(showticklabels=False, title={"text": html_text(said), "font": {"size": font - 1}} if said else None)
+            continue
+        step = max(1, math.ceil(len(labels) / max(1, fit / (font + 1))))  # every label that has a line of its own
+        axis(showticklabels=True, tickmode="array", tickvals=list(labels)[::step], ticktext=list(labels)[::step])
+        if step > 1:
+            axis(title={"text": f"every {step}{ordinal(step)} labelled", "font": {"size": font - 1}})
+
+
 def matrix(
     m: np.ndarray,
     title: str,
@@ -371,15 +387,7 @@ def matrix(
     # A title in lines that fit a narrow column (three maps a row on the Masks page): never cut.
     lines = textwrap.wrap(title, max(16, int(0.85 * width / (CHAR * (font + 1))))) or [""]
     plot_px = width - row_label_px(rows, font) - bar_px(font)  # the columns' own width
-    for axis, labels, fit in ((fig.update_yaxes, rows, height - 60), (fig.update_xaxes, cols, plot_px)):
-        if labels is None or len(labels) > EVERY_LABEL:  # too many: the axis says what runs along it
-            said = f"{labels[0]} … {labels[-1]}, too many to label: hover" if labels is not None else None
-            axis(showticklabels=False, title={"text": html_text(said), "font": {"size": font - 1}} if said else None)
-            continue
-        step = max(1, math.ceil(len(labels) / max(1, fit / (font + 1))))  # every label that has a line of its own
-        axis(showticklabels=True, tickmode="array", tickvals=list(labels)[::step], ticktext=list(labels)[::step])
-        if step > 1:
-            axis(title={"text": f"every {step}{ordinal(step)} labelled", "font": {"size": font - 1}})
+    _label_axes(fig, rows, cols, height - 60, plot_px, font)
     if row_ticks is not None:
         fig.update_yaxes(
             showticklabels=True,

@@ -151,7 +151,6 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
         if not p.signed and not p.own_scale
     ]
     zmax = float(max((m.max() for m in plain if m.size), default=1.0))
-    signed = [np.abs(p.matrix).max() for p in panels if p.signed]
     font, per_row = style.font_size, panels_a_row(panels, style)
     n_rows = math.ceil(len(panels) / per_row)
     domains = []  # a short last row keeps the others' widths: filled out with copies of its last panel
@@ -188,33 +187,50 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
             **(EVERY_TICK if len(p.rows) <= EVERY_LABEL else {}),
         }
         layout["annotations"].append(title_over(headings[i], (x0 + x1) / 2, y1, font={"size": font + 1}))
-        z = p.matrix.astype(np.float32)
-        if p.masked is not None:
-            z = np.where(p.masked, np.nan, z)
-        data, line = piece_hover(p.rows, p.cols, p.pieces)
-        traces.append(
-            go.Heatmap(
-                z=z,
-                x=display_labels(p.cols),
-                y=[html_text(r, 80) for r in p.rows] if p.numbered_rows else display_labels(p.rows),
-                name=p.title,
-                hoverongaps=False,
-                coloraxis="coloraxis2" if p.signed or p.own_scale else "coloraxis",
-                xaxis=f"x{sx}",
-                yaxis=f"y{sx}",
-                customdata=data,
-                hovertemplate="query %{y}<br>key %{x}<br>"
-                + ("difference" if p.signed else html_text(p.own_scale) or "weight")
-                + " %{z:.4f}"
-                + line
-                + "<extra>"
-                + html_text(p.title.replace("\n", " "))
-                + "</extra>",
-            )
-        )
+        traces.append(_panel_trace(p, sx))
     fig = go.Figure(data=traces, layout=layout)
     fig = style_layout(fig, style, zmax, title)
-    # A second scale's colour bar stands under the first, never beside it: side by side their titles ran together.
+    _second_scale(fig, panels, style)
+    top = 40 + lines * (font + 6)
+    height: float
+    if n_rows == 1:
+        height = max(480 if not style.projector else 600, labels_fit(max(labelled, default=0), font) + 200) - 90
+    else:
+        height = plot_h + below + 20
+    fig.update_layout(plot_bgcolor=MASKED_COLOUR, height=round(height + top), margin={"t": top})
+    return fig
+
+
+def _panel_trace(p: Panel, sx: str) -> go.Heatmap:
+    """One panel's heatmap on its axes (x{sx}, y{sx}): masked cells empty, each cell's pieces in the hover."""
+    z = p.matrix.astype(np.float32)
+    if p.masked is not None:
+        z = np.where(p.masked, np.nan, z)
+    data, line = piece_hover(p.rows, p.cols, p.pieces)
+    return go.Heatmap(
+        z=z,
+        x=display_labels(p.cols),
+        y=[html_text(r, 80) for r in p.rows] if p.numbered_rows else display_labels(p.rows),
+        name=p.title,
+        hoverongaps=False,
+        coloraxis="coloraxis2" if p.signed or p.own_scale else "coloraxis",
+        xaxis=f"x{sx}",
+        yaxis=f"y{sx}",
+        customdata=data,
+        hovertemplate="query %{y}<br>key %{x}<br>"
+        + ("difference" if p.signed else html_text(p.own_scale) or "weight")
+        + " %{z:.4f}"
+        + line
+        + "<extra>"
+        + html_text(p.title.replace("\n", " "))
+        + "</extra>",
+    )
+
+
+def _second_scale(fig: go.Figure, panels: list[Panel], style: Style) -> None:
+    """The second colour scale, for panels on their own scale or signed ones (a diverging scale around 0). Its
+    colour bar stands under the first, never beside it: side by side their titles ran together."""
+    signed = [np.abs(p.matrix).max() for p in panels if p.signed]
     upper, lower = {"y": 1.0, "yanchor": "top", "len": 0.46}, {"y": 0.0, "yanchor": "bottom", "len": 0.46}
     own = [p for p in panels if p.own_scale]
     if own:
@@ -234,11 +250,3 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
         )
     if own or signed:
         fig.update_layout(coloraxis={"colorbar": upper})
-    top = 40 + lines * (font + 6)
-    height: float
-    if n_rows == 1:
-        height = max(480 if not style.projector else 600, labels_fit(max(labelled, default=0), font) + 200) - 90
-    else:
-        height = plot_h + below + 20
-    fig.update_layout(plot_bgcolor=MASKED_COLOUR, height=round(height + top), margin={"t": top})
-    return fig
