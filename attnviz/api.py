@@ -319,7 +319,7 @@ def shape_trace(eng: Engine, text: str) -> tuple[str, dict[str, int]]:
     """The forward pass module by module as printed shapes, and the repeated module lists folded in it."""
     from attnviz.engines import shapes
 
-    return shapes.format_trace(shapes_work(eng, text).run()), shapes.repeated_lists(eng.model)
+    return shapes.format_trace(shapes_work(eng, text).get()), shapes.repeated_lists(eng.model)
 
 
 def can_rebuild(eng: Engine) -> bool:
@@ -355,7 +355,7 @@ def induction(
 ) -> Induction:
     """Induction heads on `batch` repeated random sequences (ARENA's test): loss per token and every head's scores
     (induction, prefix matching, duplicate token) averaged, with their spread."""
-    return induction_work(_engine(model, backend), length, seed, batch).run()
+    return induction_work(_engine(model, backend), length, seed, batch).get()
 
 
 def _heads(eng: Engine, heads) -> dict[int, list[int]]:
@@ -379,7 +379,7 @@ def ablate(
     token and the next tokens at `position`, before and after. mode "mean": each head's mean output over a
     reference corpus (ablation.REFERENCE)."""
     eng = _engine(model, backend)
-    return ablation_work(eng, text, _heads(eng, heads), mode, position).run()
+    return ablation_work(eng, text, _heads(eng, heads), mode, position).get()
 
 
 def importance(
@@ -387,7 +387,7 @@ def importance(
 ) -> tuple[Tensor, Tensor]:
     """(L, H): the mean loss increase when each head alone is knocked out, and the clean loss per token (the Knock
     out page's grid and the class poll's answer, one memo entry for all three)."""
-    return importance_work(_engine(model, backend), text, mode).run()
+    return importance_work(_engine(model, backend), text, mode).get()
 
 
 def patch(
@@ -395,7 +395,7 @@ def patch(
 ) -> Patching:
     """Each head's clean output patched into the corrupted run: the share of logit(answer) - logit(wrong) restored,
     (L, H), or None where the model does not get the pair right both ways (d clean > 0 > d corrupted)."""
-    return patch_work(_engine(model, backend), clean, corrupt, answer, wrong).run()
+    return patch_work(_engine(model, backend), clean, corrupt, answer, wrong).get()
 
 
 def generate(
@@ -407,7 +407,7 @@ def generate(
     backend: Backend = "hf",
 ) -> Generation:
     """A decoder writes after the prompt (greedily), and the attention of every step of the writing."""
-    return generation_work(_engine(model, backend), prompt, max_new_tokens, chat).run()
+    return generation_work(_engine(model, backend), prompt, max_new_tokens, chat).get()
 
 
 def show(
@@ -454,7 +454,7 @@ def corpus(
     model: str = "default",
     out=None,
     *,
-    engine: str = "embedded",
+    executor: str = "embedded",
     text_column: str = "text",
     window: int = 256,
     device: str | None = None,
@@ -472,7 +472,7 @@ def corpus(
     `window` tokens. statistics: the statistics to compute, e.g. ["entropy", "prev"] (default: every one,
     attnviz.blocks.STATS, and a decoder's induction scores); only those are computed and written.
     out: the run's folder (default: one per model, corpus and settings under corpus_runs_dir());
-    a run started again on its folder resumes. engine "ray": Ray Data with `actors` model-holding actors, `threads`
+    a run started again on its folder resumes. executor "ray": Ray Data with `actors` model-holding actors, `threads`
     CPU threads each (or a GPU each). progress: called with (fraction done, what). server: the model as a server's
     policy allows (a page), the run in its default folder. Other settings: see attnviz.corpus.measure.Settings (top,
     sample, keys, bins, batch_chars, batch_mb, seed, confidence_excludes)."""
@@ -495,7 +495,7 @@ def corpus(
         docs,
         model,
         folder,
-        engine=engine,
+        executor=executor,
         settings=chosen,
         device=device,
         actors=actors,
@@ -522,7 +522,7 @@ def corpus_runs(folder=None) -> list[CorpusRun]:
 def qk_space(texts, layer: int, head: int, model: str = "default", *, method: str = "pca"):
     """A head's queries and keys on a text (or a list of texts), normalised as AttentionViz does and projected
     jointly to 2-D (corpus.qk.Space: the points, the tokens, and how faithful the plot is). 0-based layer, head."""
-    return qk_work(local_source(model), [texts] if isinstance(texts, str) else list(texts), layer, head, method).run()
+    return qk_work(local_source(model), [texts] if isinstance(texts, str) else list(texts), layer, head, method).get()
 
 
 def corpus_work(model: str, documents: int, progress=None) -> Work:

@@ -41,7 +41,7 @@ class Work(Generic[T]):
         """The kept value, if some session computed it; nothing is computed."""
         return cast("T | None", service.cached_value(self.key))
 
-    def run(self, admit: Callable | None = None) -> T:
+    def get(self, admit: Callable | None = None) -> T:
         """The kept value, or computed once and kept; `admit(what, estimate, compute)` gates heavy work (a page's)."""
         held = self.held()
         if held is not None:
@@ -117,7 +117,7 @@ def mean_reference_work(eng: Engine, text: str) -> Work:
 
 def ablation_work(eng: Engine, text: str, heads: dict[int, list[int]], mode: Mode = "zero", position: int = -1) -> Work:
     """Heads knocked out on a text: loss per token and next tokens before and after."""
-    means = (lambda: mean_reference_work(eng, text).run()) if mode == "mean" else (lambda: None)
+    means = (lambda: mean_reference_work(eng, text).get()) if mode == "mean" else (lambda: None)
     return Work(
         ("ablate", eng.name, eng.backend, text, repr(sorted(heads.items())), mode, position),
         lambda: ablation.ablate(eng, text, heads, mode, position, means=means()),
@@ -126,7 +126,7 @@ def ablation_work(eng: Engine, text: str, heads: dict[int, list[int]], mode: Mod
 
 def importance_work(eng: Engine, text: str, mode: Mode = "zero", progress=None) -> Work:
     """Each head knocked out alone: the loss increase grid (the Knock out page's and the class poll's, one key)."""
-    means = (lambda: mean_reference_work(eng, text).run()) if mode == "mean" else (lambda: None)
+    means = (lambda: mean_reference_work(eng, text).get()) if mode == "mean" else (lambda: None)
     return Work(
         ("importance", eng.name, eng.backend, text, mode),
         lambda: ablation.importance(eng, text, mode, progress, means=means()),

@@ -55,7 +55,7 @@ def texts_for(eng, n: int) -> list[str]:
 def _folder(eng) -> str:
     from attnviz.engines import registry, smollm2
 
-    return str(smollm2.prepared()) if eng.name == "smollm2" else registry.resolve(eng.name).location
+    return str(smollm2.converted()) if eng.name == "smollm2" else registry.resolve(eng.name).location
 
 
 def _script_stats(weights, axis, names, excludes_end: bool = True):
@@ -146,7 +146,7 @@ def one(config: str, model: str, texts_file: Path, result: Path, names: tuple[st
             corpus,
             model,
             folder,
-            engine="embedded" if config == "embedded" else "ray",
+            executor="embedded" if config == "embedded" else "ray",
             actors=2,
             threads=1,
             engine_of=(lambda: eng) if eng else None,

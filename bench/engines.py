@@ -95,7 +95,7 @@ def bench_llama(device: torch.device, repeats: int) -> list[tuple]:
     from attnviz.engines import smollm2
 
     # the reference is transformers' own eager attention: the hf backend now runs attnviz's attention function
-    hf = AutoModelForCausalLM.from_pretrained(smollm2.prepared(), attn_implementation="eager", dtype=torch.float32)
+    hf = AutoModelForCausalLM.from_pretrained(smollm2.converted(), attn_implementation="eager", dtype=torch.float32)
     hf = hf.to(device).eval()
     ours = llama.from_hf(hf)
     rows = []

@@ -88,7 +88,7 @@ def _layers_heads(model: str) -> int:
 
     from attnviz.engines import bundles
 
-    folder = bundles.BUNDLES[model].prepared() if model in bundles.BUNDLES else model
+    folder = bundles.BUNDLES[model].converted() if model in bundles.BUNDLES else model
     config = AutoConfig.from_pretrained(folder)
     return config.num_hidden_layers * config.num_attention_heads
 

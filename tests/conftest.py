@@ -200,7 +200,7 @@ def eager_reference(folder) -> torch.nn.Module:
 def smollm2_eager():
     from attnviz.engines import smollm2
 
-    return eager_reference(smollm2.prepared())
+    return eager_reference(smollm2.converted())
 
 
 @pytest.fixture(scope="session")

@@ -60,7 +60,7 @@ def test_every_page_runs_with_gemma3(page):
     error, its own tokens and its own context length."""
     from attnviz.engines import bundles
 
-    bundles.GEMMA3.prepared()  # an empty cache converts here (about two minutes), not inside the page's timeout
+    bundles.GEMMA3.converted()  # an empty cache converts here (about two minutes), not inside the page's timeout
     at = AppTest.from_file(APP, default_timeout=240)
     at.query_params["model"] = "gemma3"
     at.switch_page(f"app_pages/{page}.py").run()

@@ -10,8 +10,8 @@ def test_the_same_work_asked_twice_is_one_entry_computed_once():
     calls = []
     first = work.Work(key, lambda: calls.append("first") or 42)
     assert first.held() is None  # nothing is computed by asking
-    assert first.run() == 42 and first.held() == 42
-    assert work.Work(key, lambda: calls.append("second") or 0).run() == 42 and calls == ["first"]
+    assert first.get() == 42 and first.held() == 42
+    assert work.Work(key, lambda: calls.append("second") or 0).get() == 42 and calls == ["first"]
 
 
 def test_a_recipes_key_is_its_arguments_and_heavy_work_goes_through_admit(tiny_llama_dir):
@@ -22,10 +22,10 @@ def test_a_recipes_key_is_its_arguments_and_heavy_work_goes_through_admit(tiny_l
     assert not same.heavy and same.estimate == 0
     grid = work.importance_work(eng, "one two three four")
     asked = []
-    increase, _ = grid.run(admit=lambda what, estimate, compute: asked.append((what, estimate)) or compute())
+    increase, _ = grid.get(admit=lambda what, estimate, compute: asked.append((what, estimate)) or compute())
     n = eng.n_layers * eng.n_heads
     assert asked == [(f"knocking out each of {n} heads", work.GRID_BYTES)]
     assert tuple(increase.shape) == (eng.n_layers, eng.n_heads)
     assert (
-        grid.run(admit=lambda *a: asked.append("again")) is grid.held() and asked[-1] != "again"
+        grid.get(admit=lambda *a: asked.append("again")) is grid.held() and asked[-1] != "again"
     )  # kept: not admitted

@@ -81,7 +81,7 @@ def merge(result: AttentionResult) -> AttentionResult:
     return merged
 
 
-def prepare(
+def apply(
     result: AttentionResult,
     *,
     hide_special: bool = False,

@@ -157,6 +157,7 @@ def _corpus_command(sub: argparse._SubParsersAction) -> None:
     )
     co.add_argument(
         "--engine",
+        dest="executor",
         choices=("embedded", "ray"),
         default="embedded",
         help="embedded (this process) or ray (Ray Data actors; RAY_ADDRESS names a cluster)",

@@ -45,7 +45,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
         args.path,
         args.model,
         args.out,
-        engine=args.engine,
+        executor=args.executor,
         text_column=args.text_column,
         window=args.window,
         device=args.device,

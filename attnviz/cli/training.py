@@ -20,7 +20,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     missing = 0
     for bundle in bundles.BUNDLES.values():
         try:
-            print(f"{bundle.label} ready at {bundle.prepared(log=print)}")
+            print(f"{bundle.label} ready at {bundle.converted(log=print)}")
         except ModelLoadError as e:
             print(e)
             missing += 1

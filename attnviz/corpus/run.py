@@ -1,11 +1,12 @@
-"""A corpus run: documents in, Parquet tables and a manifest out, resumable, on the embedded engine or on Ray.
+"""A corpus run: documents in, Parquet tables and a manifest out, resumable; its executor measures in this process
+("embedded") or on Ray ("ray").
 
 The folder a run writes:
     manifest.json      model, revision, corpus, settings, counts, attnviz's version, status ("running", "finished")
     parts/NNNNN.npz    one batch's partial results (measure.Partial), written whole or not at all
     heads.parquet, examples.parquet, texts.parquet, text_stats.parquet   (corpus.tables), once every batch is done
 A run started again on the same folder, corpus, model and settings skips the batches whose parts are written
-(resumed); a folder holding another run is refused. Both engines run measure.measure on the same batches, and the
+(resumed); a folder holding another run is refused. Both executors run measure.measure on the same batches, and the
 tables are made from the parts in batch order, so an embedded run and a Ray run write the same rows.
 """
 
@@ -29,7 +30,7 @@ from attnviz.corpus.models import batched, info_of, load
 from attnviz.corpus.readers import Corpus, CorpusError
 from attnviz.version import __version__
 
-ENGINES = ("embedded", "ray")
+EXECUTORS = ("embedded", "ray")  # what runs the measuring (the manifest's "engine", the CLI's --engine)
 RUNS_ENV = "ATTNVIZ_CORPUS_DIR"  # where runs go when no folder is named (and where the Corpus page looks)
 MANIFEST = "manifest.json"
 TABLES = ("heads", "examples", "texts", "text_stats")
@@ -176,7 +177,7 @@ def run(
     model: str,
     out: str | Path,
     *,
-    engine: str = "embedded",
+    executor: str = "embedded",
     settings: Settings | None = None,
     device: str | None = None,
     actors: int = 2,
@@ -187,22 +188,22 @@ def run(
 ) -> CorpusRun:
     """Measure every head of `model` over the corpus into the folder `out` (see the module's docstring).
 
-    engine "ray": Ray Data's map_batches with `actors` model-holding actors (a GPU each where there is one, else
+    executor "ray": Ray Data's map_batches with `actors` model-holding actors (a GPU each where there is one, else
     `threads` CPU threads each), on a local Ray started for the run or the cluster RAY_ADDRESS names.
     extras: a decoder's induction, prefix-matching and duplicate-token scores (repeated random sequences), in a run
     of every statistic only (Settings.statistics: a run of some computes those and nothing else).
     engine_of: how this process gets the model (default: `load`; the door passes its kept engine)."""
-    if engine not in ENGINES:
-        raise ValueError(f"the engines are {', '.join(ENGINES)}, not {engine!r}")
+    if executor not in EXECUTORS:
+        raise ValueError(f"a corpus run's --engine is {' or '.join(EXECUTORS)}, not {executor!r}")
     if actors < 1 or threads < 1:
         raise ValueError("a Ray run needs at least one actor and one thread per actor")
     settings = settings or Settings()
     folder = Path(out).expanduser()
     started = time.time()
     engine_of = engine_of or (lambda: load(model, device))
-    eng = batched(engine_of(), model) if engine == "embedded" else None
+    eng = batched(engine_of(), model) if executor == "embedded" else None
     batches = measure.batches(corpus.documents, settings.batch_chars)
-    manifest = _started_manifest(corpus, model, engine, settings, len(batches))
+    manifest = _started_manifest(corpus, model, executor, settings, len(batches))
     _prepare(folder, manifest)
     _write_json(folder / MANIFEST, manifest)
     todo = [b for b in batches if not _part(folder, b.index).exists()]
@@ -242,13 +243,13 @@ def run(
     )
 
 
-def _started_manifest(corpus: Corpus, model: str, engine: str, settings: Settings, batches: int) -> dict:
+def _started_manifest(corpus: Corpus, model: str, executor: str, settings: Settings, batches: int) -> dict:
     """The manifest a run starts with (status "running"): what it measures, on what, how."""
     return {
         "attnviz": __version__,
         "model": model,
         "status": "running",
-        "engine": engine,
+        "engine": executor,  # the manifest's name for it, unchanged
         "corpus": {
             "name": corpus.name,
             "described": corpus.described,

@@ -78,7 +78,7 @@ class Bundle:
         except (ModelLoadError, ValueError, OSError):
             return False
 
-    def prepared(self, log: Callable[[str], object] | None = None) -> Path:
+    def converted(self, log: Callable[[str], object] | None = None) -> Path:
         """The converted folder, converting the GGUF file first if it has not been (or the packages changed)."""
         fingerprint = self.fingerprint()
         with _lock:

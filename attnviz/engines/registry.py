@@ -308,7 +308,7 @@ def _build(source: Source, backend: Backend, device, offline: bool) -> Engine:
     if source.origin == "bundled" and source.name in BUNDLED_GGUF:
         from attnviz.engines import bundles
 
-        location = str(bundles.BUNDLES[source.name].prepared())
+        location = str(bundles.BUNDLES[source.name].converted())
     local = offline or source.origin != "hub"
     if source.origin == "hub":
         _fail_fast_if_unreachable(source)

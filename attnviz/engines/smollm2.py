@@ -1,7 +1,7 @@
 """The bundled decoder LLM SmolLM2-135M-Instruct: its names, and its shape for a GPU machine.
 
 Its GGUF file and the one-time conversion into the local cache are attnviz/engines/bundles.py's (SMOLLM2), as
-Gemma 3's are; `prepared`, `gguf_path` and `cache_dir` here are that module's, for SmolLM2.
+Gemma 3's are; `converted`, `gguf_path` and `cache_dir` here are that module's, for SmolLM2.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ def gguf_path() -> Path:
     return bundles.smollm2_gguf()
 
 
-def prepared(log=None) -> Path:
+def converted(log=None) -> Path:
     """The converted folder, converting the GGUF file first if it has not been (or has changed)."""
-    return bundles.SMOLLM2.prepared(log)
+    return bundles.SMOLLM2.converted(log)
 
 
 # SmolLM2-135M-Instruct's shape, as its converted config.json states it (a test compares them where SmolLM2 is

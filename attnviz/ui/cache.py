@@ -120,9 +120,9 @@ def heavy(what: str, estimate: int, compute: Callable[[], T]) -> T:
         halt()
 
 
-def run(work: api.Work[T]) -> T:
+def get(work: api.Work[T]) -> T:
     """A door's Work for this page: from the memo when held, else computed once (admitted first when heavy)."""
-    return work.run(admit=heavy)
+    return work.get(admit=heavy)
 
 
 IMPORTANCE_BAR = "Knocking out each head"  # the importance grid's progress bar, on the Knock out and Class pages
@@ -150,11 +150,11 @@ def on_demand(
         return None
     if bar is not None:
         progress = LazyBar(bar)
-        value = run(make(progress.step))
+        value = get(make(progress.step))
         progress.done()
         return value
     with st.spinner(spinner) if spinner else contextlib.nullcontext():
-        return run(make(None))
+        return get(make(None))
 
 
 class LazyBar:
@@ -183,7 +183,7 @@ def importance(eng: Engine, text: str, mode: api.Mode) -> tuple:
     """(L, H) loss increase of each head knocked out alone in `mode`, and the clean loss: the Knock out page's grid
     and the class poll's answer (the door's one key for both), admitted as heavy work, with a progress bar."""
     bar = LazyBar(IMPORTANCE_BAR)
-    got = run(api.importance_work(eng, text, mode, bar.step))
+    got = get(api.importance_work(eng, text, mode, bar.step))
     bar.done()
     return got
 
@@ -289,7 +289,7 @@ def steps_or_stop(eng: Engine, text: str, layer: int, causal: bool) -> tuple[Enc
     try:
         if api.text_is_long(eng, text):
             stop_long(eng, "This page shows every intermediate of a layer")
-        return run(api.steps_work(eng, text, layer, causal))
+        return get(api.steps_work(eng, text, layer, causal))
     except ValueError as err:
         st.warning(escape.md(err))
         halt()
@@ -297,7 +297,7 @@ def steps_or_stop(eng: Engine, text: str, layer: int, causal: bool) -> tuple[Enc
 
 def cross_what_if(model: str, text_a: str, text_b: str) -> api.AttentionResult:
     """Sentence B's queries on sentence A's keys and values through the model's scratch backend, kept."""
-    return run(api.cross_work(engine(model, "scratch"), text_a, text_b))
+    return get(api.cross_work(engine(model, "scratch"), text_a, text_b))
 
 
 FIGURES_KEPT = 32

@@ -106,10 +106,10 @@ def options(prefix: str, axis: TokenAxis | None = None, projector: bool = False)
     return Options(**values)
 
 
-def prepared(result: AttentionResult, opts: Options) -> AttentionResult:
+def with_options(result: AttentionResult, opts: Options) -> AttentionResult:
     """The result with the view options applied, or a message and the page stops."""
     try:
-        return view_options.prepare(
+        return view_options.apply(
             result,
             hide_special=opts.hide_special,
             merge_words=opts.merge_words,

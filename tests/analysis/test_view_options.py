@@ -52,7 +52,7 @@ def test_causal_stays_causal_after_merging_and_hiding():
     w = torch.tril(torch.rand(t, t)) + torch.eye(t)
     w = (w / w.sum(-1, keepdim=True))[None, None]
     axis = _axis(("[CLS]", "play", "##ing", "now", "[SEP]"), (True, False, False, False, True), (0, 1, 1, 2, 3))
-    out = view_options.prepare(AttentionResult(w, axis, axis, "causal", "hand"), hide_special=True, merge_words=True)
+    out = view_options.apply(AttentionResult(w, axis, axis, "causal", "hand"), hide_special=True, merge_words=True)
     assert out.target_tokens == ("play##ing", "now") and out.kind == "causal"
 
 
@@ -64,7 +64,7 @@ def test_hiding_everything_is_a_clear_error():
 
 def test_real_bert_view_options(bundled_hf):
     r = bundled_hf.run(bundled_hf.encode("Unbelievably, the playwright was playing."))["self"]
-    both = view_options.prepare(r, hide_special=True, merge_words=True)
+    both = view_options.apply(r, hide_special=True, merge_words=True)
     assert "[CLS]" not in both.target_tokens and "Unbelievably" in both.target_tokens
     assert both.target_tokens == ("Unbelievably", ",", "the", "playwright", "was", "playing", ".")
     assert torch.allclose(both.weights.sum(-1), torch.ones(both.weights.shape[:3]), atol=1e-5)

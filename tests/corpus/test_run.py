@@ -204,7 +204,7 @@ def test_ray_writes_the_embedded_runs_rows(tmp_path, bert_run):
         DOCS,
         "default",
         tmp_path / "ray",
-        engine="ray",
+        executor="ray",
         actors=2,
         threads=1,
         window=64,
@@ -238,6 +238,6 @@ def test_a_ray_runs_tables_do_not_depend_on_the_order_its_batches_arrive_in(tmp_
     shuffled = random.Random(7).sample
     for name, order in (("reversed", lambda b: b[::-1]), ("shuffled", lambda b: shuffled(b, len(b)))):
         monkeypatch.setattr(on_ray, "measure_all", arriving(order))
-        run = corpus_run.run(readers.from_texts(DOCS), "default", tmp_path / name, engine="ray", settings=SMALL)
+        run = corpus_run.run(readers.from_texts(DOCS), "default", tmp_path / name, executor="ray", settings=SMALL)
         for table in corpus_run.TABLES:
             assert run.table(table).equals(bert_run.table(table)), (name, table)

@@ -39,7 +39,7 @@ def gemma3():
 
 @pytest.fixture(scope="module")
 def gemma3_eager():
-    return eager_reference(bundles.GEMMA3.prepared())
+    return eager_reference(bundles.GEMMA3.converted())
 
 
 def test_gemma3_is_converted_once_and_then_read_from_its_folder(gemma3, monkeypatch):
@@ -53,7 +53,7 @@ def test_gemma3_is_converted_once_and_then_read_from_its_folder(gemma3, monkeypa
         raise AssertionError("converted again")
 
     monkeypatch.setattr(bundles, "_convert", converts)
-    assert bundles.GEMMA3.prepared() == folder
+    assert bundles.GEMMA3.converted() == folder
     config = json.loads((folder / "config.json").read_text())
     assert (config["model_type"], config["num_hidden_layers"], config["num_attention_heads"]) == ("gemma3_text", 18, 4)
     assert config["num_key_value_heads"] == 1 and config["sliding_window"] == 512

@@ -140,7 +140,7 @@ def test_the_smollm2_shaped_llama_has_smollm2s_exact_shape_and_runs_on_both_back
 
     from attnviz.engines import smollm2
 
-    real = json.loads((smollm2.prepared() / "config.json").read_text())
+    real = json.loads((smollm2.converted() / "config.json").read_text())
     real_rope = real.pop("rope_parameters", {})
     for key, value in smollm2.SHAPE.items():
         expected = real_rope.get("rope_theta") if key == "rope_theta" else real[key]

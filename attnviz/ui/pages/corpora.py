@@ -52,7 +52,7 @@ def _start(inputs) -> None:
         bar = cache.LazyBar("measuring the corpus")
         try:
             work = api.corpus_work(inputs.model, size, progress=lambda f, what: bar.step(round(f * 1000), 1000))
-            run = cache.run(work)
+            run = cache.get(work)
         except (ValueError, api.ModelLoadError) as err:
             st.error(escape.md(err))
             return

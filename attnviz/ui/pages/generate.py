@@ -62,7 +62,7 @@ def render() -> None:
             bar.progress(i / total, text=f"Writing… {i} of at most {total} tokens")
 
         try:
-            cache.run(api.generation_work(eng, prompt, n, chat, progress=step))
+            cache.get(api.generation_work(eng, prompt, n, chat, progress=step))
         except ValueError as err:
             st.warning(escape.md(err))
             return
@@ -71,7 +71,7 @@ def render() -> None:
     if st.session_state.get("gen.key") != key:
         return
     try:
-        gen = cache.run(api.generation_work(eng, prompt, n, chat))  # kept; else (pushed out) written again, admitted
+        gen = cache.get(api.generation_work(eng, prompt, n, chat))  # kept; else (pushed out) written again, admitted
     except ValueError as err:
         st.warning(escape.md(err))
         return

@@ -42,7 +42,7 @@ def curves_section(task: str, style: Style) -> None:
         key="hc.loss",
     )
     with st.spinner("Scoring the four models on the held-out sequences…"):
-        now = cache.run(api.held_out_work(task))
+        now = cache.get(api.held_out_work(task))
     rows = [
         {
             "heads": m["heads"],
@@ -93,7 +93,7 @@ def attention_section(task: str, style: Style) -> None:
     st.markdown(f"The right answer: `{''.join(map(str, right))}`")
     st.caption("Each map's rows and columns are the digits by position: “3:2” is the 3rd digit, a 2.")
     for count in head_models.HEAD_COUNTS:
-        model = cache.run(api.head_model_work(task, count))
+        model = cache.get(api.head_model_work(task, count))
         answer, weights = head_models.attention_on(model, digits)  # (T,), (1, H, T, T)
         ok = sum(int(a == b) for a, b in zip(answer.tolist(), right, strict=True))
         shares = head_models.lookup_shares(weights[0])
@@ -216,7 +216,7 @@ def render() -> None:
     if guess is None:
         st.caption("Make a guess and press Reveal to see the training curves and accuracies.")
     else:
-        st.success(f"You guessed {escape.md(guess)}. {best_text(cache.run(api.held_out_work(task))['models'])}")
+        st.success(f"You guessed {escape.md(guess)}. {best_text(cache.get(api.held_out_work(task))['models'])}")
         curves_section(task, inputs.style)
     st.subheader("Where each model's heads look")
     attention_section(task, inputs.style)

@@ -31,8 +31,8 @@ def value_panels(raw: AttentionResult, layer: int, head: int, opts: widgets.Opti
     column out of the picture but rescales nothing (renormalising α first would inflate every row by
     1 / (1 − α_first) and hide what the norm shows, that the sink's small ||f|| already discounts it).
     """
-    plain = widgets.prepared(raw, widgets.Options(opts.hide_special, opts.merge_words, opts.first_aside))
-    shown = widgets.prepared(raw, widgets.Options(False, False))  # norms, as positions, on the head's own α
+    plain = widgets.with_options(raw, widgets.Options(opts.hide_special, opts.merge_words, opts.first_aside))
+    shown = widgets.with_options(raw, widgets.Options(False, False))  # norms, as positions, on the head's own α
     norms = view_options.value_weighted_norms(shown)[layer, head].numpy()
     rows, cols = shown.target_tokens, shown.source_tokens
     alpha_title, norm_title = "attention weights α", f"{NORM_TITLE}: α times the size of what the key sends"
@@ -97,7 +97,7 @@ class Shown:
 
     def fetch(self) -> AttentionResult:
         """The result again, for an export (names, not tensors: see widgets.Fetch)."""
-        return widgets.prepared(self.read.results().eager(self.kind), self.opts)
+        return widgets.with_options(self.read.results().eager(self.kind), self.opts)
 
 
 def layer_view(shown: Shown) -> None:
@@ -177,7 +177,7 @@ def render() -> None:
     read = request_for(asked, opts)
     results = cache.results_or_stop(read)
     kind = kind_picker(results)
-    result = widgets.prepared(results.eager(kind), opts)
+    result = widgets.with_options(results.eager(kind), opts)
     widgets.truncation_notice(result)
     if read.request.backend != inputs.backend:
         st.caption("Value-weighting reads the same weights on attnviz's own engine, which keeps the value vectors.")

@@ -116,7 +116,7 @@ def render() -> None:
         "On the second copy, the model's loss per token will…", ["go down", "stay about the same", "go up"], "ind.q"
     )
     with st.spinner(f"Reading {induction_scores.BATCH} sequences of {2 * n} random tokens through the model…"):
-        run = cache.run(api.induction_work(eng, n, seed))
+        run = cache.get(api.induction_work(eng, n, seed))
     axis = eng.tokenizer.plain_axis(run.ids)  # the tokens as text, their raw pieces in the hover
     if guess is None:
         st.caption("Make a guess and press Reveal to see the loss and the heads.")

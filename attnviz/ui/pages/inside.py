@@ -200,7 +200,7 @@ def size_controls() -> tuple[int, int]:
 
 def draw_random_engine(d_model: int, heads: int, tokens: TokenAxis, causal: bool, style: Style) -> None:
     """A seeded random engine of the chosen sizes over random token vectors: the shapes are what matter."""
-    s, result = cost.demo_run(cache.run(api.demo_attention_work(d_model, heads)), tokens, causal)
+    s, result = cost.demo_run(cache.get(api.demo_attention_work(d_model, heads)), tokens, causal)
     st.caption(
         f"Q split into heads: {tuple(s.q.shape)} → {tuple(s.q_heads.shape)}. Random weights: patterns mean nothing."
     )
@@ -209,7 +209,7 @@ def draw_random_engine(d_model: int, heads: int, tokens: TokenAxis, causal: bool
 
 def _measure(d_model: int, heads: int) -> list[cost.Cost]:
     """The engine's cost at N = 16 … 512, timed once per size for every session (heavy work: admitted)."""
-    return cache.run(api.cost_work(d_model, heads))
+    return cache.get(api.cost_work(d_model, heads))
 
 
 def draw_cost(d_model: int, heads: int, style: Style) -> None:

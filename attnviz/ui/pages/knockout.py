@@ -97,7 +97,7 @@ def knockout_section(eng: api.InterveningEngine, inputs: Inputs) -> None:
         key="ko.pos",
     )
     with st.spinner("Two passes: with and without the heads…"):
-        got = cache.run(api.ablation_work(eng, inputs.text, heads, mode, position))
+        got = cache.get(api.ablation_work(eng, inputs.text, heads, mode, position))
     st.markdown(
         f"**{_heads_label(heads)}** knocked out ({escape.md(mode)}): mean loss {got.loss_before.mean():.3f} "
         f"→ {got.loss_after.mean():.3f} nats."
@@ -232,7 +232,7 @@ def patch_section(eng: api.InterveningEngine, inputs: Inputs) -> None:
     names = [head_name(a, b) for a in range(values.shape[0]) for b in range(values.shape[1])]
     pick = st.selectbox("By position, for head", names, index=int(best[0] * values.shape[1] + best[1]), key="pa.head")
     layer, head = head_index(pick)
-    per = cache.run(api.patch_position_work(eng, clean, corrupt, answer, wrong, layer, head))
+    per = cache.get(api.patch_position_work(eng, clean, corrupt, answer, wrong, layer, head))
     words = eng.tokenizer.plain_axis(held.corrupt_ids).tokens
     st.plotly_chart(
         stat_charts.bars(per.numpy(), words, f"{pick}: share restored by the position patched", style=inputs.style),

@@ -28,7 +28,7 @@ def _induction(inputs: Inputs):
     if not can_intervene(eng):
         return None
     with st.spinner(f"Scoring induction heads on {induction_scores.BATCH} repeated random sequences…"):
-        return cache.run(api.induction_work(eng, INDUCTION_N, 0)).induction  # the Induction page's run
+        return cache.get(api.induction_work(eng, INDUCTION_N, 0)).induction  # the Induction page's run
 
 
 MAX_LISTED = 24  # punctuation tokens named in the caption; a long text has hundreds
@@ -50,7 +50,7 @@ def _corpus_stats(model: str, excludes: str) -> tuple[dict, float] | None:
     corpus run does not cover."""
     try:
         with st.spinner(f"Averaging over the {len(head_stats.CORPUS)} built-in sentences (a corpus run)…"):
-            return cache.run(api.sentences_work(model, excludes))
+            return cache.get(api.sentences_work(model, excludes))
     except ValueError as err:
         st.info(escape.md(err))
         return None
@@ -210,7 +210,7 @@ def rollout_section(inputs: Inputs, result: AttentionResult) -> None:
         try:
             asked = cache.prepare_or_stop(inputs.model, inputs.backend, inputs.text)  # this run's request
             with st.spinner("Solving the attention flow…"):
-                flowed = cache.run(api.flow_work(asked.key, result, layer))
+                flowed = cache.get(api.flow_work(asked.key, result, layer))
             panels.append(Panel(f"flow up to layer {layer + 1}", flowed.numpy(), toks, toks))
         except ValueError as err:
             st.info(escape.md(err))

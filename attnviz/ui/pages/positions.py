@@ -203,7 +203,7 @@ def positional_heads_section(inputs: Inputs) -> None:
     )
     try:
         with st.spinner("Averaging over the built-in sentences (a corpus run)…"):
-            stats, _ = cache.run(api.sentences_work(inputs.model, "end"))
+            stats, _ = cache.get(api.sentences_work(inputs.model, "end"))
     except ValueError as err:  # a model a corpus run does not cover
         st.info(escape.md(err))
         return

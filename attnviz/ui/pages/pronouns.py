@@ -169,7 +169,7 @@ def _benchmark(model: str, backend: api.Backend, cases: tuple[PronounCase, ...],
     def progress(i: int) -> None:
         bar.progress(i / len(cases), text=f"{i}/{len(cases)} cases")
 
-    got = cache.run(api.benchmark_work(eng, cases, method, progress))
+    got = cache.get(api.benchmark_work(eng, cases, method, progress))
     bar.empty()
     return got
 
