@@ -19,7 +19,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
 
 from attnviz.analysis.head_stats import LABELS as HEAD_TYPES  # noqa: E402
-from attnviz.ui.seat import TICK_SECONDS as TICK  # noqa: E402
+from attnviz.ui.room.seat import TICK_SECONDS as TICK  # noqa: E402
 from harness.server import free_port, start_server  # noqa: E402
 
 

@@ -31,6 +31,7 @@ import torch
 
 from attnviz.analysis import head_stats
 from attnviz.figures import export, interactive, lazy_maps, stat_charts, static
+from attnviz.figures.snapshot import plotly_js
 from attnviz.figures.style import Style
 from attnviz.result import Attention, AttentionKind, AttentionResult
 from attnviz.tokens import TokenAxis, named_special, shown
@@ -73,14 +74,6 @@ _PLOTLY_SENT = False  # whether this kernel has shown a view with plotly.js (eac
 SIDES = {"overview": interactive.OVERVIEW_THUMB, "layer": 96, "head": 256}  # tokens a side past which maps pool
 STATISTICS = ("prev", "first", "self", "entropy")
 CONFIG = {"displaylogo": False, "responsive": True}
-
-
-@functools.cache
-def plotly_js() -> str:
-    """plotly.js as the installed plotly package ships it, wrapped so that no AMD loader (require.js) captures it."""
-    from plotly.offline import get_plotlyjs
-
-    return "(function (define, module, exports) {\n" + get_plotlyjs() + "\n}).call(window);"
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""The frame every page runs in: page config, the shared sidebar, navigation, a class's seat, failures as messages.
+"""The frame every page runs in: page config, the shared sidebar, navigation, the class (ui/room: one call), failures
+as messages.
 
 Two entries run it: the repository's app.py (`streamlit run app.py`, `make run` before this) over the page files in
 app_pages/, and the packaged attnviz/streamlit_app.py (`attnviz serve`, from any folder once installed) over
@@ -16,7 +17,7 @@ import logging
 import streamlit as st
 
 from attnviz.liveclass.database import DATABASE_ERRORS
-from attnviz.ui import cache, class_panel, controls, guards, routes, seat, state, widgets
+from attnviz.ui import cache, controls, guards, room, routes, state, widgets
 from attnviz.ui.halt import Halted
 
 FAILED = (
@@ -97,40 +98,28 @@ def main(pages: tuple) -> None:
     st.set_page_config(page_title="attnviz — see where attention goes", page_icon="🔍", layout="wide")
     routes.register_pages({stem: page for (stem, _, _), page in zip(PAGES, pages, strict=True)})
     listed = [copy.copy(page) for page in pages]
-    if st.session_state.get("class.secret") or seat.TEACHER in st.query_params:  # a teacher: the Class page first
+    if room.teacher():  # a teacher: the Class page first
         listed.insert(0, listed.pop(CLASS_AT))
     # every page listed (Streamlit folds past ten under "View more": the Class page was hidden there)
     navigation = st.navigation(listed, expanded=True)
     state.arrive(navigation.url_path, widgets.SHARED_PARAMS)  # back on a page: its own place again
-    try:  # before any widget: a follower takes the teacher's view
-        here = seat.seat()
-        if here is not None:
-            seat.follow(here, navigation.url_path)
-    except DATABASE_ERRORS as err:  # the class database failed: the class is a message, the app goes on
-        here = None
-        seat.failed(err)
-    st.session_state["class.seat"] = here
-    controls.sidebar()
-    if navigation.url_path in TEXT_PAGES and controls.on_phone():
-        controls.phone_text_box()  # a phone's: the sidebar with the Text box is folded there
-    if here is not None:
+
+    def sidebar() -> None:
+        controls.sidebar()
+        if navigation.url_path in TEXT_PAGES and controls.on_phone():
+            controls.phone_text_box()  # a phone's: the sidebar with the Text box is folded there
+
+    def page() -> None:
         try:
-            class_panel.sidebar_panel(here)
-        except DATABASE_ERRORS as err:
-            seat.failed(err)
-        class_panel.exploring_banner(here)  # a student exploring alone: said above the page, the way back beside it
-    try:
-        navigation.run()
-    except Halted:  # the page ended early with its message: the rest of the run still draws
-        pass
-    except DATABASE_ERRORS as err:
-        seat.failed(err, st)
-    except Exception:  # a bug, not bad input (that has its own messages): a message here, the traceback in the log
-        logging.getLogger("attnviz").exception("page %r failed", navigation.title)
-        st.error(FAILED)
-    controls.show_device()
-    try:
-        seat.publish(here, navigation.url_path, state.publish(navigation.url_path), state.shown_head())
-    except DATABASE_ERRORS as err:
-        seat.failed(err)
-    seat.drawn(here)  # the end of a student's whole run: what it drew, in the URL (a heartbeat checks it got there)
+            navigation.run()
+        except Halted:  # the page ended early with its message: the rest of the run still draws
+            pass
+        except DATABASE_ERRORS:  # the class's store: room.page_run says so, and the app goes on
+            raise
+        except Exception:  # a bug, not bad input (that has its own messages): a message here, the traceback in the log
+            logging.getLogger("attnviz").exception("page %r failed", navigation.title)
+            st.error(FAILED)
+        finally:
+            controls.show_device()
+
+    room.page_run(navigation.url_path, sidebar, page)

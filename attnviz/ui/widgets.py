@@ -297,7 +297,7 @@ def snapshot_row(inputs: Inputs, view: dict, figures: Callable[[], list], key: s
     One self-contained file (the figures with plotly.js inlined, the text, model and view) that opens with no
     network. Prepared on request, for this view only: another view drops it.
     """
-    from attnviz.liveclass import snapshot
+    from attnviz.figures import snapshot
 
     facts = {
         "model": inputs.model,

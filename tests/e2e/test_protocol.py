@@ -11,7 +11,7 @@ import websockets
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from attnviz.liveclass import polls
+from attnviz.analysis import poll_answers
 from attnviz.liveclass.store import Store
 from harness.server import free_port, start_server
 
@@ -192,7 +192,7 @@ def test_one_page_flipping_its_class_and_sid_answers_once(server):
             page = Page(ws)
             await page.run(f"class={code}&sid={a}")
             await page.run(f"class={code}&sid={a}", "classroom")
-            poll = db.start_poll(code, secret, "head type", "What kind?", list(polls.HEAD_TYPES), {})
+            poll = db.start_poll(code, secret, "head type", "What kind?", list(poll_answers.HEAD_TYPES), {})
             sent = []
             for query in (
                 f"class={code}&sid={a}",
@@ -239,9 +239,9 @@ def test_a_visitors_clear_cache_message_clears_their_session_not_the_servers_cac
 
 def test_a_heartbeat_keeps_its_interval_and_redraws_a_page_that_never_got_its_runs_end(server):
     """Streamlit drops the rest of a finished run's messages when a heartbeat's request lands before they were sent
-    (attnviz/ui/seat.py, _redraw_if_lost): the page is left drawn halfway, and with no heartbeat if the interval was
-    in the part lost. Here the browser's side of that: a heartbeat whose URL still has an older `drawn`."""
-    from attnviz.ui import seat
+    (attnviz/ui/room/seat.py, _redraw_if_lost): the page is left drawn halfway, and with no heartbeat if the interval
+    was in the part lost. Here the browser's side of that: a heartbeat whose URL still has an older `drawn`."""
+    from attnviz.ui.room import seat
 
     url, db, log = server
     code, secret, _ = db.create_class()
@@ -334,7 +334,7 @@ def test_a_students_answer_reruns_only_the_questions_part_of_the_page(server):
             got = await until(ws, DONE)  # the Heads page, switched to the teacher's Class page
             page_hash = [m.navigation.page_script_hash for m in got if m.WhichOneof("type") == "navigation"][-1]
             assert element(got, "radio", "Your answer") is None  # no question yet
-            poll = db.start_poll(code, secret, "head type", "What kind?", list(polls.HEAD_TYPES), {})
+            poll = db.start_poll(code, secret, "head type", "What kind?", list(poll_answers.HEAD_TYPES), {})
             await send(ws, page_hash)  # the whole page's run that the heartbeat would ask for
             got = await until(ws, DONE)
             radio, button = element(got, "radio", "Your answer"), element(got, "button", "Send")

@@ -29,6 +29,20 @@ def test_every_page_has_its_file_its_module_and_its_url():
     assert all((ROOT / f"attnviz/ui/pages/{s}.py").exists() for s in stems)
 
 
+def test_each_page_file_only_calls_its_modules_render():
+    """The two entries cannot drift: `make run`, the container and `attnviz serve` run the packaged entry over each page
+    module's render(); `streamlit run app.py` (and the AppTests) run app_pages/, whose files do nothing else."""
+    import ast
+
+    for f in sorted((ROOT / "app_pages").glob("*.py")):
+        body = [
+            n
+            for n in ast.parse(f.read_text()).body
+            if not isinstance(n, ast.Expr) or not isinstance(n.value, ast.Constant)
+        ]
+        assert [ast.unparse(n) for n in body] == [f"from attnviz.ui.pages import {f.stem}", f"{f.stem}.render()"], f
+
+
 def test_the_settings_passed_as_flags_agree_with_the_repositorys_config_file():
     config = tomllib.loads((ROOT / ".streamlit/config.toml").read_text())
     for key, value in frame.SETTINGS.items():

@@ -8,20 +8,20 @@ import time
 import streamlit as st
 
 from attnviz import escape
-from attnviz.figures import interactive
+from attnviz.analysis import poll_answers
+from attnviz.figures import class_charts, interactive, snapshot
 from attnviz.interventions import ablation
 from attnviz.interventions.runs import can_intervene
-from attnviz.liveclass import charts as class_figures
-from attnviz.liveclass import polls, snapshot
 from attnviz.liveclass.database import DATABASE_ERRORS
 from attnviz.liveclass.records import POLL_FORMS, ClassNotFound, Poll, clean_code
 from attnviz.result import Attention, Results, head_index
 from attnviz.tokens import plain_labels
-from attnviz.ui import cache, class_panel, controls, routes, seat
+from attnviz.ui import cache, controls, routes
 from attnviz.ui.controls import Inputs
 from attnviz.ui.frame import DEFAULT, PAGES
 from attnviz.ui.halt import halt
-from attnviz.ui.seat import Seat
+from attnviz.ui.room import panel, seat
+from attnviz.ui.room.seat import Seat
 
 FORM_TEXT = {
     "token": "Which word?",
@@ -73,7 +73,7 @@ QR_PX = 480  # the join screen's QR code, about: 43% of a 1080 px projector's he
 def teacher_view(here: Seat, inputs: Inputs) -> None:
     """The teacher: the join screen (open until the first question), a question on the last view shown, the
     answers, the reveal. The teacher's own link is never in the main area, which the room may be looking at: it is
-    folded in the sidebar's class panel (class_panel.teacher_links)."""
+    folded in the sidebar's class panel (panel.teacher_links)."""
     if st.session_state.pop("class.new", False):
         st.success(
             f"Class {here.code} started. Your teacher link, which lets anyone lead the class, is folded in the "
@@ -100,13 +100,13 @@ def join_screen(here: Seat) -> None:
     teacher's own time."""
     url = seat.links(here.code)["student_url"]
     a, b = st.columns([1, 1], vertical_alignment="center")
-    a.image(class_panel.qr_png(url, QR_PX), width="content", caption="Scan to join")  # a phone: its column's width
+    a.image(panel.qr_png(url, QR_PX), width="content", caption="Scan to join")  # a phone: its column's width
     with b:
         st.markdown("Class code")
         st.title(here.code, anchor=False)  # letters and digits only (records.clean_code)
         st.markdown("or open")
         st.subheader(escape.md(url.split("://", 1)[-1]), anchor=False)  # the address as text, never a link
-        st.caption(f"The class ends at {class_panel.local_time(seat.store().get(here.code).expires)}.")
+        st.caption(f"The class ends at {panel.local_time(seat.store().get(here.code).expires)}.")
 
 
 @st.fragment(run_every=5.0)
@@ -232,8 +232,8 @@ def ask(
             view["mode"] = mode
         options = {
             "token": cols,
-            "head type": list(polls.HEAD_TYPES),
-            "which head": polls.head_names(result.n_layers, result.n_heads),
+            "head type": list(poll_answers.HEAD_TYPES),
+            "which head": poll_answers.head_names(result.n_layers, result.n_heads),
         }.get(form, [])
         seat.store().start_poll(here.code, st.session_state["class.secret"], form, question, options, view)
         seat.wake(here.code)  # this server's followers draw the question now, not at their next heartbeat
@@ -369,15 +369,15 @@ def results(poll: Poll, inputs: Inputs, here: Seat) -> None:
     result = shown(
         cache.attention_or_stop(view["model"], view["backend"], view["text"], long_ok=True), view.get("kind")
     )
-    drawn: polls.Drawn
+    drawn: poll_answers.Drawn
     if poll.form == "which head":
-        drawn, right = polls.which_head(_importance(view))
+        drawn, right = poll_answers.which_head(_importance(view))
     else:
-        drawn, right = polls.model_answer(result, poll.form, view)
+        drawn, right = poll_answers.model_answer(result, poll.form, view)
     answers = seat.store().results(poll.id)
     total = sum(answers.values())
     share = answers.get(right, 0) / total if total and poll.form != "number" else None
-    fig = class_figures.poll_figure(poll.form, poll.options, answers, drawn, style=inputs.style)
+    fig = class_charts.poll_figure(poll.form, poll.options, answers, drawn, style=inputs.style)
     st.plotly_chart(fig, key=f"class.results.{poll.id}")
     said = f"The model: **{escape.md(right)}**" + ("%" if poll.form == "number" else "")
     if share is not None:

@@ -8,10 +8,10 @@ from apptest import APP, _ok
 from conftest import SENTENCE
 from streamlit.testing.v1 import AppTest
 
-from attnviz.liveclass import polls
+from attnviz.analysis import poll_answers
 from attnviz.liveclass.database import FILE_CHECK_SECONDS
 from attnviz.liveclass.store import Store
-from attnviz.ui import class_read
+from attnviz.ui.room import reads as room_reads
 
 VIEW = {
     "model": "default",
@@ -27,7 +27,7 @@ VIEW = {
 
 @pytest.fixture
 def db(tmp_path, monkeypatch):
-    from attnviz.ui import seat
+    from attnviz.ui.room import seat
 
     monkeypatch.setenv("ATTNVIZ_DB", str(tmp_path / "classes.db"))
     seat.store.cache_clear()  # the server's one store, opened again on this file
@@ -43,7 +43,7 @@ def _page(**params) -> AppTest:
 
 
 def _poll(db, code, secret) -> int:
-    return db.start_poll(code, secret, "head type", "What kind?", list(polls.HEAD_TYPES), VIEW)
+    return db.start_poll(code, secret, "head type", "What kind?", list(poll_answers.HEAD_TYPES), VIEW)
 
 
 def _following(db, view: dict, sid: str):
@@ -135,7 +135,7 @@ def test_a_locked_class_turns_new_pages_away_and_a_removed_student_is_out(db):
     newcomer = _page(**{"class": code, "sid": "g" * 16})
     assert any("closed this class to new students" in w.value for w in newcomer.sidebar.warning)
     db.remove(code, secret, "f" * 16)  # from another server: this one sees it once its shared read is over
-    time.sleep(class_read.PULSE_SHARED + 0.02)
+    time.sleep(room_reads.PULSE_SHARED + 0.02)
     inside.run()
     assert any("removed this page" in w.value for w in inside.sidebar.warning)
     assert "class.student" not in inside.session_state
@@ -184,27 +184,27 @@ def test_a_following_student_gets_the_export_buttons_behind_one_switch(db):
 
 
 def test_followers_on_one_server_share_one_read_of_the_class_per_pulse_window(db, monkeypatch):
-    from attnviz.ui import seat
+    from attnviz.ui.room import seat
 
     code, secret, _ = db.create_class()
     shared = seat.store()
     reads = []
     moment = shared.moment
     monkeypatch.setattr(shared, "moment", lambda c: reads.append(c) or moment(c))
-    monkeypatch.setattr(class_read, "_moments", {})
+    monkeypatch.setattr(room_reads, "_moments", {})
     first = [seat.moment(code) for _ in range(50)]  # fifty heartbeats at once
     assert len(reads) == 1 and all(m == first[0] for m in first) and first[0].info.version == 0
     db.set_view(code, secret, {"page": "inside", "params": {}})
-    time.sleep(class_read.PULSE_SHARED + 0.02)
+    time.sleep(room_reads.PULSE_SHARED + 0.02)
     assert seat.moment(code).info.version == 1 and len(reads) == 2  # a change is seen one window later
-    assert seat.moment("ZZZZZZ") is None and seat.moment("ZZZZZZ") is None and "ZZZZZZ" not in class_read._moments
+    assert seat.moment("ZZZZZZ") is None and seat.moment("ZZZZZZ") is None and "ZZZZZZ" not in room_reads._moments
 
 
 def test_runs_that_need_a_class_at_once_wait_for_one_read_and_a_forget_is_never_served_an_older_one(db, monkeypatch):
     import threading
     import types
 
-    from attnviz.ui import seat
+    from attnviz.ui.room import seat
 
     code, secret, _ = db.create_class()
     shared = seat.store()
@@ -224,13 +224,13 @@ def test_runs_that_need_a_class_at_once_wait_for_one_read_and_a_forget_is_never_
             return super().wait(timeout)
 
     monkeypatch.setattr(shared, "moment", slow)
-    monkeypatch.setattr(class_read, "_moments", {})
-    monkeypatch.setattr(class_read, "_reads", {})
-    monkeypatch.setattr(class_read, "threading", types.SimpleNamespace(Event=Flight))  # its reads' events only
+    monkeypatch.setattr(room_reads, "_moments", {})
+    monkeypatch.setattr(room_reads, "_reads", {})
+    monkeypatch.setattr(room_reads, "threading", types.SimpleNamespace(Event=Flight))  # its reads' events only
     # "At once" exactly: every run's clock reads the same instant. On a loaded machine twenty threads took more than
     # PULSE_SHARED to start, and the later ones rightly made reads of their own (6 reads in one full run).
     instant = time.monotonic()
-    monkeypatch.setattr(class_read, "time", types.SimpleNamespace(monotonic=lambda: instant))
+    monkeypatch.setattr(room_reads, "time", types.SimpleNamespace(monotonic=lambda: instant))
     got = []
     woken = [threading.Thread(target=lambda: got.append(seat.moment(code))) for _ in range(20)]  # a change's runs
     for t in woken:
@@ -245,7 +245,7 @@ def test_runs_that_need_a_class_at_once_wait_for_one_read_and_a_forget_is_never_
     assert len(reads) == 1 and len(got) == 20 and {m.info.version for m in got} == {0}
     # A change made while a read is in flight: the runs it wakes (after forget) read afresh and see it.
     release.clear()
-    monkeypatch.setattr(class_read, "_moments", {})
+    monkeypatch.setattr(room_reads, "_moments", {})
     before = threading.Thread(target=seat.moment, args=(code,))  # a heartbeat, reading before the change
     before.start()
     while len(reads) < 2:
@@ -259,7 +259,7 @@ def test_runs_that_need_a_class_at_once_wait_for_one_read_and_a_forget_is_never_
 
 @pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_followers_whole_run_reads_its_class_once(db, monkeypatch):
-    from attnviz.ui import seat
+    from attnviz.ui.room import seat
 
     at, code, secret = _following(db, {"page": "", "params": {"view": "Head", "layer": "2", "head": "3"}}, "r")
     shared = seat.store()
@@ -267,7 +267,7 @@ def test_a_followers_whole_run_reads_its_class_once(db, monkeypatch):
     moment = shared.moment
     monkeypatch.setattr(shared, "moment", lambda c: reads.append(c) or moment(c))
     monkeypatch.setattr(
-        class_read, "PULSE_SHARED", 0.0
+        room_reads, "PULSE_SHARED", 0.0
     )  # no shared read: every read the run asks for reaches the store
     db.set_view(code, secret, {"page": "", "params": {"view": "Head", "layer": "4", "head": "1"}})
     at.run()
@@ -278,17 +278,17 @@ def test_a_followers_whole_run_reads_its_class_once(db, monkeypatch):
 
 @pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_students_whole_run_ends_by_writing_what_it_drew_into_the_url_even_when_its_page_ended_early(db):
-    from attnviz.ui import seat
+    from attnviz.ui.room import seat
 
     at, code, secret = _following(db, {"page": "", "params": {"view": "Head", "layer": "2", "head": "3"}}, "d")
     drawn, when = at.session_state["class.drawn"]
     assert drawn == "1.None.0" and abs(time.time() - when) < 60 and at.query_params[seat.DRAWN] == "1.None.0"
     poll = _poll(db, code, secret)
-    time.sleep(class_read.PULSE_SHARED + 0.02)  # the server's shared read of the class sees it
+    time.sleep(room_reads.PULSE_SHARED + 0.02)  # the server's shared read of the class sees it
     at.run()
     assert at.session_state["class.drawn"][0] == f"1.{poll}.0" and at.query_params[seat.DRAWN] == f"1.{poll}.0"
     db.set_view(code, secret, {"page": "", "params": {"text": " "}})  # an empty text: the page says so and halts
-    time.sleep(class_read.PULSE_SHARED + 0.02)
+    time.sleep(room_reads.PULSE_SHARED + 0.02)
     at.run()
     assert [w.value for w in at.warning] == ["The text is empty\\: type a sentence to see its attention\\."]
     assert at.session_state["class.version"] == 2 and at.query_params[seat.DRAWN] == f"2.{poll}.0"  # the frame ran on
@@ -302,7 +302,7 @@ def test_a_students_whole_run_ends_by_writing_what_it_drew_into_the_url_even_whe
 def test_a_heartbeat_redraws_a_page_that_never_got_its_runs_end_after_a_grace_at_most_twice(db, monkeypatch):
     import streamlit as st
 
-    from attnviz.ui import seat
+    from attnviz.ui.room import seat
 
     code, secret, _ = db.create_class()
     db.set_view(code, secret, {"page": "", "params": {}})
@@ -312,7 +312,7 @@ def test_a_heartbeat_redraws_a_page_that_never_got_its_runs_end_after_a_grace_at
     monkeypatch.setattr(st, "caption", lambda *a, **k: None)
     monkeypatch.setattr(st, "session_state", {})
     monkeypatch.setattr(st, "query_params", {})
-    monkeypatch.setattr(class_read, "_moments", {})
+    monkeypatch.setattr(room_reads, "_moments", {})
     monkeypatch.setattr(seat, "fragment_run", lambda: True)  # the browser's timer, not a whole run's own call
     monkeypatch.setattr(seat, "_keep_beating", lambda: beats.append(1))
     version = db.get(code).version
@@ -349,7 +349,7 @@ def test_a_follower_run_on_another_page_than_the_teachers_goes_back_to_it_though
     at, _, _ = _following(db, {"page": "inside", "params": {}}, "f")
     assert at.session_state["class.version"] == 1 and at.session_state["class.page"] == "inside"
     # A heartbeat sent before the switch reached the browser carries the old page: the session runs there again.
-    time.sleep(class_read.PULSE_SHARED + 0.02)
+    time.sleep(room_reads.PULSE_SHARED + 0.02)
     at.switch_page("app_pages/heads.py").run()
     _ok(at)
     assert at.session_state["class.version"] == 1 and at.session_state["class.page"] == "inside"
@@ -357,11 +357,11 @@ def test_a_follower_run_on_another_page_than_the_teachers_goes_back_to_it_though
 
 @pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_followers_class_page_marks_the_poll_it_read_itself_not_the_servers_older_shared_read(db, monkeypatch):
-    from attnviz.ui import seat
+    from attnviz.ui.room import seat
 
     at, code, secret = _following(db, {"page": seat.CLASS_PAGE, "params": {}}, "g")
     assert at.session_state["class.poll_mark"] is None and at.session_state["class.drawn"][0] == "1.None.0"
-    monkeypatch.setattr(class_read, "PULSE_SHARED", 60.0)  # the shared read stays the one from before the question
+    monkeypatch.setattr(room_reads, "PULSE_SHARED", 60.0)  # the shared read stays the one from before the question
     poll = _poll(db, code, secret)
     assert seat.moment(code).poll is None
     at.run()  # the teacher moved to the Class page and asked at once: this run sees the question itself
@@ -402,8 +402,8 @@ def test_a_which_head_poll_asks_and_answers_in_the_teachers_mode_and_reveals_the
     means = ablation.reference_means(engine, range(engine.n_layers), text)
     grid, _ = ablation.importance(engine, text, "mean", means=means)
     zero, _ = ablation.importance(engine, text, "zero")
-    _, right = polls.which_head(grid)
-    assert polls.which_head(zero)[1] != right  # on this text the two modes answer differently: the test can fail
+    _, right = poll_answers.which_head(grid)
+    assert poll_answers.which_head(zero)[1] != right  # on this text the two modes answer differently: the test can fail
     assert any(f"The model: **{right}**" in m.value for m in teacher.markdown)
     layer, head = (int(x) for x in right[1:].split("H"))
     titles = [json.loads(c.proto.spec)["layout"].get("title", {}).get("text", "") for c in teacher.get("plotly_chart")]
@@ -476,7 +476,7 @@ def test_a_following_student_who_moves_a_slider_stops_following_and_is_told_so(d
     assert db.students(code) == (1, 0)  # the teacher's count of who follows says so too
     assert any("You changed the view (layer)" in w.value for w in at.sidebar.warning)
     assert at.toggle(key="class.follow_toggle").value is False
-    time.sleep(class_read.PULSE_SHARED + 0.02)
+    time.sleep(room_reads.PULSE_SHARED + 0.02)
     at.run()
     assert at.slider(key="heads.layer").value == 5  # their own view: not taken back by the next run
     at.toggle(key="class.follow_toggle").set_value(True).run()  # rejoin: the teacher's view at once
@@ -489,7 +489,7 @@ def test_a_following_student_who_moves_a_slider_stops_following_and_is_told_so(d
 def test_a_student_exploring_alone_is_told_so_in_the_main_area_and_rejoins_from_there(db):
     """A phone folds the sidebar, where the follow switch and its warning are: leaving is said in the main area too,
     above the page, with a Rejoin button that brings the teacher's view back at once."""
-    from attnviz.ui.class_panel import EXPLORING
+    from attnviz.ui.room.panel import EXPLORING
 
     view = {
         "page": "",
@@ -548,7 +548,7 @@ def test_the_teachers_projector_mode_is_their_screen_not_pushed_to_students(db):
     _ok(student)
     assert _follows(student)
     db.set_view(code, secret, {**view, "params": {**view["params"], "layer": "4"}})  # the teacher moves on
-    time.sleep(class_read.PULSE_SHARED + 0.02)
+    time.sleep(room_reads.PULSE_SHARED + 0.02)
     student.run()
     _ok(student)
     assert student.slider(key="heads.layer").value == 4 and student.sidebar.toggle(key="sb.projector").value is True
@@ -557,7 +557,7 @@ def test_the_teachers_projector_mode_is_their_screen_not_pushed_to_students(db):
 def test_a_following_session_is_one_to_wake_and_one_exploring_alone_is_not(db):
     """The teacher's change wakes this server's following sessions at once (seat.wake; AppTest has no server to
     wake them in, the browser tests and bench/load.py --class do)."""
-    from attnviz.ui import seat
+    from attnviz.ui.room import seat
 
     view = {
         "page": "",
@@ -579,7 +579,7 @@ def test_a_wake_reruns_the_whole_page_with_the_url_state_its_runs_set_last_not_t
     from streamlit.proto.ClientState_pb2 import ClientState
     from streamlit.runtime.state.session_state import SessionState
 
-    from attnviz.ui import seat
+    from attnviz.ui.room import seat
 
     browser = ClientState(query_string="class=ABCDEF&sid=s1&view=Layer&layer=1", page_script_hash="heads")
     browser.fragment_id, browser.is_auto_rerun = "heartbeat", True
@@ -595,7 +595,7 @@ def test_a_wake_reruns_the_whole_page_with_the_url_state_its_runs_set_last_not_t
 def test_a_follower_of_a_teacher_on_this_server_beats_slowly_and_of_one_on_another_replica_at_the_tick(db):
     """A view the teacher published from this server wakes its followers at once, so their heartbeat is only the net
     (seat.NET_SECONDS); a view published from another replica (or by no page) reaches them at the tick."""
-    from attnviz.ui import seat
+    from attnviz.ui.room import seat
 
     _, code, secret = _teacher(db, view="Head", layer="2", head="3")
     view = db.get(code).view
@@ -607,7 +607,7 @@ def test_a_follower_of_a_teacher_on_this_server_beats_slowly_and_of_one_on_anoth
     _ok(student)
     assert student.session_state["class.tick"] == seat.NET_SECONDS
     db.set_view(code, secret, {**view, "server": "another replica"})
-    class_read._moments.clear()
+    room_reads._moments.clear()
     assert seat.tick_seconds(db.moment(code)) == seat.TICK_SECONDS
     student.run()
     _ok(student)

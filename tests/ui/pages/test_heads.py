@@ -154,8 +154,8 @@ def test_setting_the_first_token_aside_renormalises_the_rest(smollm2_hf):
 
 @pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_the_kind_shown_is_in_the_link_and_a_class_poll_scores_that_kind(tiny_marian_dir, monkeypatch):
+    from attnviz.analysis import poll_answers
     from attnviz.engines import registry
-    from attnviz.liveclass import polls
     from attnviz.ui.pages.classroom import shown
 
     monkeypatch.setenv("ATTNVIZ_MODEL_DIRS", str(tiny_marian_dir.parent))
@@ -167,7 +167,7 @@ def test_the_kind_shown_is_in_the_link_and_a_class_poll_scores_that_kind(tiny_ma
     assert shown(results, "cross") is results["cross"] and shown(results, None) is results["self"]
     assert shown(results, "nonsense") is results.main
     view = {"layer": 0, "head": 1, "query": 2, "kind": "cross"}
-    row, _ = polls.model_answer(shown(results, view["kind"]), "token", view)
+    row, _ = poll_answers.model_answer(shown(results, view["kind"]), "token", view)
     assert row == results["cross"].weights[0, 1, 2].tolist()  # the cross map the class saw, not the encoder's
 
 

@@ -38,7 +38,7 @@ from attnviz.liveclass.database import DATABASE_ERRORS, error_line
 from attnviz.liveclass.records import REMOVED, ClassInfo, ClassNotFound, Moment, NotAdmitted, clean_code
 from attnviz.liveclass.records import links as store_links
 from attnviz.ui import controls, routes, state
-from attnviz.ui.class_read import RUN_READ, forget, moment, run_moment, store
+from attnviz.ui.room.reads import RUN_READ, forget, moment, run_moment, store
 
 CLASS, TEACHER, STUDENT = "class", "teacher", "sid"
 KEEP = ("class.", "_")  # session keys that survive taking the teacher's view (the class's own, Streamlit's)
@@ -274,7 +274,7 @@ def touched(params: dict[str, str]) -> list[str]:
 
 def note_poll(poll_id: int | None, revealed: bool) -> None:
     """What this whole run draws of the polls: follow() notes the server's shared read; the Class page notes the poll
-    it read from the database itself, up to class_read.PULSE_SHARED newer, so a poll asked just after the view
+    it read from the database itself, up to reads.PULSE_SHARED newer, so a poll asked just after the view
     changed does not cost the page a second run when the next heartbeat sees it."""
     st.session_state["class.poll_mark"] = _poll_mark(poll_id, revealed)
 

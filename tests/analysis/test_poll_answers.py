@@ -7,10 +7,10 @@ import pytest
 from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
-from attnviz.analysis import head_stats
+from attnviz.analysis import head_stats, poll_answers
 from attnviz.cli import main
-from attnviz.liveclass import charts as figures
-from attnviz.liveclass import polls, snapshot
+from attnviz.figures import class_charts as figures
+from attnviz.figures import snapshot
 from attnviz.liveclass.records import links
 from attnviz.liveclass.store import Store
 
@@ -57,12 +57,12 @@ def test_links_refuse_other_schemes():
 def test_the_models_answers_are_its_weights_and_its_label(bundled_hf):
     result = bundled_hf.run(bundled_hf.encode(TEXT))["self"]
     view = {"layer": 2, "head": 3, "query": 11, "key": 3}
-    row, word = polls.model_answer(result, "token", view)
+    row, word = poll_answers.model_answer(result, "token", view)
     assert row == pytest.approx(result.weights[2, 3, 11].tolist())
     assert word.startswith(result.source_tokens[int(result.weights[2, 3, 11].argmax())])
-    share, text = polls.model_answer(result, "number", view)
+    share, text = poll_answers.model_answer(result, "number", view)
     assert share == pytest.approx(100 * float(result.weights[2, 3, 11, 3])) and text == f"{share:.1f}"
-    label, same = polls.model_answer(result, "head type", view)
+    label, same = poll_answers.model_answer(result, "head type", view)
     stats = head_stats.head_stats(result)
     assert label == same == head_stats.labels(stats, head_stats.uniform_entropy(result), result.kind)[2][3]
 
@@ -83,21 +83,21 @@ def test_which_head_matters_most_is_the_largest_loss_increase_and_a_poll_takes_i
     from attnviz.interventions import ablation
 
     grid = torch.tensor([[0.1, 0.5, -0.2], [0.3, 0.0, 0.05]])
-    values, name = polls.which_head(grid)
+    values, name = poll_answers.which_head(grid)
     assert name == "L1H2" and values == pytest.approx(grid.flatten().tolist())
-    assert polls.head_names(2, 3) == ["L1H1", "L1H2", "L1H3", "L2H1", "L2H2", "L2H3"]
-    fig = figures.poll_figure("which head", polls.head_names(2, 3), Counter({"L1H2": 2, "L2H1": 1}), values)
+    assert poll_answers.head_names(2, 3) == ["L1H1", "L1H2", "L1H3", "L2H1", "L2H2", "L2H3"]
+    fig = figures.poll_figure("which head", poll_answers.head_names(2, 3), Counter({"L1H2": 2, "L2H1": 1}), values)
     assert list(fig.data[0].y) == [0, 2, 0, 1, 0, 0] and list(fig.data[1].y) == pytest.approx(values)
     # on a real decoder, the model's answer is the importance grid's largest
     engine = registry.load(str(tiny_llama_dir), "hf", "cpu")
     importance, _ = ablation.importance(engine, TEXT, "zero")
-    _, right = polls.which_head(importance)
+    _, right = poll_answers.which_head(importance)
     flat = int(importance.flatten().argmax())
     assert right == f"L{flat // 6 + 1}H{flat % 6 + 1}"
     store = Store(tmp_path / "classes.db")
     code, secret, _ = store.create_class()
     store.join(code, "s1")
-    poll = store.start_poll(code, secret, "which head", "Which head matters most?", polls.head_names(2, 6), {})
+    poll = store.start_poll(code, secret, "which head", "Which head matters most?", poll_answers.head_names(2, 6), {})
     assert store.answer(poll, "s1", right) and not store.answer(poll, "s1", "L1H1")  # one answer a student
 
 
@@ -162,7 +162,7 @@ def test_a_bad_class_code_or_secret_is_a_message():
 
 @pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_an_unwritable_class_database_is_a_message(monkeypatch, tmp_path):
-    from attnviz.ui import seat
+    from attnviz.ui.room import seat
 
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
@@ -173,7 +173,7 @@ def test_an_unwritable_class_database_is_a_message(monkeypatch, tmp_path):
 
 @pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_an_unreachable_postgresql_is_a_message(monkeypatch):
-    from attnviz.ui import seat
+    from attnviz.ui.room import seat
 
     monkeypatch.setenv("ATTNVIZ_DB", "postgresql://postgres@127.0.0.1:1/attnviz")  # nothing listens there
     seat.store.cache_clear()

@@ -16,10 +16,12 @@ import plotly.io as pio
 
 @functools.cache
 def plotly_js() -> str:
-    """plotly.js itself (the version plotly.py ships), inlined so that a snapshot needs no network."""
+    """plotly.js as the installed plotly package ships it, to inline (a snapshot, a notebook's view: nothing is
+    fetched), wrapped so that no AMD loader (a notebook's require.js) captures it: on a plain page it sets
+    window.Plotly as the bare library does. The one copy attnviz inlines anywhere."""
     from plotly.offline import get_plotlyjs
 
-    return get_plotlyjs()
+    return "(function (define, module, exports) {\n" + get_plotlyjs() + "\n}).call(window);"
 
 
 def parts(title: str, facts: dict[str, str], figures: Sequence[go.Figure], note: str = "") -> tuple[str, str]:

@@ -1,5 +1,5 @@
 """The class in the sidebar: for the teacher, the student link, its QR code and who is here; for a student, the
-follow switch, a name, and the heartbeat (attnviz.ui.seat)."""
+follow switch, a name, and the heartbeat (attnviz.ui.room.seat)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import streamlit as st
 
 from attnviz import escape
 from attnviz.liveclass import reach
-from attnviz.ui import seat
-from attnviz.ui.seat import Seat
+from attnviz.ui.room import seat
+from attnviz.ui.room.seat import Seat
 
 
 def sidebar_panel(here: Seat) -> None:
