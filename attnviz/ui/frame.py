@@ -104,10 +104,13 @@ def main(pages: tuple) -> None:
     navigation = st.navigation(listed, expanded=True)
     state.arrive(navigation.url_path, widgets.SHARED_PARAMS)  # back on a page: its own place again
 
-    def sidebar() -> None:
+    def sidebar(here: room.seat.Seat | None) -> None:
         controls.sidebar()
-        if navigation.url_path in TEXT_PAGES and controls.on_phone():
-            controls.phone_text_box()  # a phone's: the sidebar with the Text box is folded there
+        # a phone's Text box (its sidebar is folded), on the pages that read the text; not on a student's Class page,
+        # which shows the teacher's polls: a text typed there would only leave following
+        student_class = navigation.url_path == "classroom" and here is not None and not here.teacher
+        if navigation.url_path in TEXT_PAGES and controls.on_phone() and not student_class:
+            controls.phone_text_box()
 
     def page() -> None:
         try:

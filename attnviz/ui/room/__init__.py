@@ -20,7 +20,7 @@ def teacher() -> bool:
     return bool(st.session_state.get("class.secret")) or seat.TEACHER in st.query_params
 
 
-def page_run(url_path: str, sidebar: Callable[[], None], page: Callable[[], None]) -> None:
+def page_run(url_path: str, sidebar: Callable[[seat.Seat | None], None], page: Callable[[], None]) -> None:
     """One page run inside the class: before any widget a follower takes the teacher's view; the sidebar, then the
     class's panel in it and a student's banner; the page (a database failure in it is a message, the app goes on);
     then the view published (a teacher's) and the run's end marked (a student's). Outside a class: sidebar and page."""
@@ -32,7 +32,7 @@ def page_run(url_path: str, sidebar: Callable[[], None], page: Callable[[], None
         here = None
         seat.failed(err)
     st.session_state["class.seat"] = here
-    sidebar()
+    sidebar(here)
     if here is not None:
         try:
             panel.sidebar_panel(here)

@@ -485,6 +485,21 @@ def test_a_following_student_who_moves_a_slider_stops_following_and_is_told_so(d
     assert not any("You changed the view" in w.value for w in at.sidebar.warning)
 
 
+@pytest.mark.slow  # two pages' runs
+def test_a_phone_students_class_page_has_no_text_box_and_the_teachers_has(db, monkeypatch):
+    """A phone's Text box stands in the main area of the pages that read the text; a student's Class page shows the
+    teacher's polls, and a text typed there would only leave following: none there. The teacher's page keeps it."""
+    from attnviz.ui import controls
+
+    monkeypatch.setattr(controls, "on_phone", lambda: True)
+    view = {"page": "classroom", "params": {"model": "default", "backend": "hf", "text": SENTENCE}}
+    student, code, secret = _following(db, view, "p")
+    assert not [t for t in student.main.text_input if t.key == "phone.text"]
+    teacher = _page(**{"class": code, "teacher": secret})
+    _ok(teacher)
+    assert [t for t in teacher.main.text_input if t.key == "phone.text"]
+
+
 @pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_student_exploring_alone_is_told_so_in_the_main_area_and_rejoins_from_there(db):
     """A phone folds the sidebar, where the follow switch and its warning are: leaving is said in the main area too,
