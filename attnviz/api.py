@@ -283,7 +283,10 @@ def long_estimate(eng: Engine, n_tokens: int) -> int:
 def text_is_long(eng: Engine, text: str) -> bool:
     """Whether this text is past the eager budget on this engine (engines.base.is_long), for a view that encodes for
     itself (the Inside page's steps); False for a bad text (the view's own call says what is wrong)."""
-    return service.text_is_long(eng, text)
+    try:
+        return is_long(eng, len(eng.encode(text).ids))
+    except ValueError:  # bad text: the view's own call says what is wrong with it
+        return False
 
 
 def preload(text: str) -> float:

@@ -1,5 +1,7 @@
-"""One request path, without Streamlit: resolve the model once, ask the memo, encode, run eager or lazy, fall back
-from a GPU out of memory, analyse. The pages (through attnviz.ui.cache) and the command line both call it.
+"""What a server shares, without Streamlit: the memos, the loaded engines, heavy work's admission, and a request's
+computation (its engine run on its one encoding, eager or lazy, the fallback from a GPU out of memory, the analysis),
+kept under the key the door wrote. The door (attnviz.api's Prepared, attnviz.work's Work) is its only caller in
+the package.
 
 Settings (environment): ATTNVIZ_CACHE_MB, the memory budget of short texts' results (default 512 MB);
 ATTNVIZ_LONG_MB, that of long texts' queries and keys (default 1024 MB: two 4,096-token texts of SmolLM2);
@@ -10,8 +12,9 @@ for typed sentences), ATTNVIZ_HEAVY_MB of estimated memory among them (default 1
 (default 8).
 
 A long text (past engines.base.eager_tokens) has its own memo, so that one pasted chapter never pushes a
-classroom's sentences out. Both memos are looked up before the text is encoded: a page's rerun costs no
-tokenization; a miss encodes once to choose the memo (engines.base.is_long, the one rule) and runs.
+classroom's sentences out. `held` looks in both before anything is encoded (a page's rerun costs no tokenization);
+on a miss the door encodes once, decides with engines.base.is_long (the one rule) which memo keeps the results, and
+calls `attention`.
 """
 
 from __future__ import annotations
@@ -32,7 +35,6 @@ from attnviz.engines.base import (
     Engine,
     Progress,
     WhatIfEngine,
-    is_long,
     run_with_cpu_fallback,
 )
 from attnviz.memo import Memo
@@ -182,15 +184,6 @@ def compute(
         for value in results.values():
             value.analyse(progress=phases.phase(ANALYSING) if phases else None)
     return results
-
-
-def text_is_long(eng: Engine, text: str) -> bool:
-    """Whether this text gets a LazyAttention on this engine (the one rule: engines.base.is_long), for the views
-    that encode for themselves (the Inside page's steps)."""
-    try:
-        return is_long(eng, len(eng.encode(text).ids))
-    except ValueError:  # bad text: the request's own run says what is wrong with it
-        return False
 
 
 def held(key: tuple) -> Results | None:

@@ -73,7 +73,7 @@ def prepare_or_stop(
         halt()
 
 
-def long_text(p: api.Prepared) -> bool:
+def _long(p: api.Prepared) -> bool:
     """Whether the request's text is long on its model (the one decision, kept on the request)."""
     try:
         return p.long
@@ -84,7 +84,7 @@ def long_text(p: api.Prepared) -> bool:
 def request_is_long(model: str, backend: Backend, text: str) -> bool:
     """Whether this text gets a LazyAttention on this model (this run's one request: held results say, else the
     text is encoded once)."""
-    return long_text(prepare_or_stop(model, backend, text))
+    return _long(prepare_or_stop(model, backend, text))
 
 
 def attention(

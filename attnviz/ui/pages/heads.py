@@ -166,7 +166,7 @@ def render() -> None:
     inputs = controls.current()
     st.header("Where does each token look?")
     asked = cache.prepare_or_stop(inputs.model, inputs.backend, inputs.text)
-    if cache.long_text(asked):
+    if cache.request_is_long(inputs.model, inputs.backend, inputs.text):  # this run's request, asked above
         long_page(inputs, asked)
         return
     try:
