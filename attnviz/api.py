@@ -483,6 +483,8 @@ def corpus(
     from attnviz.corpus import models as corpus_models
     from attnviz.corpus import run as corpus_run
 
+    if "engine" in settings:  # the keyword's name before executor (a corpus run's executor is not an Engine)
+        raise ValueError(f"attnviz.corpus takes executor={settings['engine']!r} now (engine= was its old name)")
     docs = corpus_run.read(source, text_column)
     if statistics is not None:
         settings["statistics"] = statistics

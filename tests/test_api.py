@@ -64,6 +64,8 @@ def test_bad_input_through_the_door_is_a_clear_error(tiny_llama_dir):
         attnviz.attention("a text", model="/no/such/folder/anywhere")
     with pytest.raises(ValueError, match="L<layer>H<head>|LAYER.HEAD"):
         attnviz.ablate("a b c", "first", model=str(tiny_llama_dir))
+    with pytest.raises(ValueError, match="executor='ray'"):  # the keyword's old name says its new one
+        attnviz.corpus(["a text"], engine="ray")
 
 
 def test_the_doors_names_stay_its_functions_after_its_subpackages_are_imported():
