@@ -14,6 +14,7 @@ that says what to do.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -75,6 +76,53 @@ from attnviz.work import (  # the kept computations (re-exported: the door is a 
 
 if TYPE_CHECKING:  # plotly is loaded by the first figure (show, View), not by the door: a GPU host or a script
     from attnviz.notebook.view import View  # that only computes needs no plotting library
+
+# The modules a front end calls beside the door's requests, by the name it uses: pure functions of results (the
+# analysis), the lessons' small computations, the interventions' words, the corpus's files and tie rule, and the
+# class's store. attnviz/ui/ reaches everything below the figures through this module (tests/test_layering.py); each
+# loads on first use (__getattr__ below), so a script that only computes attention imports neither SQLAlchemy nor
+# the lessons. What a type checker sees of them is the block after the table; the two list the same names.
+FRONT_END_MODULES = {
+    "head_stats": "attnviz.analysis.head_stats",
+    "poll_answers": "attnviz.analysis.poll_answers",
+    "pronoun_cases": "attnviz.analysis.pronoun_cases",
+    "pronoun_scores": "attnviz.analysis.pronoun_scores",
+    "rollout": "attnviz.analysis.rollout",
+    "view_options": "attnviz.analysis.view_options",
+    "corpus_measure": "attnviz.corpus.measure",
+    "pronoun_files": "attnviz.corpus.pronoun_files",
+    "ablation": "attnviz.interventions.ablation",
+    "patching": "attnviz.interventions.patching",
+    "runs": "attnviz.interventions.runs",
+    "cost": "attnviz.lessons.cost",
+    "encodings": "attnviz.lessons.encodings",
+    "head_models": "attnviz.lessons.head_models",
+    "kernels": "attnviz.lessons.kernels",
+    "class_database": "attnviz.liveclass.database",
+    "class_records": "attnviz.liveclass.records",
+    "class_store": "attnviz.liveclass.store",
+    "reach": "attnviz.liveclass.reach",
+}
+if TYPE_CHECKING:
+    from attnviz.analysis import head_stats as head_stats
+    from attnviz.analysis import poll_answers as poll_answers
+    from attnviz.analysis import pronoun_cases as pronoun_cases
+    from attnviz.analysis import pronoun_scores as pronoun_scores
+    from attnviz.analysis import rollout as rollout
+    from attnviz.analysis import view_options as view_options
+    from attnviz.corpus import measure as corpus_measure  # noqa: F401 (a name of the door, by __getattr__)
+    from attnviz.corpus import pronoun_files as pronoun_files
+    from attnviz.interventions import ablation as ablation
+    from attnviz.interventions import patching as patching
+    from attnviz.interventions import runs as runs
+    from attnviz.lessons import cost as cost
+    from attnviz.lessons import encodings as encodings
+    from attnviz.lessons import head_models as head_models
+    from attnviz.lessons import kernels as kernels
+    from attnviz.liveclass import database as class_database  # noqa: F401 (the same)
+    from attnviz.liveclass import reach as reach
+    from attnviz.liveclass import records as class_records  # noqa: F401 (the same)
+    from attnviz.liveclass import store as class_store  # noqa: F401 (the same)
 
 __all__ = [
     "demo_attention_work",
@@ -569,9 +617,12 @@ def sentences_work(model: str, confidence_excludes: str = "end") -> Work:
 
 
 def __getattr__(name: str):
-    """View, imported with plotly when first asked for (`attnviz.View`, `from attnviz.api import View`)."""
+    """View, imported with plotly when first asked for (`attnviz.View`, `from attnviz.api import View`), and a front
+    end's modules (FRONT_END_MODULES), each imported when first asked for."""
     if name == "View":
         from attnviz.notebook.view import View
 
         return View
+    if name in FRONT_END_MODULES:
+        return importlib.import_module(FRONT_END_MODULES[name])
     raise AttributeError(f"module 'attnviz.api' has no attribute {name!r}")

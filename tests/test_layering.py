@@ -269,21 +269,48 @@ def test_no_page_imports_the_service_or_an_engine_or_torch():
     assert offenders == []
 
 
-def test_ui_reaches_the_request_path_only_through_the_door():
-    """attnviz/ui/ (the pages and their helpers) asks for models, results and kept work through attnviz.api only: never
-    the service, the kept work's module or an engine (ui/cache.py took admission, engines, the policy, long estimates
-    and the reading words from the service, controls.py the registry)."""
+def test_ui_imports_only_the_door_the_figures_and_the_core():
+    """attnviz/ui/ (the pages and their helpers) imports from the package only the door (attnviz.api), the figures,
+    the core (DESIGN.md's floor 0) and ui/ itself: the analysis, the lessons, the interventions, the class's store and
+    the corpus come through the door's FRONT_END_MODULES, and models, results and kept work through its requests;
+    never the service, the kept work's module or an engine (issue 55: ui/cache.py took admission, engines, the
+    policy, long estimates and the reading words from the service, controls.py the registry)."""
+    allowed = {"api", "figures", "ui"} | {unit for unit, floor in _floors().items() if floor == 0}
     offenders = []
     for f in sorted((ROOT / "attnviz/ui").rglob("*.py")):
-        for module in _imports(f):
-            if module in ("attnviz.service", "attnviz.work") or module.startswith("attnviz.engines"):
-                offenders.append(f"{f.relative_to(ROOT)}: {module}")
-        froms = [
-            n for n in ast.walk(ast.parse(f.read_text())) if isinstance(n, ast.ImportFrom) and n.module == "attnviz"
-        ]
-        names = {a.name for n in froms for a in n.names}
-        offenders += [f"{f.relative_to(ROOT)}: attnviz.{n}" for n in sorted(names & {"service", "work", "engines"})]
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module == "attnviz":
+                modules = [f"attnviz.{a.name}" for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                modules = [node.module]
+            else:
+                continue
+            inside = [m for m in modules if m.split(".")[0] == "attnviz"]
+            offenders += [f"{f.relative_to(ROOT)}:{node.lineno} {m}" for m in inside if _unit(m) not in allowed]
     assert offenders == []
+
+
+def test_the_doors_front_end_modules_are_the_names_a_type_checker_sees():
+    """api.FRONT_END_MODULES (loaded on first use) and the TYPE_CHECKING block that names them list the same modules
+    under the same names, and each one imports."""
+    import importlib
+
+    from attnviz import api
+
+    tree = ast.parse((ROOT / "attnviz/api.py").read_text())
+    seen = {
+        a.asname or a.name: f"{imp.module}.{a.name}"
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and getattr(block.test, "id", "") == "TYPE_CHECKING"
+        for imp in block.body
+        if isinstance(imp, ast.ImportFrom) and imp.module != "attnviz.notebook.view"
+        for a in imp.names
+    }
+    assert seen == api.FRONT_END_MODULES
+    for name, module in api.FRONT_END_MODULES.items():
+        assert getattr(api, name) is importlib.import_module(module)
 
 
 LONG_FUNCTIONS = {  # the functions allowed past MAX_FUNCTION_LINES, each with its reason

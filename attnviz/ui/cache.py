@@ -30,8 +30,8 @@ from attnviz.api import (
     SteppingEngine,
     WhatIf,
     eager_tokens,
+    runs,
 )
-from attnviz.interventions import runs
 from attnviz.result import Results
 from attnviz.tokens import Encoded
 from attnviz.ui.halt import halt

@@ -16,7 +16,7 @@ import logging
 
 import streamlit as st
 
-from attnviz.liveclass.database import DATABASE_ERRORS
+from attnviz.api import class_database
 from attnviz.ui import cache, controls, guards, room, routes, state, widgets
 from attnviz.ui.halt import Halted
 
@@ -117,7 +117,7 @@ def main(pages: tuple) -> None:
             navigation.run()
         except Halted:  # the page ended early with its message: the rest of the run still draws
             pass
-        except DATABASE_ERRORS:  # the class's store: room.page_run says so, and the app goes on
+        except class_database.DATABASE_ERRORS:  # the class's store: room.page_run says so, and the app goes on
             raise
         except Exception:  # a bug, not bad input (that has its own messages): a message here, the traceback in the log
             logging.getLogger("attnviz").exception("page %r failed", navigation.title)

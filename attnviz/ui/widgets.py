@@ -10,7 +10,7 @@ import numpy as np
 import streamlit as st
 
 from attnviz import api, escape
-from attnviz.analysis import view_options
+from attnviz.api import view_options
 from attnviz.figures.style import pooled_labels
 from attnviz.result import Attention, AttentionResult
 from attnviz.tokens import TokenAxis

@@ -8,12 +8,8 @@ import time
 import streamlit as st
 
 from attnviz import escape
-from attnviz.analysis import poll_answers
+from attnviz.api import ablation, class_database, class_records, poll_answers, runs
 from attnviz.figures import class_charts, interactive, snapshot
-from attnviz.interventions import ablation
-from attnviz.interventions.runs import can_intervene
-from attnviz.liveclass.database import DATABASE_ERRORS
-from attnviz.liveclass.records import POLL_FORMS, ClassNotFound, Poll, clean_code
 from attnviz.result import Attention, Results, head_index
 from attnviz.tokens import plain_labels
 from attnviz.ui import cache, controls, routes
@@ -58,10 +54,10 @@ def start_or_join() -> None:
         if typed and seat.store_error():
             st.error(seat.store_error())
         elif typed:
-            code = clean_code(typed)
+            code = class_records.clean_code(typed)
             try:
                 seat.store().get(code)
-            except ClassNotFound as err:
+            except class_records.ClassNotFound as err:
                 st.warning(escape.md(err))
             else:
                 st.switch_page(routes.page_path(""), query_params={seat.CLASS: code})
@@ -115,7 +111,7 @@ def room(here: Seat) -> None:
     questions go too)."""
     try:
         _room(here)
-    except DATABASE_ERRORS as err:
+    except class_database.DATABASE_ERRORS as err:
         seat.failed(err, st)
 
 
@@ -183,7 +179,8 @@ def ask(
     layer, head = min(layer, result.n_layers - 1), min(head, result.n_heads - 1)
     rows, cols = plain_labels(result.target_tokens), plain_labels(result.source_tokens)
     eng = cache.load_engine_or_stop(inputs.model, inputs.backend)
-    forms = [f for f in POLL_FORMS if f != "which head" or can_intervene(eng)]  # knocking heads out needs a decoder
+    decoder = runs.can_intervene(eng)  # knocking heads out needs a decoder
+    forms = [f for f in class_records.POLL_FORMS if f != "which head" or decoder]
     form = st.radio("Question", forms, horizontal=True, key="class.form", format_func=FORM_TEXT.get)
     query = key = 0
     mode = "zero"
@@ -265,7 +262,7 @@ def poll_status(here: Seat, poll_id: int) -> None:
     """How many have answered of those who may, refreshed every 2 s, and the Reveal button."""
     try:
         _poll_status(here, poll_id)
-    except DATABASE_ERRORS as err:
+    except class_database.DATABASE_ERRORS as err:
         seat.failed(err, st)
 
 
@@ -319,7 +316,7 @@ def student_view(here: Seat) -> None:
 
 
 @st.fragment
-def answering(here: Seat, poll: Poll) -> None:
+def answering(here: Seat, poll: class_records.Poll) -> None:
     """The answer to an open question: picking one and sending it rerun only this part of the page (a fragment), not
     the whole page: a whole class answers within seconds of the question, beside the followers still drawing it.
     The reveal comes with a whole run (the heartbeat sees it)."""
@@ -334,11 +331,11 @@ def answering(here: Seat, poll: Poll) -> None:
             answer_form(here, poll)
         else:
             st.success(f"Your answer: **{escape.md(mine)}**. Waiting for the teacher to reveal the class's answers.")
-    except DATABASE_ERRORS as err:
+    except class_database.DATABASE_ERRORS as err:
         seat.failed(err, st)
 
 
-def answer_form(here: Seat, poll: Poll) -> None:
+def answer_form(here: Seat, poll: class_records.Poll) -> None:
     """Pick a word or a kind of head, or type a number; one answer per poll."""
     answer: str | None
     if poll.form == "number":
@@ -352,7 +349,7 @@ def answer_form(here: Seat, poll: Poll) -> None:
     if sent and answer is not None:  # a disabled button's click cannot come from a browser, but a socket can send it
         try:
             kept = seat.store().answer(poll.id, here.student, answer)
-        except (ValueError, ClassNotFound) as err:
+        except (ValueError, class_records.ClassNotFound) as err:
             st.warning(escape.md(err))
             return
         if not kept:
@@ -362,7 +359,7 @@ def answer_form(here: Seat, poll: Poll) -> None:
         st.rerun(scope="fragment" if seat.fragment_run() else "app")
 
 
-def results(poll: Poll, inputs: Inputs, here: Seat) -> None:
+def results(poll: class_records.Poll, inputs: Inputs, here: Seat) -> None:
     """The class's answers beside the model's, the head's map, a one-file HTML snapshot, and for the teacher only
     the answers with names (CSV)."""
     view = poll.view

@@ -5,8 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from attnviz import api, escape
-from attnviz.analysis import head_stats
-from attnviz.corpus.measure import TIES
+from attnviz.api import corpus_measure, head_stats
 from attnviz.figures import corpus_charts, stat_charts
 from attnviz.result import head_name
 from attnviz.ui import cache, controls, state, widgets
@@ -89,7 +88,7 @@ def _examples(run: api.CorpusRun, stat: str, layer: int, head: int, texts) -> No
                     "and not only the extremes."
                 )
             else:
-                st.caption(f"The highest values over every query of the corpus; {TIES}.")
+                st.caption(f"The highest values over every query of the corpus; {corpus_measure.TIES}.")
             for i, row in enumerate(rows.itertuples()):
                 text = index.loc[(row.doc, row.window)]
                 tokens = list(text["tokens"])

@@ -8,9 +8,9 @@ from functools import partial
 import streamlit as st
 
 from attnviz import api, escape
+from attnviz.api import cost, head_models
 from attnviz.figures import interactive, lesson_charts
 from attnviz.figures.style import Style
-from attnviz.lessons import cost, head_models
 from attnviz.ui import cache, controls, state, widgets
 
 TASK_TEXT = {

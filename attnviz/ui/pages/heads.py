@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from attnviz import api, lazy
-from attnviz.analysis import view_options
+from attnviz.api import view_options
 from attnviz.figures import interactive, panel_maps
 from attnviz.figures.panel_maps import Panel
 from attnviz.result import AttentionResult

@@ -7,9 +7,8 @@ import numpy as np
 import streamlit as st
 
 from attnviz import api, escape
-from attnviz.analysis.head_stats import SHARE_THRESHOLD
+from attnviz.api import head_stats, induction_scores
 from attnviz.figures import interactive, lesson_charts, stat_charts
-from attnviz.interventions import induction_scores
 from attnviz.result import AttentionResult
 from attnviz.tokens import TokenAxis
 from attnviz.ui import cache, controls, state, widgets
@@ -185,7 +184,7 @@ def previous_section(run: induction_scores.Induction, prev: np.ndarray) -> None:
         (lay, h, prev[lay, h])
         for lay in range(prev.shape[0])
         for h in range(prev.shape[1])
-        if prev[lay, h] > SHARE_THRESHOLD
+        if prev[lay, h] > head_stats.SHARE_THRESHOLD
     ]
     above = (run.induction > induction_scores.THRESHOLD).nonzero().tolist()  # [[layer, head], ...]
     first_induction = min(layer for layer, _ in above) if above else None
@@ -196,7 +195,7 @@ def previous_section(run: induction_scores.Induction, prev: np.ndarray) -> None:
     text = (
         "In the mechanism Olsson et al. describe, an induction head reads which token came before each key from a "
         "**previous-token head** in an earlier layer (the Model overview's *previous-token* label: more than "
-        f"{SHARE_THRESHOLD:.0%} of its attention on the token before). On this sequence, "
+        f"{head_stats.SHARE_THRESHOLD:.0%} of its attention on the token before). On this sequence, "
     )
     if first_induction is None:
         text += f"the heads above that share: {listed(found)}."

@@ -7,9 +7,9 @@ from functools import partial
 import streamlit as st
 
 from attnviz import api, escape
+from attnviz.api import cost
 from attnviz.figures import interactive
 from attnviz.figures.style import Style
-from attnviz.lessons import cost
 from attnviz.tokens import TokenAxis, display_labels
 from attnviz.ui import cache, controls, state, widgets
 

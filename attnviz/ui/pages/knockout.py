@@ -7,10 +7,8 @@ import numpy as np
 import streamlit as st
 
 from attnviz import api, escape
-from attnviz.analysis.head_stats import NAMES as STAT_NAMES
+from attnviz.api import ablation, head_stats, patching, runs
 from attnviz.figures import interactive, lesson_charts, stat_charts
-from attnviz.interventions import ablation, patching
-from attnviz.interventions.runs import token_text
 from attnviz.result import AttentionResult, head_index, head_name
 from attnviz.ui import cache, controls, state, widgets
 from attnviz.ui.controls import Inputs
@@ -66,7 +64,7 @@ def _pick_heads(eng: api.InterveningEngine, inputs: Inputs) -> dict[int, list[in
         return heads
     a, b = st.columns(2)
     stat = a.selectbox(
-        "Statistic", ("prev", "first", "self", "entropy"), key="ko.stat", format_func=lambda s: STAT_NAMES[s]
+        "Statistic", ("prev", "first", "self", "entropy"), key="ko.stat", format_func=lambda s: head_stats.NAMES[s]
     )
     k = b.slider("k", 1, min(32, n_l * n_h), 5, key="ko.k")
     stats = cache.attention_or_stop(inputs.model, inputs.backend, inputs.text).main.stats()
@@ -88,7 +86,7 @@ def knockout_section(eng: api.InterveningEngine, inputs: Inputs) -> None:
     if len(ids) < 2 or not heads:
         st.info("Type a text of at least two tokens in the sidebar and pick at least one head.")
         return
-    words = [token_text(eng, i) for i in ids]
+    words = [runs.token_text(eng, i) for i in ids]
     position = st.select_slider(
         "Read the next token after",
         list(range(len(ids))),
@@ -157,13 +155,13 @@ def importance_section(eng: api.InterveningEngine, inputs: Inputs, mode: api.Mod
         "beside a statistic of where it looks",
         ("prev", "first", "entropy", "self"),
         key="ko.beside",
-        format_func=STAT_NAMES.get,
+        format_func=head_stats.NAMES.get,
     )
     c2.plotly_chart(
         stat_charts.stat_grid(
             stats[stat].numpy(),
             [[""] * values.shape[1]] * values.shape[0],
-            STAT_NAMES[stat],
+            head_stats.NAMES[stat],
             style=inputs.style,
             show_values=False,
         ),

@@ -8,9 +8,9 @@ from functools import partial
 import streamlit as st
 
 from attnviz import api, escape
+from attnviz.api import cost, kernels
 from attnviz.figures import export, interactive, lesson_charts
 from attnviz.figures.style import Style
-from attnviz.lessons import cost, kernels
 from attnviz.tokens import display_labels
 from attnviz.ui import cache, controls, state, widgets
 

@@ -5,11 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from attnviz import api, escape
-from attnviz.analysis import head_stats, rollout
+from attnviz.api import head_stats, induction_scores, rollout, runs
 from attnviz.figures import panel_maps, stat_charts
 from attnviz.figures.panel_maps import Panel
-from attnviz.interventions import induction_scores
-from attnviz.interventions.runs import can_intervene
 from attnviz.result import Attention, AttentionResult
 from attnviz.ui import cache, controls, state, widgets
 from attnviz.ui.controls import Inputs
@@ -25,7 +23,7 @@ def _induction(inputs: Inputs):
     """(L, H) induction scores for a decoder attnviz can run with hooks (the Induction heads page's default run);
     None for other models."""
     eng = cache.engine(inputs.model, inputs.backend)
-    if not can_intervene(eng):
+    if not runs.can_intervene(eng):
         return None
     with st.spinner(f"Scoring induction heads on {induction_scores.BATCH} repeated random sequences…"):
         return cache.get(api.induction_work(eng, INDUCTION_N, 0)).induction  # the Induction page's run

@@ -6,9 +6,9 @@ import numpy as np
 import streamlit as st
 
 from attnviz import api, escape
+from attnviz.api import encodings
 from attnviz.figures import export, interactive, lesson_charts
 from attnviz.figures.style import Style
-from attnviz.lessons import encodings
 from attnviz.ui import cache, controls, state, widgets
 from attnviz.ui.controls import Inputs
 

@@ -7,10 +7,7 @@ import re
 import streamlit as st
 
 from attnviz import api, escape
-from attnviz.analysis import pronoun_cases, pronoun_scores
-from attnviz.analysis.pronoun_cases import PronounCase
-from attnviz.analysis.pronoun_scores import CaseResult
-from attnviz.corpus import pronoun_files
+from attnviz.api import pronoun_cases, pronoun_files, pronoun_scores
 from attnviz.figures import stat_charts
 from attnviz.result import head_name
 from attnviz.ui import cache, controls, state
@@ -41,7 +38,7 @@ def _label(i: int) -> str:
     return f"{c.text}  →  {c.pronoun} = {c.answer}"
 
 
-def pick_case() -> tuple[PronounCase | None, int | None]:
+def pick_case() -> tuple[pronoun_cases.PronounCase | None, int | None]:
     """A built-in case (and its index) or one the person types; (None, None) while theirs is incomplete."""
     options = [*range(len(pronoun_cases.LESSON)), OWN]
     state.restore("pr.case", "case", 0, lambda v: v == OWN or v in range(len(pronoun_cases.LESSON)))
@@ -63,7 +60,7 @@ def pick_case() -> tuple[PronounCase | None, int | None]:
         return None, None
     answer = c.selectbox("Right answer", cands, key="pr.own_answer")
     try:
-        case = PronounCase(text, pron, tuple(cands), answer)
+        case = pronoun_cases.PronounCase(text, pron, tuple(cands), answer)
         pronoun_cases.locate(case)
     except ValueError as err:
         st.warning(escape.md(err))
@@ -71,7 +68,9 @@ def pick_case() -> tuple[PronounCase | None, int | None]:
     return case, None
 
 
-def score_or_stop(inputs: Inputs, case: PronounCase, method: pronoun_scores.Method = "vote") -> CaseResult:
+def score_or_stop(
+    inputs: Inputs, case: pronoun_cases.PronounCase, method: pronoun_scores.Method = "vote"
+) -> pronoun_scores.CaseResult:
     """The case scored on the cached attention of its text, or a message and the page stops."""
     results = cache.attention_or_stop(inputs.model, inputs.backend, case.text)
     try:
@@ -81,7 +80,7 @@ def score_or_stop(inputs: Inputs, case: PronounCase, method: pronoun_scores.Meth
         halt()
 
 
-def predict_then_reveal(case: PronounCase, res: CaseResult, key: str) -> bool:
+def predict_then_reveal(case: pronoun_cases.PronounCase, res: pronoun_scores.CaseResult, key: str) -> bool:
     """Ask for a guess first; reveal the heads' votes once one is made. True once revealed."""
     st.markdown(
         f"**Predict first.** {res.scores.shape[0] * res.scores.shape[1]} heads each look from "
@@ -109,7 +108,7 @@ def predict_then_reveal(case: PronounCase, res: CaseResult, key: str) -> bool:
     return revealed
 
 
-def draw_case(inputs: Inputs, case: PronounCase, res: CaseResult) -> None:
+def draw_case(inputs: Inputs, case: pronoun_cases.PronounCase, res: pronoun_scores.CaseResult) -> None:
     """Each head's attention on the right answer and its pick; the best heads; where the pronoun looks in the best."""
     share = res.scores[..., res.answer_index]  # (L, H)
     picks = pronoun_scores.head_picks(res.scores)
@@ -158,7 +157,9 @@ def draw_pair(inputs: Inputs, index: int) -> None:
     )
 
 
-def _benchmark(model: str, backend: api.Backend, cases: tuple[PronounCase, ...], method: pronoun_scores.Method):
+def _benchmark(
+    model: str, backend: api.Backend, cases: tuple[pronoun_cases.PronounCase, ...], method: pronoun_scores.Method
+):
     """Every case scored, kept by the cases themselves (a file uploaded again is not scored again) in the heavy
     memo; admitted as heavy work. Each case runs without the memo: 2,000 cases never push a class's sentences out.
     Leaving the page stops it (the next update of its bar ends the run)."""
@@ -174,7 +175,7 @@ def _benchmark(model: str, backend: api.Backend, cases: tuple[PronounCase, ...],
     return got
 
 
-def _read_upload(upload) -> list[PronounCase]:
+def _read_upload(upload) -> list[pronoun_cases.PronounCase]:
     """The cases of an uploaded file; a ValueError saying what is wrong with it."""
     data = upload.getvalue()
     if upload.name.lower().endswith(".xml"):

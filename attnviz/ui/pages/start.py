@@ -13,8 +13,7 @@ from __future__ import annotations
 import streamlit as st
 
 from attnviz import api, escape
-from attnviz.analysis import pronoun_cases, pronoun_scores
-from attnviz.analysis.pronoun_cases import PronounCase
+from attnviz.api import pronoun_cases, pronoun_scores
 from attnviz.figures import interactive, stat_charts
 from attnviz.result import Attention
 from attnviz.ui import cache, controls, routes, state
@@ -33,7 +32,7 @@ STEPS = {
 QUESTION_OPTIONS = 4  # words offered in step 6: the row's heaviest, in the sentence's order
 
 
-def _result(inputs: Inputs, case: PronounCase) -> tuple[Attention, bool]:
+def _result(inputs: Inputs, case: pronoun_cases.PronounCase) -> tuple[Attention, bool]:
     """The case's attention on the sidebar's model, or on BERT where that model does not read it as one text; and
     whether it fell back."""
     results = cache.attention_or_stop(inputs.model, inputs.backend, case.text)
@@ -55,7 +54,7 @@ def moving_head(tired, wide) -> tuple[int, int]:
     return best // follows.shape[1], best % follows.shape[1]
 
 
-def pronoun_at(result: Attention, case: PronounCase) -> int:
+def pronoun_at(result: Attention, case: pronoun_cases.PronounCase) -> int:
     """The pronoun's row (its first piece) in the result's tokens."""
     return pronoun_cases.pronoun_piece(result.source, pronoun_cases.locate(case).pronoun)
 
@@ -76,20 +75,20 @@ def row_outlined(result: Attention, layer: int, head: int, row: int, inputs: Inp
     )
 
 
-def shares(result: Attention, case: PronounCase, layer: int, head: int) -> dict[str, float]:
+def shares(result: Attention, case: pronoun_cases.PronounCase, layer: int, head: int) -> dict[str, float]:
     """What the pronoun gives each candidate in one head (the largest over the candidate's pieces, as the
     Pronoun page's vote reads it)."""
     s = pronoun_scores.scores(result, case, "vote")[layer, head]
     return {c.strip(): float(v) for c, v in zip(case.candidates, s, strict=True)}
 
 
-def _bars(result: Attention, case: PronounCase, layer: int, head: int, inputs: Inputs, key: str) -> None:
+def _bars(result: Attention, case: pronoun_cases.PronounCase, layer: int, head: int, inputs: Inputs, key: str) -> None:
     row = pronoun_scores.pronoun_row(result, case, layer, head).numpy()
     title = f"Where “{case.pronoun}” looks: layer {layer + 1}, head {head + 1}"
     st.plotly_chart(stat_charts.bars(row, result.source_tokens, title, style=inputs.style), key=key)
 
 
-def question(result: Attention, case: PronounCase, layer: int, head: int) -> tuple[list[int], int]:
+def question(result: Attention, case: pronoun_cases.PronounCase, layer: int, head: int) -> tuple[list[int], int]:
     """Step 6's question on one head: the QUESTION_OPTIONS keys the pronoun's row weighs most, in the sentence's
     order, and the right answer (the heaviest; ties: the first)."""
     row = pronoun_scores.pronoun_row(result, case, layer, head)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from attnviz.liveclass.database import DATABASE_ERRORS
+from attnviz.api import class_database
 from attnviz.ui import state
 from attnviz.ui.room import panel, seat
 
@@ -28,7 +28,7 @@ def page_run(url_path: str, sidebar: Callable[[seat.Seat | None], None], page: C
         here = seat.seat()
         if here is not None:
             seat.follow(here, url_path)
-    except DATABASE_ERRORS as err:  # the class database failed: the class is a message, the app goes on
+    except class_database.DATABASE_ERRORS as err:  # the class database failed: the class is a message, the app goes on
         here = None
         seat.failed(err)
     st.session_state["class.seat"] = here
@@ -36,15 +36,15 @@ def page_run(url_path: str, sidebar: Callable[[seat.Seat | None], None], page: C
     if here is not None:
         try:
             panel.sidebar_panel(here)
-        except DATABASE_ERRORS as err:
+        except class_database.DATABASE_ERRORS as err:
             seat.failed(err)
         panel.exploring_banner(here)  # a student exploring alone: said above the page, the way back beside it
     try:
         page()
-    except DATABASE_ERRORS as err:
+    except class_database.DATABASE_ERRORS as err:
         seat.failed(err, st)
     try:  # the run's URL state is written for everyone; a teacher's becomes the class's view
         seat.publish(here, url_path, state.publish(url_path), state.shown_head())
-    except DATABASE_ERRORS as err:
+    except class_database.DATABASE_ERRORS as err:
         seat.failed(err)
     seat.drawn(here)  # the end of a student's whole run: what it drew, in the URL (a heartbeat checks it got there)

@@ -10,7 +10,7 @@ import time
 import streamlit as st
 
 from attnviz import escape
-from attnviz.liveclass import reach
+from attnviz.api import class_database, reach
 from attnviz.ui.room import seat
 from attnviz.ui.room.seat import Seat
 
@@ -99,7 +99,7 @@ def _rejoin(here: Seat) -> None:
     st.session_state.pop("class.version", None)  # the teacher's view at once, read afresh
     try:
         seat.store().set_following(here.code, here.student, True)
-    except seat.DATABASE_ERRORS as err:
+    except class_database.DATABASE_ERRORS as err:
         seat.failed(err)
     seat.forget(here.code)
 

@@ -14,8 +14,7 @@ import time
 
 import streamlit as st
 
-from attnviz.liveclass.records import Moment
-from attnviz.liveclass.store import Store
+from attnviz.api import class_records, class_store
 
 MOMENTS_KEPT = 256  # classes whose shared read a server keeps
 RUN_READ = "class.run_read"  # (code, Moment): this whole run's read of its class, shared by the seat, follow and panel
@@ -24,17 +23,17 @@ READ_WAIT = 5.0  # seconds a run waits for another's read of its class before ma
 
 
 @functools.cache  # one per process (a plain cache: no session can clear it)
-def store() -> Store:
+def store() -> class_store.Store:
     """The one store of this server (ATTNVIZ_DB)."""
-    return Store()
+    return class_store.Store()
 
 
-_moments: dict[str, tuple[float, Moment]] = {}
+_moments: dict[str, tuple[float, class_records.Moment]] = {}
 _reads: dict[str, threading.Event] = {}  # a class's read in flight: a run that needs the class meanwhile waits for it
 _moments_lock = threading.Lock()
 
 
-def moment(code: str) -> Moment | None:
+def moment(code: str) -> class_records.Moment | None:
     """The class, its newest poll and its removed students (Store.moment), read at most once per PULSE_SHARED seconds
     for all its followers on this server: 250 heartbeats a second cost the database about 20 reads, and a change is
     seen at most 0.05 s later. One read at a time: the runs a teacher's change wakes at once wait for the first one's
@@ -73,7 +72,7 @@ def moment(code: str) -> Moment | None:
     return value
 
 
-def run_moment(code: str) -> Moment | None:
+def run_moment(code: str) -> class_records.Moment | None:
     """The class as this whole run read it first (`moment`, once): the seat, follow and the panel agree on one read,
     and a follower's run costs the server's shared read once, not three times. The heartbeat reads `moment` itself."""
     kept = st.session_state.get(RUN_READ)

@@ -33,10 +33,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
 
 from attnviz import escape
-from attnviz.liveclass import reach
-from attnviz.liveclass.database import DATABASE_ERRORS, error_line
-from attnviz.liveclass.records import REMOVED, ClassInfo, ClassNotFound, Moment, NotAdmitted, clean_code
-from attnviz.liveclass.records import links as store_links
+from attnviz.api import class_database, class_records, reach
 from attnviz.ui import controls, routes, state
 from attnviz.ui.room.reads import RUN_READ, forget, moment, run_moment, store
 
@@ -79,7 +76,7 @@ def base_url() -> str:
 
 def links(code: str, secret: str | None = None) -> dict[str, str]:
     """The student link and, given the secret, the teacher link, on this server's address."""
-    return store_links(base_url(), code, secret)
+    return class_records.links(base_url(), code, secret)
 
 
 STORE_FAILED = (
@@ -96,14 +93,14 @@ def store_error() -> str | None:
     """None when the class database opens, else a message saying what to do."""
     try:
         store()
-    except DATABASE_ERRORS as err:
-        return STORE_FAILED.format(err=escape.md(error_line(err)))
+    except class_database.DATABASE_ERRORS as err:
+        return STORE_FAILED.format(err=escape.md(class_database.error_line(err)))
     return None
 
 
 def failed(err: Exception, where=None) -> None:
     """A class database failure as the app's message (in the sidebar unless `where` says)."""
-    (where or st.sidebar).error(CLASS_FAILED.format(err=escape.md(error_line(err))))
+    (where or st.sidebar).error(CLASS_FAILED.format(err=escape.md(class_database.error_line(err))))
 
 
 def seat() -> Seat | None:
@@ -116,7 +113,7 @@ def seat() -> Seat | None:
     if failed:
         st.sidebar.warning(failed)
         return None
-    code = clean_code(raw) if raw is not None else st.session_state.get("class.code", "")
+    code = class_records.clean_code(raw) if raw is not None else st.session_state.get("class.code", "")
     if raw is not None and code != st.session_state.get("class.code"):
         for key in [k for k in st.session_state if str(k).startswith("class.")]:
             del st.session_state[key]  # another class: a new seat
@@ -128,7 +125,7 @@ def seat() -> Seat | None:
         return None
     now = run_moment(code)
     if now is None:
-        st.sidebar.warning(escape.md(ClassNotFound.message(code)))
+        st.sidebar.warning(escape.md(class_records.ClassNotFound.message(code)))
         st.session_state.pop("class.code", None)
         return None
     given = st.query_params.get(TEACHER)
@@ -150,8 +147,8 @@ def seat() -> Seat | None:
         if st.session_state.get("class.student") != student:
             store().join(code, student)
         elif student in now.removed:
-            raise NotAdmitted(REMOVED)
-    except NotAdmitted as err:
+            raise class_records.NotAdmitted(class_records.REMOVED)
+    except class_records.NotAdmitted as err:
         st.sidebar.warning(escape.md(err))
         st.session_state.pop("class.code", None)
         st.session_state.pop("class.student", None)
@@ -284,7 +281,7 @@ def _poll_mark(poll_id: int | None, revealed: bool) -> list | None:
     return [poll_id, bool(revealed)] if poll_id is not None else None
 
 
-def _take(here: Seat, info: ClassInfo, page_url: str) -> None:
+def _take(here: Seat, info: class_records.ClassInfo, page_url: str) -> None:
     """This student's page takes the class's view: its URL state, and its page (a switch ends this run)."""
     st.session_state["class.version"] = info.version
     if not info.view:
@@ -341,7 +338,7 @@ def publish(here: Seat | None, page_url: str, params: dict[str, str], head: tupl
         wake(here.code)
 
 
-def tick_seconds(now: Moment | None) -> float:
+def tick_seconds(now: class_records.Moment | None) -> float:
     """How often a follower's page asks the store: slowly when the class's view was published from this server (its
     teacher's runs wake the page), at TICK_SECONDS when from another replica or not yet known."""
     return NET_SECONDS if now is not None and now.info.view.get("server") == SERVER else TICK_SECONDS
@@ -351,7 +348,7 @@ def _heartbeat() -> None:
     """A student's heartbeat: a newer view (while following), a new poll or a reveal reruns the whole page."""
     try:
         _beat()
-    except DATABASE_ERRORS as err:
+    except class_database.DATABASE_ERRORS as err:
         failed(err, st)
 
 
