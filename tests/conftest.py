@@ -68,21 +68,27 @@ SLOW_PARAMS = {"postgresql"}
 
 
 # The files that take longest in a full run (the time of each test, summed by file, in a fresh clone's run of
-# 2026-11-27), longest first: collected first, so that the two workers of `make test` start on them and the many short
+# a70971c, 2026-11-27), longest first: collected first, so that the two workers of `make test` start on them and the many short
 # files fill in after (in collection order one worker ran alone at the end of a run: one server and one Chromium for
 # about 5 minutes). Every other file keeps its place after.
 LONGEST_FIRST = (
+    "test_browser_after_clicks.py",
     "test_browser_class.py",
     "test_browser_readable.py",
-    "test_browser_after_clicks.py",
-    "test_browser_views.py",
-    "test_serving.py",
     "test_package.py",
-    "test_examples.py",
-    "test_browser_pages.py",
+    "test_browser_views.py",
+    "test_run.py",
+    "test_app.py",
+    "test_serving.py",
     "test_lazy.py",
+    "test_browser_pages.py",
+    "test_examples.py",
     "test_protocol.py",
+    "test_bad_input.py",
+    "test_gemma3.py",
     "test_cli.py",
+    "test_heads.py",
+    "test_readme_tables.py",
     "test_browser_hub.py",
 )
 
