@@ -67,10 +67,10 @@ SLOW_FIXTURES = {"postgres", "smollm2_hf", "smollm2_eager", "smollm2_scratch", "
 SLOW_PARAMS = {"postgresql"}
 
 
-# The files that take longest in a full run (the time of each test, summed by file, in a fresh clone's run of
-# a70971c, 2026-11-27), longest first: collected first, so that the two workers of `make test` start on them and the many short
-# files fill in after (in collection order one worker ran alone at the end of a run: one server and one Chromium for
-# about 5 minutes). Every other file keeps its place after.
+# The files that take longest in a full run (the time of each test, summed by file, in a fresh clone's run of a70971c,
+# 2026-11-27), longest first: collected first, so that the four workers of `make test` start on them and the many
+# short files fill in after (in collection order one worker ran alone at the end of a run: one server and one Chromium
+# for about 5 minutes). Every other file keeps its place after.
 LONGEST_FIRST = (
     "test_browser_after_clicks.py",
     "test_browser_class.py",

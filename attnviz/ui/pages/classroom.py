@@ -288,13 +288,15 @@ WARM_CSS = "<style>.st-key-class-warm { display: none; }</style>"
 
 
 def warm_charts() -> None:
-    """An empty chart, hidden: a student's browser loads and compiles plotly.js here, while the join screen waits,
-    not when the teacher's first map arrives. A student who joined on the Class page had drawn no chart yet, and the
-    first map after it took 2 s for one follower in Chromium (0.3 s for the next) and 5-6 s for four on two cores
-    (bench/class_browser.py)."""
+    """An empty chart and an empty table, hidden: a student's browser loads and compiles plotly.js and the table's
+    code here, while the join screen waits, not when the teacher's first map or first table arrives. A student who
+    joined on the Class page had drawn no chart yet, and the first map after it took 2 s for one follower in Chromium
+    (0.3 s for the next) and 5-6 s for four on two cores (bench/class_browser.py); the first table (the Model
+    overview's) loads 1.6 MB of the browser's code, 0.87 s against 0.47-0.63 s for the next visits with one tab."""
     with st.container(key="class-warm"):
         st.markdown(WARM_CSS, unsafe_allow_html=True)
         st.plotly_chart(interactive.empty_figure(), key="class.warm", config={"staticPlot": True}, theme=None)
+        st.dataframe({"": []}, key="class.warm_table")
 
 
 def student_view(here: Seat) -> None:

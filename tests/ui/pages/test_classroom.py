@@ -633,13 +633,15 @@ def test_a_follower_of_a_teacher_on_this_server_beats_slowly_and_of_one_on_anoth
 def test_a_student_on_the_class_page_has_the_chart_library_loaded_before_the_first_map(db):
     """A student who joins while the teacher shows the join screen (the Class page) had drawn no chart, and their
     browser loaded plotly.js when the teacher's first map arrived (2 s of one follower's first change in Chromium,
-    5-6 s for four on two cores). The student's Class page draws one empty chart, hidden, so that it loads there; the
-    teacher's page, with charts of its own, has none."""
+    5-6 s for four on two cores). The student's Class page draws one empty chart and one empty table, hidden, so that
+    their code loads there; the teacher's page, with charts of its own, has none."""
     from attnviz.ui.pages.classroom import WARM_CSS
 
     at, _, _ = _following(db, {"page": "classroom", "params": {}}, "w")
     warm = [c for c in at.get("plotly_chart") if c.proto.id and "class.warm" in c.proto.id]
     assert len(warm) == 1 and json.loads(warm[0].proto.spec)["data"] == []
+    tables = [t for t in at.dataframe if t.value.empty]  # the table's code too (1.6 MB of it)
+    assert len(tables) == 1 and tables[0].value.empty
     assert any(WARM_CSS in m.value for m in at.markdown)
     teacher = _page()
     teacher.button(key="class.start").click().run()
