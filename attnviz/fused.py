@@ -24,6 +24,7 @@ from types import ModuleType
 import torch
 from torch import Tensor
 
+from attnviz import cpu_kernel
 from attnviz.blocks import key_columns
 from attnviz.tokens import TokenAxis
 
@@ -43,17 +44,21 @@ def kernel() -> ModuleType | None:
     return _kernel
 
 
+def _interpreted() -> bool:
+    """Triton's kernel on CPU tensors under its interpreter: ATTNVIZ_FUSED=1 with TRITON_INTERPRET=1 (set before
+    Triton's first import): the tests' way to check the GPU kernel's arithmetic; far too slow for use."""
+    return os.environ.get("ATTNVIZ_FUSED", "") == "1" and os.environ.get("TRITON_INTERPRET") == "1"
+
+
 def available(device: torch.device) -> bool:
-    """Whether the fused pass runs for tensors on `device`: on a CUDA device where Triton imports. ATTNVIZ_FUSED=0
-    turns it off (the plain path, blocks.BlockPass, everywhere); ATTNVIZ_FUSED=1 also runs it on CPU tensors when
-    Triton's interpreter was chosen (TRITON_INTERPRET=1 before Triton's first import: the tests' way to check its
-    arithmetic; far too slow for use)."""
-    wanted = os.environ.get("ATTNVIZ_FUSED", "")
-    if wanted == "0":
+    """Whether the fused pass runs for tensors on `device`: on a CUDA device where Triton imports; on the CPU where
+    attnviz/cpu_stats.c compiles (attnviz.cpu_kernel), or Triton's interpreter was chosen (`_interpreted`).
+    ATTNVIZ_FUSED=0 turns it off (the plain path, blocks.BlockPass, everywhere)."""
+    if os.environ.get("ATTNVIZ_FUSED", "") == "0":
         return False
-    if device.type != "cuda" and not (wanted == "1" and os.environ.get("TRITON_INTERPRET") == "1"):
-        return False
-    return kernel() is not None
+    if device.type == "cuda" or _interpreted():
+        return kernel() is not None
+    return device.type == "cpu" and cpu_kernel.load() is not None
 
 
 def key_codes(axis: TokenAxis, excluded: Tensor, kind: str) -> Tensor:
@@ -106,13 +111,18 @@ def layer_stats(
     """One layer's rows through the fused kernel: {statistic: (H, N)} for every blocks.STATS name and "lse" (each
     row's normaliser). Adds the column sums to `received` (H, N) and the pooled cells to each (sums (H, P, P), f)
     of `pools` (float32, on q's device)."""
-    run = kernel()
-    if run is None:
-        raise RuntimeError(f"the fused statistics kernel is not available here ({_kernel_error})")
     if precision not in PRECISIONS:
         raise ValueError(f"precision is one of {', '.join(PRECISIONS)}, not {precision!r}")
     q, k = q.contiguous(), k.contiguous()
     n = q.shape[1]
+    if q.device.type == "cpu" and not _interpreted():  # products in float32 on the CPU, whatever `precision` asks
+        rows = cpu_kernel.layer_pass(
+            q, k, codes, scale=scale, causal=causal, window=window, sinks=sinks, pools=pools, received=received
+        )
+        return _with_neighbours(dict(zip(cpu_kernel.ROW_STATS, rows, strict=True)), q, k, scale, n, causal, window)
+    run = kernel()
+    if run is None:
+        raise RuntimeError(f"the fused statistics kernel is not available here ({_kernel_error})")
     rows = run.layer_pass(
         q,
         k,
@@ -126,6 +136,11 @@ def layer_stats(
         precision=PRECISIONS[precision],
     )
     out = dict(zip(run.ROW_STATS, rows, strict=True))
+    return _with_neighbours(out, q, k, scale, n, causal, window, precision)
+
+
+def _with_neighbours(out: dict[str, Tensor], q, k, scale, n, causal, window, precision="exact") -> dict[str, Tensor]:
+    """The rows' statistics with the previous-, next- and same-position shares added (`neighbours`)."""
     prev, nxt, same = neighbours(q, k, out["lse"], scale, n, causal, window, precision)
     out.update(prev=prev, next=nxt, self=same)
     return out

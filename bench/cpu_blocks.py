@@ -4,8 +4,11 @@ One SmolLM2 forward pass at N tokens keeps its queries and keys (as the app's lo
 --layers layers, each timed on the same blocks (lazy.LazyAttention._blocks: whole key-head groups x up to 256 rows
 within 16 MB):
 
-- plain: LazyAttention.analyse, the path the CPU runs today (blocks.BlockPass: the row normalisers, every statistic,
-  the two pooled maps and the attention received, each its own PyTorch operation over the block);
+- plain: LazyAttention.analyse with ATTNVIZ_FUSED=0, the path the CPU ran before its kernel and runs where none
+  builds (blocks.BlockPass: the row normalisers, every statistic, the two pooled maps and the attention received,
+  each its own PyTorch operation over the block);
+- C kernel: LazyAttention.analyse as the app runs it on this CPU (attnviz/cpu_stats.c: each block's scores from one
+  product, then three sweeps a row in the cache; its build, or its load where the cache holds it, is timed apart);
 - scores: the blocks' scaled, masked QK^T alone (the one product the analysis cannot skip);
 - fused (inductor): the scores, then one function compiled by torch.compile (inductor's C++ backend) that takes a
   block's scores to its normalisers, entropy, the five key-column sums, confidence, column sums and both pooled
@@ -81,10 +84,22 @@ def main() -> None:
     floor_forward = (long_inputs.flops(config, n) - 2 * dh * pairs * heads * config.num_hidden_layers) / (speed * 1e9)
     floor_layer = 2 * dh * pairs * heads / (speed * 1e9)  # the statistics' QK^T of one layer
 
-    part = LazyAttention(lazy.q[:layers], lazy.k[:layers], lazy.source, lazy.source, "causal", "probe", "cpu", 0)
+    from attnviz import cpu_kernel
+
+    def analysed() -> tuple[LazyAttention, float]:
+        one = LazyAttention(lazy.q[:layers], lazy.k[:layers], lazy.source, lazy.source, "causal", "probe", "cpu", 0)
+        start = time.perf_counter()
+        one.analyse()
+        return one, (time.perf_counter() - start) / layers
+
+    os.environ["ATTNVIZ_FUSED"] = "0"
+    part, plain = analysed()
+    del os.environ["ATTNVIZ_FUSED"]
     start = time.perf_counter()
-    part.analyse()
-    plain = (time.perf_counter() - start) / layers
+    if cpu_kernel.load() is None:
+        raise SystemExit(f"the CPU kernel does not build here: {cpu_kernel.error()}")
+    build = time.perf_counter() - start
+    _, kernel = analysed()
 
     blocks = list(part._blocks())
     start = time.perf_counter()
@@ -113,8 +128,10 @@ def main() -> None:
         f"| {n:,} | {speed:.0f} | {forward:.2f} s ({forward / floor_forward:.1f}x) | {plain * 1000:.0f} ms "
         f"({plain / floor_layer:.1f}x) | {scores * 1000:.0f} ms ({scores / floor_layer:.1f}x) | "
         f"{fused_s * 1000:.0f} ms ({fused_s / floor_layer:.1f}x) | {compile_s:.1f} s | "
+        f"{kernel * 1000:.0f} ms ({kernel / floor_layer:.1f}x) | {build:.1f} s | "
         f"{(forward + n_l * plain) / (floor_forward + n_l * floor_layer):.2f}x / "
-        f"{(forward + n_l * fused_s) / (floor_forward + n_l * floor_layer):.2f}x |"
+        f"{(forward + n_l * fused_s) / (floor_forward + n_l * floor_layer):.2f}x / "
+        f"{(forward + n_l * kernel) / (floor_forward + n_l * floor_layer):.2f}x |"
     )
 
 

@@ -1,28 +1,37 @@
-"""The fused statistics pass (attnviz/fused.py, attnviz/stats_kernel.py) equals the plain one within 1e-5.
+"""The fused statistics pass (attnviz/fused.py) equals the plain one within 1e-5, in both its kernels: Triton's
+(attnviz/stats_kernel.py, a GPU's) and the CPU's (attnviz/cpu_stats.c through attnviz/cpu_kernel.py).
 
 On a machine without CUDA the Triton kernel runs on CPU tensors under Triton's interpreter (TRITON_INTERPRET=1, set
-by tests/conftest.py before Triton is first imported): that checks its arithmetic, masks and atomics, not its speed.
-On a CUDA machine (scripts/gpu-check.sh) the same tests run the compiled kernel on the GPU.
+by tests/conftest.py before Triton is first imported, with ATTNVIZ_FUSED=1): that checks its arithmetic, masks and
+atomics, not its speed. On a CUDA machine (scripts/gpu-check.sh) the same tests run the compiled kernel on the GPU.
+The CPU kernel is compiled here by the machine's C compiler and run on CPU tensors everywhere (`ENGINES`: "c").
 
 The reference is the plain path (blocks.BlockPass through LazyAttention with ATTNVIZ_FUSED=0), itself held equal to
 every-weight attention by tests/test_lazy.py, and, for what only the kernel has (sliding windows, sinks), weights
 computed densely here.
 """
 
+import importlib.util
 import math
 import os
+import subprocess
+import sys
 
 import pytest
 import torch
+from conftest import ROOT
 
-from attnviz import fused
+from attnviz import cpu_kernel, fused
 from attnviz.blocks import block_sums, key_columns, row_values
 from attnviz.lazy import LazyAttention
 from attnviz.tokens import NO_SPAN, TokenAxis
 
-pytest.importorskip("triton")
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 TOL = 1e-5
+needs_triton = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="Triton is not installed")
+needs_cc = pytest.mark.skipif(cpu_kernel.load() is None, reason=f"the CPU kernel does not build: {cpu_kernel.error()}")
+# the fused pass's two kernels: Triton's (compiled on a GPU, interpreted on a CPU) and the CPU's C kernel
+ENGINES = [pytest.param("triton", marks=needs_triton), pytest.param("c", marks=needs_cc)]
 
 
 def _axis(n: int, special_ends: bool = True) -> TokenAxis:
@@ -41,10 +50,14 @@ def _qk(n_l: int, n_h: int, n_kv: int, n: int, dh: int, seed: int = 0) -> tuple[
     return q.to(DEVICE), k.to(DEVICE)
 
 
-def _analysed(q, k, axis, kind, sides, on: bool, precision: str = "exact", windows=(), **kw) -> LazyAttention:
+def _analysed(q, k, axis, kind, sides, on, precision: str = "exact", windows=(), **kw) -> LazyAttention:
+    """Analysed by the plain path (on=False), Triton's kernel (True or "triton") or the CPU's ("c": CPU tensors)."""
+    if on == "c":
+        q, k = q.cpu(), k.cpu()
+        kw = {key: v.cpu() if isinstance(v, torch.Tensor) else v for key, v in kw.items()}
     lazy = LazyAttention(q, k, axis, axis, kind, "test", precision=precision, windows=windows, **kw)
     old = os.environ.get("ATTNVIZ_FUSED")
-    os.environ["ATTNVIZ_FUSED"] = "1" if on else "0"
+    os.environ["ATTNVIZ_FUSED"] = {False: "0", True: "1", "triton": "1", "c": ""}[on]
     try:
         lazy.analyse(sides)
     finally:
@@ -58,13 +71,14 @@ def _assert_equal(a: LazyAttention, b: LazyAttention, sides) -> None:
         pb, fb, _ = b.pooled(side)
         assert fa == fb
         assert abs(pa - pb).max() < TOL, side
-    assert (a.received() - b.received()).abs().max() < TOL
-    assert (a.lse() - b.lse()).abs().max() < TOL
+    assert (a.received().cpu() - b.received().cpu()).abs().max() < TOL
+    assert (a.lse().cpu() - b.lse().cpu()).abs().max() < TOL
     sa, sb = a.stats(), b.stats()
     assert set(sa) == set(sb)
     for key in sb:
         scale = sb[key].abs().clamp_min(1) if key in ("distance", "entropy") else 1
-        assert ((sa[key] - sb[key]).abs() / scale).max() < TOL, key
+        assert ((sa[key].cpu() - sb[key].cpu()).abs() / scale).max() < TOL, key
+        assert torch.equal(sa[key].cpu().isnan(), sb[key].cpu().isnan()), key
 
 
 @pytest.mark.parametrize(
@@ -76,12 +90,13 @@ def _assert_equal(a: LazyAttention, b: LazyAttention, sides) -> None:
         ("causal", 200, 2, (4, 1), 16, (96,), (70, 0)),  # Gemma 3's way: a window, then a full layer; one key head
     ],
 )
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
-def test_the_fused_pass_equals_the_plain_one(kind, n, layers, heads, dh, sides, windows):
+def test_the_fused_pass_equals_the_plain_one(engine, kind, n, layers, heads, dh, sides, windows):
     q, k = _qk(layers, heads[0], heads[1], n, dh)
     axis = _axis(n)
     plain = _analysed(q, k, axis, kind, sides, on=False, windows=windows)
-    fast = _analysed(q, k, axis, kind, sides, on=True, windows=windows)
+    fast = _analysed(q, k, axis, kind, sides, on=engine, windows=windows)
     _assert_equal(fast, plain, sides)
     st = fast.stats()
     if kind == "causal":  # a decoder has no [CLS]: its special first token is the sink, in the first token's share
@@ -91,8 +106,9 @@ def test_the_fused_pass_equals_the_plain_one(kind, n, layers, heads, dh, sides, 
     assert st["sep"].max() > 0 and st["punct"].max() > 0 and st["confidence"].min() > 0
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.slow  # about 2 s under the interpreter
-def test_sinks_and_a_scale_per_layer_give_the_plain_pass_s_sums():
+def test_sinks_and_a_scale_per_layer_give_the_plain_pass_s_sums(engine):
     """gpt-oss's learned sinks (each row's weights over the tokens sum to less than 1; entropy over the tokens) and
     GPT-2's scale per layer, through the kernel and through the plain blocks: the same statistics, maps and sums."""
     q, k = _qk(2, 4, 2, 160, 16)
@@ -100,13 +116,14 @@ def test_sinks_and_a_scale_per_layer_give_the_plain_pass_s_sums():
     extra = {"sink_logits": torch.tensor([[0.5, 3.0, -1.0, 6.0], [2.0, 0.0, 4.0, 1.0]], device=DEVICE),
              "scales": (0.25, 0.125)}  # fmt: skip
     plain = _analysed(q, k, axis, "causal", (96,), on=False, windows=(40, 0), **extra)
-    fast = _analysed(q, k, axis, "causal", (96,), on=True, windows=(40, 0), **extra)
+    fast = _analysed(q, k, axis, "causal", (96,), on=engine, windows=(40, 0), **extra)
     _assert_equal(fast, plain, (96,))
     mass = plain.received().sum(-1)  # (L, H): the mean row's weight over the tokens, the sink taking the rest
     assert mass.max() < 0.999 and mass.min() < 0.5
 
 
 @pytest.mark.parametrize("tile", ["128,64,8,2", "64,128,4,3"])
+@needs_triton
 @pytest.mark.slow  # about 5 s each under the interpreter
 def test_every_tile_shape_gives_the_same_sums(tile, monkeypatch):
     """The tiles a row block sees unmasked (inside the diagonal and the window), the pooling by rows' sums when a cell
@@ -121,22 +138,35 @@ def test_every_tile_shape_gives_the_same_sums(tile, monkeypatch):
         _assert_equal(fast, plain, sides)
 
 
-def test_the_fused_pass_runs_where_it_should():
+def test_the_fused_pass_runs_where_it_should(monkeypatch):
+    """On a GPU where Triton imports; on a CPU where the C kernel builds (this machine has a C compiler; the
+    Dockerfile's python:3.11-slim image has none, and there the plain path runs); nowhere with ATTNVIZ_FUSED=0."""
+    monkeypatch.delenv("ATTNVIZ_FUSED", raising=False)
     if DEVICE == "cuda":
         assert fused.available(torch.device("cuda"))  # the default on a GPU
-    assert not fused.available(torch.device("cpu"))  # the plain path on a CPU, interpreter or not
-    for wanted, runs in (("0", False), ("1", True)):
-        os.environ["ATTNVIZ_FUSED"] = wanted
-        try:
-            assert fused.available(torch.device(DEVICE)) == runs
-        finally:
-            del os.environ["ATTNVIZ_FUSED"]
+    assert fused.available(torch.device("cpu")) == (cpu_kernel.load() is not None)
+    monkeypatch.setenv("ATTNVIZ_FUSED", "0")
+    assert not fused.available(torch.device("cpu")) and not fused.available(torch.device(DEVICE))
     with pytest.raises(ValueError, match="precision is one of"):
         q, k = _qk(1, 1, 1, 20, 16)
         fused.layer_stats(
             q[0], k[0], torch.zeros(20, dtype=torch.int32), scale=0.25, causal=True, pools=(),
             received=torch.zeros(1, 20, device=DEVICE), precision="fp8",
         )  # fmt: skip
+
+
+@pytest.mark.slow  # a fresh Python importing torch
+def test_without_a_compiler_the_cpu_takes_the_plain_path_and_says_why(tmp_path):
+    """Where no C compiler runs (a slim container), the kernel does not build, `error` says why, and a long text's
+    statistics come from the plain path, the same values."""
+    code = (
+        "import torch; from attnviz import cpu_kernel, fused; "
+        "print(cpu_kernel.load() is None, fused.available(torch.device('cpu')), cpu_kernel.error())"
+    )
+    env = {**os.environ, "CC": str(tmp_path / "no-such-cc"), "ATTNVIZ_CACHE_DIR": str(tmp_path), "ATTNVIZ_FUSED": ""}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    missing, available, why = out.stdout.strip().split(" ", 2)
+    assert (missing, available) == ("True", "False") and "no-such-cc" in why
 
 
 def _dense(q, k, scale, window, sinks):
@@ -152,28 +182,35 @@ def _dense(q, k, scale, window, sinks):
     return torch.exp(s - lse[..., None]), lse
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize(("window", "sink"), [(9, False), (0, True), (70, True)])
-def test_windows_and_sinks_equal_dense_weights(window, sink):
+def test_windows_and_sinks_equal_dense_weights(engine, window, sink, monkeypatch):
     n, dh = 140, 16
     q, k = _qk(1, 4, 2, n, dh, seed=3)
     q, k = q[0], k[0]
+    if engine == "c":
+        q, k = q.cpu(), k.cpu()
+        monkeypatch.delenv("ATTNVIZ_FUSED", raising=False)
+    else:
+        monkeypatch.setenv("ATTNVIZ_FUSED", "1")  # Triton's interpreter on a CPU
+    device = q.device
     scale = dh**-0.5
-    sinks = torch.tensor([0.5, 3.0, -1.0, 6.0], device=DEVICE) if sink else None
+    sinks = torch.tensor([0.5, 3.0, -1.0, 6.0], device=device) if sink else None
     w, lse = _dense(q, k, scale, window, sinks)
     axis = _axis(n)
     keys_excluded = torch.zeros(n, dtype=torch.bool)
     keys_excluded[-1] = True
     f = 5
     side = math.ceil(n / f)
-    pool = torch.zeros(4, side, side, device=DEVICE)
-    received = torch.zeros(4, n, device=DEVICE)
+    pool = torch.zeros(4, side, side, device=device)
+    received = torch.zeros(4, n, device=device)
     rows = fused.layer_stats(
         q, k, fused.key_codes(axis, keys_excluded, "causal"), scale=scale, causal=True, pools=((pool, f),),
         received=received, window=window, sinks=sinks,
     )  # fmt: skip
     assert (rows["lse"] - lse).abs().max() < TOL
-    keys = key_columns(axis, "causal").to(DEVICE)
-    ref = row_values(w, None, 0.0, keys, keys_excluded.to(DEVICE), n, 0, "self")
+    keys = key_columns(axis, "causal").to(device)
+    ref = row_values(w, None, 0.0, keys, keys_excluded.to(device), n, 0, "self")
     for name, value in ref.items():
         scale_of = value.abs().clamp_min(1) if name in ("distance", "entropy") else 1
         diff = ((rows[name] - value).abs() / scale_of).nan_to_num(0.0)
@@ -188,6 +225,7 @@ def test_windows_and_sinks_equal_dense_weights(window, sink):
         assert mass[3] < mass[2] and (mass < 1).all()
 
 
+@needs_triton
 @pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_fast_precision_rounds_only_the_products_inputs():
     """tf32 and bf16 round the products' inputs; sums stay float32. bf16 equals the plain pass on inputs rounded the

@@ -126,7 +126,7 @@ def test_design_md_s_layout_names_every_module_the_one_file_map():
 
 # --- the floors of the house (DESIGN.md, "Floors"), measured on the package's own imports ---
 
-CORE = ("result", "lazy", "blocks", "fused", "stats_kernel", "tokens", "escape", "memo")
+CORE = ("result", "lazy", "blocks", "fused", "stats_kernel", "cpu_kernel", "tokens", "escape", "memo")
 
 
 def _module_name(f):
@@ -364,6 +364,7 @@ TESTED_ELSEWHERE = {
     "cli/training.py": "lessons/test_head_models.py (train-heads, eval-heads), engines/test_seq2seq.py",
     "blocks.py": "test_lazy.py: every statistic streamed in blocks equals the one of the whole tensor",
     "stats_kernel.py": "test_fused.py (the kernel, compiled on CUDA or under Triton's interpreter, against BlockPass)",
+    "cpu_kernel.py": "test_fused.py (the CPU's kernel, compiled here, against BlockPass and dense weights)",
     "corpus/models.py": "corpus/test_run.py (the manifest's model and revision)",
     "corpus/on_ray.py": "corpus/test_run.py (a run on Ray writes the embedded run's rows)",
     "corpus/tables.py": "corpus/test_run.py (the heads, examples and texts tables read back)",

@@ -103,6 +103,7 @@ def test_the_wheel_installs_and_serves_the_app_from_any_folder(tmp_path):
     ).stdout
     assert str(venv) in where and str(ROOT) not in where  # the installed copy, not the repository's
     assert (own / "attnviz" / "py.typed").is_file()  # a user's type checker reads attnviz's annotations
+    assert (own / "attnviz" / "cpu_stats.c").is_file()  # the CPU's statistics kernel, compiled where it runs
 
     port = free_port()
     log = open(tmp_path / "serve.log", "w")  # noqa: SIM115 - closed below

@@ -1,0 +1,170 @@
+"""The fused statistics pass on the CPU (issue 53): attnviz/cpu_stats.c, compiled on this machine, run block by block.
+
+Each block of query rows (a key head's group of query heads x up to BLOCK_ROWS rows) gets its scores from one matrix
+product (PyTorch's BLAS, as the plain path's), and cpu_stats.c's `block_pass` takes them to every row statistic,
+the column sums and the pooled cells in three sweeps over each row while it sits in the cache: no weight is written
+anywhere but over the block's own scores. attnviz/fused.py calls `layer_pass` with stats_kernel.layer_pass's
+arguments and gets the same (8, H, N) rows.
+
+The C file is compiled the first time a process asks (`load`) with the machine's C compiler (`cc`, or $CC) into
+$ATTNVIZ_CACHE_DIR/kernels (default ~/.cache/attnviz/kernels), named by the source's and the machine's hash, so a
+later process loads it in milliseconds. Where no compiler runs (the container image has none), `load` returns None
+and the plain path (blocks.BlockPass) runs, as before.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+SOURCE = Path(__file__).with_name("cpu_stats.c")
+FLAGS = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared")
+BLOCK_ROWS = 128  # rows a block: a key head's group x 128 rows x N keys of scores (12 MB at 8,192 tokens, 3 heads)
+ROW_STATS = ("entropy", "distance", "cls", "sep", "punct", "first", "confidence", "lse")
+FLAG_BITS = (1, 2, 4, 8)  # cls, sep, punct, first: attnviz/fused.key_codes
+EXCLUDED = 16
+_lock = threading.Lock()
+_library: ctypes.CDLL | None = None
+_error: str | None = None
+
+
+def _machine() -> str:
+    """What the compiled file depends on besides its source: the processor's name and features (-march=native)."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+        lines = [x for x in info.splitlines() if x.startswith(("model name", "flags"))][:2]
+    except OSError:
+        lines = []
+    return "|".join([platform.machine(), platform.system(), *lines])
+
+
+def _target() -> Path:
+    digest = hashlib.sha256(SOURCE.read_bytes() + " ".join(FLAGS).encode() + _machine().encode()).hexdigest()[:16]
+    root = Path(os.environ.get("ATTNVIZ_CACHE_DIR") or Path.home() / ".cache" / "attnviz").expanduser()
+    return root / "kernels" / f"cpu_stats-{digest}.so"
+
+
+def _compile(target: Path) -> None:
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        raise RuntimeError("no C compiler (cc) on this machine")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        built = Path(tmp) / target.name
+        run = subprocess.run(
+            [compiler, *FLAGS, "-o", str(built), str(SOURCE), "-lm"], capture_output=True, text=True, timeout=120
+        )
+        if run.returncode != 0:
+            raise RuntimeError(f"{compiler} failed: {run.stderr.strip()[-500:]}")
+        os.replace(built, target)  # whole, or not there: a second process never loads half a file
+
+
+def load() -> ctypes.CDLL | None:
+    """cpu_stats.c compiled for this machine and loaded, once a process; None (and `error()` says why) where it does
+    not compile or load. ATTNVIZ_CPU_KERNEL=0 turns it off."""
+    global _library, _error
+    with _lock:
+        if _library is None and _error is None:
+            if os.environ.get("ATTNVIZ_CPU_KERNEL", "") == "0":
+                _error = "turned off (ATTNVIZ_CPU_KERNEL=0)"
+                return None
+            try:
+                target = _target()
+                if not target.exists():
+                    _compile(target)
+                library = ctypes.CDLL(str(target))
+                library.block_pass.restype = None
+                _library = library
+            except Exception as e:  # no compiler, a compiler error, a file that does not load
+                _error = f"{type(e).__name__}: {e}"
+    return _library
+
+
+def error() -> str | None:
+    """Why `load` returned None (None while it has not been asked, or where it loaded)."""
+    return _error
+
+
+def _pointer(t: Tensor | None) -> ctypes.c_void_p:
+    return ctypes.c_void_p(t.data_ptr() if t is not None else None)
+
+
+def _flagged(codes: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The keys of each flag (cls, sep, punct, first) as one int32 list, with each flag's offset and count."""
+    lists = [torch.nonzero(codes & bit).flatten().to(torch.int32) for bit in FLAG_BITS]
+    counts = torch.tensor([len(x) for x in lists], dtype=torch.int32)
+    offsets = torch.cumsum(torch.cat([torch.zeros(1, dtype=torch.int32), counts[:-1]]), 0).to(torch.int32)
+    return torch.cat(lists).contiguous(), offsets, counts
+
+
+def layer_pass(
+    q: Tensor,
+    k: Tensor,
+    codes: Tensor,
+    *,
+    scale: float,
+    causal: bool,
+    window: int = 0,
+    sinks: Tensor | None = None,
+    pools: tuple[tuple[Tensor, int], ...] = (),
+    received: Tensor,
+) -> Tensor:
+    """One layer: q (H, N, Dh), k (H_kv, N, Dh), contiguous float32 CPU tensors; codes (N,) int32. Adds the column
+    sums to `received` (H, N) and each pooled map's cells to its (H, P, P) sums (at most two (sums, f) pairs);
+    returns (8, H, N): ROW_STATS of each row, as stats_kernel.layer_pass."""
+    library = load()
+    if library is None:
+        raise RuntimeError(f"the CPU statistics kernel is not available here ({_error})")
+    if len(pools) > 2:
+        raise ValueError("the fused pass pools at most two sizes at once")
+    n_h, n, _ = q.shape
+    n_kv = k.shape[0]
+    group = n_h // n_kv
+    out = torch.zeros(len(ROW_STATS), n_h, n, dtype=torch.float32)
+    penalty = torch.where((codes & EXCLUDED) != 0, float("-inf"), 0.0).float().contiguous()
+    flagged, offsets, counts = _flagged(codes)
+    sink_logits = None if sinks is None else sinks.float().contiguous()
+    p1 = pools[0] if pools else (None, 1)
+    p2 = pools[1] if len(pools) > 1 else (None, 1)
+    threads = torch.get_num_threads()
+    qs = q * scale
+    buffer = torch.empty(group * min(n, BLOCK_ROWS) * n, dtype=torch.float32)  # one block's scores, reused
+    for kv in range(n_kv):
+        heads = slice(kv * group, (kv + 1) * group)
+        for row0 in range(0, n, BLOCK_ROWS):
+            rows = slice(row0, min(n, row0 + BLOCK_ROWS))
+            hi = rows.stop if causal else n
+            lo = max(0, row0 - window + 1) if window else 0
+            scores = buffer[: group * (rows.stop - row0) * (hi - lo)].view(group, rows.stop - row0, hi - lo)
+            torch.matmul(qs[heads, rows], k[kv, lo:hi].T, out=scores)  # (g, r, Dh) @ (Dh, c) -> (g, r, c)
+            library.block_pass(
+                _pointer(scores),
+                *(ctypes.c_int(x) for x in (group, rows.stop - row0, hi - lo, heads.start, row0, lo, n, n_h)),
+                ctypes.c_int(int(causal)),
+                ctypes.c_int(int(window)),
+                _pointer(penalty),
+                _pointer(flagged),
+                _pointer(offsets),
+                _pointer(counts),
+                _pointer(sink_logits),
+                _pointer(out),
+                _pointer(received),
+                _pointer(p1[0]),
+                ctypes.c_int(p1[1]),
+                ctypes.c_int(p1[0].shape[-1] if p1[0] is not None else 0),
+                _pointer(p2[0]),
+                ctypes.c_int(p2[1]),
+                ctypes.c_int(p2[0].shape[-1] if p2[0] is not None else 0),
+                ctypes.c_int(threads),
+            )
+    return out
