@@ -99,12 +99,21 @@ def _pointer(t: Tensor | None) -> ctypes.c_void_p:
     return ctypes.c_void_p(t.data_ptr() if t is not None else None)
 
 
-def _flagged(codes: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """The keys of each flag (cls, sep, punct, first) as one int32 list, with each flag's offset and count."""
-    lists = [torch.nonzero(codes & bit).flatten().to(torch.int32) for bit in FLAG_BITS]
-    counts = torch.tensor([len(x) for x in lists], dtype=torch.int32)
-    offsets = torch.cumsum(torch.cat([torch.zeros(1, dtype=torch.int32), counts[:-1]]), 0).to(torch.int32)
-    return torch.cat(lists).contiguous(), offsets, counts
+DENSE = 64  # a flag on more keys than this is summed by a product with its mask, not key by key
+
+
+def _flagged(codes: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The keys of each flag (cls, sep, punct, first): one int32 list of the sparse flags' keys with each flag's offset
+    and count (-1: a dense flag), and (4, N) float masks, 1.0 on a dense flag's keys."""
+    flags = [(codes & bit) != 0 for bit in FLAG_BITS]
+    lists = [torch.nonzero(f).flatten().to(torch.int32) for f in flags]
+    dense = [len(x) > DENSE for x in lists]
+    lists = [x[:0] if d else x for x, d in zip(lists, dense, strict=True)]
+    counts = torch.tensor([-1 if d else len(x) for x, d in zip(lists, dense, strict=True)], dtype=torch.int32)
+    sizes = torch.tensor([len(x) for x in lists], dtype=torch.int32)
+    offsets = torch.cumsum(torch.cat([torch.zeros(1, dtype=torch.int32), sizes[:-1]]), 0).to(torch.int32)
+    masks = torch.stack([f.float() if d else torch.zeros(len(codes)) for f, d in zip(flags, dense, strict=True)])
+    return torch.cat(lists).contiguous(), offsets, counts, masks.contiguous()
 
 
 def layer_pass(
@@ -132,7 +141,7 @@ def layer_pass(
     group = n_h // n_kv
     out = torch.zeros(len(ROW_STATS), n_h, n, dtype=torch.float32)
     penalty = torch.where((codes & EXCLUDED) != 0, float("-inf"), 0.0).float().contiguous()
-    flagged, offsets, counts = _flagged(codes)
+    flagged, offsets, counts, masks = _flagged(codes)
     sink_logits = None if sinks is None else sinks.float().contiguous()
     p1 = pools[0] if pools else (None, 1)
     p2 = pools[1] if len(pools) > 1 else (None, 1)
@@ -156,6 +165,7 @@ def layer_pass(
                 _pointer(flagged),
                 _pointer(offsets),
                 _pointer(counts),
+                _pointer(masks),
                 _pointer(sink_logits),
                 _pointer(out),
                 _pointer(received),

@@ -46,18 +46,23 @@ static inline float exp_le0(float x) {
  * keys col0 .. col0 + c - 1, only read (each row's e, then p, go to a buffer of the thread's). Writes out (8, H, n) at those heads and rows; adds to received (H, n)
  * and to the pooled sums pool1 (H, side1, side1) of f1 x f1 tokens and pool2 (H, side2, side2) (NULL: none).
  * `penalty` (n): 0, or -inf for a key confidence may not take; `flagged` lists the keys of each flag (cls, sep,
- * punct, first: counts[k] indices from flagged + offsets[k]). sinks (H): each head's sink logit, or NULL. */
+ * punct, first: counts[k] indices from flagged + offsets[k]) where it is sparse; `masks` (4, n) holds 1.0 on a flag's
+ * keys where counts[k] < 0 (a dense flag, punctuation mostly: summed in one vectorised product with the row's e).
+ * sinks (H): each head's sink logit, or NULL. */
 void block_pass(const float *scores, int g, int r, int c, int h0, int row0, int col0, int n, int n_heads, int causal,
                 int window, const float *penalty, const int32_t *flagged, const int32_t *offsets,
-                const int32_t *counts, const float *sinks, float *out, float *received, float *pool1, int f1,
+                const int32_t *counts, const float *masks, const float *sinks, float *out, float *received, float *pool1, int f1,
                 int side1, float *pool2, int f2, int side2, int threads) {
     const int64_t plane = (int64_t)n_heads * n;
 #pragma omp parallel num_threads(threads)
     {
         float *rec = calloc((size_t)g * c, sizeof(float));
         float *e_row = malloc((size_t)c * sizeof(float)); /* one row's e, then p: in the cache, the scores untouched */
-        float *bins1 = pool1 ? calloc((size_t)g * side1 * side1, sizeof(float)) : NULL;
-        float *bins2 = pool2 ? calloc((size_t)g * side2 * side2, sizeof(float)) : NULL;
+        /* the pooled cells of the block's own row bins only: rows row0 .. row0 + r - 1 fall in bins rb0 .. */
+        int rb1 = pool1 ? row0 / f1 : 0, nrb1 = pool1 ? (row0 + r - 1) / f1 - rb1 + 1 : 0;
+        int rb2 = pool2 ? row0 / f2 : 0, nrb2 = pool2 ? (row0 + r - 1) / f2 - rb2 + 1 : 0;
+        float *bins1 = pool1 ? calloc((size_t)g * nrb1 * side1, sizeof(float)) : NULL;
+        float *bins2 = pool2 ? calloc((size_t)g * nrb2 * side2, sizeof(float)) : NULL;
 #pragma omp for schedule(dynamic, 8)
         for (int t = 0; t < g * r; t++) {
             int hh = t / r, ri = t % r, h = h0 + hh, i = row0 + ri;
@@ -103,6 +108,18 @@ void block_pass(const float *scores, int g, int r, int c, int h0, int row0, int 
             if (sinks) z += exp((double)sink - m);
             double shares[4] = {0.0, 0.0, 0.0, 0.0};
             for (int k = 0; k < 4; k++) {
+                if (counts[k] < 0) { /* a dense flag: a product with its mask */
+                    const float *mask = masks + (int64_t)k * n + col0;
+                    float part = 0.0f;
+                    for (int j0 = a; j0 < b; j0 += chunk) {
+                        int j1 = j0 + chunk < b ? j0 + chunk : b;
+                        part = 0.0f;
+#pragma omp simd reduction(+ : part)
+                        for (int j = j0; j < j1; j++) part += e_row[j] * mask[j];
+                        shares[k] += part;
+                    }
+                    continue;
+                }
                 const int32_t *keys = flagged + offsets[k];
                 for (int q = 0; q < counts[k]; q++) {
                     int j = keys[q] - col0;
@@ -125,12 +142,12 @@ void block_pass(const float *scores, int g, int r, int c, int h0, int row0, int 
                 rc[j] += e_row[j];
             }
             float *pools[2] = {bins1, bins2};
-            int fs[2] = {f1, f2}, sides[2] = {side1, side2};
+            int fs[2] = {f1, f2}, sides[2] = {side1, side2}, rbs[2] = {rb1, rb2}, nrbs[2] = {nrb1, nrb2};
             for (int k = 0; k < 2; k++) {
                 if (!pools[k]) continue;
                 int f = fs[k], side = sides[k], rb = i / f;
                 if (rb >= side) continue;
-                float *cell = pools[k] + ((int64_t)hh * side + rb) * side;
+                float *cell = pools[k] + ((int64_t)hh * nrbs[k] + rb - rbs[k]) * side;
                 for (int j0 = a; j0 < b;) {
                     int cb = (col0 + j0) / f;
                     int j1 = (cb + 1) * f - col0;
@@ -151,14 +168,15 @@ void block_pass(const float *scores, int g, int r, int c, int h0, int row0, int 
                 for (int j = 0; j < c; j++) dst[j] += src[j];
             }
             float *pools[2] = {bins1, bins2}, *sums[2] = {pool1, pool2};
-            int sides[2] = {side1, side2};
+            int sides[2] = {side1, side2}, rbs[2] = {rb1, rb2}, nrbs[2] = {nrb1, nrb2};
             for (int k = 0; k < 2; k++) {
                 if (!pools[k]) continue;
-                int64_t cells = (int64_t)sides[k] * sides[k];
+                int side = sides[k], rows = nrbs[k];
+                if (rbs[k] + rows > side) rows = side - rbs[k]; /* bins past the map's side hold nothing */
                 for (int hh = 0; hh < g; hh++) {
-                    float *dst = sums[k] + (int64_t)(h0 + hh) * cells;
-                    const float *src = pools[k] + (int64_t)hh * cells;
-                    for (int64_t q = 0; q < cells; q++) dst[q] += src[q];
+                    float *dst = sums[k] + ((int64_t)(h0 + hh) * side + rbs[k]) * side;
+                    const float *src = pools[k] + (int64_t)hh * nrbs[k] * side;
+                    for (int64_t q = 0; q < (int64_t)rows * side; q++) dst[q] += src[q];
                 }
             }
         }
