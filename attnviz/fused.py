@@ -18,6 +18,7 @@ float32 sums; the tensor cores): bench/long_inputs.py --precision measures their
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 from types import ModuleType
 
@@ -31,6 +32,7 @@ from attnviz.tokens import TokenAxis
 PRECISIONS = {"exact": "ieee", "tf32x3": "tf32x3", "tf32": "tf32", "bf16": "bf16"}
 _kernel: ModuleType | None = None
 _kernel_error: str | None = None
+_failed: str | None = None  # a fused kernel raised at run time (`failed`): the plain path from then on
 
 
 def kernel() -> ModuleType | None:
@@ -44,6 +46,15 @@ def kernel() -> ModuleType | None:
     return _kernel
 
 
+def failed(error: Exception) -> None:
+    """A fused kernel raised where `available` said it runs (Triton's first launch finds no C compiler, a driver too
+    old): said in the log once, and the plain path runs from now on in this process (lazy.LazyAttention._analyse
+    redoes the layer pass that way)."""
+    global _failed
+    _failed = f"{type(error).__name__}: {error}"
+    logging.getLogger(__name__).warning("the fused statistics pass failed, the plain path runs instead: %s", error)
+
+
 def _interpreted() -> bool:
     """Triton's kernel on CPU tensors under its interpreter: ATTNVIZ_FUSED=1 with TRITON_INTERPRET=1 (set before
     Triton's first import): the tests' way to check the GPU kernel's arithmetic; far too slow for use."""
@@ -54,7 +65,7 @@ def available(device: torch.device) -> bool:
     """Whether the fused pass runs for tensors on `device`: on a CUDA device where Triton imports; on the CPU where
     attnviz/cpu_stats.c compiles (attnviz.cpu_kernel), or Triton's interpreter was chosen (`_interpreted`).
     ATTNVIZ_FUSED=0 turns it off (the plain path, blocks.BlockPass, everywhere)."""
-    if os.environ.get("ATTNVIZ_FUSED", "") == "0":
+    if os.environ.get("ATTNVIZ_FUSED", "") == "0" or _failed is not None:
         return False
     if device.type == "cuda" or _interpreted():
         return kernel() is not None

@@ -402,18 +402,29 @@ class LazyAttention:
 
     def _analyse(self, max_sides: tuple[int, ...], confidence_excludes: str, progress: Progress | None) -> None:
         n, n_l, n_h = self.n_tokens, self.n_layers, self.n_heads
-        blocks = BlockPass(
-            n_l,
-            n_h,
-            self.source,
-            self.kind,
-            factors=tuple(pool_factor(n, m) for m in max_sides),
-            confidence_excludes=confidence_excludes,
-            device=self.q.device,
-        )
+
+        def fresh() -> BlockPass:
+            return BlockPass(
+                n_l,
+                n_h,
+                self.source,
+                self.kind,
+                factors=tuple(pool_factor(n, m) for m in max_sides),
+                confidence_excludes=confidence_excludes,
+                device=self.q.device,
+            )
+
+        blocks = fresh()
         lse = torch.empty(n_l, n_h, n, dtype=torch.float32, device=self.q.device)
         if fused.available(self.q.device) and not self.softcap:  # the kernel has no soft-capping
-            self._fused(blocks, lse, progress)
+            try:
+                self._fused(blocks, lse, progress)
+            except torch.OutOfMemoryError:
+                raise
+            except Exception as e:  # a kernel that imported but does not run here (Triton finding no C compiler)
+                fused.failed(e)  # the plain path from now on, in this process; the log says why
+                blocks = fresh()
+                self._plain(blocks, lse, progress)
         else:
             self._plain(blocks, lse, progress)
         for i, m in enumerate(max_sides):

@@ -252,3 +252,24 @@ def test_a_fast_precision_rounds_only_the_products_inputs():
     finally:
         del os.environ["ATTNVIZ_FUSED"]
     _assert_equal(bf16, rounded, (96,))
+
+
+@needs_cc
+def test_a_kernel_that_fails_at_run_time_leaves_the_plain_path_s_values(monkeypatch, caplog):
+    """A kernel that imports but raises when it runs (Triton's first launch on a host with no C compiler, as the
+    Dockerfile's slim image is): the layer pass is redone by the plain path, the log says why once, and the process
+    takes the plain path from then on."""
+    monkeypatch.setattr(fused, "_failed", None)
+    monkeypatch.delenv("ATTNVIZ_FUSED", raising=False)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("Failed to find C compiler")
+
+    monkeypatch.setattr(cpu_kernel, "layer_pass", broken)
+    q, k = _qk(2, 4, 2, 150, 16)
+    axis = _axis(150)
+    plain = _analysed(q, k, axis, "causal", (96,), on=False)
+    fell_back = _analysed(q, k, axis, "causal", (96,), on="c")
+    _assert_equal(fell_back, plain, (96,))
+    assert not fused.available(torch.device("cpu"))
+    assert "Failed to find C compiler" in caplog.text
