@@ -146,7 +146,7 @@ def layer_pass(
     p1 = pools[0] if pools else (None, 1)
     p2 = pools[1] if len(pools) > 1 else (None, 1)
     threads = torch.get_num_threads()
-    qs = q * scale
+    qs, k = q.float() * scale, k.float().contiguous()  # float32 products, whatever the forward pass kept
     buffer = torch.empty(group * min(n, BLOCK_ROWS) * n, dtype=torch.float32)  # one block's scores, reused
     for kv in range(n_kv):
         heads = slice(kv * group, (kv + 1) * group)
