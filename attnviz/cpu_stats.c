@@ -43,16 +43,17 @@ static inline float exp_le0(float x) {
 }
 
 /* One block: `scores` (g, r, c) are the scaled scores of query heads h0 .. h0 + g - 1, rows row0 .. row0 + r - 1,
- * keys col0 .. col0 + c - 1, only read (each row's e, then p, go to a buffer of the thread's). Writes out (8, H, n) at those heads and rows; adds to received (H, n)
+ * keys col0 .. col0 + c - 1, only read (each row's e, then p, go to a buffer of the thread's) unless `write`: then
+ * each row's weights replace its scores (0 on the keys it does not see), for the caller's product P @ V. Writes out (8, H, n) at those heads and rows; adds to received (H, n)
  * and to the pooled sums pool1 (H, side1, side1) of f1 x f1 tokens and pool2 (H, side2, side2) (NULL: none).
  * `penalty` (n): 0, or -inf for a key confidence may not take; `flagged` lists the keys of each flag (cls, sep,
  * punct, first: counts[k] indices from flagged + offsets[k]) where it is sparse; `masks` (4, n) holds 1.0 on a flag's
  * keys where counts[k] < 0 (a dense flag, punctuation mostly: summed in one vectorised product with the row's e).
  * sinks (H): each head's sink logit, or NULL. */
-void block_pass(const float *scores, int g, int r, int c, int h0, int row0, int col0, int n, int n_heads, int causal,
+void block_pass(float *scores, int g, int r, int c, int h0, int row0, int col0, int n, int n_heads, int causal,
                 int window, const float *penalty, const int32_t *flagged, const int32_t *offsets,
                 const int32_t *counts, const float *masks, const float *sinks, float *out, float *received, float *pool1, int f1,
-                int side1, float *pool2, int f2, int side2, int threads) {
+                int side1, float *pool2, int f2, int side2, int threads, int write) {
     const int64_t plane = (int64_t)n_heads * n;
 #pragma omp parallel num_threads(threads)
     {
@@ -66,7 +67,7 @@ void block_pass(const float *scores, int g, int r, int c, int h0, int row0, int 
 #pragma omp for schedule(dynamic, 8)
         for (int t = 0; t < g * r; t++) {
             int hh = t / r, ri = t % r, h = h0 + hh, i = row0 + ri;
-            const float *s = scores + ((int64_t)hh * r + ri) * c;
+            float *s = scores + ((int64_t)hh * r + ri) * c;
             int lo = 0, hi = n - 1; /* the keys row i sees, as positions */
             if (causal) hi = i;
             if (window > 0 && i - window + 1 > lo) lo = i - window + 1;
@@ -136,10 +137,22 @@ void block_pass(const float *scores, int g, int r, int c, int h0, int row0, int 
             /* 3. the weights, into the column sums and the pooled cells */
             float inv = (float)(1.0 / z);
             float *rc = rec + (int64_t)hh * c;
+            if (write) { /* the row's weights over its scores, 0 where it does not look: the block's P for P @ V */
+                memset(s, 0, (size_t)a * sizeof(float));
+                memset(s + b, 0, (size_t)(c - b) * sizeof(float));
 #pragma omp simd
-            for (int j = a; j < b; j++) {
-                e_row[j] *= inv;
-                rc[j] += e_row[j];
+                for (int j = a; j < b; j++) {
+                    float p = e_row[j] * inv;
+                    e_row[j] = p;
+                    rc[j] += p;
+                    s[j] = p;
+                }
+            } else {
+#pragma omp simd
+                for (int j = a; j < b; j++) {
+                    e_row[j] *= inv;
+                    rc[j] += e_row[j];
+                }
             }
             float *pools[2] = {bins1, bins2};
             int fs[2] = {f1, f2}, sides[2] = {side1, side2}, rbs[2] = {rb1, rb2}, nrbs[2] = {nrb1, nrb2};

@@ -150,6 +150,35 @@ def layer_stats(
     return _with_neighbours(out, q, k, scale, n, causal, window, precision)
 
 
+def in_forward(device: torch.device) -> bool:
+    """Whether a long text's forward pass can compute its statistics too (`attend_stats`): on the CPU, where the C
+    kernel runs and Triton's interpreter was not chosen (the tests' way to hold Triton's kernel to the plain path)."""
+    return device.type == "cpu" and not _interpreted() and available(device)
+
+
+def attend_stats(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    codes: Tensor,
+    *,
+    scale: float,
+    causal: bool,
+    pools: tuple[tuple[Tensor, int], ...],
+    received: Tensor,
+    window: int = 0,
+    sinks: Tensor | None = None,
+) -> tuple[dict[str, Tensor], Tensor]:
+    """A layer's attention output and its statistics together, on the CPU (cpu_kernel.attend_pass): `layer_stats`'
+    {statistic: (H, N)} and z (H, N, Dv), from one product of the scores; q (H, N, Dh), k and v (H_kv, N, D)."""
+    q, k = q.float().contiguous(), k.float().contiguous()
+    rows, z = cpu_kernel.attend_pass(
+        q, k, v, codes, scale=scale, causal=causal, window=window, sinks=sinks, pools=pools, received=received
+    )
+    out = dict(zip(cpu_kernel.ROW_STATS, rows, strict=True))
+    return _with_neighbours(out, q, k, scale, q.shape[1], causal, window), z
+
+
 def _with_neighbours(out: dict[str, Tensor], q, k, scale, n, causal, window, precision="exact") -> dict[str, Tensor]:
     """The rows' statistics with the previous-, next- and same-position shares added (`neighbours`)."""
     prev, nxt, same = neighbours(q, k, out["lse"], scale, n, causal, window, precision)

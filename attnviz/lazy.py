@@ -427,6 +427,10 @@ class LazyAttention:
                 self._plain(blocks, lse, progress)
         else:
             self._plain(blocks, lse, progress)
+        self._keep(blocks, lse, max_sides, confidence_excludes)
+
+    def _keep(self, blocks: BlockPass, lse: Tensor, max_sides: tuple[int, ...], confidence_excludes: str) -> None:
+        """A whole pass's results into the cache: the pooled maps, the row normalisers, the statistics, received."""
         for i, m in enumerate(max_sides):
             f = blocks.factors[i]
             self._cache[("pooled", m)] = (blocks.pooled(i), f, f)
@@ -434,17 +438,20 @@ class LazyAttention:
         self._cache[("stats", confidence_excludes)] = blocks.stats()
         self._cache["received"] = blocks.received()
 
+    def take(self, analysis: ForwardStats) -> None:
+        """The analysis its forward pass computed (ForwardStats), where it covered every layer: `analyse` with its
+        choices then finds everything cached; otherwise nothing changes (the pass runs when asked, as ever)."""
+        if analysis.complete(self.n_layers):
+            with self._lock:
+                self._keep(analysis.blocks, analysis.lse, analysis.max_sides, analysis.confidence_excludes)
+
     def _fused(self, blocks: BlockPass, lse: Tensor, progress: Progress | None) -> None:
         """Each layer in one kernel (attnviz.fused): the same sums as _plain, no weight written to memory."""
         n, n_h = self.n_tokens, self.n_heads
         device = self.q.device
         codes = fused.key_codes(self.source, blocks.excluded, self.kind)
         for layer in range(self.n_layers):
-            received = torch.zeros(n_h, n, dtype=torch.float32, device=device)
-            pools = tuple(
-                (torch.zeros(n_h, *sums.shape[-2:], dtype=torch.float32, device=device), f)
-                for sums, f in zip(blocks.pooled_sums, blocks.factors, strict=True)
-            )
+            received, pools = layer_sums(blocks, n_h, n, device)
             rows = fused.layer_stats(
                 self.q[layer],
                 self.k[layer],
@@ -496,6 +503,89 @@ class LazyAttention:
                 blocks.add(layer, rows, w, s, log_z, heads, col0=lo, mass=mass)
             if progress:
                 progress(layer + 1, n_l)
+
+
+def layer_sums(
+    blocks: BlockPass, n_heads: int, n: int, device: torch.device
+) -> tuple[Tensor, tuple[tuple[Tensor, int], ...]]:
+    """Zeroed sums for one layer of a fused pass: the column sums (H, N) and each pooled map's (sums (H, P, P), f)."""
+    received = torch.zeros(n_heads, n, dtype=torch.float32, device=device)
+    pools = tuple(
+        (torch.zeros(n_heads, *sums.shape[-2:], dtype=torch.float32, device=device), f)
+        for sums, f in zip(blocks.pooled_sums, blocks.factors, strict=True)
+    )
+    return received, pools
+
+
+class ForwardStats:
+    """A long text's analysis computed in its forward pass (issue 53), where attnviz's CPU kernel runs.
+
+    Given to the forward pass as `Hooks.stats`: each layer's attention (engines.scratch.attend) calls it with the
+    layer's q, k and v instead of torch's SDPA, and it computes the layer's output and every statistic, pooled cell
+    and column sum from one product of each block's scores (fused.attend_stats): the analysis's second QK^T, the
+    largest part of its time, is not needed. `LazyAttention.take` then holds the results as `analyse` would have
+    made them with the default choices (the pooled sides `max_sides`, confidence excluding the end token). It returns
+    None, and torch's kernel runs, wherever the kernel does not (a GPU, no C compiler, ATTNVIZ_FUSED=0, Triton's
+    interpreter, a batch of more than one), or once it has raised (`fused.failed`); a pass it did not cover whole
+    leaves the LazyAttention to its own analysis."""
+
+    def __init__(
+        self,
+        axis: TokenAxis,
+        kind: AttentionKind,
+        n_layers: int,
+        n_heads: int,
+        max_sides: tuple[int, ...] = (GRID_SIDE, THUMB_SIDE),
+        confidence_excludes: str = "end",
+    ) -> None:
+        n = len(axis)
+        self.max_sides, self.confidence_excludes, self.causal = max_sides, confidence_excludes, kind == "causal"
+        self.blocks = BlockPass(
+            n_layers,
+            n_heads,
+            axis,
+            kind,
+            factors=tuple(pool_factor(n, m) for m in max_sides),
+            confidence_excludes=confidence_excludes,
+            device=torch.device("cpu"),
+        )
+        self.codes = fused.key_codes(axis, self.blocks.excluded, kind)
+        self.lse = torch.empty(n_layers, n_heads, n, dtype=torch.float32)
+        self.layers: set[int] = set()
+
+    def complete(self, n_layers: int) -> bool:
+        """Whether every layer of the pass went through here."""
+        return self.layers == set(range(n_layers))
+
+    def __call__(
+        self, layer: int, q: Tensor, k: Tensor, v: Tensor, scale: float, window: int, sinks: Tensor | None
+    ) -> Tensor | None:
+        """q (1, H, N, Dh), k and v (1, H_kv, N, D) -> the layer's output (1, H, N, Dv), its statistics kept; None
+        where the kernel does not run (see the class)."""
+        n_h, n = self.lse.shape[1:]
+        if q.shape[0] != 1 or tuple(q.shape[1:3]) != (n_h, n) or not fused.in_forward(q.device):
+            return None
+        received, pools = layer_sums(self.blocks, n_h, n, q.device)
+        try:
+            rows, z = fused.attend_stats(
+                q[0],
+                k[0],
+                v[0],
+                self.codes,
+                scale=scale,
+                causal=self.causal,
+                pools=pools,
+                received=received,
+                window=window,
+                sinks=None if sinks is None else sinks.float(),
+            )
+        except Exception as e:  # a kernel that does not run here after all: torch's kernel, the analysis later
+            fused.failed(e)
+            return None
+        self.lse[layer] = rows["lse"]
+        self.blocks.add_rows(layer, rows, received, [sums for sums, _ in pools])
+        self.layers.add(layer)
+        return z[None].to(q.dtype)
 
 
 def of(results: Results, kind: str | None = None) -> LazyAttention:

@@ -11,11 +11,13 @@ every-weight attention by tests/test_lazy.py, and, for what only the kernel has 
 computed densely here.
 """
 
+import dataclasses
 import importlib.util
 import math
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 import torch
@@ -273,3 +275,71 @@ def test_a_kernel_that_fails_at_run_time_leaves_the_plain_path_s_values(monkeypa
     _assert_equal(fell_back, plain, (96,))
     assert not fused.available(torch.device("cpu"))
     assert "Failed to find C compiler" in caplog.text
+
+
+def _plain_copy(lazy: LazyAttention) -> LazyAttention:
+    """The same queries and keys with nothing cached: its own analysis runs when asked."""
+    return dataclasses.replace(lazy, _cache={}, _lock=threading.Lock())
+
+
+@needs_cc
+@pytest.mark.parametrize("backend", ["hf", "scratch"])
+def test_the_forward_pass_computes_the_analysis_on_the_cpu(tiny_long_llama_dir, backend, monkeypatch):
+    """Where the CPU kernel runs, a long text's forward pass computes the layer outputs and the whole analysis from one
+    product of each block's scores (lazy.ForwardStats): no SDPA is called, the analysis is there before anyone asks,
+    it equals the plain path's within 1e-5, and the model's output equals SDPA's pass."""
+    from torch.nn import functional
+
+    from attnviz.engines import registry
+    from attnviz.engines.hooks import Hooks
+    from attnviz.lazy import ForwardStats
+
+    monkeypatch.delenv("ATTNVIZ_FUSED", raising=False)
+    hf = registry.load(str(tiny_long_llama_dir), "hf", "cpu")
+    engine = hf if backend == "hf" else registry.scratch_engine(hf)
+    enc = engine.tokenizer.encode("The animal didn't cross the street because it was too tired. " * 40, 400)
+    assert len(enc.ids) == 400
+    real, calls = functional.scaled_dot_product_attention, []
+    monkeypatch.setattr(functional, "scaled_dot_product_attention", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    lazy = engine.lazy_run(enc)
+    assert not calls and lazy.has_stats() and "lse" in lazy._cache
+    monkeypatch.setenv("ATTNVIZ_FUSED", "0")  # the reference: the plain path over the same queries and keys
+    _assert_equal(lazy, _plain_copy(lazy), (96, 32))
+    monkeypatch.delenv("ATTNVIZ_FUSED")
+
+    def output(stats) -> torch.Tensor:
+        hooks = Hooks(fused=True, stats=stats)
+        out = engine.forward(enc, hooks)
+        return (out.logits if backend == "hf" else out[0]).float()
+
+    with_kernel = output(ForwardStats(enc.axis, "causal", engine.n_layers, engine.n_heads))
+    with_sdpa = output(None)
+    assert (with_kernel - with_sdpa).abs().max() < 1e-4 * with_sdpa.abs().max().clamp_min(1)
+
+
+@needs_cc
+def test_a_kernel_that_fails_in_the_forward_pass_leaves_sdpa_and_the_plain_path(
+    tiny_long_llama_dir, monkeypatch, caplog
+):
+    """The kernel raising inside the forward pass: that layer and the rest run SDPA, the log says why, and the
+    analysis is the plain path's, asked for later as before."""
+    from attnviz.engines import registry
+
+    monkeypatch.setattr(fused, "_failed", None)
+    monkeypatch.delenv("ATTNVIZ_FUSED", raising=False)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the kernel broke")
+
+    hf = registry.load(str(tiny_long_llama_dir), "hf", "cpu")
+    enc = hf.tokenizer.encode("The animal didn't cross the street because it was too tired. " * 40, 300)
+    monkeypatch.setenv("ATTNVIZ_FUSED", "0")
+    reference = hf.lazy_run(enc)  # SDPA's forward pass, the plain path's analysis
+    reference.analyse()
+    monkeypatch.delenv("ATTNVIZ_FUSED")
+    monkeypatch.setattr(cpu_kernel, "attend_pass", broken)
+    lazy = hf.lazy_run(enc)
+    assert not lazy.has_stats() and "the kernel broke" in caplog.text
+    assert not fused.available(torch.device("cpu"))  # the plain path from now on, in this process
+    assert torch.equal(lazy.q, reference.q) and torch.equal(lazy.k, reference.k)
+    _assert_equal(lazy, reference, (96,))

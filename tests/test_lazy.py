@@ -5,7 +5,9 @@ Tolerances are absolute 1e-5 on weights and shares; statistics measured in token
 are compared relative to their size, since float32 eager sums carry their own rounding of that order.
 """
 
+import dataclasses
 import math
+import threading
 
 import pytest
 import torch
@@ -32,11 +34,19 @@ def _text_of(engine, n: int) -> str:
     return text
 
 
-def _assert_matches(lazy: LazyAttention, eager: AttentionResult) -> None:
+def _assert_matches(computed: LazyAttention, eager: AttentionResult) -> None:
+    """Both ways a LazyAttention gets its analysis: as its forward pass left it (computed there where attnviz's CPU
+    kernel runs: lazy.ForwardStats), and the same queries and keys with nothing cached (its own pass)."""
+    _assert_one_matches(computed, eager)
+    bare = dataclasses.replace(computed, _cache={}, _lock=threading.Lock())
+    assert "lse" not in bare._cache  # before the first pass: tiles and rows normalise their own rows
+    _assert_one_matches(bare, eager)
+
+
+def _assert_one_matches(lazy: LazyAttention, eager: AttentionResult) -> None:
     w = eager.weights
     n_l, n_h, n, _ = w.shape
     assert lazy.shape == w.shape
-    assert "lse" not in lazy._cache  # before the first pass: tiles and rows normalise their own rows
     assert (lazy.tile(range(n_l), range(n_h), slice(None), slice(None)) - w).abs().max() < TOL
     assert (lazy.tile([n_l - 1], [1], slice(3, 40), slice(0, 20))[0, 0] - w[-1, 1, 3:40, :20]).abs().max() < TOL
     picked = [0, 1, n // 2, n - 1]
@@ -75,6 +85,7 @@ def test_lazy_equals_eager_on_a_tiny_llama(long_tiny, backend, n):
         w = engine.weights_of(enc.ids)  # every weight, the eager way: the reference
     eager = AttentionResult(w, enc.axis, enc.axis, "causal", engine.name)
     lazy = engine.lazy_run(enc)
+    _assert_matches(lazy, eager)  # its analysis from the forward pass where the CPU kernel runs, and its own
     for heads in (6, 3, 1):  # every head a block, one group of 3 sharing a key head, one head: 37 rows a block
         blocked = LazyAttention(
             lazy.q,
@@ -209,6 +220,7 @@ def test_the_fused_pass_gives_sdpa_one_key_head_per_query_head(long_tiny, monkey
         return real(q, k, v, *args, **kwargs)
 
     monkeypatch.setattr(functional, "scaled_dot_product_attention", sdpa)
+    monkeypatch.setenv("ATTNVIZ_FUSED", "0")  # where the CPU kernel runs, the forward pass calls no SDPA at all
     for engine in long_tiny:  # hf and scratch: 6 query heads sharing 2 key/value heads
         enc = engine.tokenizer.encode(_text_of(engine, 300), 300)
         engine.lazy_run(enc)

@@ -43,7 +43,7 @@ from attnviz.engines.base import (
 )
 from attnviz.engines.hooks import Hooks, point
 from attnviz.engines.scratch import attend, capped, causal_mask, describe_device, resolve_device
-from attnviz.lazy import LazyAttention
+from attnviz.lazy import ForwardStats, LazyAttention
 from attnviz.result import Attention, AttentionKind, AttentionResult, Results
 from attnviz.tokens import Encoded, TokenAxis, Tokenizer
 
@@ -415,7 +415,12 @@ class HFDecoderEngine(HFEngine):
 
     def lazy_run(self, src: Encoded, progress=None) -> LazyAttention:
         """One fused pass that reads each layer's Q and K at the hook points: linear in N, weights on demand."""
-        hooks = Hooks(read=("q", "k"), fused=True, progress=progress, n_layers=self.n_layers, gather=True)
+        softcap = getattr(self.config, "attn_logit_softcapping", None) or 0.0  # Gemma 2
+        # where attnviz's CPU kernel runs, the analysis is computed in the forward pass (lazy.ForwardStats)
+        analysis = None if softcap else ForwardStats(src.axis, "causal", self.n_layers, self.n_heads)
+        hooks = Hooks(
+            read=("q", "k"), fused=True, progress=progress, n_layers=self.n_layers, gather=True, stats=analysis
+        )
         with self._passes, torch.inference_mode():
             ids = torch.tensor([src.ids], device=self.device)  # (1, N)
             self.model.base_model(input_ids=ids, use_cache=False, **{HOOKS_KW: hooks})  # no logits, no cache
@@ -423,9 +428,8 @@ class HFDecoderEngine(HFEngine):
         # the model's device; LazyAttention computes every block there and sends back only what a view draws
         modules = [attention_module(block) for block in decoder_layers(self.model)]
         scales = tuple(float(m.scaling) for m in modules)  # GPT-2's may differ by layer
-        softcap = getattr(self.config, "attn_logit_softcapping", None) or 0.0  # Gemma 2
         windows = layer_windows(self.model)
-        return LazyAttention(
+        lazy = LazyAttention(
             q,
             k,
             src.axis,
@@ -440,6 +444,9 @@ class HFDecoderEngine(HFEngine):
             softcap=float(softcap),
             sink_logits=self.sink_logits(),
         )
+        if analysis is not None:
+            lazy.take(analysis)
+        return lazy
 
     def sink_logits(self) -> torch.Tensor | None:
         """(L, H) float32: each head's learned sink logit (gpt-oss's `sinks`), or None for a model without them."""

@@ -32,6 +32,8 @@ from attnviz.result import Progress
 
 POINTS = ("q", "k", "q_unturned", "k_unturned", "v", "scores", "pattern", "z", "value_norms", "x", "out", "resid")
 Replace = Callable[[int, Tensor], Tensor]  # (layer, tensor) -> the tensor to go on with
+# (layer, q, k, v, scale, window, sinks) -> the layer's output z (B, H, Tq, Dh) with its statistics kept, or None
+LayerStats = Callable[[int, Tensor, Tensor, Tensor, float, int, Tensor | None], Tensor | None]
 
 
 @dataclass
@@ -44,7 +46,10 @@ class Hooks:
     progress and n_layers: told (layer + 1, n_layers) as each layer's attention finishes;
     gather (with n_layers, every layer, a batch of 1): each read point goes straight into one (n_layers, ...) tensor
     as its layers arrive, so that `stacked` is that tensor, not a copy beside the layers (a long text's Q and K: the
-    copy doubled the pass's peak memory).
+    copy doubled the pass's peak memory);
+    stats (with fused): called with each layer's q, k, v instead of torch's fused kernel; it returns the layer's
+    output having kept the layer's statistics (lazy.ForwardStats: a long text's analysis in its forward pass), or None
+    (torch's kernel runs).
     """
 
     read: Collection[str] = ()
@@ -54,6 +59,7 @@ class Hooks:
     progress: Progress | None = None
     n_layers: int = 0
     gather: bool = False
+    stats: LayerStats | None = None
     taken: dict[tuple[str, int], Tensor] = field(default_factory=dict)  # what the points in `read` took
     gathered: dict[str, Tensor] = field(default_factory=dict)  # gather: name -> (n_layers, ...)
 

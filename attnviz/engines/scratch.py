@@ -183,7 +183,8 @@ def attend(
     """Step 3 of every attention layer attnviz computes, through the hook points scores, pattern and z.
 
     q (B, H, Tq, Dh), k and v (B, Hkv, Tk, Dh) -> (z (B, H, Tq, Dh), weights (B, H, Tq, Tk), or None when the hooks
-    ask for a fused pass: torch's SDPA, causal self-attention, no Tq x Tk tensor). `part` prefixes the point names
+    ask for a fused pass: torch's SDPA, causal self-attention, no Tq x Tk tensor; or the hooks' `stats`, which keeps
+    the layer's statistics as it computes the output, where it runs: lazy.ForwardStats). `part` prefixes the point names
     ("decoder.", "cross."); `scale` defaults to 1 / sqrt(Dh); `window` (a sliding window's size, 0 none) matters to
     the fused pass only (elsewhere `mask` says it): each query sees the keys j with i - window < j <= i.
     Two terms some families add (transformers hands them to the attention function): `softcap` (Gemma 2) turns each
@@ -191,6 +192,10 @@ def attend(
     that take part in every row's softmax without a key, so that a row's weights over the tokens sum to less than 1
     (the sink's share is what they leave).
     """
+    if hooks is not None and hooks.fused and hooks.stats is not None and not softcap and not part:
+        z = hooks.stats(layer, q, k, v, scale or q.shape[-1] ** -0.5, window, sinks)  # lazy.ForwardStats
+        if z is not None:
+            return point(hooks, part + "z", layer, z), None
     if hooks is not None and hooks.fused and (softcap or sinks is not None):
         z = _explicit_blocks(q, k, v, scale, window, softcap, sinks)  # SDPA has neither term
         return point(hooks, part + "z", layer, z), None

@@ -25,6 +25,7 @@ from transformers import (
     Qwen3Config,
 )
 
+from attnviz import fused
 from attnviz.analysis.head_stats import head_stats
 from attnviz.blocks import block_mean
 from attnviz.engines import hf, registry
@@ -140,6 +141,8 @@ def test_a_family_s_long_text_is_lazy_and_exact(family_dir):
         w = torch.cat(eager_reference(folder)(input_ids=torch.tensor([enc.ids]), output_attentions=True).attentions)
     lazy = engine.lazy_run(enc)
     assert isinstance(lazy, LazyAttention) and lazy.windows == WINDOWS.get(family, ())
+    # where attnviz's CPU kernel runs, the forward pass computed the analysis (not for Gemma 2's soft-capping)
+    assert lazy.has_stats() == (fused.in_forward(torch.device("cpu")) and family != "gemma2")
     for layer, window in enumerate(WINDOWS.get(family, ())):  # the premise, in transformers' own weights
         if window:  # nothing lands on a key as far back as the window
             assert w[layer, :, 100, : 100 - window + 1].abs().max() == 0
