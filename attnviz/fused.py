@@ -88,22 +88,21 @@ def neighbours(
     """(3, H, N): each row's weight on the previous, next and same position (NaN where the text has no such token,
     0 where the mask hides it), from q (H, N, Dh), k (H_kv, N, Dh) and the rows' normalisers lse (H, N). With bf16
     products the inputs are rounded as the kernel rounds them (tf32's rounding is the GPU's own: not repeated)."""
-    group = q.shape[0] // k.shape[0]
+    n_kv, dh = k.shape[0], k.shape[-1]
+    group = q.shape[0] // n_kv
     if precision == "bf16":
         q, k, scale = (q * scale).bfloat16().float(), k.bfloat16().float(), 1.0
-    kk = k.repeat_interleave(group, 0) if group > 1 else k
-    i = torch.arange(n, device=q.device)
-    out = []
-    for offset in (-1, 1, 0):
-        j = (i + offset).clamp(0, n - 1)
-        s = ((q * scale) * kk[:, j]).sum(-1)  # (H, N): q_i . k_{i + offset}
-        w = torch.exp(s - lse)
+    qs = (q * scale).view(n_kv, group, n, dh)  # a key head's query heads side by side: K is read, never copied
+    out = torch.full((3, n_kv, group, n), float("nan"), dtype=torch.float32, device=q.device)
+    for row, offset in enumerate((-1, 1, 0)):
+        lo, hi = max(0, -offset), min(n, n - offset)  # the rows i that have a token at i + offset
         hidden = (causal and offset > 0) or (window > 0 and -offset >= window)
         if hidden:
-            w = torch.zeros_like(w)
-        missing = (i + offset < 0) | (i + offset >= n)
-        out.append(w.masked_fill(missing, float("nan")))
-    return torch.stack(out)
+            out[row, ..., lo:hi] = 0.0
+            continue
+        s = torch.einsum("hgnd,hnd->hgn", qs[:, :, lo:hi], k[:, lo + offset : hi + offset])  # q_i . k_{i + offset}
+        out[row, ..., lo:hi] = torch.exp(s - lse.reshape(n_kv, group, n)[..., lo:hi])
+    return out.view(3, n_kv * group, n)
 
 
 def layer_stats(

@@ -293,14 +293,32 @@ def errors(n: int, backend: str, device: str, model: str) -> dict:
 
 
 def per_layer(n: int, backend: str, device: str, model: str) -> dict:
-    """Each layer's analysis time at n tokens (the time between LazyAttention.analyse's per-layer progress calls)
-    and its sliding window: a windowed layer's time should grow as N x window, a full layer's as N²."""
+    """Each layer's time at n tokens and its sliding window: a windowed layer's time should grow as N x window, a
+    full layer's as N². A layer's time is its part of the forward pass (between the pass's per-layer progress calls:
+    its projections, attention and, where the CPU kernel runs, its whole analysis; the MLP before it), plus its part
+    of LazyAttention.analyse where the analysis runs after the pass (a GPU, the plain path)."""
+    from attnviz import fused
+
     engine = _engine(backend, device, model)
-    lazy = engine.lazy_run(_encode(engine, n))
+    kernel: list[float] = []  # each call of the CPU kernel in the forward pass: a layer's attention and analysis
+    real = fused.attend_stats
+
+    def timed(*args, **kwargs):
+        start = time.perf_counter()
+        out = real(*args, **kwargs)
+        kernel.append(time.perf_counter() - start)
+        return out
+
+    fused.attend_stats = timed
     marks = [time.perf_counter()]
-    lazy.analyse(progress=lambda done, total: marks.append(time.perf_counter()))
+    lazy = engine.lazy_run(_encode(engine, n), progress=lambda done, total: marks.append(time.perf_counter()))
     seconds = [b - a for a, b in zip(marks, marks[1:], strict=False)]
-    return {"n": n, "seconds": seconds, "windows": [lazy.layer_window(i) for i in range(lazy.n_layers)]}
+    if not lazy.has_stats():
+        marks = [time.perf_counter()]
+        lazy.analyse(progress=lambda done, total: marks.append(time.perf_counter()))
+        seconds = [f + b - a for f, a, b in zip(seconds, marks, marks[1:], strict=False)]
+    windows = [lazy.layer_window(i) for i in range(lazy.n_layers)]
+    return {"n": n, "seconds": seconds, "kernel": kernel if len(kernel) == len(windows) else [], "windows": windows}
 
 
 def profile(n: int, backend: str, device: str, model: str, precision: str = "exact") -> str:
@@ -438,7 +456,7 @@ def main() -> None:
     )
     parser.add_argument("--errors", default="", metavar="N,...", help="the fast precisions' error at these sizes")
     parser.add_argument(
-        "--per-layer", default="", metavar="N,...", help="each kind of layer's analysis time at these sizes (windows)"
+        "--per-layer", default="", metavar="N,...", help="each kind of layer's time (forward, analysis) at N"
     )
     parser.add_argument("--child", nargs=5, metavar=("MODE", "N", "BACKEND", "DEVICE", "MODEL"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -469,20 +487,28 @@ def main() -> None:
         print(profile(args.profile, args.backend, args.device, model, args.precision))
         return
     if args.per_layer:
-        print("| N | windowed layers: mean analysis | full layers: mean analysis |\n|---|---|---|")
+        print(
+            "| N | windowed layers: mean time | their attention and analysis (the CPU kernel) | full layers: mean time "
+            "| theirs |\n|---|---|---|---|---|"
+        )
         rows = []
         for n in args.per_layer.split(","):
             e = _run_child("layers", n, args.backend, args.device, model)
             if "error" in e:
                 print(f"| {n} | error: {e['error']} |")
                 continue
-            windowed = [t for t, w in zip(e["seconds"], e["windows"], strict=True) if w]
-            full = [t for t, w in zip(e["seconds"], e["windows"], strict=True) if not w]
             mean = lambda ts: sum(ts) / len(ts) if ts else float("nan")  # noqa: E731
-            rows.append({"n": int(n), "windowed": mean(windowed), "full": mean(full)})
-            row = rows[-1]
-            print(f"| {int(n):,} | {row['windowed']:.2f} s ({len(windowed)}) | {row['full']:.2f} s ({len(full)}) |")
-        for key in ("windowed", "full"):
+            row: dict = {"n": int(n)}
+            for key, times in (("", e["seconds"]), (" kernel", e["kernel"] or [math.nan] * len(e["windows"]))):
+                row["windowed" + key] = mean([t for t, w in zip(times, e["windows"], strict=True) if w])
+                row["full" + key] = mean([t for t, w in zip(times, e["windows"], strict=True) if not w])
+            rows.append(row)
+            count = sum(1 for w in e["windows"] if w)
+            print(
+                f"| {int(n):,} | {row['windowed']:.2f} s ({count}) | {row['windowed kernel']:.3f} s | "
+                f"{row['full']:.2f} s ({len(e['windows']) - count}) | {row['full kernel']:.3f} s |"
+            )
+        for key in ("windowed", "windowed kernel", "full", "full kernel"):
             print(f"\ngrowth rate, {key} layers (1 linear, 2 quadratic): " + ", ".join(_growth(rows, key)[1:]))
         return
     if args.errors:
