@@ -184,7 +184,8 @@ def _layer(
     p1 = pools[0] if pools else (None, 1)
     p2 = pools[1] if len(pools) > 1 else (None, 1)
     threads = torch.get_num_threads()
-    qs, k = q.float() * scale, k.float().contiguous()  # float32 products, whatever the forward pass kept
+    ready = scale == 1.0 and q.dtype == torch.float32 and q.is_contiguous()  # scaled by the caller (fused.py)
+    qs, k = q if ready else q.float() * scale, k.float().contiguous()  # float32 products, whatever the pass kept
     values = None if v is None else v.float().contiguous()
     z = None if values is None else torch.empty(n_h, n, values.shape[-1], dtype=torch.float32)
     buffer = torch.empty(group * min(n, BLOCK_ROWS) * n, dtype=torch.float32)  # one block's scores, reused

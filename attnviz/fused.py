@@ -92,7 +92,7 @@ def neighbours(
     group = q.shape[0] // n_kv
     if precision == "bf16":
         q, k, scale = (q * scale).bfloat16().float(), k.bfloat16().float(), 1.0
-    qs = (q * scale).view(n_kv, group, n, dh)  # a key head's query heads side by side: K is read, never copied
+    qs = (q if scale == 1.0 else q * scale).view(n_kv, group, n, dh)  # a key head's query heads side by side
     out = torch.full((3, n_kv, group, n), float("nan"), dtype=torch.float32, device=q.device)
     for row, offset in enumerate((-1, 1, 0)):
         lo, hi = max(0, -offset), min(n, n - offset)  # the rows i that have a token at i + offset
@@ -170,12 +170,12 @@ def attend_stats(
 ) -> tuple[dict[str, Tensor], Tensor]:
     """A layer's attention output and its statistics together, on the CPU (cpu_kernel.attend_pass): `layer_stats`'
     {statistic: (H, N)} and z (H, N, Dv), from one product of the scores; q (H, N, Dh), k and v (H_kv, N, D)."""
-    q, k = q.float().contiguous(), k.float().contiguous()
+    qs, k = q.float() * scale, k.float().contiguous()  # scaled once, contiguous: the kernel's and the neighbours'
     rows, z = cpu_kernel.attend_pass(
-        q, k, v, codes, scale=scale, causal=causal, window=window, sinks=sinks, pools=pools, received=received
+        qs, k, v, codes, scale=1.0, causal=causal, window=window, sinks=sinks, pools=pools, received=received
     )
     out = dict(zip(cpu_kernel.ROW_STATS, rows, strict=True))
-    return _with_neighbours(out, q, k, scale, q.shape[1], causal, window), z
+    return _with_neighbours(out, qs, k, 1.0, q.shape[1], causal, window), z
 
 
 def _with_neighbours(out: dict[str, Tensor], q, k, scale, n, causal, window, precision="exact") -> dict[str, Tensor]:
