@@ -178,7 +178,8 @@ def _layer(
     n_kv = k.shape[0]
     group = n_h // n_kv
     out = torch.zeros(len(ROW_STATS), n_h, n, dtype=torch.float32)
-    penalty = torch.where((codes & EXCLUDED) != 0, float("-inf"), 0.0).float().contiguous()
+    excluded = (codes & EXCLUDED) != 0
+    penalty = torch.where(excluded, float("-inf"), 0.0).float().contiguous() if excluded.any() else None
     flagged, offsets, counts, masks = _flagged(codes)
     sink_logits = None if sinks is None else sinks.float().contiguous()
     p1 = pools[0] if pools else (None, 1)

@@ -44,16 +44,18 @@ static inline float exp_le0(float x) {
 
 /* One block: `scores` (g, r, c) are the scaled scores of query heads h0 .. h0 + g - 1, rows row0 .. row0 + r - 1,
  * keys col0 .. col0 + c - 1, only read (each row's e, then p, go to a buffer of the thread's) unless `write`: then
- * each row's weights replace its scores (0 on the keys it does not see), for the caller's product P @ V. Writes out (8, H, n) at those heads and rows; adds to received (H, n)
- * and to the pooled sums pool1 (H, side1, side1) of f1 x f1 tokens and pool2 (H, side2, side2) (NULL: none).
- * `penalty` (n): 0, or -inf for a key confidence may not take; `flagged` lists the keys of each flag (cls, sep,
- * punct, first: counts[k] indices from flagged + offsets[k]) where it is sparse; `masks` (4, n) holds 1.0 on a flag's
- * keys where counts[k] < 0 (a dense flag, punctuation mostly: summed in one vectorised product with the row's e).
+ * each row's weights replace its scores (0 on the keys it does not see), for the caller's product P @ V. Writes out
+ * (8, H, n) at those heads and rows; adds to received (H, n) and to the pooled sums pool1 (H, side1, side1) of f1 x f1
+ * tokens and pool2 (H, side2, side2) (NULL: none).
+ * `penalty` (n): 0, or -inf for a key confidence may not take (NULL: no key is excluded); `flagged` lists the keys
+ * of each flag (cls, sep, punct, first: counts[k] indices from flagged + offsets[k]) where it is sparse; `masks` (4, n)
+ * holds 1.0 on a flag's keys where counts[k] < 0 (a dense flag, punctuation mostly: summed in one vectorised product
+ * with the row's e).
  * sinks (H): each head's sink logit, or NULL. */
 void block_pass(float *scores, int g, int r, int c, int h0, int row0, int col0, int n, int n_heads, int causal,
                 int window, const float *penalty, const int32_t *flagged, const int32_t *offsets,
-                const int32_t *counts, const float *masks, const float *sinks, float *out, float *received, float *pool1, int f1,
-                int side1, float *pool2, int f2, int side2, int threads, int write) {
+                const int32_t *counts, const float *masks, const float *sinks, float *out, float *received,
+                float *pool1, int f1, int side1, float *pool2, int f2, int side2, int threads, int write) {
     const int64_t plane = (int64_t)n_heads * n;
 #pragma omp parallel num_threads(threads)
     {
@@ -76,11 +78,17 @@ void block_pass(float *scores, int g, int r, int c, int h0, int row0, int col0, 
             if (b > c) b = c;
             /* 1. the maximum and the largest score confidence may take */
             float m = -INFINITY, top = -INFINITY;
+            if (penalty) {
 #pragma omp simd reduction(max : m, top)
-            for (int j = a; j < b; j++) {
-                m = s[j] > m ? s[j] : m;
-                float allowed = s[j] + penalty[col0 + j];
-                top = allowed > top ? allowed : top;
+                for (int j = a; j < b; j++) {
+                    m = s[j] > m ? s[j] : m;
+                    float allowed = s[j] + penalty[col0 + j];
+                    top = allowed > top ? allowed : top;
+                }
+            } else { /* no key excluded: confidence may take the maximum */
+#pragma omp simd reduction(max : m)
+                for (int j = a; j < b; j++) m = s[j] > m ? s[j] : m;
+                top = m;
             }
             float sink = sinks ? sinks[h] : -INFINITY;
             if (sinks && sink > m) m = sink;
