@@ -588,6 +588,14 @@ class ForwardStats:
         return z[None].to(q.dtype)
 
 
+def forward_stats(
+    axis: TokenAxis, kind: AttentionKind, n_layers: int, n_heads: int, device: torch.device | str
+) -> ForwardStats | None:
+    """A ForwardStats for a forward pass on `device`, where the CPU kernel runs there (fused.in_forward); else None
+    (a GPU: SDPA, then the analysis after the pass), so that no sums are made for nothing."""
+    return ForwardStats(axis, kind, n_layers, n_heads) if fused.in_forward(torch.device(device)) else None
+
+
 def of(results: Results, kind: str | None = None) -> LazyAttention:
     """One kind (default: the main one) of a long text's results, as queries and keys (Results.eager reads the
     others'); a ValueError where the run held every weight."""

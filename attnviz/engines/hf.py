@@ -43,7 +43,7 @@ from attnviz.engines.base import (
 )
 from attnviz.engines.hooks import Hooks, point
 from attnviz.engines.scratch import attend, capped, causal_mask, describe_device, resolve_device
-from attnviz.lazy import ForwardStats, LazyAttention
+from attnviz.lazy import LazyAttention, forward_stats
 from attnviz.result import Attention, AttentionKind, AttentionResult, Results
 from attnviz.tokens import Encoded, TokenAxis, Tokenizer
 
@@ -417,7 +417,7 @@ class HFDecoderEngine(HFEngine):
         """One fused pass that reads each layer's Q and K at the hook points: linear in N, weights on demand."""
         softcap = getattr(self.config, "attn_logit_softcapping", None) or 0.0  # Gemma 2
         # where attnviz's CPU kernel runs, the analysis is computed in the forward pass (lazy.ForwardStats)
-        analysis = None if softcap else ForwardStats(src.axis, "causal", self.n_layers, self.n_heads)
+        analysis = None if softcap else forward_stats(src.axis, "causal", self.n_layers, self.n_heads, self.device)
         hooks = Hooks(
             read=("q", "k"), fused=True, progress=progress, n_layers=self.n_layers, gather=True, stats=analysis
         )

@@ -34,7 +34,7 @@ from attnviz.engines.hooks import Hooks, point
 from attnviz.engines.rebuilt import RebuiltEngine
 from attnviz.engines.scratch import MultiHeadAttention, RotaryEmbedding, causal_mask
 from attnviz.engines.steps import AttentionSteps, read_steps, steps_hooks
-from attnviz.lazy import ForwardStats, LazyAttention
+from attnviz.lazy import LazyAttention, forward_stats
 from attnviz.result import AttentionKind, Results
 from attnviz.tokens import Encoded
 
@@ -249,7 +249,7 @@ class ScratchLlamaEngine(RebuiltEngine):
 
     def lazy_run(self, enc: Encoded, progress=None) -> LazyAttention:
         """One fused pass that reads each layer's turned Q and K at the hook points: linear in N, weights on demand."""
-        analysis = ForwardStats(enc.axis, "causal", self.n_layers, self.n_heads)  # where the CPU kernel runs
+        analysis = forward_stats(enc.axis, "causal", self.n_layers, self.n_heads, self.device)  # the CPU kernel's
         hooks = Hooks(
             read=("q", "k", "value_norms"),
             fused=True,
@@ -272,7 +272,8 @@ class ScratchLlamaEngine(RebuiltEngine):
             enc.truncated,
             value_norms=hooks.stacked("value_norms").float().cpu(),
         )
-        lazy.take(analysis)
+        if analysis is not None:
+            lazy.take(analysis)
         return lazy
 
     hooked = True  # every pass goes through the hook points (an InterveningEngine)
