@@ -67,10 +67,21 @@ def _reveal(teacher, main) -> dict:
     return bars
 
 
+PAGE_JS = """() => ({href: location.href, running: !!document.querySelector('[data-testid=stStatusWidget]'),
+  stale: document.querySelectorAll('[data-testid=stMain] [data-stale=true]').length,
+  main: (document.querySelector('[data-testid=stMain]') || {innerText: 'no main area'}).innerText.slice(0, 400),
+  sidebar: (document.querySelector('[data-testid=stSidebar]') || {innerText: ''}).innerText.slice(-300)})"""
+
+
 def _answer(pg, choice: str, timeout: float = 15_000) -> None:
-    """A student picks an answer to the poll on their page and sends it; returns once the page says it was kept."""
+    """A student picks an answer to the poll on their page and sends it; returns once the page says it was kept.
+    A page that never shows the poll fails with what it shows instead (its URL, whether a run is on, its text):
+    a full suite once saw it (2026-11-28, two servers and PostgreSQL), alone it has not been seen."""
     answer = pg.locator("[data-testid=stMain] [data-testid=stRadio]").filter(has_text="Your answer")
-    answer.wait_for(timeout=timeout)
+    try:
+        answer.wait_for(timeout=timeout)
+    except Exception as e:
+        raise AssertionError(f"the poll never reached this student's page: {pg.evaluate(PAGE_JS)}") from e
     answer.get_by_text(choice, exact=True).click()
     pg.locator("[data-testid=stMain]").get_by_role("button", name="Send").click()
     pg.get_by_text("Waiting for the teacher to reveal").wait_for(timeout=15_000)
