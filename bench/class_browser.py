@@ -8,10 +8,15 @@ as bench/load.py --class does): one head, another, a layer, the Class page, back
 the Class page took 7-10 s in the issue's run), the Model overview, SmolLM2 (a model switch), its layer grid, BERT
 again, a layer. For each change:
 
-- the teacher's moment: the first poll at which the teacher's own page holds the change (its address, no run in
-  progress): the class's view is written at the end of that run;
+- the teacher's moment: when the teacher's run made its view the class's (the class database's `changed`, written
+  in the run's last lines, just before this server's followers are woken). Until 2026-11-28 it was the first moment
+  the teacher's page showed its address with no run in progress, which a page just opened does before its run has
+  begun: every lag also counted the teacher's page load and run (0.04 s to 0.7 s, the model switch the longest);
 - each follower's moment: the first poll at which its page holds the change (its address names the view, no run in
   progress, no element left over from the view before, and a one-head or layer view's map titled with it);
+- when its run was delivered: the moment the end of the last whole run before the follower's moment was handed to
+  this process from the page's websocket (harness/wire.py): the server's part of the lag, at most (under load
+  Playwright hands a message over up to a few tenths of a second late); the rest is the browser drawing;
 - the lag: the follower's moment minus the teacher's. "On a wrong view for more than 2 s" is a lag over 2 s; a
   follower that never shows it within --wait seconds counts as never seen.
 
@@ -19,12 +24,18 @@ Then the phone student moves its layer slider while following: the page must say
 your own") and keep the student's layer for 3 s while the teacher makes an eleventh change (no silent undo); Rejoin
 brings the teacher's view back. The pages time themselves (WATCH_JS).
 
-Usage: python bench/class_browser.py [--runs 3] [--wait 20]
+Usage: python bench/class_browser.py [--runs 3] [--wait 20] [--keep] [--trace DIR] [--drawn 4]
+
+--drawn N: Chromium draws only N of the four followers (laptops first); the others follow through Streamlit's
+protocol (bench/load_class.py's Follower) and draw nothing, so the server still serves four while this machine's two
+cores draw fewer pages, as a room's own devices would (the lag of five pages drawn on two cores is mostly drawing).
+--trace writes each follower's websocket messages, decoded (harness/wire.py), with the changes marked, into DIR.
 """
 
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -35,6 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.server import ARGS, CHROMIUM, free_port, start_server  # noqa: E402
+from harness.wire import Wire  # noqa: E402
 
 PHONE_AGENT = (
     "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) "
@@ -77,14 +89,22 @@ CHANGES = (
 # Each page watches for itself (every 25 ms, in the page): the moment (Date.now(), the machine's clock) it first holds
 # the change: its address names the view, no run in progress, no element left over, the map titled with it. Polling
 # five pages from here measured Chromium's busy main threads instead (one round took up to a second).
-WATCH_JS = """([needles, title]) => { window.__seen = window.__url = null; clearInterval(window.__watch);
+WATCH_JS = """([needles, title]) => { window.__seen = window.__url = window.__step = null; window.__steps = [];
+  clearInterval(window.__watch);
   const named = () => needles.every(n => location.href.includes(n));
-  const holds = () => !document.querySelector('[data-testid=stStatusWidget], [data-testid=stMain] [data-stale=true]')
-    && named() && (!title || [...document.querySelectorAll('[data-testid=stMain] .gtitle')]
-      .some(t => t.textContent.includes(title)));
-  const check = () => { if (!window.__url && named()) window.__url = Date.now();
-    if (holds()) { window.__seen = Date.now(); clearInterval(window.__watch); } };
+  const look = () => [!!document.querySelector('[data-testid=stStatusWidget]'),
+    document.querySelectorAll('[data-testid=stMain] [data-stale=true]').length,
+    !title || [...document.querySelectorAll('[data-testid=stMain] .gtitle')].some(t => t.textContent.includes(title))];
+  let href = null;
+  const check = () => { const now = location.pathname + location.search.slice(0, 60);
+    if (now !== href) { href = now; window.__steps.push([Date.now(), 'at ' + now]); }
+    if (!named()) return;
+    if (!window.__url) window.__url = Date.now();
+    const [running, stale, titled] = look(), step = `${running ? 'running' : '-'} ${stale} stale ${titled}`;
+    if (step !== window.__step) { window.__step = step; window.__steps.push([Date.now(), step]); }
+    if (!running && !stale && titled) { window.__seen = Date.now(); clearInterval(window.__watch); } };
   window.__watch = setInterval(check, 25); check(); }"""
+SLOW = 1.5  # seconds: a follower this late says what its page showed meanwhile
 LEFT_JS = """() => ({href: location.href, running: !!document.querySelector('[data-testid=stStatusWidget]'),
   stale: document.querySelectorAll('[data-testid=stMain] [data-stale=true]').length,
   titles: [...document.querySelectorAll('[data-testid=stMain] .gtitle')].map(t => t.textContent).join(' | ')
@@ -100,22 +120,72 @@ def _seen(pages: dict, until: float) -> dict[str, float | None]:
         got = {name: pg.evaluate("() => window.__seen") for name, pg in pages.items()}
         if all(v is not None for v in got.values()) or time.time() > until:
             return {name: v / 1000 if v is not None else None for name, v in got.items()}
-        time.sleep(0.1)
+        next(iter(pages.values())).wait_for_timeout(25)  # Playwright hands over the pages' messages meanwhile
 
 
-def _run(base: str, browser, wait: float) -> dict:
+def _changed(db: Path, code: str) -> tuple[float, int]:
+    """The class's view in the store: when it last changed (the server's clock, epoch seconds) and its version."""
+    with sqlite3.connect(db, timeout=10) as con:
+        changed, version = con.execute("SELECT changed, version FROM classes WHERE code = ?", (code,)).fetchone()
+    return float(changed or 0.0), int(version)
+
+
+def _published(page, db: Path, code: str, before: int, until: float) -> float:
+    """The teacher's moment: when the teacher's run made its view the class's (the store's `changed`, written in the
+    run's last lines, just before this server's followers are woken)."""
+    while time.time() < until:
+        changed, version = _changed(db, code)
+        if version > before:
+            return changed
+        page.wait_for_timeout(25)
+    raise AssertionError("the teacher's run never published its view")
+
+
+def _delivered(wire: Wire, t0: float, seen: float) -> float | None:
+    """When the whole run this follower's page drew had all reached it: the last run's end before the page showed
+    the view, from the teacher's moment (the rest of the lag is the browser drawing)."""
+    ends = [t for t in wire.ends if t <= seen + 0.05]
+    return ends[-1] - t0 if ends else None
+
+
+def _undrawn(base: str, code: str, n: int) -> None:
+    """n more followers that draw nothing (bench/load_class.py's Follower: Streamlit's protocol, the heartbeat, each
+    page the class shows), in a thread of their own until the server stops: the server serves four followers
+    while Chromium draws fewer pages on this machine's two cores, as a room's own devices would."""
+    if n <= 0:
+        return
+    import asyncio
+    import secrets
+    import threading
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from load_class import Follower
+
+    url = base.replace("http://", "ws://") + "/_stcore/stream"
+    flock = [Follower(url, code, secrets.token_hex(8), i) for i in range(n)]
+
+    async def follow() -> None:
+        deadline = time.monotonic() + 3600  # the server's end closes their sockets first
+        await asyncio.gather(*(f.run(deadline) for f in flock))
+
+    threading.Thread(target=asyncio.run, args=(follow(),), daemon=True).start()
+
+
+def _run(base: str, browser, db: Path, wait: float, trace: Path | None = None, drawn: int = 4) -> dict:
     teacher = browser.new_page(viewport={"width": 1280, "height": 800})
     teacher.goto(f"{base}/classroom?{BERT}")
     teacher.get_by_role("button", name="Start a class").click()
     teacher.wait_for_function("() => new URL(location.href).searchParams.get('teacher')", timeout=60_000)
     params = teacher.evaluate("() => Object.fromEntries(new URL(location.href).searchParams)")
     code, secret = params["class"], params["teacher"]
-    laptops = [browser.new_page(viewport={"width": 1280, "height": 800}) for _ in range(3)]
+    laptops = [browser.new_page(viewport={"width": 1280, "height": 800}) for _ in range(min(drawn, 3))]
     phone_context = browser.new_context(
         viewport={"width": 390, "height": 844}, user_agent=PHONE_AGENT, is_mobile=True, has_touch=True
     )
-    phone = phone_context.new_page()
-    followers = {**{f"laptop {i + 1}": pg for i, pg in enumerate(laptops)}, "phone": phone}
+    phone = phone_context.new_page() if drawn >= 4 else None
+    followers = {f"laptop {i + 1}": pg for i, pg in enumerate(laptops)} | ({"phone": phone} if phone else {})
+    _undrawn(base, code, 4 - len(followers))
+    wires = {name: Wire(pg) for name, pg in followers.items()}
     for pg in followers.values():
         pg.goto(f"{base}/?class={code}")
         pg.get_by_text("Follow the teacher").first.wait_for(state="attached", timeout=60_000)
@@ -128,22 +198,33 @@ def _run(base: str, browser, wait: float) -> dict:
         sep = "&" if "?" in address else "?"
         for pg in followers.values():
             pg.evaluate(WATCH_JS, [list(needles), title])
+        before = _changed(db, code)[1]
         start = time.time()
         teacher.goto(f"{base}/{address}{sep}class={code}&teacher={secret}")
-        teacher.evaluate(WATCH_JS, [list(needles), None])
-        t0 = _seen({"teacher": teacher}, start + 60)["teacher"] or start
+        t0 = _published(teacher, db, code, before, start + 60)
         seen = _seen(followers, t0 + wait)
         lags = {name: v - t0 if v is not None else None for name, v in seen.items()}
         named = {name: pg.evaluate("() => window.__url") for name, pg in followers.items()}
         url = {name: v / 1000 - t0 for name, v in named.items() if v is not None}
-        rows.append({"what": what, "teacher_s": t0 - start, "lags": lags, "url": url})
+        sent = {name: _delivered(wires[name], t0, v) for name, v in seen.items() if v is not None}
+        rows.append({"what": what, "teacher_s": t0 - start, "lags": lags, "url": url, "sent": sent})
+        for name, w in wires.items():
+            w.mark(f"{what}: the teacher's page holds it", t0)
+            w.mark(f"{what}: this page {'never' if lags[name] is None else f'after {lags[name]:.2f} s'}")
         shown = ", ".join(f"{n} {v:.2f}" if v is not None else f"{n} never" for n, v in lags.items())
         for name in (n for n, v in lags.items() if v is None):  # what a follower left behind shows instead
             print(f"  {name} never showed it: {followers[name].evaluate(LEFT_JS)}", file=sys.stderr, flush=True)
+        for name, v in lags.items():  # a slow one: what held it back (a run on, elements left over, no title yet)
+            if v is None or v > SLOW:
+                steps = followers[name].evaluate("() => window.__steps")
+                said = "; ".join(f"{t / 1000 - t0:.2f} s {step}" for t, step in steps)
+                print(f"  {name}, since its address took it: {said}", file=sys.stderr, flush=True)
         print(f"  {what}: teacher {t0 - start:.2f} s; {shown}", file=sys.stderr, flush=True)
         time.sleep(1.0)  # the room looks at it
-    undo = _exploring(base, teacher, phone, code, secret)
-    for pg in [teacher, *laptops, phone]:
+    undo = _exploring(base, teacher, phone, code, secret) if phone else None
+    for name, w in wires.items() if trace else ():
+        (trace / f"{name.replace(' ', '')}.log").write_text("\n".join(w.lines()) + "\n")
+    for pg in [teacher, *followers.values()]:
         pg.close()
     phone_context.close()
     return {"rows": rows, "undo": undo}
@@ -182,16 +263,18 @@ def _summary(run: int, got: dict) -> str:
     rows = got["rows"]
     lags = [v for r in rows for v in r["lags"].values() if v is not None]
     never = sum(v is None for r in rows for v in r["lags"].values())
-    phone = [r["lags"]["phone"] for r in rows if r["lags"]["phone"] is not None]
+    phone = [r["lags"]["phone"] for r in rows if r["lags"].get("phone") is not None]
     first = max((v for v in rows[0]["lags"].values() if v is not None), default=float("nan"))
     again = max((v for v in rows[4]["lags"].values() if v is not None), default=float("nan"))
-    u = got["undo"]
-    rejoin = f"{u['rejoin_s']:.2f} s" if u["rejoin_s"] is not None else "never"
-    phone_spread = " / ".join(_spread(phone).split(" / ")[1:])
+    u = got["undo"] or {"rejoin_s": None, "banner": "-", "kept": "-"}
+    rejoin = f"{u['rejoin_s']:.2f} s" if u["rejoin_s"] is not None else "never" if got["undo"] else "–"
+    phone_spread = " / ".join(_spread(phone).split(" / ")[1:]) if phone else "–"
+    undo = ("yes" if u["banner"] and u["kept"] else "NO") if got["undo"] else "–"
+    sent = [v for r in rows for v in r["sent"].values() if v is not None]
     return (
-        f"| {run} | {_spread(lags)} | {_spread([v for r in rows for v in r['url'].values()])} | "
+        f"| {run} | {_spread(lags)} | {_spread(sent)} | {_spread([v for r in rows for v in r['url'].values()])} | "
         f"{sum(v > 2 for v in lags)} of {len(lags) + never} | {never} | {first:.2f} s | {again:.2f} s | "
-        f"{phone_spread} | {'yes' if u['banner'] and u['kept'] else 'NO'} ({u['banner']}, {u['kept']}) | {rejoin} |"
+        f"{phone_spread} | {undo} ({u['banner']}, {u['kept']}) | {rejoin} |"
     )
 
 
@@ -199,15 +282,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the servers' logs (their folder is printed)")
+    parser.add_argument("--trace", type=Path, help="write each follower's websocket messages into this folder")
+    parser.add_argument(
+        "--drawn",
+        type=int,
+        default=4,
+        choices=range(1, 5),
+        help="how many of the four followers Chromium draws (laptops first, then the phone); the others follow "
+        "through Streamlit's protocol and draw nothing (a room's devices each draw their own page)",
+    )
     parser.add_argument("--wait", type=float, default=20.0, help="seconds after the teacher before 'never seen'")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
-    print(f"# a class in Chromium: a teacher, three laptop followers and a phone follower, {len(CHANGES)} changes\n")
-    print("| run | drawn: p50 / p95 / max | address taken: p50 / p95 / max | drawn over 2 s | never | first change "
-          "(from the join screen), max | after the Class page again, max | the phone: p95 / max | no silent undo "
-          "(banner, kept 3 s) | Rejoin |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    drawn = (
+        "three laptop followers and a phone follower"
+        if args.drawn == 4
+        else (f"four followers, {args.drawn} drawn by Chromium (laptops), {4 - args.drawn} through the protocol alone")
+    )
+    print(f"# a class in Chromium: a teacher, {drawn}, {len(CHANGES)} changes\n")
+    print("| run | drawn: p50 / p95 / max | its run delivered: p50 / p95 / max | address taken: p50 / p95 / max | "
+          "drawn over 2 s | never | first change (from the join screen), max | after the Class page again, max | "
+          "the phone: p95 / max | no silent undo (banner, kept 3 s) | Rejoin |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     with sync_playwright() as p, tempfile.TemporaryDirectory(prefix="class-browser-") as scratch:
         tmp = tempfile.mkdtemp(prefix="class-browser-logs-") if args.keep else scratch
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
@@ -215,9 +312,13 @@ def main() -> None:
             print(f"servers' logs: {tmp}", file=sys.stderr)
         for run in range(1, args.runs + 1):
             port = free_port()
-            proc = start_server(port, Path(tmp) / f"server{run}.log", {"ATTNVIZ_DB": str(Path(tmp) / f"c{run}.db")})
+            db = Path(tmp) / f"c{run}.db"
+            proc = start_server(port, Path(tmp) / f"server{run}.log", {"ATTNVIZ_DB": str(db)})
             try:
-                got = _run(f"http://127.0.0.1:{port}", browser, args.wait)
+                trace = args.trace / f"run{run}" if args.trace else None
+                if trace:
+                    trace.mkdir(parents=True, exist_ok=True)
+                got = _run(f"http://127.0.0.1:{port}", browser, db, args.wait, trace, args.drawn)
             finally:
                 proc.terminate()
                 proc.wait(timeout=30)

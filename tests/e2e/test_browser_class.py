@@ -11,6 +11,7 @@ from browsing import SLOW_BROWSER, _start_class, _wait_for_view
 
 from attnviz.ui import frame
 from harness.server import IDLE_JS, SETTLED_JS, free_port, start_server
+from harness.wire import Wire
 
 pytestmark = SLOW_BROWSER
 
@@ -26,11 +27,15 @@ def _bars(pg) -> list[dict]:
     )
 
 
+_WIRES: dict = {}  # {a student's page: its websocket messages}
+
+
 def _students(browser, base: str, code: str, n: int = 3) -> list:
     """n students open the student link on `base` and wait for the class panel."""
     students = []
     for _ in range(n):
         pg = browser.new_page(viewport={"width": 1200, "height": 1000})
+        _WIRES[pg] = Wire(pg)  # what the page and its server said, for a failure's message
         pg.goto(f"{base}/?class={code}")
         pg.get_by_text("Follow the teacher").wait_for(timeout=60_000)
         students.append(pg)
@@ -75,13 +80,17 @@ PAGE_JS = """() => ({href: location.href, running: !!document.querySelector('[da
 
 def _answer(pg, choice: str, timeout: float = 15_000) -> None:
     """A student picks an answer to the poll on their page and sends it; returns once the page says it was kept.
-    A page that never shows the poll fails with what it shows instead (its URL, whether a run is on, its text):
-    a full suite once saw it (2026-11-28, two servers and PostgreSQL), alone it has not been seen."""
+    A page that never shows the poll fails with what it shows instead (its URL, whether a run is on, its text, its
+    last websocket messages, harness/wire.py): a full suite once saw it (2026-11-28, two servers and PostgreSQL),
+    alone it has not been seen."""
     answer = pg.locator("[data-testid=stMain] [data-testid=stRadio]").filter(has_text="Your answer")
     try:
         answer.wait_for(timeout=timeout)
     except Exception as e:
-        raise AssertionError(f"the poll never reached this student's page: {pg.evaluate(PAGE_JS)}") from e
+        wire = "\n".join(_WIRES[pg].lines(120)) if pg in _WIRES else "(not recorded)"
+        raise AssertionError(
+            f"the poll never reached this student's page: {pg.evaluate(PAGE_JS)}\nits last messages:\n{wire}"
+        ) from e
     answer.get_by_text(choice, exact=True).click()
     pg.locator("[data-testid=stMain]").get_by_role("button", name="Send").click()
     pg.get_by_text("Waiting for the teacher to reveal").wait_for(timeout=15_000)

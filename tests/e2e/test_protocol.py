@@ -358,3 +358,51 @@ def test_a_students_answer_reruns_only_the_questions_part_of_the_page(server):
             assert db.answered(poll, "f" * 16) == "self" and db.count(poll) == 1
 
     asyncio.run(session())
+
+
+class _Socket:
+    """What harness.wire.Wire asks of Playwright's websocket and page: event handlers by name."""
+
+    url = "ws://test/_stcore/stream"
+
+    def __init__(self) -> None:
+        self.handlers: dict = {}
+
+    def on(self, event: str, handler) -> None:
+        self.handlers[event] = handler
+
+
+def test_the_wire_decodes_a_runs_end_a_fragments_end_and_a_rerun():
+    """harness/wire.py, which a class test's failure prints and class_browser times the teacher by: a whole run's
+    end is counted in `ends`, a fragment's is not; each message reads as its run, its kind and what it carries."""
+    from harness import wire
+
+    page, ws = _Socket(), _Socket()
+    trace = wire.Wire(page)
+    page.handlers["websocket"](ws)
+    whole = ForwardMsg()
+    whole.metadata.run.script_run_id = "run-abc123"
+    whole.script_finished = ForwardMsg.FINISHED_SUCCESSFULLY
+    beat = ForwardMsg()
+    beat.metadata.run.script_run_id = "run-def456"
+    beat.metadata.run.fragment_ids.append("frag-987654")
+    beat.script_finished = ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY
+    address = ForwardMsg()
+    address.page_info_changed.query_string = "class=ABC123&drawn=2.None.0"
+    asked = BackMsg()
+    asked.rerun_script.fragment_id, asked.rerun_script.is_auto_rerun = "frag-987654", True
+    asked.rerun_script.query_string, asked.rerun_script.page_script_hash = "class=ABC123", "page-6b07c2"
+    for msg in (whole, beat, address):
+        ws.handlers["framereceived"](msg.SerializeToString())
+    ws.handlers["framesent"](asked.SerializeToString())
+    ws.handlers["framereceived"](b"\xff\xff not a message")
+    said = [line.split(maxsplit=1)[1] for line in trace.lines()[1:]]
+    assert said[0] == f"socket open {ws.url}"
+    assert said[1:5] == [
+        "<- run abc123: script_finished FINISHED_SUCCESSFULLY",
+        "<- run def456 frag 987654: script_finished FINISHED_FRAGMENT_RUN_SUCCESSFULLY",
+        "<- run -: page_info ?class=ABC123&drawn=2.None.0",
+        "-> rerun frag 987654 auto page 6b07c2 ?class=ABC123",
+    ]
+    assert said[5].startswith("<- <unparsed 16 bytes")
+    assert len(trace.ends) == 1  # the whole run's end only
