@@ -48,7 +48,7 @@ def _teacher_shows_a_head(teacher, base: str, code: str, secret: str, students: 
     teacher.locator("[data-testid=stMain] .js-plotly-plot").first.wait_for(timeout=60_000)
     waits = [_wait_for_view(s, ("view=Head", f"layer={layer}", f"head={head}")) for s in students]
     for s in students:
-        s.get_by_text(f"Layer {layer}, head {head}").first.wait_for(timeout=5_000)
+        _shows(s, s.get_by_text(f"Layer {layer}, head {head}").first, 5_000, f"layer {layer}, head {head}")
     return waits
 
 
@@ -72,6 +72,19 @@ def _reveal(teacher, main) -> dict:
     return bars
 
 
+def _shows(pg, locator, timeout: float, what: str) -> None:
+    """Wait for a student's page to show `locator`; else fail with what the page shows instead (its URL, whether a
+    run is on, its text) and its last websocket messages (harness/wire.py): a full suite has seen a student's page
+    take the teacher's view into its address and never draw it (two servers and PostgreSQL, 2026-11-28, twice)."""
+    try:
+        locator.wait_for(timeout=timeout)
+    except Exception as e:
+        wire = "\n".join(_WIRES[pg].lines(150)) if pg in _WIRES else "(not recorded)"
+        raise AssertionError(
+            f"{what} never reached this student's page: {pg.evaluate(PAGE_JS)}\nits last messages:\n{wire}"
+        ) from e
+
+
 PAGE_JS = """() => ({href: location.href, running: !!document.querySelector('[data-testid=stStatusWidget]'),
   stale: document.querySelectorAll('[data-testid=stMain] [data-stale=true]').length,
   main: (document.querySelector('[data-testid=stMain]') || {innerText: 'no main area'}).innerText.slice(0, 400),
@@ -79,18 +92,10 @@ PAGE_JS = """() => ({href: location.href, running: !!document.querySelector('[da
 
 
 def _answer(pg, choice: str, timeout: float = 15_000) -> None:
-    """A student picks an answer to the poll on their page and sends it; returns once the page says it was kept.
-    A page that never shows the poll fails with what it shows instead (its URL, whether a run is on, its text, its
-    last websocket messages, harness/wire.py): a full suite once saw it (2026-11-28, two servers and PostgreSQL),
-    alone it has not been seen."""
+    """A student picks an answer to the poll on their page and sends it; returns once the page says it was kept
+    (a page that never shows the poll fails as `_shows` says)."""
     answer = pg.locator("[data-testid=stMain] [data-testid=stRadio]").filter(has_text="Your answer")
-    try:
-        answer.wait_for(timeout=timeout)
-    except Exception as e:
-        wire = "\n".join(_WIRES[pg].lines(120)) if pg in _WIRES else "(not recorded)"
-        raise AssertionError(
-            f"the poll never reached this student's page: {pg.evaluate(PAGE_JS)}\nits last messages:\n{wire}"
-        ) from e
+    _shows(pg, answer, timeout, "the poll")
     answer.get_by_text(choice, exact=True).click()
     pg.locator("[data-testid=stMain]").get_by_role("button", name="Send").click()
     pg.get_by_text("Waiting for the teacher to reveal").wait_for(timeout=15_000)
