@@ -19,7 +19,11 @@ to another page (a follower taking the teacher's page) and a heartbeat from the 
 Streamlit 1.67 runs that fragment on the old page: the browser, told the page changed back, clears the new page's
 elements and the fragment draws only itself, leaving the main area blank under the new page's URL (a full
 `make test` saw it: a student's URL took the teacher's head, the page stayed blank). `install` drops such a request;
-the browser's timer asks again, from the page it now shows, within a tick.
+the browser's timer asks again, from the page it now shows, within a tick. A browser that never got the switch (the
+run's messages lost on the way) would ask from the old page for ever, every request dropped: the page stays where it
+was under the new address, and nothing it shows changes again. So when a browser is still asking from a page its
+session left LEFT_GRACE seconds after its first such request, `install` draws the session's own page again for it,
+whole (at most once per LEFT_GRACE), and says so in the log.
 
 Every run's first message (a heartbeat's too) carries the server's theme, which Streamlit 1.67 reads afresh from its
 whole configuration six times a run, on the server's one event loop: a tenth of the server's time under a class's
@@ -39,6 +43,9 @@ _INSTALLED = "_attnviz_clear_cache_guarded"
 CLEARED_OWN = "a visitor's clear_cache cleared their own session only; the server's caches stay"
 WAIT_STEP = 0.005  # seconds between looks at a finishing runner
 WAIT_MOST = 2.0  # then the request goes through as Streamlit would take it
+LEFT_GRACE = 1.5  # seconds a browser may keep asking from a page its session left before that page is drawn for it
+LEFT = "_attnviz_left_since"  # on a session: (the page its browser still asks from, since when: the loop's clock)
+REDRAWN_LEFT = "a browser kept asking from a page its session had left; its session's page drawn again"
 _request_rerun = AppSession.request_rerun  # Streamlit's own
 _populate_theme = app_session._populate_theme_msg  # Streamlit's own
 _themes: dict[str, bytes] = {}  # {config section: the theme message Streamlit made of it, serialised}
@@ -64,13 +71,51 @@ def left_page(session: AppSession, client_state) -> bool:
     return bool(now) and bool(asked) and asked != now
 
 
+def still_left(session: AppSession, client_state) -> bool:
+    """Whether the browser has asked from the page its session left (client_state's) for LEFT_GRACE seconds since its
+    first such request (then the clock starts again: a redraw at most once per LEFT_GRACE)."""
+    now = session._event_loop.time()
+    asked = client_state.page_script_hash
+    since = getattr(session, LEFT, None)
+    if since is None or since[0] != asked:
+        setattr(session, LEFT, (asked, now))
+        return False
+    if now - since[1] < LEFT_GRACE:
+        return False
+    setattr(session, LEFT, (asked, now))
+    return True
+
+
+def whole_page(session: AppSession, client_state):
+    """The request that draws the session's own page whole for its browser: the session's page and URL state (what
+    its last run set), the browser's widget values."""
+    from urllib.parse import urlencode
+
+    state = type(client_state)()
+    state.CopyFrom(client_state)
+    state.fragment_id, state.is_auto_rerun = "", False
+    state.page_script_hash = session._client_state.page_script_hash
+    try:
+        state.query_string = urlencode(dict(session._session_state.query_params._query_params), doseq=True)
+    except (AttributeError, RuntimeError):  # another Streamlit's internals, or changed while read: the session's
+        state.query_string = session._client_state.query_string
+    return state
+
+
 def _fragment_rerun_after_the_run(session: AppSession, client_state, waited: float = 0.0) -> None:
     """Streamlit's request_rerun, except for a fragment's rerun: dropped when it was asked for on a page the session
-    has left, and held while the runner is finishing."""
+    has left (the session's page drawn whole for a browser that keeps asking from there), and held while the runner
+    is finishing."""
     if client_state is not None and client_state.fragment_id:
         if left_page(session, client_state):
-            logging.getLogger("attnviz").debug("a fragment's rerun from a page this session has left: dropped")
+            if still_left(session, client_state):
+                logging.getLogger("attnviz").warning(REDRAWN_LEFT)
+                _request_rerun(session, whole_page(session, client_state))
+            else:
+                logging.getLogger("attnviz").debug("a fragment's rerun from a page this session has left: dropped")
             return
+        if hasattr(session, LEFT):
+            delattr(session, LEFT)
         if waited < WAIT_MOST and finishing(session):
             loop = session._event_loop
             loop.call_later(WAIT_STEP, _fragment_rerun_after_the_run, session, client_state, waited + WAIT_STEP)

@@ -5,6 +5,7 @@ an online server contact the hub."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 import websockets
@@ -286,6 +287,71 @@ def test_a_heartbeat_keeps_its_interval_and_redraws_a_page_that_never_got_its_ru
 
     asyncio.run(session())
     assert "missed the end of its run; drawn again" in log.read_text()
+
+
+def test_a_browser_that_missed_its_page_switch_gets_the_page_its_session_is_on(server):
+    """A following student's run switches the session from the Class page to the teacher's head; a browser that never
+    got that run (its messages lost) keeps sending its heartbeat from the Class page. The guard drops those (they
+    would blank the new page), so without a way back nothing on that page would change again: a student whose address
+    took the teacher's head and whose page never showed it. The server draws the session's own page whole for it."""
+    from attnviz.ui import guards
+
+    url, db, log = server
+    code, secret, _ = db.create_class()
+    db.set_view(code, secret, {"page": "classroom", "params": {}})
+
+    async def whole(ws) -> list:
+        """The messages up to the end of the next whole page's run."""
+        out = []
+        while True:
+            fwd = ForwardMsg()
+            fwd.ParseFromString(await asyncio.wait_for(ws.recv(), timeout=120))
+            out.append(fwd)
+            if fwd.WhichOneof("type") == "script_finished" and fwd.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
+                return out
+
+    def pages(got: list) -> list[tuple[str, bool]]:
+        return [
+            (m.new_session.page_script_hash, bool(m.metadata.run.fragment_ids))
+            for m in got
+            if m.WhichOneof("type") == "new_session"
+        ]
+
+    async def session() -> None:
+        async with websockets.connect(url, subprotocols=["streamlit"], max_size=64 * 2**20) as ws:
+            query = f"class={code}&sid={'d' * 16}"
+            await ws.send(BackMsg(rerun_script={"query_string": query}).SerializeToString())
+            got = await whole(ws)  # the student link: the session takes the teacher's view, the Class page
+            classroom = pages(got)[-1][0]
+            fragment = next(m.auto_rerun.fragment_id for m in got if m.WhichOneof("type") == "auto_rerun")
+            db.set_view(code, secret, {"page": "", "params": {"view": "Head", "layer": "3", "head": "2"}})
+            tick = BackMsg()  # the heartbeat of the Class page, as this browser keeps sending it
+            tick.rerun_script.query_string, tick.rerun_script.page_script_hash = query, classroom
+            tick.rerun_script.fragment_id, tick.rerun_script.is_auto_rerun = fragment, True
+            ticking = asyncio.create_task(_tick_every(ws, tick, 0.4))
+            try:
+                got = await whole(ws)  # a heartbeat sees the new view; the run switches the session to Heads
+                heads = pages(got)[-1][0]
+                assert heads != classroom and pages(got)[-1][1] is False
+                # This browser never got that run: its heartbeat still comes from the Class page, dropped at first.
+                start = time.monotonic()
+                got = await whole(ws)
+            finally:
+                ticking.cancel()
+            assert pages(got) == [(heads, False)]  # the session's page, drawn whole for it
+            assert guards.LEFT_GRACE <= time.monotonic() - start < guards.LEFT_GRACE + 10
+            said = [m.page_info_changed.query_string for m in got if m.WhichOneof("type") == "page_info_changed"]
+            assert said and all("layer=3" in u and "head=2" in u for u in said), said
+
+    asyncio.run(session())
+    assert guards.REDRAWN_LEFT in log.read_text()
+
+
+async def _tick_every(ws, tick, interval: float) -> None:
+    """A browser's heartbeat timer: the same request every `interval` seconds."""
+    while True:
+        await asyncio.sleep(interval)
+        await ws.send(tick.SerializeToString())
 
 
 def test_a_students_answer_reruns_only_the_questions_part_of_the_page(server):

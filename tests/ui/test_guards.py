@@ -97,6 +97,39 @@ def test_a_fragments_rerun_from_a_page_the_session_has_left_is_dropped(monkeypat
     assert not guards.left_page(session, old_tick)
 
 
+def test_a_browser_still_asking_from_a_page_its_session_left_gets_the_sessions_page_drawn_whole(monkeypatch):
+    """A browser that never received the run that switched its session to the Heads page keeps sending its heartbeat
+    from the Class page; each is dropped (above), so nothing would ever change on it again. LEFT_GRACE after its first
+    such tick, the session's own page is drawn whole for it (the session's page and URL state), once per grace."""
+    import time
+
+    taken = []
+    monkeypatch.setattr(guards, "_request_rerun", lambda session, state: taken.append(state))
+    monkeypatch.setattr(guards, "LEFT_GRACE", 0.05)
+    loop = asyncio.new_event_loop()
+    session = _session(loop, ScriptRequests())
+    session._client_state = ClientState(page_script_hash="heads", query_string="old=1")
+    session._session_state = SimpleNamespace(query_params=SimpleNamespace(_query_params={"view": "Head", "layer": "3"}))
+    old_tick = ClientState(
+        fragment_id="heartbeat", is_auto_rerun=True, page_script_hash="classroom", query_string="class=ABC123"
+    )
+    guards._fragment_rerun_after_the_run(session, old_tick)
+    guards._fragment_rerun_after_the_run(session, old_tick)
+    assert taken == []  # its messages may still be on their way: dropped
+    time.sleep(0.06)
+    guards._fragment_rerun_after_the_run(session, old_tick)
+    assert len(taken) == 1
+    redraw = taken[0]
+    assert (redraw.fragment_id, redraw.is_auto_rerun, redraw.page_script_hash) == ("", False, "heads")
+    assert redraw.query_string == "view=Head&layer=3"
+    guards._fragment_rerun_after_the_run(session, old_tick)
+    assert len(taken) == 1  # at most once per grace
+    tick = ClientState(fragment_id="heartbeat", is_auto_rerun=True, page_script_hash="heads")
+    guards._fragment_rerun_after_the_run(session, tick)  # the browser is on the session's page again
+    assert taken[1:] == [tick] and not hasattr(session, guards.LEFT)
+    loop.close()
+
+
 @pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_the_theme_every_run_sends_is_read_from_the_config_once_and_equals_streamlits(monkeypatch):
     """Streamlit reads its whole configuration for the theme six times a run (a heartbeat's too); once guarded, each
