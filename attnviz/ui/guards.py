@@ -34,7 +34,9 @@ section once and copies it into every later message.
 from __future__ import annotations
 
 import logging
+from urllib.parse import urlencode
 
+from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.runtime import app_session
 from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
@@ -86,19 +88,22 @@ def still_left(session: AppSession, client_state) -> bool:
     return True
 
 
-def whole_page(session: AppSession, client_state):
-    """The request that draws the session's own page whole for its browser: the session's page and URL state (what
-    its last run set), the browser's widget values."""
-    from urllib.parse import urlencode
+def whole_page(session: AppSession) -> ClientState:
+    """The request that draws the session's own page whole, as its last run left it: its page, widget values and the
+    URL state its runs have set last (a wake, seat.wake_state; a browser stuck on a page it should have left).
 
-    state = type(client_state)()
-    state.CopyFrom(client_state)
-    state.fragment_id, state.is_auto_rerun = "", False
-    state.page_script_hash = session._client_state.page_script_hash
+    Not the URL the session keeps with its page (`_client_state`), which it takes only at the end of its last script
+    runner: a run in progress that has just taken the teacher's view has set a new URL state, and a rerun with the
+    old one would preempt it and draw the old view under the new URL, for good (a full `make test` saw a follower's
+    URL take a head while its page never showed it)."""
+    state = ClientState()
+    state.CopyFrom(session._client_state)
+    state.fragment_id, state.is_auto_rerun = "", False  # the whole page, not a fragment
     try:
-        state.query_string = urlencode(dict(session._session_state.query_params._query_params), doseq=True)
-    except (AttributeError, RuntimeError):  # another Streamlit's internals, or changed while read: the session's
-        state.query_string = session._client_state.query_string
+        now = dict(session._session_state.query_params._query_params)
+    except (AttributeError, RuntimeError):  # another Streamlit's internals, or changed while read: the last run's
+        return state
+    state.query_string = urlencode(now, doseq=True)
     return state
 
 
@@ -110,7 +115,7 @@ def _fragment_rerun_after_the_run(session: AppSession, client_state, waited: flo
         if left_page(session, client_state):
             if still_left(session, client_state):
                 logging.getLogger("attnviz").warning(REDRAWN_LEFT)
-                _request_rerun(session, whole_page(session, client_state))
+                _request_rerun(session, whole_page(session))
             else:
                 logging.getLogger("attnviz").debug("a fragment's rerun from a page this session has left: dropped")
             return

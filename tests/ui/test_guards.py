@@ -109,10 +109,12 @@ def test_a_browser_still_asking_from_a_page_its_session_left_gets_the_sessions_p
     loop = asyncio.new_event_loop()
     session = _session(loop, ScriptRequests())
     session._client_state = ClientState(page_script_hash="heads", query_string="old=1")
+    session._client_state.widget_states.widgets.add(id="layer-slider", int_value=3)  # the session's own, last run's
     session._session_state = SimpleNamespace(query_params=SimpleNamespace(_query_params={"view": "Head", "layer": "3"}))
     old_tick = ClientState(
         fragment_id="heartbeat", is_auto_rerun=True, page_script_hash="classroom", query_string="class=ABC123"
     )
+    old_tick.widget_states.widgets.add(id="question-radio", string_value="broad")
     guards._fragment_rerun_after_the_run(session, old_tick)
     guards._fragment_rerun_after_the_run(session, old_tick)
     assert taken == []  # its messages may still be on their way: dropped
@@ -121,7 +123,8 @@ def test_a_browser_still_asking_from_a_page_its_session_left_gets_the_sessions_p
     assert len(taken) == 1
     redraw = taken[0]
     assert (redraw.fragment_id, redraw.is_auto_rerun, redraw.page_script_hash) == ("", False, "heads")
-    assert redraw.query_string == "view=Head&layer=3"
+    assert redraw.query_string == "view=Head&layer=3"  # the URL state its last run set
+    assert [w.id for w in redraw.widget_states.widgets] == ["layer-slider"]  # not the Class page's widgets
     guards._fragment_rerun_after_the_run(session, old_tick)
     assert len(taken) == 1  # at most once per grace
     tick = ClientState(fragment_id="heartbeat", is_auto_rerun=True, page_script_hash="heads")

@@ -24,7 +24,6 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass
-from urllib.parse import urlencode
 
 import streamlit as st
 from streamlit.proto.ClientState_pb2 import ClientState
@@ -34,7 +33,7 @@ from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
 
 from attnviz import escape
 from attnviz.api import class_database, class_records, reach
-from attnviz.ui import controls, routes, state
+from attnviz.ui import controls, guards, routes, state
 from attnviz.ui.room.reads import RUN_READ, forget, moment, run_moment, store
 
 CLASS, TEACHER, STUDENT = "class", "teacher", "sid"
@@ -215,21 +214,9 @@ def wake(code: str) -> int:
 
 
 def wake_state(session) -> ClientState:
-    """The request a wake sends a session: its whole page, with the URL state its runs have set last.
-
-    Not the URL the browser last sent, which the session keeps (`_client_state`) only from the end of its last
-    script runner: a run in progress that has just taken the teacher's view (a heartbeat saw it first) has set a new
-    URL state, and a rerun with the old one would preempt it and draw the old view under the new URL, for good (a
-    full `make test` saw a follower's URL take a head while its page never showed it)."""
-    state = ClientState()
-    state.CopyFrom(session._client_state)
-    state.fragment_id, state.is_auto_rerun = "", False  # the whole page, not the heartbeat alone
-    try:
-        now = dict(session._session_state.query_params._query_params)
-    except (AttributeError, RuntimeError):  # another Streamlit's internals, or changed while read: the browser's
-        return state
-    state.query_string = urlencode(now, doseq=True)
-    return state
+    """The request a wake sends a session: its whole page, with the URL state its runs have set last
+    (guards.whole_page says why not the URL it keeps)."""
+    return guards.whole_page(session)
 
 
 def follow(here: Seat, page_url: str) -> None:
