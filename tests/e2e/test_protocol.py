@@ -248,14 +248,8 @@ def test_a_heartbeat_keeps_its_interval_and_redraws_a_page_that_never_got_its_ru
     code, secret, _ = db.create_class()
     db.set_view(code, secret, {"page": "", "params": {"view": "Head", "layer": "2"}})
 
-    async def messages(ws) -> list:
-        out = []
-        while True:
-            fwd = ForwardMsg()
-            fwd.ParseFromString(await asyncio.wait_for(ws.recv(), timeout=120))
-            out.append(fwd)
-            if fwd.WhichOneof("type") == "script_finished":
-                return out
+    def messages(ws):
+        return _received(ws, lambda end: True)
 
     async def beat(ws, query: str, fragment: str) -> list:
         msg = BackMsg()
@@ -300,15 +294,8 @@ def test_a_browser_that_missed_its_page_switch_gets_the_page_its_session_is_on(s
     code, secret, _ = db.create_class()
     db.set_view(code, secret, {"page": "classroom", "params": {}})
 
-    async def whole(ws) -> list:
-        """The messages up to the end of the next whole page's run."""
-        out = []
-        while True:
-            fwd = ForwardMsg()
-            fwd.ParseFromString(await asyncio.wait_for(ws.recv(), timeout=120))
-            out.append(fwd)
-            if fwd.WhichOneof("type") == "script_finished" and fwd.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
-                return out
+    def whole(ws):  # the messages up to the end of the next whole page's run
+        return _received(ws, lambda end: end == ForwardMsg.FINISHED_SUCCESSFULLY)
 
     def pages(got: list) -> list[tuple[str, bool]]:
         return [
@@ -345,6 +332,17 @@ def test_a_browser_that_missed_its_page_switch_gets_the_page_its_session_is_on(s
 
     asyncio.run(session())
     assert guards.REDRAWN_LEFT in log.read_text()
+
+
+async def _received(ws, last) -> list:
+    """The server's messages up to the first run's end (its ScriptFinishedStatus) that `last` accepts."""
+    out = []
+    while True:
+        fwd = ForwardMsg()
+        fwd.ParseFromString(await asyncio.wait_for(ws.recv(), timeout=120))
+        out.append(fwd)
+        if fwd.WhichOneof("type") == "script_finished" and last(fwd.script_finished):
+            return out
 
 
 async def _tick_every(ws, tick, interval: float) -> None:
