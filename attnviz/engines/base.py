@@ -286,6 +286,43 @@ def is_long(engine: Engine, n_tokens: int) -> bool:
     return isinstance(engine, LazyEngine) and engine.lazy and n_tokens > eager_tokens(engine.n_layers, engine.n_heads)
 
 
+FF_ROWS = 1024  # positions a long text's feed-forward takes at a time (by_rows)
+
+
+def by_rows(ff: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, rows: int | None = None) -> torch.Tensor:
+    """A position-wise function (a layer's feed-forward) of x (1, T, D), `rows` positions at a time where T is more
+    and no gradient is kept: each position's result is its own, and a long text's (T, d_ff) intermediates, three or
+    four at once, were the largest transient of its forward pass (about 150 MB for SmolLM2 at 8,192 tokens, beside
+    the queries and keys a long text keeps). Anything else, and a result not shaped as x, is ff(x) whole."""
+    rows = rows or FF_ROWS
+    if torch.is_grad_enabled() or x.dim() != 3 or x.shape[0] != 1 or x.shape[1] <= rows:
+        return ff(x)
+    first = ff(x[:, :rows])
+    if not isinstance(first, torch.Tensor) or first.shape != x[:, :rows].shape:
+        return ff(x)
+    out = x.new_empty(x.shape, dtype=first.dtype)
+    out[:, :rows] = first
+    for i in range(rows, x.shape[1], rows):
+        out[:, i : i + rows] = ff(x[:, i : i + rows])
+    return out
+
+
+def feed_forward_by_rows(layers: Sequence[nn.Module]) -> None:
+    """Each layer's feed-forward (`mlp`) of a loaded model computed by_rows from now on (the module's own forward
+    wrapped on it: no new parameters, the same results). A mixture of experts (an `experts` module) is left whole."""
+
+    def rows_of(whole: Callable) -> Callable:
+        def forward(x: torch.Tensor, *args, **kwargs):
+            return by_rows(whole, x) if not args and not kwargs else whole(x, *args, **kwargs)
+
+        return forward
+
+    for layer in layers:
+        mlp = getattr(layer, "mlp", None)
+        if isinstance(mlp, torch.nn.Module) and not hasattr(mlp, "experts") and "forward" not in vars(mlp):
+            mlp.forward = rows_of(mlp.forward)  # type: ignore[method-assign]
+
+
 def rename_weights(
     hf_state: dict[str, torch.Tensor],
     table: Sequence[tuple[str, str]],

@@ -33,6 +33,7 @@ from attnviz.engines.base import (
     Generation,
     ModelLoadError,
     eager_tokens,
+    feed_forward_by_rows,
     is_long,
     make_generation,
     passes,
@@ -379,6 +380,8 @@ class HFDecoderEngine(HFEngine):
             self.lazy = False
         super().__init__(*args, **kwargs)
         self.sinks = self.sink_logits() is not None
+        if self.lazy:  # a long text's feed-forward a thousand positions at a time: its largest transient, cut
+            feed_forward_by_rows(decoder_layers(self.model))
 
     def _attention(self) -> str:
         return ATTENTION if self.lazy else "eager"

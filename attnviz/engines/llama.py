@@ -20,6 +20,7 @@ from torch import Tensor, nn
 from attnviz.engines.base import (
     Architecture,
     Generation,
+    by_rows,
     eager_tokens,
     is_long,
     make_generation,
@@ -99,7 +100,7 @@ class RMSNorm(nn.Module):
 
 
 class SwiGLU(nn.Module):
-    """The feed-forward: down(silu(gate(x)) * up(x))."""
+    """The feed-forward: down(silu(gate(x)) * up(x)), a long text's rows at a time (engines.base.by_rows)."""
 
     def __init__(self, d: int, d_ff: int) -> None:
         super().__init__()
@@ -107,9 +108,12 @@ class SwiGLU(nn.Module):
         self.up = nn.Linear(d, d_ff, bias=False)
         self.down = nn.Linear(d_ff, d, bias=False)
 
+    def _rows(self, x: Tensor) -> Tensor:
+        return self.down(F.silu(self.gate(x)) * self.up(x))
+
     def forward(self, x: Tensor) -> Tensor:
         """(B, T, D) -> (B, T, D)."""
-        return self.down(F.silu(self.gate(x)) * self.up(x))
+        return by_rows(self._rows, x)
 
 
 class LlamaBlock(nn.Module):

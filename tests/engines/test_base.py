@@ -162,3 +162,29 @@ def test_no_more_than_two_passes_of_one_model_run_at_once(bundled_scratch):
     assert waited, "a third pass ran beside two others"
     weights = out["r"].main.weights  # (L, H, T, T)
     assert torch.allclose(weights.sum(-1), torch.ones(weights.shape[:-1]), atol=1e-5)
+
+
+def test_a_long_text_s_feed_forward_goes_by_rows_and_equals_it_whole():
+    from attnviz.engines.base import by_rows
+
+    torch.manual_seed(0)
+    ff = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.SiLU(), torch.nn.Linear(32, 8))
+    x = torch.randn(1, 70, 8)
+    calls: list[int] = []
+
+    def counted(t):
+        calls.append(t.shape[1])
+        return ff(t)
+
+    with torch.inference_mode():
+        whole, rows = ff(x), by_rows(counted, x, rows=16)
+    assert calls == [16, 16, 16, 16, 6]  # five blocks of positions, the last the rest
+    assert (rows - whole).abs().max() < 1e-6 and rows.shape == whole.shape
+    calls.clear()
+    assert torch.equal(by_rows(counted, x, rows=16), ff(x)) and calls == [70]  # gradients kept: whole
+    with torch.inference_mode():
+        by_rows(counted, x[:, :16], rows=16)
+        by_rows(counted, torch.randn(2, 40, 8), rows=16)  # a batch: whole
+        assert calls == [70, 16, 40]
+        pair = by_rows(lambda t: (ff(t), None), x, rows=16)  # not a tensor shaped as x (experts' outputs): whole
+    assert isinstance(pair, tuple) and (pair[0] - whole).abs().max() < 1e-6
