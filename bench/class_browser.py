@@ -24,12 +24,16 @@ Then the phone student moves its layer slider while following: the page must say
 your own") and keep the student's layer for 3 s while the teacher makes an eleventh change (no silent undo); Rejoin
 brings the teacher's view back. The pages time themselves (WATCH_JS).
 
-Usage: python bench/class_browser.py [--runs 3] [--wait 20] [--keep] [--trace DIR] [--drawn 4]
+Usage: python bench/class_browser.py [--runs 3] [--wait 20] [--keep] [--trace DIR] [--drawn 4] [--timeline DIR]
 
 --drawn N: Chromium draws only N of the four followers (laptops first); the others follow through Streamlit's
 protocol (bench/load_class.py's Follower) and draw nothing, so the server still serves four while this machine's two
 cores draw fewer pages, as a room's own devices would (the lag of five pages drawn on two cores is mostly drawing).
 --trace writes each follower's websocket messages, decoded (harness/wire.py), with the changes marked, into DIR.
+--timeline records Chromium's timeline (each page's renderer tasks; not a JavaScript profile, whose sampling would
+slow the pages) into DIR/runN.json and says, for each change, how much CPU each drawn page's main thread used from
+the teacher's moment until the last follower showed it: the CPU drawing the change cost each page, and all of
+them together against the machine's cores (open the file in Chromium's Performance panel for the rest).
 """
 
 from __future__ import annotations
@@ -171,7 +175,70 @@ def _undrawn(base: str, code: str, n: int) -> None:
     threading.Thread(target=asyncio.run, args=(follow(),), daemon=True).start()
 
 
-def _run(base: str, browser, db: Path, wait: float, trace: Path | None = None, drawn: int = 4) -> dict:
+TIMELINE = ["devtools.timeline", "toplevel", "blink.user_timing"]
+SYNC = "attnviz-sync:"  # each traced page marks "SYNC<name>:<its Date.now()>": its renderer, and its clock to epoch
+
+
+def _busy(trace: bytes, name: str | None, windows: list[tuple[float, float]]) -> list[float]:
+    """Seconds of CPU the main thread of page `name` (the renderer that made its mark) used in each window (epoch
+    seconds, from, to); with name None, every thread of every Chromium process (the browser's, the compositor's,
+    each renderer's raster workers). A thread's outermost top-level tasks count their thread time (`tdur`; the wall
+    time where a task has none), a task across a window's edge in proportion. Not the tasks' wall time: with five
+    pages on two cores a task waits for a core in the middle of its run, and that wait is not drawing."""
+    import json
+    from collections import defaultdict
+
+    events = json.loads(trace)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    mark = next(e for e in events if str(e.get("name", "")).startswith(f"{SYNC}{name or ''}"))
+    shift = int(mark["name"].rsplit(":", 1)[1]) / 1000 - mark["ts"] / 1e6  # epoch seconds = ts / 1e6 + shift
+    main = {
+        (e["pid"], e["tid"])
+        for e in events
+        if e.get("ph") == "M" and e.get("pid") == mark["pid"] and e.get("args", {}).get("name") == "CrRendererMain"
+    }
+    threads: dict[tuple[int, int], list[tuple[float, float, float]]] = defaultdict(list)
+    for e in events:
+        if e.get("ph") == "X" and "toplevel" in e.get("cat", "") and (name is None or (e["pid"], e["tid"]) in main):
+            threads[e["pid"], e["tid"]].append(
+                (e["ts"] / 1e6 + shift, e.get("dur", 0) / 1e6, e.get("tdur", e.get("dur", 0)) / 1e6)
+            )
+    outer: list[tuple[float, float, float]] = []
+    for tasks in threads.values():
+        end = float("-inf")
+        for start, wall, cpu in sorted(tasks):
+            if start >= end:  # not inside the task before it (a top-level event nested in another)
+                outer.append((start, wall, cpu))
+                end = start + wall
+    return [
+        sum(cpu * (max(0.0, min(a + w, hi) - max(a, lo)) / w if w else float(lo <= a < hi)) for a, w, cpu in outer)
+        for lo, hi in windows
+    ]
+
+
+def _timeline(data: bytes, pages: list[str], rows: list[dict], wait: float) -> None:
+    """Each change's drawing cost from the trace, from the teacher's moment until the last follower showed the
+    change (or `wait`): the CPU each drawn page's main thread used, and all of Chromium's (every process and
+    thread); kept in each row as "busy" (the pages' and "chromium"), and said."""
+    spans = [(r["t0"], r["t0"] + max((v for v in r["lags"].values() if v is not None), default=wait)) for r in rows]
+    busy = {name: _busy(data, name, spans) for name in pages} | {"chromium": _busy(data, None, spans)}
+    for i, r in enumerate(rows):
+        r["busy"] = {name: b[i] for name, b in busy.items()}
+        each = ", ".join(f"{name} {b:.2f}" for name, b in r["busy"].items() if name != "chromium")
+        span = spans[i][1] - spans[i][0]
+        print(f"  {r['what']}: Chromium used {r['busy']['chromium']:.2f} s of CPU in its {span:.2f} s; "
+              f"the pages' main threads {each}", file=sys.stderr, flush=True)  # fmt: skip
+
+
+def _run(
+    base: str,
+    browser,
+    db: Path,
+    wait: float,
+    trace: Path | None = None,
+    drawn: int = 4,
+    timeline: Path | None = None,
+) -> dict:
     teacher = browser.new_page(viewport={"width": 1280, "height": 800})
     teacher.goto(f"{base}/classroom?{BERT}")
     teacher.get_by_role("button", name="Start a class").click()
@@ -193,6 +260,11 @@ def _run(base: str, browser, db: Path, wait: float, trace: Path | None = None, d
     joined = _seen(followers, time.time() + 120)  # every student on the join screen, as the teacher left it
     assert all(v is not None for v in joined.values()), joined
     time.sleep(2.0)  # the room reads the join screen
+    drawn_pages = {"teacher": teacher, **followers}
+    if timeline:
+        browser.start_tracing(categories=TIMELINE)
+        for name, pg in drawn_pages.items():
+            pg.evaluate(f"() => performance.mark('{SYNC}{name}:' + Date.now())")
     rows = []
     for what, address, needles, title in CHANGES:
         sep = "&" if "?" in address else "?"
@@ -207,7 +279,7 @@ def _run(base: str, browser, db: Path, wait: float, trace: Path | None = None, d
         named = {name: pg.evaluate("() => window.__url") for name, pg in followers.items()}
         url = {name: v / 1000 - t0 for name, v in named.items() if v is not None}
         sent = {name: _delivered(wires[name], t0, v) for name, v in seen.items() if v is not None}
-        rows.append({"what": what, "teacher_s": t0 - start, "lags": lags, "url": url, "sent": sent})
+        rows.append({"what": what, "t0": t0, "teacher_s": t0 - start, "lags": lags, "url": url, "sent": sent})
         for name, w in wires.items():
             w.mark(f"{what}: the teacher's page holds it", t0)
             w.mark(f"{what}: this page {'never' if lags[name] is None else f'after {lags[name]:.2f} s'}")
@@ -221,6 +293,10 @@ def _run(base: str, browser, db: Path, wait: float, trace: Path | None = None, d
                 print(f"  {name}, since its address took it: {said}", file=sys.stderr, flush=True)
         print(f"  {what}: teacher {t0 - start:.2f} s; {shown}", file=sys.stderr, flush=True)
         time.sleep(1.0)  # the room looks at it
+    if timeline:
+        data = browser.stop_tracing()
+        timeline.write_bytes(data)
+        _timeline(data, list(drawn_pages), rows, wait)
     undo = _exploring(base, teacher, phone, code, secret) if phone else None
     for name, w in wires.items() if trace else ():
         (trace / f"{name.replace(' ', '')}.log").write_text("\n".join(w.lines()) + "\n")
@@ -291,6 +367,7 @@ def main() -> None:
         help="how many of the four followers Chromium draws (laptops first, then the phone); the others follow "
         "through Streamlit's protocol and draw nothing (a room's devices each draw their own page)",
     )
+    parser.add_argument("--timeline", type=Path, help="record Chromium's timeline of every drawn page into this folder")
     parser.add_argument("--wait", type=float, default=20.0, help="seconds after the teacher before 'never seen'")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
@@ -318,11 +395,18 @@ def main() -> None:
                 trace = args.trace / f"run{run}" if args.trace else None
                 if trace:
                     trace.mkdir(parents=True, exist_ok=True)
-                got = _run(f"http://127.0.0.1:{port}", browser, db, args.wait, trace, args.drawn)
+                if args.timeline:
+                    args.timeline.mkdir(parents=True, exist_ok=True)
+                timeline = args.timeline / f"run{run}.json" if args.timeline else None
+                got = _run(f"http://127.0.0.1:{port}", browser, db, args.wait, trace, args.drawn, timeline)
             finally:
                 proc.terminate()
                 proc.wait(timeout=30)
             print(_summary(run, got), flush=True)
+            busy = [r["busy"] for r in got["rows"] if "busy" in r]
+            for name in busy[0] if busy else ():
+                print(f"  run {run}: {name}: {_spread([b[name] for b in busy])} of CPU a change",
+                      file=sys.stderr, flush=True)  # fmt: skip
         browser.close()
 
 

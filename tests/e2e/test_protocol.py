@@ -470,3 +470,41 @@ def test_the_wire_decodes_a_runs_end_a_fragments_end_and_a_rerun():
     ]
     assert said[5].startswith("<- <unparsed 16 bytes")
     assert len(trace.ends) == 1  # the whole run's end only
+
+
+def test_the_class_bench_counts_a_page_s_main_thread_once_and_only_in_its_window():
+    """bench/class_browser.py --timeline: a page's main thread (its renderer, by the page's own mark), the CPU of its
+    outermost top-level tasks, clipped to each change's window; another renderer's left out, or counted with None."""
+    import json
+    import sys
+
+    from conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import class_browser
+
+    epoch_ms = 1_800_000_000_000  # the page's Date.now() at the mark, whose trace clock reads 5 s (5e6 us)
+
+    def task(pid, start, dur, cat="toplevel"):  # start and dur in seconds after the mark
+        return {"ph": "X", "pid": pid, "tid": 1, "cat": cat, "name": "RunTask", "ts": 5e6 + start * 1e6,
+                "dur": dur * 1e6}  # fmt: skip
+
+    events = [
+        {"ph": "M", "pid": 7, "tid": 1, "name": "thread_name", "args": {"name": "CrRendererMain"}},
+        {"ph": "M", "pid": 8, "tid": 1, "name": "thread_name", "args": {"name": "CrRendererMain"}},
+        {"ph": "R", "pid": 7, "tid": 1, "cat": "blink.user_timing", "name": f"{class_browser.SYNC}laptop 1:{epoch_ms}",
+         "ts": 5e6},
+        task(7, 1.0, 0.2),
+        task(7, 1.05, 0.1),  # inside the one before (a top-level event nested in another): counted once
+        task(7, 1.9, 0.2),  # half in the first window
+        task(7, 1.5, 0.1, cat="devtools.timeline"),  # not a top-level task
+        task(8, 1.0, 1.0),  # another page's renderer
+    ]  # fmt: skip
+    t = epoch_ms / 1000
+    windows = [(t + 0.9, t + 2.0), (t + 3, t + 4)]
+    trace = json.dumps({"traceEvents": events}).encode()
+    assert class_browser._busy(trace, "laptop 1", windows) == pytest.approx([0.3, 0.0])
+    assert class_browser._busy(trace, None, windows) == pytest.approx([1.3, 0.0])  # every thread: the other too
+    slow = [{**e, "tdur": e["dur"] / 4} if e.get("ph") == "X" else e for e in events]  # a quarter of it on a core
+    trace = json.dumps({"traceEvents": slow}).encode()
+    assert class_browser._busy(trace, "laptop 1", windows) == pytest.approx([0.075, 0.0])
