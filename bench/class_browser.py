@@ -226,7 +226,9 @@ def _timeline(data: bytes, pages: list[str], rows: list[dict], wait: float) -> N
         r["busy"] = {name: b[i] for name, b in busy.items()}
         each = ", ".join(f"{name} {b:.2f}" for name, b in r["busy"].items() if name != "chromium")
         span = spans[i][1] - spans[i][0]
-        print(f"  {r['what']}: Chromium used {r['busy']['chromium']:.2f} s of CPU in its {span:.2f} s; "
+        r["cores"] = r["busy"]["chromium"] / span if span else 0.0
+        print(f"  {r['what']}: Chromium used {r['busy']['chromium']:.2f} s of CPU in its {span:.2f} s "
+              f"({r['cores']:.2f} cores); "
               f"the pages' main threads {each}", file=sys.stderr, flush=True)  # fmt: skip
 
 
@@ -406,6 +408,10 @@ def main() -> None:
             busy = [r["busy"] for r in got["rows"] if "busy" in r]
             for name in busy[0] if busy else ():
                 print(f"  run {run}: {name}: {_spread([b[name] for b in busy])} of CPU a change",
+                      file=sys.stderr, flush=True)  # fmt: skip
+            if busy:
+                cores = " / ".join(_spread([r["cores"] for r in got["rows"]]).removesuffix(" s").split(" / "))
+                print(f"  run {run}: Chromium kept {cores} cores busy through a change (p50 / p95 / max)",
                       file=sys.stderr, flush=True)  # fmt: skip
         browser.close()
 
