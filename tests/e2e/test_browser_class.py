@@ -17,13 +17,15 @@ pytestmark = SLOW_BROWSER
 
 
 def _bars(pg) -> list[dict]:
-    """The first chart's traces on the page, as plotly holds them: [{x, y}] (a student's Class page holds a hidden
-    empty chart before it, classroom.warm_charts: the first one seen)."""
-    pg.locator("[data-testid=stMain] .js-plotly-plot").filter(visible=True).first.wait_for(timeout=30_000)
+    """The poll's results chart's traces, as plotly holds them: [{x, y}]. Found by its key (classroom.results draws
+    it as class.results.<poll>; Streamlit's st-key- class), not as the first chart seen: the head's map is drawn
+    below it, and a page under load once had only that one drawn when the first visible chart was read."""
+    chart = "[data-testid=stMain] [class*=st-key-class-results-] .js-plotly-plot"
+    pg.locator(chart).filter(visible=True).first.wait_for(timeout=30_000)
     pg.wait_for_function(SETTLED_JS, polling=250, timeout=30_000)
     return pg.evaluate(
-        "() => [...document.querySelectorAll('[data-testid=stMain] .js-plotly-plot')]"
-        ".find(p => p.offsetParent !== null).data.map(t => ({x: t.x, y: t.y}))"
+        f"() => [...document.querySelectorAll('{chart}')].find(p => p.offsetParent !== null)"
+        ".data.map(t => ({x: t.x, y: t.y}))"
     )
 
 
