@@ -93,6 +93,15 @@ LONGEST_FIRST = (
 )
 
 
+def pytest_configure(config):
+    """The files go out to pytest-xdist's workers in LONGEST_FIRST's order: xdist's loadfile otherwise re-sorts them
+    by their number of tests (its --loadscope-reorder, on by default), which sent the browser files, one to four
+    tests each, last, where they ran at once at the end of the run (pytest 754 s, against 651 s in this order, one
+    run each, 2026-11-28)."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark the tests that need a slow resource (SLOW_FIXTURES, SLOW_PARAMS): `make test-fast` leaves them out. Then
     put the longest files first (LONGEST_FIRST), each file's tests in their own order."""
