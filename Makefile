@@ -60,10 +60,10 @@ container-check: $(VENV)/.dev browser
 	PY=$(BIN)/python bash scripts/container-check.sh
 
 # Four pytest-xdist workers (TEST_WORKERS) on this 2-core machine, each given whole files (--dist loadfile: a file's
-# module fixtures, its server and browser, start once). Most of the suite waits on something (a server's answer,
-# Chromium drawing, a subprocess), so four keep the cores busier than two: a fresh clone's `CI=true bash .ci/run`
-# took 13 min 43 s with four, 14 min 45 s with six (18 GB of memory at its peak) and 25-29 min with two
-# (docs/testing.md). The fast loop is the CPU's own work: two workers (FAST_WORKERS) are its quickest (33 s of
+# module fixtures, its server and browser, start once). With two, the suite waited (a server's answer, Chromium
+# drawing, a subprocess); four keep both cores busy through the run: a fresh clone's `CI=true bash .ci/run` took
+# 13-16 min with four, 14 min 45 s with six (18 GB of memory at its peak) and 25-29 min with two (docs/testing.md).
+# The files go out longest first (tests/conftest.py, LONGEST_FIRST). The fast loop is the CPU's own work: two workers (FAST_WORKERS) are its quickest (33 s of
 # pytest, 41 s with four). TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= 4
 FAST_WORKERS ?= 2
