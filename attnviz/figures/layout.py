@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from attnviz.escape import html_text
 from attnviz.figures.style import Style
 
-GRID_WIDTH = 900  # px: the width a grid is laid out for (Streamlit's main column at 1280x800 with the sidebar open)
+GRID_WIDTH = 900  # px: the width a grid is laid out for (it holds at MAIN_PX[False], 820, where it is drawn)
 PHONE_WIDTH = 358  # px: a 390 px phone's main column (Streamlit's 16 px a side), where a grid is one map a row
 MAIN_PX = {False: 820, True: 740}  # px of the main column measured in Chromium at 1280x800, sidebar open (projector?)
 PROJECTOR_SCREEN_PX = 960  # px of a projected 1920x1080 page a figure may take and still be seen whole

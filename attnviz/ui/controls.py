@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from attnviz import api, escape
+from attnviz.figures.layout import MAIN_PX
 from attnviz.figures.style import DEFAULT_PALETTE, PALETTES, Style
 from attnviz.tokens import MAX_CHARS, check_text
 from attnviz.ui import cache, state
@@ -80,6 +81,7 @@ GLOSSARY = (  # the words a student meets on the pages, each once, in plain word
     ),
 )
 PHONE_MAX_PX = 768  # Streamlit's medium breakpoint: at this width and less the sidebar starts folded (a phone)
+GRID_MIN_PX = MAIN_PX[False]  # the main column at 1280x800, sidebar open (820 px): the narrowest a grid is drawn
 WRAP_CSS = (  # our own constant CSS: a page's name and a widget's label wrap onto a second line, never an ellipsis
     "<style>[data-testid=stSidebarNav] a span, [data-testid=stSidebarNav] [data-testid=stMarkdownContainer], "
     "[data-testid=stSidebarNav] p, [data-testid=stWidgetLabel] [data-testid=stMarkdownContainer], "
@@ -88,7 +90,12 @@ WRAP_CSS = (  # our own constant CSS: a page's name and a widget's label wrap on
     # the main area's copy of the Text box (phone_text_box) shows only where Streamlit folds the sidebar away; there
     # plotly's toolbar, which a tap shows over a figure's top, would cover its title (the page has its own exports)
     f"@media (min-width: {PHONE_MAX_PX + 1}px) {{ .st-key-phone-text {{ display: none; }} }}"
-    f"@media (max-width: {PHONE_MAX_PX}px) {{ [data-testid=stMain] .modebar-container {{ display: none; }} }}</style>"
+    f"@media (max-width: {PHONE_MAX_PX}px) {{ [data-testid=stMain] .modebar-container {{ display: none; }} }}"
+    # a layer grid where the browser is not a phone's (widgets.grid_box): never narrower than the laptop's column it
+    # is laid out for, or plotly's gutters, fractions of its width, shrink under each map's row labels and put them
+    # on the map to their left (a 1,100 px window: 18 px over); a narrower window scrolls it sideways instead
+    f"[class*=st-key-wide-grid-] {{ overflow-x: auto; }} "
+    f"[class*=st-key-wide-grid-] [data-testid=stElementContainer] {{ min-width: {GRID_MIN_PX}px; }}</style>"
 )
 # Streamlit sizes text in rem, so raising the root font size scales every label and heading together.
 PROJECTOR_CSS = "<style>html { font-size: 24px; }</style>"  # 1.5x the browser's 16 px: every label, a chart's ticks

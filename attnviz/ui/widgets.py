@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +16,7 @@ from attnviz.figures.style import pooled_labels
 from attnviz.result import Attention, AttentionResult
 from attnviz.tokens import TokenAxis
 from attnviz.ui import cache, routes, state
-from attnviz.ui.controls import Inputs
+from attnviz.ui.controls import Inputs, on_phone
 from attnviz.ui.halt import halt
 
 
@@ -412,3 +413,10 @@ def qk_space(source: api.Source, texts: list[str], layer: int, head: int, style,
     points = event.get("selection", {}).get("points", []) if event else []
     clicked = int(points[0]["customdata"][0]) if points and points[0].get("customdata") is not None else None
     return space, clicked
+
+
+def grid_box(name: str):
+    """Where a layer grid is drawn (`with widgets.grid_box(name):`): on a browser that is not a phone's, a box that
+    keeps the grid at least as wide as the column it is laid out for and scrolls it sideways in a narrower window
+    (controls.WRAP_CSS); a phone's grid is laid out for the phone (one map a row) and stands as it is."""
+    return contextlib.nullcontext() if on_phone() else st.container(key=f"wide-grid-{name}")

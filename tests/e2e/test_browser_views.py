@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from browsing import FIRST_X_JS, HEATMAPS_JS, SLOW_BROWSER, _type, _wait_for_token
+from browsing import FIRST_X_JS, HEATMAPS_JS, RESIZED_JS, SLOW_BROWSER, VISIBLE_JS, _type, _wait_for_token
 from conftest import ROOT, SENTENCE
 
 from harness.server import IDLE_JS, SETTLED_JS, free_port, start_server
@@ -221,7 +221,8 @@ def test_an_html_snapshot_of_a_view_opens_offline_and_draws_its_heatmaps(browser
 
 
 def test_the_heads_page_labels_every_token_on_every_map(browser, server):
-    """The layer grid and one head's map: as many tick labels as tokens on every axis (up to 64 tokens)."""
+    """The layer grid and one head's map: as many tick labels as tokens on every axis (up to 64 tokens); in a window
+    narrower than a laptop's full screen the grid keeps its width (no label on a map) and scrolls sideways."""
     pg = browser.new_page(viewport={"width": 1280, "height": 800})
     try:
         for view in ("Layer", "Head"):
@@ -235,6 +236,16 @@ def test_the_heads_page_labels_every_token_on_every_map(browser, server):
             }""")
             assert len(counts) == (24 if view == "Layer" else 2)
             assert all(shown == tokens == 16 for shown, tokens in counts), (view, counts)  # the default sentence
+            if view == "Layer":  # a laptop's window not at full width: the grid keeps its width and scrolls sideways
+                pg.set_viewport_size({"width": 1000, "height": 800})
+                pg.wait_for_function(RESIZED_JS, polling=250, timeout=30_000)
+                assert pg.evaluate(VISIBLE_JS) == []  # each map's row labels off the map to its left (18-42 px over)
+                box = pg.evaluate(
+                    "() => { const b = document.querySelector('[class*=st-key-wide-grid-heads]');"
+                    " return [b.scrollWidth, b.clientWidth]; }"
+                )
+                assert box[0] > box[1], box  # the rest of the grid is a sideways scroll away, not squeezed
+                pg.set_viewport_size({"width": 1280, "height": 800})
     finally:
         pg.close()
 

@@ -106,12 +106,13 @@ def layer_view(shown: Shown) -> None:
     layer = widgets.pick("Layer", "heads", "layer", result.n_layers)
     state.show_head(layer)
     st.caption("Rows are queries (the token looking), columns are keys (the token looked at). One colour scale.")
-    fig = cache.chart(
-        shown.key(layer, "grid"),
-        lambda: interactive.head_grid(result, layer, style=inputs.style, note=opts.note()),
-        "heads.chart.grid",
-        theme=None,
-    )
+    with widgets.grid_box("heads"):
+        fig = cache.chart(
+            shown.key(layer, "grid"),
+            lambda: interactive.head_grid(result, layer, style=inputs.style, note=opts.note()),
+            "heads.chart.grid",
+            theme=None,
+        )
     widgets.export_buttons(inputs, shown.fetch, layer, None, opts, "heads.export.layer")
     widgets.snapshot_row(inputs, {"view": "layer", "layer": layer + 1, **opts.as_dict()}, lambda: [fig], "heads.snap")
 

@@ -204,7 +204,8 @@ def draw_random_engine(d_model: int, heads: int, tokens: TokenAxis, causal: bool
     st.caption(
         f"Q split into heads: {tuple(s.q.shape)} → {tuple(s.q_heads.shape)}. Random weights: patterns mean nothing."
     )
-    st.plotly_chart(interactive.head_grid(result, 0, style=style, columns=min(heads, 6)), key="in.random")
+    with widgets.grid_box("inside"):
+        st.plotly_chart(interactive.head_grid(result, 0, style=style, columns=min(heads, 6)), key="in.random")
 
 
 def _measure(d_model: int, heads: int) -> list[cost.Cost]:

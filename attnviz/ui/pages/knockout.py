@@ -120,7 +120,8 @@ def knockout_section(eng: api.InterveningEngine, inputs: Inputs) -> None:
     axis = eng.tokenizer.plain_axis(ids)
     name = f"{eng.name}, {_heads_label(heads)} out"
     after = AttentionResult(got.patterns_after, axis, axis, "causal", name, sinks=eng.sinks)
-    st.plotly_chart(interactive.head_grid(after, layer, style=inputs.style), key="ko.after", theme=None)
+    with widgets.grid_box("knockout"):
+        st.plotly_chart(interactive.head_grid(after, layer, style=inputs.style), key="ko.after", theme=None)
     importance_section(eng, inputs, mode)
 
 

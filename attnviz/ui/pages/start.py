@@ -16,7 +16,7 @@ from attnviz import api, escape
 from attnviz.api import pronoun_cases, pronoun_scores
 from attnviz.figures import interactive, stat_charts
 from attnviz.result import Attention
-from attnviz.ui import cache, controls, routes, state
+from attnviz.ui import cache, controls, routes, state, widgets
 from attnviz.ui.controls import Inputs
 
 TIRED, WIDE = pronoun_cases.LESSON[0], pronoun_cases.LESSON[1]  # it = animal, it = street
@@ -193,10 +193,11 @@ def _change(inputs, tired, wide, layer, head, picked) -> None:
 
 
 def _every_head(inputs, tired, wide, layer, head, picked) -> None:
-    st.plotly_chart(
-        interactive.head_grid(tired, layer, style=inputs.style),  # type: ignore[arg-type]
-        key="start.grid",
-    )
+    with widgets.grid_box("start"):
+        st.plotly_chart(
+            interactive.head_grid(tired, layer, style=inputs.style),  # type: ignore[arg-type]
+            key="start.grid",
+        )
     counts = pronoun_scores.vote_counts(pronoun_scores.scores(tired, TIRED, "vote")).tolist()
     st.markdown(
         f"Every head of layer {layer + 1}, each looking its own way: some look at the token before, some at the "
