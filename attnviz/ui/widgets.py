@@ -127,13 +127,18 @@ UNKNOWN_PIECES = ("[UNK]", "<unk>")  # WordPiece's and SentencePiece's unknown t
 
 def truncation_notice(result: Attention) -> None:
     """Say how many tokens were dropped where the text was longer than the model takes, and what an unknown token
-    stands for where the text has one (nothing otherwise)."""
+    stands for where the text has one (nothing otherwise).
+
+    The notes sit in one placeholder that every run writes, said or not: an element that comes and goes moves every
+    element after it, and Streamlit draws a moved chart anew (the grid went blank for a third of a second when a
+    text with an emoji followed one without)."""
+    slot = st.container()
     if result.truncated:
         kept, dropped = len(result.source_tokens), result.truncated
-        st.info(f"The text was cut to fit the model: it reads {kept:,} tokens; {dropped:,} at the end were dropped.")
+        slot.info(f"The text was cut to fit the model: it reads {kept:,} tokens; {dropped:,} at the end were dropped.")
     unknown = sorted({p for p in result.source.pieces if p in UNKNOWN_PIECES})
     if unknown:  # an emoji became "[UNK]" with no word of why
-        st.caption(
+        slot.caption(
             f"{unknown[0]} stands for characters the model's vocabulary does not have (an emoji, a rare symbol): "
             "the model sees one unknown token there, whatever the characters were."
         )
