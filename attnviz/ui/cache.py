@@ -34,6 +34,7 @@ from attnviz.api import (
 )
 from attnviz.result import Results
 from attnviz.tokens import Encoded
+from attnviz.ui import state
 from attnviz.ui.halt import halt
 from attnviz.ui.progress import TimedProgress
 
@@ -221,7 +222,8 @@ def decoder_or_stop(model: str, backend: Backend) -> InterveningEngine:
     stops."""
     eng = load_engine_or_stop(model, backend)
     if not runs.can_intervene(eng):
-        st.info(f"{runs.DECODER_ONLY} Pick **smollm2** in the sidebar's model box.")
+        st.info(f"{runs.DECODER_ONLY} SmolLM2, bundled with attnviz, is one (the sidebar's model box).")
+        st.button("Show this page with SmolLM2", key="decoder.smollm2", on_click=state.choose_model, args=("smollm2",))
         halt()
     return runs.decoder(eng)
 

@@ -116,14 +116,14 @@ def _from_url() -> None:
 
     A link naming a model this server does not offer opens the default, with a notice.
     """
-    if "sb.choice" in st.session_state:
+    if state.MODEL_KEY in st.session_state:
         return
     model, backend = st.query_params.get("model"), st.query_params.get("backend")
     if model == "scratch":  # links from before backends had a name
         model, backend = api.DEFAULT_MODEL, "scratch"
     named = [c for c, (_, m, b) in CHOICES.items() if m == (model or api.DEFAULT_MODEL) and b == (backend or "hf")]
     if named:
-        st.session_state["sb.choice"] = named[0]
+        st.session_state[state.MODEL_KEY] = named[0]
     elif model:  # a hub id, a folder, or a bundled model the menu does not name (the date model)
         try:
             name = cache.policy().resolve(model).name
@@ -132,18 +132,18 @@ def _from_url() -> None:
                 f"The link asked for the model {escape.quoted(model, 100)}, which this server does not offer, so "
                 "the default model is shown."
             )
-            st.session_state["sb.choice"] = "default"
+            st.session_state[state.MODEL_KEY] = "default"
             return
-        st.session_state["sb.choice"], st.session_state["sb.hub"] = "hub", name
+        st.session_state[state.MODEL_KEY], st.session_state["sb.hub"] = "hub", name
 
 
 def model_touched(params: dict[str, str]) -> bool:
     """Whether this session's model choice is another model than `params` (the teacher's URL state) names: a
     following student picked one."""
-    if "model" not in params or "sb.choice" not in st.session_state:
+    if "model" not in params or state.MODEL_KEY not in st.session_state:
         return False
-    _, model, backend = CHOICES.get(st.session_state["sb.choice"], (None, None, None))
-    if st.session_state["sb.choice"] == "hub":
+    _, model, backend = CHOICES.get(st.session_state[state.MODEL_KEY], (None, None, None))
+    if st.session_state[state.MODEL_KEY] == "hub":
         model = str(st.session_state.get("sb.hub") or "").strip() or api.DEFAULT_MODEL
     return (model, backend) != (params["model"], params.get("backend", "hf"))
 
@@ -151,13 +151,13 @@ def model_touched(params: dict[str, str]) -> bool:
 def sidebar() -> Inputs:
     """Draw the shared sidebar and return what it says; call once per run, from app.py."""
     _from_url()
-    state.restore("sb.choice", "choice", "default", lambda v: v in CHOICES)
+    state.restore(state.MODEL_KEY, "choice", "default", lambda v: v in CHOICES)
     state.restore("sb.text", "text", DEFAULT_TEXT)
     state.restore("sb.palette", "palette", DEFAULT_PALETTE, lambda v: v in PALETTES)
     state.restore("sb.projector", "projector", False)
     with st.sidebar:
         st.title("attnviz")
-        choice = st.selectbox("Model", list(CHOICES), format_func=lambda c: CHOICES[c][0], key="sb.choice")
+        choice = st.selectbox("Model", list(CHOICES), format_func=lambda c: CHOICES[c][0], key=state.MODEL_KEY)
         _, model, backend = CHOICES[choice]
         if choice == "hub":
             menu = {m for _, m, _ in CHOICES.values()}  # BERT and SmolLM2; the bundled date model is offered here

@@ -17,6 +17,13 @@ _BOUND = "_url_bound"  # {widget key: (URL key, the type restore casts to)}: eve
 _PAGES = "_page_params"  # {page's URL path: the URL state its last run published}
 _LAST = "_last_page"  # the page this session's last run showed
 LOOK = ("palette", "projector")  # how a view looks, not what it shows: a student may change it and still follow
+MODEL_KEY = "sb.choice"  # the sidebar's model menu (controls.CHOICES' keys are its values)
+
+
+def choose_model(choice: str) -> None:
+    """A button's callback: the sidebar's model menu set to `choice` for the run the click starts (a callback runs
+    before the menu is drawn again, so the menu shows it)."""
+    st.session_state[MODEL_KEY] = choice
 
 
 def _bool(raw: str) -> bool:

@@ -66,7 +66,14 @@ def test_a_pair_of_different_lengths_is_a_message_not_a_traceback(tiny):
     assert not at.exception and "same length in tokens" in at.warning[0].value
 
 
-def test_bert_is_told_the_page_needs_a_decoder():
+@pytest.mark.slow  # loads SmolLM2
+def test_bert_is_told_the_page_needs_a_decoder_and_one_click_shows_it_with_smollm2():
     at = _page()
     _ok(at)
-    assert "decoder" in at.info[0].value
+    assert "decoder" in at.info[0].value and not _charts(at)
+    at.button(key="decoder.smollm2").click().run()
+    _ok(at)
+    assert at.sidebar.selectbox(key="sb.choice").value == "smollm2"
+    assert at.query_params["model"] == "smollm2"  # the URL says so too: a shared link opens SmolLM2
+    assert not at.info or "decoder" not in at.info[0].value
+    assert _charts(at)[0]["data"][1]["name"]  # the loss before and after, drawn for SmolLM2
