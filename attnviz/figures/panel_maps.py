@@ -165,7 +165,8 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     longest = max((len(c) for p in panels if len(p.cols) <= EVERY_LABEL for c in display_labels(p.cols)), default=0)
     below = 0.87 * CHAR * font * longest + 6 + font + 16  # turned key labels (sin 60°) and the "key" title
     plot_h = n_rows * side + (n_rows - 1) * (below + title_px)
-    plot_w = MAIN_PX[style.projector] - bar_px(font) - row_label_px(display_labels(panels[0].rows), font) - font - 10
+    left = row_label_px(display_labels(panels[0].rows), font) + font + 10  # the first panel's row labels, "query"
+    plot_w = MAIN_PX[style.projector] - bar_px(font) - left
     for i, (p, (x0, x1, show_rows)) in enumerate(zip(panels, domains, strict=True)):
         sx, r = ("" if i == 0 else str(i + 1)), i // per_row
         y1 = 1.0 - r * (side + below + title_px) / plot_h
@@ -197,7 +198,10 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
         height = max(480 if not style.projector else 600, labels_fit(max(labelled, default=0), font) + 200) - 90
     else:
         height = plot_h + below + 20
-    fig.update_layout(plot_bgcolor=MASKED_COLOUR, height=round(height + top), margin={"t": top})
+    # Room for the labels, measured here (as interactive.head_grid's): plotly's automargin is on only under
+    # Streamlit's theme, and a figure drawn without it (theme=None, for our fonts) had its labels cut at both edges.
+    margin = {"t": top, "l": round(left), "b": round(below) + 10}
+    fig.update_layout(plot_bgcolor=MASKED_COLOUR, height=round(height + top), margin=margin)
     return fig
 
 

@@ -95,7 +95,10 @@ WRAP_CSS = (  # our own constant CSS: a page's name and a widget's label wrap on
     # is laid out for, or plotly's gutters, fractions of its width, shrink under each map's row labels and put them
     # on the map to their left (a 1,100 px window: 18 px over); a narrower window scrolls it sideways instead
     f"[class*=st-key-wide-grid-] {{ overflow-x: auto; }} "
-    f"[class*=st-key-wide-grid-] [data-testid=stElementContainer] {{ min-width: {GRID_MIN_PX}px; }}</style>"
+    f"[class*=st-key-wide-grid-] [data-testid=stElementContainer] {{ min-width: {GRID_MIN_PX}px; }}"
+    # a row of figures (widgets.wide_columns) the same way: its columns share the laptop column's width, no less
+    f"[class*=st-key-wide-row-] {{ overflow-x: auto; }} "
+    f"[class*=st-key-wide-row-] [data-testid=stHorizontalBlock] {{ min-width: {GRID_MIN_PX}px; }}</style>"
 )
 # Streamlit sizes text in rem, so raising the root font size scales every label and heading together.
 PROJECTOR_CSS = "<style>html { font-size: 24px; }</style>"  # 1.5x the browser's 16 px: every label, a chart's ticks

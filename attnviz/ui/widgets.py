@@ -425,3 +425,10 @@ def grid_box(name: str):
     keeps the grid at least as wide as the column it is laid out for and scrolls it sideways in a narrower window
     (controls.WRAP_CSS); a phone's grid is laid out for the phone (one map a row) and stands as it is."""
     return contextlib.nullcontext() if on_phone() else st.container(key=f"wide-grid-{name}")
+
+
+def wide_columns(name: str, spec: int | list[int]) -> list:
+    """`st.columns(spec)` for a row of figures: on a browser that is not a phone's, the row keeps the width of the
+    laptop's column it is laid out for and scrolls sideways in a narrower window (controls.WRAP_CSS), as grid_box's
+    grid does; squeezed, each figure's title was cut at both ends. A phone's columns stack, as Streamlit's do."""
+    return list(st.columns(spec) if on_phone() else st.container(key=f"wide-row-{name}").columns(spec))

@@ -181,6 +181,10 @@ CELLS_JS = r"""() => {
   return {sizes, over};
 }"""
 PHONE = {"width": 390, "height": 844}
+# A laptop's browser window not at full width (a half of a 1920 px screen and a bit): the main column is 660 px, less
+# than the 820 px a figure is laid out for. Positions' three learned maps had their titles cut at both ends there,
+# and SmolLM2's row labels fell on BERT's map beside them on Self vs masked vs cross.
+NARROW = {"width": 1000, "height": 800}
 PHONE_AGENT = (  # an Android phone's Chrome: "Mobile" in it is what the server takes for a phone
     "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) "
     "Chrome/131.0.0.0 Mobile Safari/537.36"
@@ -291,10 +295,11 @@ def _readable(
     maps: bool = True,
 ) -> tuple[dict, dict]:
     """(plain, projector): the page's READABLE_JS and VISIBLE_JS once it has drawn after `clicks`, at 1280x800, with
-    VISIBLE_JS of the same page opened by a phone (_phone_visible); then at 1920x1080 with Projector mode switched on
-    in the sidebar, as a teacher does at the front of the room (the page runs again, draws every chart anew, and the
-    clicks are pressed again where what they drew is gone): the laptop and the projector are one page, not two (a
-    fresh page spent about 4 s of Chromium's time loading Streamlit before the app drew anything)."""
+    VISIBLE_JS of the same page opened by a phone (_phone_visible) and narrowed to 1000 px (NARROW); then at 1920x1080
+    with Projector mode switched on in the sidebar, as a teacher does at the front of the room (the page runs again,
+    draws every chart anew, and the clicks are pressed again where what they drew is gone): the laptop and the projector
+    are one page, not two (a fresh page spent about 4 s of Chromium's time loading Streamlit before the app drew
+    anything)."""
     pg = browser.new_page(viewport={"width": 1280, "height": 800})
     sockets = _sockets(pg)
     try:
@@ -303,6 +308,9 @@ def _readable(
         plain = _seen(pg, (path, model, "plain"))
         url = f"{server}/{path}{'&' if '?' in path else '?'}{model}"
         plain["phone"] = _phone_visible(browser, url, clicks, drawn, maps)
+        pg.set_viewport_size(NARROW)  # a laptop's window not at full width: its figures squeezed, or scrolled
+        pg.wait_for_function(RESIZED_JS, polling=250, timeout=30_000)
+        plain["narrow"] = pg.evaluate(VISIBLE_JS)
         pg.set_viewport_size({"width": 1920, "height": 1080})
         pg.wait_for_function(RESIZED_JS, polling=250, timeout=30_000)
         pg.locator("[data-testid=stSidebar]").get_by_text("Projector mode", exact=True).click()
@@ -330,11 +338,13 @@ def _phone_visible(browser, url: str, clicks: tuple, drawn: str | None, maps: bo
 
 
 def _check_readable(path: str, plain: dict, big: dict, maps: bool) -> None:
-    """Every heatmap figure has a colour bar, every token axis of up to 64 tokens a label for each with room for it
-    (no two run together), no label is clipped, every chart's labels and titles are visible where a person looks
-    (1280x800, a projector's 1920x1080, a 390x844 phone), the projector's tick labels are at least 1.5x, and the words
-    a heatmap writes in its cells stay in their cells (1280x800, projector) and are 16 px or more on a projector."""
+    """Every heatmap figure has a colour bar, every token axis of up to 64 tokens a label for each with room for it (no
+    two run together), no label is clipped, every chart's labels and titles are visible where a person looks (1280x800,
+    a 1000x800 window, a projector's 1920x1080, a 390x844 phone), the projector's tick labels are at least 1.5x, and the
+    words a heatmap writes in its cells stay in their cells (1280x800, projector) and are 16 px or more on a
+    projector."""
     assert plain["phone"] == [], (path, "phone", plain["phone"])
+    assert plain["narrow"] == [], (path, "narrow", plain["narrow"])
     for mode, got in (("plain", plain), ("projector", big)):
         assert got["visible"] == [], (path, mode, got["visible"])
         assert all(got["bars"]) and (bool(got["bars"]) or not maps), (path, mode, got["bars"])

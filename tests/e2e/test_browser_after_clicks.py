@@ -18,8 +18,13 @@ def corpus_runs():
     from attnviz import api
     from attnviz.analysis import head_stats
 
-    runs = Path(os.environ["ATTNVIZ_CORPUS_DIR"])
-    return {m: api.corpus(list(head_stats.CORPUS), m, runs / f"browser-{m}", window=64) for m in ("default", "smollm2")}
+    # each worker its own runs: the folder is shared by every worker, and `pytest -n 4` (xdist's --dist load) sends
+    # this file's tests to several at once, which wrote the same run's files together
+    runs, worker = Path(os.environ["ATTNVIZ_CORPUS_DIR"]), os.environ.get("PYTEST_XDIST_WORKER", "main")
+    return {
+        m: api.corpus(list(head_stats.CORPUS), m, runs / f"browser-{m}-{worker}", window=64)
+        for m in ("default", "smollm2")
+    }
 
 
 @pytest.mark.parametrize("model", ["default", "smollm2"])

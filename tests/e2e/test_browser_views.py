@@ -225,11 +225,12 @@ def test_an_html_snapshot_of_a_view_opens_offline_and_draws_its_heatmaps(browser
 
 
 def test_the_heads_page_labels_every_token_on_every_map(browser, server):
-    """The layer grid and one head's map: as many tick labels as tokens on every axis (up to 64 tokens); in a window
-    narrower than a laptop's full screen the grid keeps its width (no label on a map) and scrolls sideways."""
+    """The layer grid, one head's map and its value-weighted pair: as many tick labels as tokens on every axis (up to
+    64 tokens), each visible; in a window narrower than a laptop's full screen the grid keeps its width (no label on a
+    map) and scrolls sideways."""
     pg = browser.new_page(viewport={"width": 1280, "height": 800})
     try:
-        for view in ("Layer", "Head"):
+        for view in ("Layer", "Head", "Head&value=true"):
             pg.goto(f"{server}/?view={view}&layer=2&head=3")
             pg.wait_for_selector("[data-testid=stMain] .js-plotly-plot", timeout=90_000)
             pg.wait_for_function(SETTLED_JS, polling=250, timeout=90_000)
@@ -238,8 +239,11 @@ def test_the_heads_page_labels_every_token_on_every_map(browser, server):
               return gd._fullData.filter(t => t.type === 'heatmap').flatMap(t => [[t.xaxis, t.x], [t.yaxis, t.y]])
                 .map(([a, v]) => [lay[a.replace(/^x/, 'xaxis').replace(/^y/, 'yaxis')]._vals.length, v.length]);
             }""")
-            assert len(counts) == (24 if view == "Layer" else 2)
+            assert len(counts) == {"Layer": 24, "Head": 2}.get(view, 4)  # value=true: α beside ||αf(x)||
             assert all(shown == tokens == 16 for shown, tokens in counts), (view, counts)  # the default sentence
+            # drawn without Streamlit's theme (so without plotly's automargin), α and ||αf(x)|| had every row label
+            # cut at the left and every key label below the figure (22-51 px)
+            assert pg.evaluate(VISIBLE_JS) == [], view
             if view == "Layer":  # a laptop's window not at full width: the grid keeps its width and scrolls sideways
                 pg.set_viewport_size({"width": 1000, "height": 800})
                 pg.wait_for_function(RESIZED_JS, polling=250, timeout=30_000)

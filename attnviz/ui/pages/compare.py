@@ -117,7 +117,8 @@ def draw_three(inputs: Inputs, results: Results, text: str, key: str) -> None:
     """Pickers, the three panels and their export."""
     layer, head = pickers(results["cross"].n_layers, results["cross"].n_heads)
     panels = three_panels(results, layer, head)
-    st.plotly_chart(panel_maps.side_by_side(panels, style=inputs.style), key=f"{key}.chart")
+    with widgets.grid_box(key):
+        st.plotly_chart(panel_maps.side_by_side(panels, style=inputs.style), key=f"{key}.chart")
     export_panels(inputs, panels, text, results["cross"], layer, head, f"{key}.export")
     explain()
 
@@ -151,7 +152,8 @@ def draw_llm(inputs: Inputs) -> None:
         panel_maps.panel(bert, bl, bh, f"BERT self-attention\nlayer {bl + 1}, head {bh + 1}"),
         panel_maps.panel(llm, ll, lh, f"SmolLM2 masked self-attention\nlayer {ll + 1}, head {lh + 1}"),
     ]
-    st.plotly_chart(panel_maps.side_by_side(panels, style=inputs.style), key="cmp.llm.chart")
+    with widgets.grid_box("cmp-llm"):  # each panel's row labels stay off the panel to its left
+        st.plotly_chart(panel_maps.side_by_side(panels, style=inputs.style), key="cmp.llm.chart")
     export_panels(inputs, panels, inputs.text, llm, ll, lh, "cmp.llm.export")
     st.markdown(LLM)
 
@@ -170,7 +172,8 @@ def draw_bert(inputs: Inputs) -> None:
         Panel("causal − bidirectional", both.matrix - b, bi.target_tokens, bi.source_tokens, signed=True),
     ]
     st.warning(NEVER_TRAINED, icon=":material/science:")
-    st.plotly_chart(panel_maps.side_by_side(panels, style=style), key="cmp.bert.chart")
+    with widgets.grid_box("cmp-bert"):
+        st.plotly_chart(panel_maps.side_by_side(panels, style=style), key="cmp.bert.chart")
     export_panels(inputs, panels, text, bi, layer, head, "cmp.bert.export")
     st.markdown(BERT_WHAT_IF)
     st.subheader("Cross-attention what-if")

@@ -126,7 +126,8 @@ def head_view(shown: Shown) -> None:
     if opts.value_weight:
         panels = value_panels(shown.read.results().eager(shown.kind), layer, head, opts)
         fig = panel_maps.side_by_side(panels, style=inputs.style)
-        st.plotly_chart(fig, key="heads.chart.head", theme=None)
+        with widgets.grid_box("heads-value"):
+            st.plotly_chart(fig, key="heads.chart.head", theme=None)
     else:
         fig = cache.chart(
             shown.key(layer, head),

@@ -212,7 +212,8 @@ def rollout_section(inputs: Inputs, result: AttentionResult) -> None:
             panels.append(Panel(f"flow up to layer {layer + 1}", flowed.numpy(), toks, toks))
         except ValueError as err:
             st.info(escape.md(err))
-    st.plotly_chart(panel_maps.side_by_side(panels, style=inputs.style), key="ov.rollout")
+    with widgets.grid_box("ov-rollout"):
+        st.plotly_chart(panel_maps.side_by_side(panels, style=inputs.style), key="ov.rollout")
     pick = state.bound(
         st.selectbox,
         "Where does this token draw from?",

@@ -44,7 +44,7 @@ def sinusoidal_section(style: Style) -> None:
     pe = encodings.sinusoidal(n, d)
     sim = encodings.similarity(pe)
     rows = [str(p) for p in range(n)]
-    c1, c2 = st.columns(2)
+    c1, c2 = widgets.wide_columns("pos-sinusoidal", 2)
     c1.plotly_chart(
         interactive.matrix(
             pe.numpy(), f"PE: {n} positions × {d} dimensions", rows=rows, cols=_dims(d), style=style, height=360
@@ -110,7 +110,7 @@ def learned_section(inputs: Inputs, style: Style) -> None:
     rows = [str(p) for p in range(n)]
     learned = encodings.similarity(table[:n], cosine=True)
     sinus = encodings.similarity(encodings.sinusoidal(n, table.shape[1]), cosine=True)
-    c1, c2, c3 = st.columns(3)
+    c1, c2, c3 = widgets.wide_columns("pos-learned", 3)
     shown = table[:n].numpy()
     clip = float(np.percentile(np.abs(shown), 99))  # a few large dimensions would wash the rest out
     name = "bundled BERT" if eng.name == api.DEFAULT_MODEL else eng.name
@@ -162,7 +162,7 @@ def rotary_section(style: Style) -> None:
     angles = encodings.rotary_angles(n, SMOLLM2_HEAD_DIM, theta)
     pairs = [f"pair {i + 1}" for i in range(SMOLLM2_HEAD_DIM // 2)]
     rows = [str(p) for p in range(n)]
-    c1, c2 = st.columns(2)
+    c1, c2 = widgets.wide_columns("pos-rope", 2)
     c1.plotly_chart(
         interactive.matrix(
             np.cos(angles.numpy()),
