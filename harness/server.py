@@ -81,12 +81,57 @@ def start_server(port: int, log_path, env: dict | None = None) -> subprocess.Pop
     env = {k: v for k, v in env.items() if v is not None}  # None: unset it
     with open(log_path, "w") as log:  # the child keeps its own copy of the descriptor
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.time() + 90
-    while time.time() < deadline:
+    why = wait_healthy(proc, port)
+    if why:
+        proc.kill()
+        raise RuntimeError(f"streamlit did not become healthy: it {why}; see {log_path}")
+    return proc
+
+
+def wait_healthy(
+    proc: subprocess.Popen, port: int, *, cpu_s: float | None = None, stall_s: float | None = None
+) -> str | None:
+    """None once the server that `proc` started (it, or a process under it: `make run`) answers on `port`; else why
+    it never will: it exited, used no CPU for STALL_S (it waits on a lock or a network), or used more than
+    START_CPU_S without answering (it spins); `cpu_s` and `stall_s` put other bounds.
+
+    How long a start may take is counted in the server's own CPU, not the wall's: alone it is healthy after about
+    12 s of CPU (12-16 s of wall), but beside the suite's four workers on two cores, on a slow day, a class test's
+    second server had not answered after 90 s of wall (its first page took 36.7 s against 6.2 alone), and the test
+    failed though nothing was wrong."""
+    cpu_s, stall_s = cpu_s or START_CPU_S, stall_s or STALL_S
+    cpu, still = _tree_cpu_seconds(proc.pid), time.monotonic()
+    while proc.poll() is None:
         try:
             if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok":
-                return proc
+                return None
         except OSError:
             time.sleep(0.5)
-    proc.kill()
-    raise RuntimeError(f"streamlit did not become healthy; see {log_path}")
+        now = _tree_cpu_seconds(proc.pid)
+        if now > cpu_s:
+            return f"used {now:.0f} s of CPU without answering"
+        if now > cpu + 0.05:
+            cpu, still = now, time.monotonic()
+        elif time.monotonic() - still > stall_s:
+            return f"used no CPU for {stall_s:.0f} s"
+    return f"exited ({proc.returncode})"
+
+
+START_CPU_S = 120.0  # ten times a start's CPU alone
+STALL_S = 60.0  # no CPU used for this long: it waits on something that will not come
+
+
+def _tree_cpu_seconds(pid: int) -> float:
+    """The user and system time so far of a process and every process under it (those still running)."""
+    stats = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            stats[int(entry.name)] = (int(fields[1]), int(fields[11]) + int(fields[12]))  # (parent, ticks)
+    tree = {pid}
+    for _ in range(8):  # a few levels: make, its shell, python
+        tree |= {p for p, (parent, _) in stats.items() if parent in tree}
+    return sum(stats[p][1] for p in tree if p in stats) / os.sysconf("SC_CLK_TCK")

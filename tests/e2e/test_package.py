@@ -14,14 +14,13 @@ import subprocess
 import sys
 import sysconfig
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from conftest import ROOT
 
 from attnviz.cli import build_parser
-from harness.server import ARGS, CHROMIUM, free_port
+from harness.server import ARGS, CHROMIUM, free_port, wait_healthy
 
 pytestmark = [  # slow: pip install into a fresh virtual environment
     pytest.mark.slow,
@@ -116,14 +115,10 @@ def test_the_wheel_installs_and_serves_the_app_from_any_folder(tmp_path):
         start_new_session=True,
     )
     try:
-        for _ in range(240):
-            try:
-                if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("the installed server never answered: " + (tmp_path / "serve.log").read_text()[-2000:])
+        why = wait_healthy(server, port)
+        if why:
+            said = (tmp_path / "serve.log").read_text()[-2000:]
+            pytest.fail(f"the installed server never answered: it {why}: {said}")
         from playwright.sync_api import sync_playwright
 
         with sync_playwright() as p:

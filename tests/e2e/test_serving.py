@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 import psutil
@@ -18,7 +17,7 @@ from browsing import _start_class
 from conftest import ROOT
 
 from attnviz.liveclass import reach
-from harness.server import ARGS, CHROMIUM, free_port
+from harness.server import ARGS, CHROMIUM, free_port, wait_healthy
 
 pytestmark = [  # slow: `make run` itself, and an idle tab measured
     pytest.mark.slow,
@@ -44,17 +43,11 @@ def make_run(port: int, log_path, *make_vars: str, env: dict | None = None) -> s
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"make run exited with {proc.returncode}: {Path(log_path).read_text()[-2000:]}")
-        try:
-            if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok":
-                return proc
-        except OSError:
-            time.sleep(0.5)
-    stop(proc)
-    raise RuntimeError(f"the server did not become healthy; see {log_path}")
+    why = wait_healthy(proc, port)
+    if why:
+        stop(proc)
+        raise RuntimeError(f"make run did not become healthy: it {why}: {Path(log_path).read_text()[-2000:]}")
+    return proc
 
 
 def stop(proc: subprocess.Popen) -> None:
