@@ -23,7 +23,9 @@ the browser's timer asks again, from the page it now shows, within a tick. A bro
 run's messages lost on the way) would ask from the old page for ever, every request dropped: the page stays where it
 was under the new address, and nothing it shows changes again. So when a browser is still asking from a page its
 session left LEFT_GRACE seconds after its first such request, `install` draws the session's own page again for it,
-whole (at most once per LEFT_GRACE), and says so in the log.
+whole (at most once per LEFT_GRACE), and says so in the log. The same for a browser whose heartbeat names a fragment
+its session no longer has, while no run is in progress (a whole run that drew a new heartbeat never reached it):
+Streamlit 1.67 drops such a request without a word, so that browser too would never change again.
 
 Every run's first message (a heartbeat's too) carries the server's theme, which Streamlit 1.67 reads afresh from its
 whole configuration six times a run, on the server's one event loop: a tenth of the server's time under a class's
@@ -38,7 +40,7 @@ from urllib.parse import urlencode
 
 from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.runtime import app_session
-from streamlit.runtime.app_session import AppSession
+from streamlit.runtime.app_session import AppSession, AppSessionState
 from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
 
 _INSTALLED = "_attnviz_clear_cache_guarded"
@@ -48,6 +50,7 @@ WAIT_MOST = 2.0  # then the request goes through as Streamlit would take it
 LEFT_GRACE = 1.5  # seconds a browser may keep asking from a page its session left before that page is drawn for it
 LEFT = "_attnviz_left_since"  # on a session: (the page its browser still asks from, since when: the loop's clock)
 REDRAWN_LEFT = "a browser kept asking from a page its session had left; its session's page drawn again"
+REDRAWN_GONE = "a browser kept asking for a fragment its session no longer has; its session's page drawn again"
 _request_rerun = AppSession.request_rerun  # Streamlit's own
 _populate_theme = app_session._populate_theme_msg  # Streamlit's own
 _themes: dict[str, bytes] = {}  # {config section: the theme message Streamlit made of it, serialised}
@@ -73,11 +76,19 @@ def left_page(session: AppSession, client_state) -> bool:
     return bool(now) and bool(asked) and asked != now
 
 
-def still_left(session: AppSession, client_state) -> bool:
-    """Whether the browser has asked from the page its session left (client_state's) for LEFT_GRACE seconds since its
-    first such request (then the clock starts again: a redraw at most once per LEFT_GRACE)."""
+def gone(session: AppSession, client_state) -> bool:
+    """Whether a fragment's rerun names a fragment its session no longer has (a later whole run drew another): Streamlit
+    1.67 drops such a request without a word, so a browser whose timer still holds that fragment (the whole run that
+    replaced it never reached it) would never be drawn again."""
+    has = getattr(session, "has_fragment", None)
+    idle = getattr(session, "_state", None) == AppSessionState.APP_NOT_RUNNING  # a run in progress is still drawing
+    return has is not None and idle and not has(client_state.fragment_id)  # its fragments: never a redraw then
+
+
+def still_left(session: AppSession, asked: str) -> bool:
+    """Whether the browser has asked from where its session left (`asked`: a page, or a fragment gone) for LEFT_GRACE
+    seconds since its first such request (then the clock starts again: a redraw at most once per LEFT_GRACE)."""
     now = session._event_loop.time()
-    asked = client_state.page_script_hash
     since = getattr(session, LEFT, None)
     if since is None or since[0] != asked:
         setattr(session, LEFT, (asked, now))
@@ -112,12 +123,14 @@ def _fragment_rerun_after_the_run(session: AppSession, client_state, waited: flo
     has left (the session's page drawn whole for a browser that keeps asking from there), and held while the runner
     is finishing."""
     if client_state is not None and client_state.fragment_id:
-        if left_page(session, client_state):
-            if still_left(session, client_state):
-                logging.getLogger("attnviz").warning(REDRAWN_LEFT)
+        left, lost = left_page(session, client_state), gone(session, client_state)
+        if left or lost:
+            asked = client_state.page_script_hash if left else f"fragment {client_state.fragment_id}"
+            if still_left(session, asked):
+                logging.getLogger("attnviz").warning(REDRAWN_LEFT if left else REDRAWN_GONE)
                 _request_rerun(session, whole_page(session))
             else:
-                logging.getLogger("attnviz").debug("a fragment's rerun from a page this session has left: dropped")
+                logging.getLogger("attnviz").debug("a fragment rerun from a page or fragment the session left: dropped")
             return
         if hasattr(session, LEFT):
             delattr(session, LEFT)

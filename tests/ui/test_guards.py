@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 from streamlit.proto.ClientState_pb2 import ClientState
-from streamlit.runtime.app_session import AppSession
+from streamlit.runtime.app_session import AppSession, AppSessionState
 from streamlit.runtime.scriptrunner_utils.script_requests import RerunData, ScriptRequests
 
 from attnviz.ui import guards
@@ -163,3 +163,35 @@ def test_the_theme_every_run_sends_is_read_from_the_config_once_and_equals_strea
     assert all(m == theirs for m in mine) and theirs.primary_color == "#336699"
     assert not any(m.HasField("light") for m in mine) and not theirs.HasField("light")  # no [theme.light]: unset
     assert theirs.base == CustomThemeConfig.BaseTheme.DARK
+
+
+def test_a_browser_still_asking_for_a_fragment_its_session_no_longer_has_gets_the_page_drawn_whole(monkeypatch):
+    """Streamlit 1.67 drops, without a word, a fragment's rerun whose fragment a later whole run removed. A browser that
+    never received that run keeps its old heartbeat's timer: every tick would be dropped and its page would never
+    change again (a full `make test` saw a student stay on the Head view 10 s after the teacher took Layer, the server
+    logging "The fragment with id ... does not exist anymore"). Dropped at first, as Streamlit would; LEFT_GRACE
+    after the first, the session's page is drawn whole; a tick for a fragment it has goes through."""
+    import time
+
+    taken = []
+    monkeypatch.setattr(guards, "_request_rerun", lambda session, state: taken.append(state))
+    monkeypatch.setattr(guards, "LEFT_GRACE", 0.05)
+    loop = asyncio.new_event_loop()
+    session = _session(loop, ScriptRequests())
+    session.has_fragment = lambda fragment_id: fragment_id == "new-heartbeat"
+    session._state = AppSessionState.APP_IS_RUNNING  # a whole run in progress registers its fragments as it draws
+    old = ClientState(fragment_id="old-heartbeat", is_auto_rerun=True, page_script_hash="heads")
+    assert not guards.gone(session, old)
+    session._state = AppSessionState.APP_NOT_RUNNING
+    session._client_state = ClientState(page_script_hash="heads")
+    session._session_state = SimpleNamespace(query_params=SimpleNamespace(_query_params={"view": "Layer"}))
+    old = ClientState(fragment_id="old-heartbeat", is_auto_rerun=True, page_script_hash="heads")
+    guards._fragment_rerun_after_the_run(session, old)
+    assert taken == []
+    time.sleep(0.06)
+    guards._fragment_rerun_after_the_run(session, old)
+    assert len(taken) == 1 and taken[0].fragment_id == "" and taken[0].query_string == "view=Layer"
+    tick = ClientState(fragment_id="new-heartbeat", is_auto_rerun=True, page_script_hash="heads")
+    guards._fragment_rerun_after_the_run(session, tick)
+    assert taken[1:] == [tick]
+    loop.close()
