@@ -22,6 +22,11 @@ COLUMN_PX = 300  # px of the page's column a small map stands in by default: a t
 COLUMN_GAP = 16  # px between Streamlit's columns
 
 
+def main_px(style: Style) -> int:
+    """The px of the main column a figure of this style is laid out for: a phone's, a projector's or a laptop's."""
+    return PHONE_WIDTH if style.phone else MAIN_PX[style.projector]
+
+
 def title_top(font: int) -> dict[str, object]:
     """A title whose lines hang from 8 px under the figure's top, with title_px of margin above the plot. Plotly
     centres a title's first line in the top margin by default, so a wrapped title ran down over the map; anchored at

@@ -17,9 +17,9 @@ from attnviz.figures.layout import (
     CHAR,
     EVERY_LABEL,
     EVERY_TICK,
-    MAIN_PX,
     bar_px,
     labels_fit,
+    main_px,
     ordinal,
     row_label_px,
     style_layout,
@@ -29,7 +29,7 @@ from attnviz.figures.style import MASKED_COLOUR, Style
 from attnviz.result import AttentionResult
 from attnviz.tokens import display_labels
 
-NARROWEST_PX = 600
+NARROWEST_PX = 600  # the narrowest a figure is drawn, but on a phone (its plot area is then the measure)
 PANEL_GAP = 0.04
 CHAR_EM = 0.62  # the width of an average character, in font sizes
 
@@ -66,25 +66,27 @@ def steps_panel(steps: np.ndarray, rows: tuple[str, ...], cols: tuple[str, ...],
     return Panel(title, steps, rows, cols, masked=future, numbered_rows=True)
 
 
-def _label_fraction(labels: Sequence[str], font_size: int) -> float:
-    """The width of a column of tick labels, as a fraction of the narrowest figure."""
+def _label_fraction(labels: Sequence[str], font_size: int, narrowest: float = NARROWEST_PX) -> float:
+    """The width of a column of tick labels, as a fraction of the narrowest figure (`narrowest` px)."""
     longest = max((len(x) for x in labels), default=0)
-    return (CHAR_EM * font_size * longest + 14) / NARROWEST_PX
+    return (CHAR_EM * font_size * longest + 14) / narrowest
 
 
-def _wrap_title(title: str, width_fraction: float, font_size: int) -> str:
+def _wrap_title(title: str, width_fraction: float, font_size: int, narrowest: float = NARROWEST_PX) -> str:
     """A panel title, escaped and broken into lines that fit over its panel on the narrowest figure."""
-    chars = max(8, int(width_fraction * NARROWEST_PX / (CHAR_EM * font_size)))
+    chars = max(8, int(width_fraction * narrowest / (CHAR_EM * font_size)))
     lines = [line for part in title.split("\n") for line in textwrap.wrap(part, chars, break_on_hyphens=False) or [""]]
     return "<br>".join(html_text(line) for line in lines)
 
 
-def _panel_domains(panels: list[Panel], font_size: int) -> list[tuple[float, float, bool]]:
+def _panel_domains(
+    panels: list[Panel], font_size: int, narrowest: float = NARROWEST_PX
+) -> list[tuple[float, float, bool]]:
     """(x0, x1, show row labels) per panel: a panel whose rows differ from its left neighbour's gets
     its own labels, and room for them; one with the same rows shares its neighbour's."""
     shown = [i == 0 or p.rows != panels[i - 1].rows for i, p in enumerate(panels)]
     gutters = [
-        _label_fraction(display_labels(p.rows), font_size) if show and i else 0.0
+        _label_fraction(display_labels(p.rows), font_size, narrowest) if show and i else 0.0
         for i, (p, show) in enumerate(zip(panels, shown, strict=True))
     ]
     n = len(panels)
@@ -110,7 +112,7 @@ def panels_a_row(panels: list[Panel], style: Style = Style()) -> int:
             sum(own[i] for i in range(r, min(r + k, len(panels))) if i == r or panels[i].rows != panels[i - 1].rows)
             for r in range(0, len(panels), k)
         )
-        cells = (MAIN_PX[style.projector] - bar_px(font) - labels - font - 10 - 20 * (k - 1)) / k  # "query" too
+        cells = (main_px(style) - bar_px(font) - labels - font - 10 - 20 * (k - 1)) / k  # "query" too
         if cells >= labels_fit(keys, font):
             return k
     return 1
@@ -152,12 +154,17 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     ]
     zmax = float(max((m.max() for m in plain if m.size), default=1.0))
     font, per_row = style.font_size, panels_a_row(panels, style)
+    left = row_label_px(display_labels(panels[0].rows), font) + font + 10  # the first panel's row labels, "query"
+    plot_w = main_px(style) - bar_px(font) - left
+    narrowest = plot_w if style.phone else NARROWEST_PX  # a phone's figure is as wide as its column, no wider
     n_rows = math.ceil(len(panels) / per_row)
     domains = []  # a short last row keeps the others' widths: filled out with copies of its last panel
     for r in range(n_rows):
         chunk = panels[r * per_row : (r + 1) * per_row]
-        domains += _panel_domains(chunk + [chunk[-1]] * (per_row - len(chunk)), font)[: len(chunk)]
-    headings = [_wrap_title(p.title, x1 - x0, font + 1) for p, (x0, x1, _) in zip(panels, domains, strict=True)]
+        domains += _panel_domains(chunk + [chunk[-1]] * (per_row - len(chunk)), font, narrowest)[: len(chunk)]
+    headings = [
+        _wrap_title(p.title, x1 - x0, font + 1, narrowest) for p, (x0, x1, _) in zip(panels, domains, strict=True)
+    ]
     lines = max(h.count("<br>") + 1 for h in headings)
     title_px = lines * (font + 6) + 6
     labelled = [len(p.rows) for p in panels if len(p.rows) <= EVERY_LABEL]
@@ -165,8 +172,6 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     longest = max((len(c) for p in panels if len(p.cols) <= EVERY_LABEL for c in display_labels(p.cols)), default=0)
     below = 0.87 * CHAR * font * longest + 6 + font + 16  # turned key labels (sin 60°) and the "key" title
     plot_h = n_rows * side + (n_rows - 1) * (below + title_px)
-    left = row_label_px(display_labels(panels[0].rows), font) + font + 10  # the first panel's row labels, "query"
-    plot_w = MAIN_PX[style.projector] - bar_px(font) - left
     for i, (p, (x0, x1, show_rows)) in enumerate(zip(panels, domains, strict=True)):
         sx, r = ("" if i == 0 else str(i + 1)), i // per_row
         y1 = 1.0 - r * (side + below + title_px) / plot_h

@@ -96,6 +96,10 @@ WRAP_CSS = (  # our own constant CSS: a page's name and a widget's label wrap on
     # on the map to their left (a 1,100 px window: 18 px over); a narrower window scrolls it sideways instead
     f"[class*=st-key-wide-grid-] {{ overflow-x: auto; }} "
     f"[class*=st-key-wide-grid-] [data-testid=stElementContainer] {{ min-width: {GRID_MIN_PX}px; }}"
+    # columns of text under the box's figure (widgets.under) scroll with it: the row as wide as the figure, each
+    # column's text as wide as its column
+    f"[class*=st-key-under-] [data-testid=stHorizontalBlock] {{ min-width: {GRID_MIN_PX}px; }} "
+    "[class*=st-key-under-] [data-testid=stElementContainer] { min-width: 0; }"
     # a row of figures (widgets.wide_columns) the same way: its columns share the laptop column's width, no less
     f"[class*=st-key-wide-row-] {{ overflow-x: auto; }} "
     f"[class*=st-key-wide-row-] [data-testid=stHorizontalBlock] {{ min-width: {GRID_MIN_PX}px; }}</style>"

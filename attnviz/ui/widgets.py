@@ -427,6 +427,13 @@ def grid_box(name: str):
     return contextlib.nullcontext() if on_phone() else st.container(key=f"wide-grid-{name}")
 
 
+def under(name: str):
+    """Where columns of text that belong under grid_box(name)'s panels are drawn, inside that box (`with
+    widgets.under(name):`): they scroll sideways with the panels, so each column stays under its own panel (Compare's
+    paragraphs, drawn after the box, stood under the wrong panel once it scrolled). A phone's stands as it is."""
+    return contextlib.nullcontext() if on_phone() else st.container(key=f"under-{name}")
+
+
 def wide_columns(name: str, spec: int | list[int]) -> list:
     """`st.columns(spec)` for a row of figures: on a browser that is not a phone's, the row keeps the width of the
     laptop's column it is laid out for and scrolls sideways in a narrower window (controls.WRAP_CSS), as grid_box's

@@ -104,12 +104,14 @@ READABLE_PAGES = (
     "",
     "?view=Head&layer=3&head=5",
     "inside",
-    "compare?source=bert",  # the what-ifs' maps (the page opens on the dates model's, visited below)
+    "compare?date=5/6/21",  # the dates model's three maps in one row (a short date), a paragraph under each
+    "compare?source=bert",  # the what-ifs' maps
     "overview",
     "positions",
     "head_count",
     "masks",
 )
+READABLE_ONCE = ("compare?date=5/6/21",)  # pages that draw the same whatever the sidebar's model: visited once
 # What a person sees of every chart's labels (not what is in the DOM): each tick label and title's box, as the browser
 # lays it out, inside its figure and its chart element (not cut), off every plot area (not over a map), and no two
 # level tick labels of one axis over each other (turned ones: READABLE_JS's spacing). The one-head map's row labels
@@ -179,6 +181,37 @@ CELLS_JS = r"""() => {
     }
   }
   return {sizes, over};
+}"""
+# Columns of text that belong under a row of panels (widgets.under(name), under grid_box(name)'s figure: Compare's
+# paragraph for each kind of attention): each column's middle over its own panel, as the browser lays them out, with
+# the box scrolled to its left end and to its right end (panels one under another make no row to check). Drawn after
+# the box, the paragraphs did not scroll with the panels: in a 1,000 px window the second stood under the first.
+UNDER_JS = r"""() => {
+  const out = [];
+  for (const box of document.querySelectorAll('[data-testid=stMain] [class*=st-key-wide-grid-]')) {
+    const name = [...box.classList].find(c => c.startsWith('st-key-wide-grid-')).slice('st-key-wide-grid-'.length);
+    const text = document.querySelector(`.st-key-under-${name} [data-testid=stHorizontalBlock]`);
+    const gd = box.querySelector('.js-plotly-plot');
+    if (!text || !gd || !gd._fullLayout) continue;
+    const plots = Object.values(gd._fullLayout._plots);
+    if (new Set(plots.map(p => Math.round(p.yaxis._offset))).size > 1) continue;
+    const cols = [...text.querySelectorAll(':scope > [data-testid=stColumn]')];
+    if (cols.length !== plots.length) { out.push({name, columns: cols.length, panels: plots.length}); continue; }
+    const was = box.scrollLeft;
+    for (const end of [0, box.scrollWidth]) {
+      box.scrollLeft = end;
+      const left = gd.querySelector('.main-svg').getBoundingClientRect().left;
+      const spans = plots.map(p => [left + p.xaxis._offset, left + p.xaxis._offset + p.xaxis._length])
+        .sort((a, b) => a[0] - b[0]);
+      cols.forEach((c, i) => {
+        const r = c.getBoundingClientRect(), mid = Math.round((r.left + r.right) / 2);
+        if (mid < spans[i][0] || mid > spans[i][1]) out.push({name, scrolled: box.scrollLeft, column: i, mid,
+          panel: spans[i].map(Math.round)});
+      });
+    }
+    box.scrollLeft = was;
+  }
+  return out;
 }"""
 PHONE = {"width": 390, "height": 844}
 # A laptop's browser window not at full width (a half of a 1920 px screen and a bit): the main column is 660 px, less
@@ -310,7 +343,7 @@ def _readable(
         plain["phone"] = _phone_visible(browser, url, clicks, drawn, maps)
         pg.set_viewport_size(NARROW)  # a laptop's window not at full width: its figures squeezed, or scrolled
         pg.wait_for_function(RESIZED_JS, polling=250, timeout=30_000)
-        plain["narrow"] = pg.evaluate(VISIBLE_JS)
+        plain["narrow"] = pg.evaluate(VISIBLE_JS) + pg.evaluate(UNDER_JS)
         pg.set_viewport_size({"width": 1920, "height": 1080})
         pg.wait_for_function(RESIZED_JS, polling=250, timeout=30_000)
         pg.locator("[data-testid=stSidebar]").get_by_text("Projector mode", exact=True).click()

@@ -94,6 +94,27 @@ def test_side_by_side_panels_stand_in_rows_that_leave_every_key_its_label_and_tw
     assert panel_maps.panels_a_row(wide * 3, interactive.Style(projector=True)) == 3  # unlabelled: one row
 
 
+def test_a_phones_panels_are_laid_out_for_its_column():
+    """The date model's three maps of a short date ("5/6/21": 7 source tokens, 11 written): three a row on a laptop,
+    one a row on a phone's 358 px column, where three a row put the written tokens' labels on the map to their left
+    (the readability visit's phone check), and each title wrapped for the phone's width."""
+    src, tgt = tuple("5/6/21") + ("</s>",), ("<s>", *"2020-06-05")
+    panels = [
+        panel_maps.Panel("encoder self-attention\nlayer 2, head 1", np.full((7, 7), 1 / 7), src, src),
+        panel_maps.Panel("decoder masked self-attention\nlayer 2, head 1", np.full((11, 11), 1 / 11), tgt, tgt),
+        panel_maps.Panel("cross-attention (decoder → encoder)\nlayer 2, head 1", np.full((11, 7), 1 / 7), tgt, src),
+    ]
+    assert panel_maps.panels_a_row(panels, interactive.Style()) == 3
+    phone = interactive.Style(phone=True)
+    assert panel_maps.panels_a_row(panels, phone) == 1
+    fig = panel_maps.side_by_side(panels, style=phone)
+    assert len({tuple(fig.layout[f"yaxis{s}"].domain) for s in ("", "2", "3")}) == 3  # three rows
+    plot_px = layout.PHONE_WIDTH - fig.layout.margin.l - layout.bar_px(phone.font_size)
+    for a in fig.layout.annotations:  # each title's longest line fits over its map
+        longest = max(len(line) for line in a.text.split("<br>"))
+        assert panel_maps.CHAR_EM * (phone.font_size + 1) * longest <= plot_px, a.text
+
+
 def test_panel_titles_stay_over_their_panels_and_out_of_the_figure_title():
     toks = ("a", "b")
     fig = panel_maps.side_by_side([panel_maps.Panel("first\nline two", np.eye(2), toks, toks)], title="<b>whole</b>")

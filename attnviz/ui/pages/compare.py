@@ -119,8 +119,9 @@ def draw_three(inputs: Inputs, results: Results, text: str, key: str) -> None:
     panels = three_panels(results, layer, head)
     with widgets.grid_box(key):
         st.plotly_chart(panel_maps.side_by_side(panels, style=inputs.style), key=f"{key}.chart")
+        with widgets.under(key):
+            explain()
     export_panels(inputs, panels, text, results["cross"], layer, head, f"{key}.export")
-    explain()
 
 
 def draw_dates(inputs: Inputs) -> None:
