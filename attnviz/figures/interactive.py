@@ -28,17 +28,18 @@ from attnviz.figures.layout import (
     EVERY_LABEL,
     EVERY_TICK,
     GRID_WIDTH,
-    MAIN_PX,
     PHONE_WIDTH,
     PROJECTOR_SCREEN_PX,
     bar_px,
     labels_fit,
+    main_px,
     ordinal,
     row_label_px,
     style_layout,
     title_over,
     title_px,
     title_top,
+    token_ticks,
 )
 from attnviz.figures.style import MASKED_COLOUR, Style, pooled_labels
 from attnviz.result import Attention, AttentionResult
@@ -190,8 +191,16 @@ def maps_grid(
     gap_x = (left_px + 10) / (width - left_px)
     gap_y = (below_px + title_px) / plot_h if n_rows > 1 else 0.0
     layout = _grid_layout(n, columns, gap_x, gap_y, labelled)
-    fig = go.Figure(data=traces, layout=layout)
     pooling = "" if fq == fk == 1 else f" — pooled {fq}×{fk} tokens a cell; pick a head for full detail"
+    # A phone's map is its column less the row labels and the colour bar (BERT's 16 keys had 9.9 px each for 12 px
+    # labels): every k-th key labelled where each has no line of its own, and the title says so.
+    room = max(1.0, width - left_px - 20 - HEAD_BAR * bar_px(font))
+    step = math.ceil(labels_fit(len(xs), font) / room) if style.phone else 1
+    if labelled and step > 1:
+        for i in range(n):
+            layout[f"xaxis{i + 1 if i else ''}"].update(tickmode="array", tickvals=xs[::step], ticktext=xs[::step])
+        pooling += f" — every {step}{ordinal(step)} key labelled"
+    fig = go.Figure(data=traces, layout=layout)
     if one_screen and fq == fk == 1:
         pooling = f" — projector: {n_tok} {ONE_HEAD_LABELLED}"  # the grid on one screen
     elif not labelled and fq == fk == 1:
@@ -230,6 +239,7 @@ def _note(note: str) -> str:
 
 
 HEAD_LABELS = 80  # one head's map labels every token up to this many a side; past it, none (hover for the token)
+HEAD_BAR = 1.6  # the colour bar's room on a one-head map's right, in bar_px: 74-110 px measured at 12 pt, 121-162 at 20
 
 
 def head_map(
@@ -245,24 +255,33 @@ def head_map(
     fig = go.Figure(trace.update(customdata=data))
     font = style.font_size
     x_said, y_said = len(xs) <= HEAD_LABELS, len(ys) <= HEAD_LABELS
-    fig.update_xaxes(
-        title={"text": "key (attended to)" if x_said else f"key (attended to): {len(xs)}, too many to label: hover"},
-        tickangle=-60,
-        showticklabels=x_said,
-        **(EVERY_TICK if x_said else {}),
-    )
-    fig.update_yaxes(
-        title={"text": "query (attending)" if y_said else f"query (attending): {len(ys)}, too many to label: hover"},
-        showticklabels=y_said,
-        **(EVERY_TICK if y_said else {}),
-    )
-    fig = style_layout(fig, style, float(m.max()), f"Layer {layer + 1}, head {head + 1}{_note(note)}")
     row_px = font + 12  # px a row needs for its label: a projector's map grows with its font
     side = min(1400 if style.projector else 900, max(420, row_px * len(ys) + 160))
     # Room for the labels and the axis titles outside the map, measured here as maps_grid does (the margins were
     # 10 px: the row labels were cut to their last character and the query title lay over the map).
     left = (CHAR * font * max((len(y) for y in ys), default=0) + 6 if y_said else 0) + font + 14
     below = (0.87 * CHAR * font * max((len(x) for x in xs), default=0) + 6 if x_said else 0) + font + 14
+    # Each token a label's line where the map gives it one, else every k-th and the title says so: the map is the
+    # main column less its row labels and colour bar (a phone's 16 keys had 8.6 px each for 12 px labels, which ran
+    # together), its rows the figure's height less the title's room.
+    x_px, y_px = main_px(style) - left - HEAD_BAR * bar_px(font), side - 60
+    x_title, y_title = "key (attended to)", "query (attending)"
+    fig.update_xaxes(
+        tickangle=-60,
+        **(
+            token_ticks(xs, x_px, font, x_title, HEAD_LABELS)
+            if x_said
+            else {"showticklabels": False, "title": {"text": f"{x_title}: {len(xs)}, too many to label: hover"}}
+        ),
+    )
+    fig.update_yaxes(
+        **(
+            token_ticks(ys, y_px, font, y_title, HEAD_LABELS)
+            if y_said
+            else {"showticklabels": False, "title": {"text": f"{y_title}: {len(ys)}, too many to label: hover"}}
+        )
+    )
+    fig = style_layout(fig, style, float(m.max()), f"Layer {layer + 1}, head {head + 1}{_note(note)}")
     return fig.update_layout(height=round(side + below), margin={"l": round(left), "b": round(below)})
 
 
@@ -329,6 +348,14 @@ def _label_axes(
             axis(title={"text": f"every {step}{ordinal(step)} labelled", "font": {"size": font - 1}})
 
 
+def _columns_px(width: int, rows, row_ticks, font: int) -> float:
+    """A matrix's columns' own width: its column less the rows' labels as drawn (row_ticks' and their rule's title,
+    where given: a phone's Generate grid had 9.8 px a key for 12 px labels with the rows' own names counted) and the
+    colour bar."""
+    left = row_label_px(row_ticks[1], font) + font + 6 if row_ticks is not None else row_label_px(rows, font)
+    return width - left - bar_px(font)
+
+
 def matrix(
     m: np.ndarray,
     title: str,
@@ -353,7 +380,7 @@ def matrix(
     `width`: the px of the page's column the map stands in (default COLUMN_PX: three a row); its row labels and
     colour bar take their share, and a token axis is labelled every token where the rest gives each a line.
     """
-    width = min(width or COLUMN_PX, MAIN_PX[style.projector])  # never wider than the page's main column
+    width = min(width or COLUMN_PX, main_px(style))  # never wider than the page's main column (a phone's: 358 px)
     m = np.asarray(m, dtype=np.float32)
     if masked is not None:
         m = np.where(masked, np.nan, m)
@@ -386,8 +413,7 @@ def matrix(
         height = max(height, round(labels_fit(len(rows), font) + 80 + below))  # turned 60°: sin 60° of its length
     # A title in lines that fit a narrow column (three maps a row on the Masks page): never cut.
     lines = textwrap.wrap(title, max(16, int(0.85 * width / (CHAR * (font + 1))))) or [""]
-    plot_px = width - row_label_px(rows, font) - bar_px(font)  # the columns' own width
-    _label_axes(fig, rows, cols, height - 60, plot_px, font)
+    _label_axes(fig, rows, cols, height - 60, _columns_px(width, rows, row_ticks, font), font)
     if row_ticks is not None:
         fig.update_yaxes(
             showticklabels=True,
@@ -417,7 +443,7 @@ def maps_a_row(rows: Sequence[str], across: int, style: Style = Style(), most: i
     font = style.font_size
     cells = labels_fit(across, font) if 0 < across <= EVERY_LABEL else 120
     need = row_label_px(rows, font) + bar_px(font) + cells
-    main = MAIN_PX[style.projector]
+    main = main_px(style)
     for k in range(max(1, most), 1, -1):
         px = (main - COLUMN_GAP * (k - 1)) / k
         if px >= need:

@@ -3,6 +3,7 @@ needs, a title over a map, the colour axis and fonts a style gives. Shared by th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
@@ -55,6 +56,25 @@ def row_label_px(rows: Sequence[str] | None, font: int) -> float:
 def bar_px(font: int) -> float:
     """Pixels a small map's colour bar takes on its right, with its tick labels and title."""
     return 5.5 * font
+
+
+def token_ticks(labels: Sequence[str], px: float, font: int, title: str, most: int = EVERY_LABEL) -> dict:
+    """A token axis `px` long: every token labelled where each has a label's line, else every k-th, and the axis title
+    says so; past `most` tokens none, and the title says that."""
+    n = len(labels)
+    if n > most:
+        return {"showticklabels": False, "title": {"text": f"{title}: {n} tokens, too many to label"}}
+    step = max(1, math.ceil(labels_fit(n, font) / max(1.0, px)))
+    if step == 1:
+        return {"showticklabels": True, "title": {"text": title}, **EVERY_TICK}
+    shown = list(labels[::step])
+    return {
+        "showticklabels": True,
+        "tickmode": "array",
+        "tickvals": shown,
+        "ticktext": shown,
+        "title": {"text": f"{title}: every {step}{ordinal(step)} of {n} labelled"},
+    }
 
 
 def ordinal(n: int) -> str:

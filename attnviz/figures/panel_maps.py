@@ -20,10 +20,10 @@ from attnviz.figures.layout import (
     bar_px,
     labels_fit,
     main_px,
-    ordinal,
     row_label_px,
     style_layout,
     title_over,
+    token_ticks,
 )
 from attnviz.figures.style import MASKED_COLOUR, Style
 from attnviz.result import AttentionResult
@@ -118,25 +118,6 @@ def panels_a_row(panels: list[Panel], style: Style = Style()) -> int:
     return 1
 
 
-def _key_ticks(keys: list[str], px: float, font: int) -> dict:
-    """A panel's key axis: every key labelled where each has a label's line in its `px`; else (a panel alone in its
-    row, on a projector's larger labels) every k-th, and the axis title says so; past 64 keys none."""
-    n = len(keys)
-    if n > EVERY_LABEL:
-        return {"showticklabels": False, "title": {"text": f"key: {n} tokens, too many to label"}}
-    step = max(1, math.ceil(labels_fit(n, font) / max(1.0, px)))
-    if step == 1:
-        return {"showticklabels": True, "title": {"text": "key"}, **EVERY_TICK}
-    shown = keys[::step]
-    return {
-        "showticklabels": True,
-        "tickmode": "array",
-        "tickvals": shown,
-        "ticktext": shown,
-        "title": {"text": f"key: every {step}{ordinal(step)} of {n} labelled"},
-    }
-
-
 def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = "") -> go.Figure:
     """Maps next to each other on ONE colour scale (signed panels on a second, diverging one), in rows of as many
     as leave every token its label (panels_a_row): on a projector they stand one under another.
@@ -180,7 +161,7 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
             "anchor": f"y{sx}",
             "tickangle": -60,
             "showgrid": False,
-            **_key_ticks(display_labels(p.cols), (x1 - x0) * plot_w, font),
+            **token_ticks(display_labels(p.cols), (x1 - x0) * plot_w, font, "key"),
         }
         query = "query" if len(p.rows) <= EVERY_LABEL else f"query: {len(p.rows)} tokens"
         layout[f"yaxis{sx}"] = {

@@ -102,6 +102,7 @@ READABLE_JS = r"""() => {
 }"""
 READABLE_PAGES = (
     "",
+    "start?step=2",  # the first page a student opens: one head large, the pronoun's row outlined
     "?view=Head&layer=3&head=5",
     "inside",
     "compare?date=5/6/21",  # the dates model's three maps in one row (a short date), a paragraph under each
@@ -356,16 +357,17 @@ def _readable(
 
 
 def _phone_visible(browser, url: str, clicks: tuple, drawn: str | None, maps: bool) -> list:
-    """VISIBLE_JS of the page as a phone opens it: 390x844, a phone's User-Agent (the server lays a phone's grids out
-    one map a row by it: figures' Style.phone), touch; what the page's clicks draw drawn again there. A desktop's page
-    narrowed to a phone's width is not this: its grids keep the desktop's columns, and a map's row labels fall on the
-    map to its left (found when VISIBLE_JS first read every map's labels, not the first map's alone)."""
+    """VISIBLE_JS and READABLE_JS's crowded axes of the page as a phone opens it: 390x844, a phone's User-Agent (the
+    server lays a phone's grids out one map a row by it: figures' Style.phone), touch; what the page's clicks draw
+    drawn again there. A desktop's page narrowed to a phone's width is not this: its grids keep the desktop's columns,
+    and a map's row labels fall on the map to its left (found when VISIBLE_JS first read every map's labels, not the
+    first map's alone)."""
     pg = browser.shared_page(viewport=PHONE, user_agent=PHONE_AGENT, is_mobile=True, has_touch=True)
     try:
         sockets = _sockets(pg)
         pg.goto(url)
         _draw(pg, clicks, drawn, maps, sockets)
-        return pg.evaluate(VISIBLE_JS)
+        return pg.evaluate(VISIBLE_JS) + pg.evaluate(READABLE_JS)["crowded"]  # a phone's 16 keys ran together
     finally:
         pg.close()
 

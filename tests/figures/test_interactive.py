@@ -204,3 +204,30 @@ def test_small_maps_side_by_side_stand_as_many_a_row_as_leave_every_token_its_la
     many = [f"token{i}" for i in range(60)]  # too many for any column: the axis says its rule
     fig = matrix(np.random.rand(60, 60), "m", rows=many, cols=many, width=maps_a_row(many, 60, most=3)[1])
     assert "labelled" in fig.layout.xaxis.title.text
+
+
+def test_a_token_axis_gives_each_label_a_line_or_labels_every_kth_and_says_so(bundled_hf):
+    """One head's map and a layer's grid of BERT's 16 tokens: every key labelled at 1280x800 and on a projector; on a
+    phone's 358 px column every 2nd (the keys had 8.6 px each for 12 px labels, which ran together), and the title
+    says so. A laptop's 70-token sentence is thinned the same way, its keys and its rows (the map stops at 900 px)."""
+    r = bundled_hf.run(bundled_hf.encode(SENTENCE))["self"]
+    n = len(r.source_tokens)
+    for style in (interactive.Style(), interactive.Style(projector=True)):
+        fig = interactive.head_map(r, 3, 1, style=style)
+        assert fig.layout.xaxis.tickmode == "linear" and fig.layout.xaxis.title.text == "key (attended to)"
+    assert interactive.head_grid(r, 3).layout.xaxis.tickmode == "linear"  # a projector's grid: one screen, unlabelled
+    phone = interactive.Style(phone=True)
+    fig = interactive.head_map(r, 3, 1, style=phone)
+    assert list(fig.layout.xaxis.tickvals) == list(fig.data[0].x)[::2]
+    assert fig.layout.xaxis.title.text == f"key (attended to): every 2nd of {n} labelled"
+    assert fig.layout.yaxis.tickmode == "linear"  # every row: the map grows with its rows
+    room = layout.PHONE_WIDTH - fig.layout.margin.l - interactive.HEAD_BAR * layout.bar_px(phone.font_size)
+    assert room / len(fig.layout.xaxis.tickvals) >= phone.font_size + 1
+    grid = interactive.head_grid(r, 3, style=phone)
+    assert list(grid.layout.xaxis12.tickvals) == list(grid.data[11].x)[::2]
+    assert "every 2nd key labelled" in grid.layout.title.text
+    long = _random_result(l=1, h=1, t=70)
+    fig = interactive.head_map(long, 0, 0)
+    step = len(fig.data[0].x) // len(fig.layout.xaxis.tickvals)
+    assert step >= 2 and fig.layout.xaxis.title.text == f"key (attended to): every {step}nd of 70 labelled"
+    assert fig.layout.yaxis.title.text == "query (attending): every 2nd of 70 labelled"  # 900 px tall at most

@@ -117,7 +117,7 @@ def draw(inputs: controls.Inputs, gen: api.Generation) -> None:
         style=inputs.style,
         signed=False,
         height=max(300, 6 * len(heads) + 120),
-        width=layout.MAIN_PX[inputs.style.projector],  # the page's width: a label for every token that fits
+        width=layout.main_px(inputs.style),  # the page's width (a phone's too): a label for every token that fits
         row_ticks=(
             heads[:: r.n_heads],
             [f"layer {lay + 1}" for lay in range(r.n_layers)],
