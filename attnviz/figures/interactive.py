@@ -29,6 +29,7 @@ from attnviz.figures.layout import (
     EVERY_TICK,
     GRID_WIDTH,
     PHONE_WIDTH,
+    PROJECTOR_MAIN_PX,
     PROJECTOR_SCREEN_PX,
     bar_px,
     labels_fit,
@@ -263,8 +264,10 @@ def head_map(
     below = (0.87 * CHAR * font * max((len(x) for x in xs), default=0) + 6 if x_said else 0) + font + 14
     # Each token a label's line where the map gives it one, else every k-th and the title says so: the map is the
     # main column less its row labels and colour bar (a phone's 16 keys had 8.6 px each for 12 px labels, which ran
-    # together), its rows the figure's height less the title's room.
-    x_px, y_px = main_px(style) - left - HEAD_BAR * bar_px(font), side - 60
+    # together), its rows the figure's height less the title's room. A projector's column is the 1920x1080 screen's
+    # projector mode is laid out for: at 1280x800's 740 px, 19 tokens would already have been thinned there.
+    column = PROJECTOR_MAIN_PX if style.projector and not style.phone else main_px(style)
+    x_px, y_px = column - left - HEAD_BAR * bar_px(font), side - 60
     x_title, y_title = "key (attended to)", "query (attending)"
     fig.update_xaxes(
         tickangle=-60,

@@ -15,6 +15,7 @@ GRID_WIDTH = 900  # px: the width a grid is laid out for (it holds at MAIN_PX[Fa
 PHONE_WIDTH = 358  # px: a 390 px phone's main column (Streamlit's 16 px a side), where a grid is one map a row
 MAIN_PX = {False: 820, True: 740}  # px of the main column measured in Chromium at 1280x800, sidebar open (projector?)
 PROJECTOR_SCREEN_PX = 960  # px of a projected 1920x1080 page a figure may take and still be seen whole
+PROJECTOR_MAIN_PX = 1380  # px of the main column measured in Chromium at 1920x1080 in projector mode, sidebar open
 EVERY_LABEL = 64  # a token axis this long or shorter labels every token, on every map; longer ones label none
 CHAR = 0.62  # a label character's width, in font sizes (about)
 # a category axis labelling every token, none thinned

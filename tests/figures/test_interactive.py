@@ -231,3 +231,5 @@ def test_a_token_axis_gives_each_label_a_line_or_labels_every_kth_and_says_so(bu
     step = len(fig.data[0].x) // len(fig.layout.xaxis.tickvals)
     assert step >= 2 and fig.layout.xaxis.title.text == f"key (attended to): every {step}nd of 70 labelled"
     assert fig.layout.yaxis.title.text == "query (attending): every 2nd of 70 labelled"  # 900 px tall at most
+    thirty = _random_result(l=1, h=1, t=30)  # a projector's 1920x1080 column labels 30 keys each (1,380 px)
+    assert interactive.head_map(thirty, 0, 0, style=interactive.Style(projector=True)).layout.xaxis.tickmode == "linear"
