@@ -10,6 +10,11 @@ reaches memory. The definitions are blocks.py's, and tests/test_fused.py holds t
 The previous-, next- and same-position shares are one weight each per row: they are computed here from q_i . k_j
 and the row's normaliser (O(N) work), with blocks.py's rule for rows that have no such token (NaN, left out).
 
+Where the forward pass's own fused kernel gave each row's log-sum-exp (torch's SDPA kernels compute it, and
+`engines.scratch.causal_attention` keeps it), `layer_stats` takes it and the kernel skips its first pass over the
+keys: a trusted number is checked, not assumed: each row's weights from it must sum to 1 within `LSE_TOL`, else
+that layer runs both passes and the log says so once.
+
 Precision: "exact" (float32 products, the default and the parity the tests hold), "tf32x3" (each product as three
 TF32 products on a GPU's tensor cores: about float32's accuracy), "tf32" or "bf16" (the products' inputs rounded,
 float32 sums; the tensor cores): bench/long_inputs.py --precision measures their error.
@@ -21,6 +26,7 @@ import importlib
 import logging
 import os
 from types import ModuleType
+from typing import cast
 
 import torch
 from torch import Tensor
@@ -30,6 +36,8 @@ from attnviz.blocks import key_columns
 from attnviz.tokens import TokenAxis
 
 PRECISIONS = {"exact": "ieee", "tf32x3": "tf32x3", "tf32": "tf32", "bf16": "bf16"}
+LSE_TOL = 1e-5  # a given row normaliser is used where each row's weights from it sum to 1 within this (log of)
+_lse_refused = False  # a given normaliser was refused once: said in the log once
 _kernel: ModuleType | None = None
 _kernel_error: str | None = None
 _failed: str | None = None  # a fused kernel raised at run time (`failed`): the plain path from then on
@@ -117,36 +125,74 @@ def layer_stats(
     precision: str = "exact",
     window: int = 0,
     sinks: Tensor | None = None,
+    lse: Tensor | None = None,
 ) -> dict[str, Tensor]:
     """One layer's rows through the fused kernel: {statistic: (H, N)} for every blocks.STATS name and "lse" (each
     row's normaliser). Adds the column sums to `received` (H, N) and the pooled cells to each (sums (H, P, P), f)
-    of `pools` (float32, on q's device)."""
+    of `pools` (float32, on q's device). `lse` (H, N): the rows' normalisers from the forward pass, used by Triton's
+    kernel where there is no sink (`given_normalisers`)."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision is one of {', '.join(PRECISIONS)}, not {precision!r}")
     q, k = q.contiguous(), k.contiguous()
     n = q.shape[1]
     if q.device.type == "cpu" and not _interpreted():  # products in float32 on the CPU, whatever `precision` asks
-        rows = cpu_kernel.layer_pass(
+        found = cpu_kernel.layer_pass(
             q, k, codes, scale=scale, causal=causal, window=window, sinks=sinks, pools=pools, received=received
         )
-        return _with_neighbours(dict(zip(cpu_kernel.ROW_STATS, rows, strict=True)), q, k, scale, n, causal, window)
+        return _with_neighbours(dict(zip(cpu_kernel.ROW_STATS, found, strict=True)), q, k, scale, n, causal, window)
     run = kernel()
     if run is None:
         raise RuntimeError(f"the fused statistics kernel is not available here ({_kernel_error})")
-    rows = run.layer_pass(
-        q,
-        k,
-        codes.to(q.device),
-        scale=scale,
-        causal=causal,
-        window=window,
-        sinks=sinks,
-        pools=pools,
-        received=received,
-        precision=PRECISIONS[precision],
-    )
-    out = dict(zip(run.ROW_STATS, rows, strict=True))
+    settings = {"scale": scale, "causal": causal, "window": window, "sinks": sinks, "precision": PRECISIONS[precision]}
+    codes = codes.to(q.device)
+    rows = None
+    if lse is not None and sinks is None:
+        rows = given_normalisers(run, q, k, codes, lse, pools, received, settings)
+    if rows is None:
+        rows = run.layer_pass(q, k, codes, pools=pools, received=received, **settings)
+    out = dict(zip(run.ROW_STATS, cast(Tensor, rows), strict=True))
     return _with_neighbours(out, q, k, scale, n, causal, window, precision)
+
+
+def given_normalisers(
+    run: ModuleType,
+    q: Tensor,
+    k: Tensor,
+    codes: Tensor,
+    lse: Tensor,
+    pools: tuple[tuple[Tensor, int], ...],
+    received: Tensor,
+    settings: dict,
+) -> Tensor | None:
+    """One layer through Triton's kernel's second pass alone, from the forward pass's row normalisers `lse` (H, N):
+    its rows (as `layer_pass` returns them) with the column and pooled sums added to `received` and `pools`; or None,
+    nothing added, where a row's weights from `lse` do not sum to 1 within LSE_TOL (the kernel returns lse + log of
+    that sum): the caller then runs both passes."""
+    global _lse_refused
+    fresh_received = torch.zeros_like(received)
+    fresh_pools = tuple((torch.zeros_like(sums), f) for sums, f in pools)
+    lse = lse.to(device=q.device, dtype=torch.float32)
+    rows = run.layer_pass(q, k, codes, pools=fresh_pools, received=fresh_received, lse=lse, **settings)
+    off = float((rows[-1] - lse).abs().max())  # the largest |log of a row's mass|
+    if not off <= LSE_TOL:  # NaN too
+        if not _lse_refused:
+            _lse_refused = True
+            logging.getLogger(__name__).warning(
+                "the forward pass's row normalisers are off by up to %.2g (a row's weights sum to exp of that): "
+                "the fused pass computes its own",
+                off,
+            )
+        return None
+    received += fresh_received
+    for (sums, _), (fresh, _) in zip(pools, fresh_pools, strict=True):
+        sums += fresh
+    return rows
+
+
+def takes_normalisers(device: torch.device) -> bool:
+    """Whether a long text's analysis on `device` runs Triton's kernel after the forward pass, which can take the
+    rows' normalisers that pass computed (a CUDA device; on the CPU, Triton's interpreter chosen)."""
+    return available(device) and not in_forward(device) and (device.type == "cuda" or _interpreted())
 
 
 def in_forward(device: torch.device) -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -81,6 +81,8 @@ class LazyAttention:
     softcap: float = 0.0  # soft-capped scores (Gemma 2): softcap * tanh(s / softcap); 0 none
     sink_logits: Tensor | None = None  # (L, H) learned sink logits (gpt-oss): each row's weights over the tokens sum to
     # less than 1, the sink taking the rest
+    normalisers: tuple[Tensor | None, ...] = ()  # each layer's row normalisers (H, N) from its forward pass's kernel,
+    # or None (`given_normalisers`); Triton's analysis then skips its first pass (fused.layer_stats checks them)
     _cache: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -100,6 +102,8 @@ class LazyAttention:
             raise ValueError(f"{len(self.scales)} score scales for {n_l} layers")
         if self.sink_logits is not None and tuple(self.sink_logits.shape) != (n_l, n_h):
             raise ValueError(f"sink logits {tuple(self.sink_logits.shape)} for {n_l} layers of {n_h} heads")
+        if self.normalisers and len(self.normalisers) != n_l:
+            raise ValueError(f"row normalisers for {len(self.normalisers)} layers of {n_l}")
         if self.k.device != self.q.device:
             raise ValueError(f"queries on {self.q.device} and keys on {self.k.device}: they must be on one device")
         block_bytes, max_rows = block_size(self.q.device)
@@ -393,6 +397,7 @@ class LazyAttention:
     def _to_cpu(self) -> None:
         """The GPU ran out of memory: queries, keys and normalisers to the CPU, blocks sized for it, and a notice."""
         self.q, self.k = self.q.cpu(), self.k.cpu()
+        self.normalisers = ()  # the CPU's kernel computes its own
         if "lse" in self._cache:
             self._cache["lse"] = self._cache["lse"].cpu()
         self.block_bytes, self.max_rows = block_size(torch.device("cpu"))
@@ -463,11 +468,13 @@ class LazyAttention:
                 precision=self.precision,
                 window=self._window(layer),
                 sinks=None if self.sink_logits is None else self.sink_logits[layer].to(device).float().contiguous(),
+                lse=self.normalisers[layer] if self.normalisers else None,
             )
             lse[layer] = rows["lse"]
             blocks.add_rows(layer, rows, received, [sums for sums, _ in pools])
             if progress:
                 progress(layer + 1, self.n_layers)
+        self.normalisers = ()  # used: the pass's own are cached ("lse")
 
     def _plain(self, blocks: BlockPass, lse: Tensor, progress: Progress | None) -> None:
         """Each layer block by block in PyTorch operations (blocks.BlockPass): where no fused kernel runs."""
@@ -586,6 +593,19 @@ class ForwardStats:
         self.blocks.add_rows(layer, rows, received, [sums for sums, _ in pools])
         self.layers.add(layer)
         return z[None].to(q.dtype)
+
+
+def forward_reads(device: torch.device | str) -> tuple[str, ...]:
+    """The hook points a long text's forward pass reads on `device`: each layer's q and k, and the rows' normalisers
+    ("lse") where Triton's kernel will analyse them after the pass (a GPU: `fused.takes_normalisers`)."""
+    return ("q", "k", "lse") if fused.takes_normalisers(torch.device(device)) else ("q", "k")
+
+
+def given_normalisers(taken: Mapping[tuple[str, int], Tensor], n_layers: int) -> tuple[Tensor | None, ...]:
+    """Each layer's row normalisers (H, N) that a forward pass's hooks read at the point "lse" (Hooks.taken), None for
+    a layer that gave none (a sliding window's); () where none did."""
+    found = [taken.get(("lse", layer)) for layer in range(n_layers)]
+    return tuple(None if t is None else t[0] for t in found) if any(t is not None for t in found) else ()
 
 
 def forward_stats(

@@ -12,6 +12,10 @@ Each program loads its queries once and reads the keys its rows may see twice, t
    (attention received, added atomically) and the pooled maps' cells.
 No weight is written to memory: what leaves a program is one number per row and statistic, the column sums and
 the pooled cells. A sliding window (keys within `window` positions) skips the tiles outside it.
+Where the forward pass's own fused kernel gave each row's log-sum-exp (`lse`: torch's SDPA kernels compute it), the
+first pass is skipped: the second takes that lse, finds "confidence"'s largest score as it goes, and divides each
+row's sums by its mass (its weights' sum, 1 within rounding), so that the row statistics are those of the
+normaliser lse + log(mass), which it returns; fused.layer_stats checks that mass (a disagreeing lse runs both passes).
 """
 
 from __future__ import annotations
@@ -134,12 +138,13 @@ def _normalisers(
 @triton.jit
 def _sums(
     q, k_base, CODES, RECEIVED, POOL1, POOL2, h, rows, dims, live, start, row0, n, dh, window, m, lse,
-    ps, mass, dist, on_cls, on_sep, on_punct, on_first, f1, side1, f2, side2,
+    ps, mass, dist, on_cls, on_sep, on_punct, on_first, top, f1, side1, f2, side2,
     CAUSAL: tl.constexpr, PRECISION: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, MASKED: tl.constexpr,
     NB1: tl.constexpr, PB1: tl.constexpr, DOT1: tl.constexpr, NB2: tl.constexpr, PB2: tl.constexpr,
-    DOT2: tl.constexpr, POOLS: tl.constexpr, SKIP: tl.constexpr,
+    DOT2: tl.constexpr, POOLS: tl.constexpr, SKIP: tl.constexpr, LSE_GIVEN: tl.constexpr,
 ):  # fmt: skip
-    """Pass 2 over one tile: the weights p = exp(s - lse) and every sum of them."""
+    """Pass 2 over one tile: the weights p = exp(s - lse) and every sum of them (and, where pass 1 was skipped
+    for a given lse, the largest score "confidence" may take, `top`)."""
     cols = start + tl.arange(0, BN)
     s = _scores(q, k_base, cols, dims, n, dh, PRECISION)
     if MASKED:
@@ -152,6 +157,11 @@ def _sums(
     a = tl.sum(p, 1)
     ps += tl.sum(p * shifted, 1)
     mass += a
+    if LSE_GIVEN:  # pass 1 was skipped: the largest score among the keys "confidence" may take, here
+        allowed = ((tl.load(CODES + cols, mask=cols < n, other=0) & 16) == 0)[None, :]
+        if MASKED:
+            allowed = allowed & vis
+        top = tl.maximum(top, tl.max(tl.where(allowed, s, float("-inf")), 1))
     if (SKIP & 1) == 0:
         dist += tl.sum(p * tl.abs(cols[None, :] - rows[:, None]).to(tl.float32), 1)
         codes = tl.load(CODES + cols, mask=cols < n, other=0)
@@ -177,7 +187,7 @@ def _sums(
                 _pool_wide(POOL2 + h * side2 * side2, p, a, rows, cols, row0, start, f2, side2, BN)
             else:
                 _pool_add(POOL2 + h * side2 * side2, p, rows, cols, row0, start, f2, side2, NB2, PB2, DOT2)
-    return ps, mass, dist, on_cls, on_sep, on_punct, on_first
+    return ps, mass, dist, on_cls, on_sep, on_punct, on_first, top
 
 
 @triton.jit
@@ -186,6 +196,7 @@ def _stats_kernel(
     K,  # (H_kv, N, D) its keys
     CODES,  # (N,) int32 key flags
     SINK,  # (H,) float32 sink logits (read when HAS_SINK)
+    LSE,  # (H, N) float32 each row's log-sum-exp from the forward pass (read when LSE_GIVEN)
     OUT,  # (8, H, N) float32: ROW_STATS per row
     RECEIVED,  # (H, N) float32 column sums, added to
     POOL1,  # (H, side1, side1) float32, added to
@@ -201,6 +212,7 @@ def _stats_kernel(
     dh,
     CAUSAL: tl.constexpr,
     HAS_SINK: tl.constexpr,
+    LSE_GIVEN: tl.constexpr,  # LSE holds the rows' normalisers (never with a sink): pass 1 is skipped
     PRECISION: tl.constexpr,  # "ieee" (exact float32), "tf32x3", "tf32", or "bf16" (the products' inputs rounded)
     BM: tl.constexpr,
     BN: tl.constexpr,
@@ -247,27 +259,32 @@ def _stats_kernel(
     hi_full = tl.maximum(hi_full, lo_full)
     k_base = K + kvh * n * dh
 
-    # 1. the row normalisers
+    # 1. the row normalisers, unless the forward pass gave them
     m = tl.full((BM,), float("-inf"), tl.float32)
     z = tl.zeros((BM,), tl.float32)
     top = tl.full((BM,), float("-inf"), tl.float32)
-    for start in range(lo, lo_full, BN):
-        m, z, top = _normalisers(q, k_base, CODES, rows, dims, live, start, n, dh, window, m, z, top,
-                                 CAUSAL, PRECISION, BN, True)  # fmt: skip
-    for start in range(lo_full, hi_full, BN):
-        m, z, top = _normalisers(q, k_base, CODES, rows, dims, live, start, n, dh, window, m, z, top,
-                                 CAUSAL, PRECISION, BN, False)  # fmt: skip
-    for start in range(hi_full, hi, BN):
-        m, z, top = _normalisers(q, k_base, CODES, rows, dims, live, start, n, dh, window, m, z, top,
-                                 CAUSAL, PRECISION, BN, True)  # fmt: skip
-    if HAS_SINK:
-        sink = tl.load(SINK + h)
-        m_new = tl.maximum(m, sink)
-        z = z * tl.exp(m - m_new) + tl.exp(sink - m_new)
-        m = m_new
-    m = tl.where(m == float("-inf"), 0.0, m)
-    log_z = tl.log(z)
-    lse = m + log_z
+    if LSE_GIVEN:
+        lse = tl.load(LSE + h * n + rows, mask=live, other=0.0)
+        m = lse  # so that sum p (s - m) below is sum p log p
+        log_z = tl.zeros((BM,), tl.float32)
+    else:
+        for start in range(lo, lo_full, BN):
+            m, z, top = _normalisers(q, k_base, CODES, rows, dims, live, start, n, dh, window, m, z, top,
+                                     CAUSAL, PRECISION, BN, True)  # fmt: skip
+        for start in range(lo_full, hi_full, BN):
+            m, z, top = _normalisers(q, k_base, CODES, rows, dims, live, start, n, dh, window, m, z, top,
+                                     CAUSAL, PRECISION, BN, False)  # fmt: skip
+        for start in range(hi_full, hi, BN):
+            m, z, top = _normalisers(q, k_base, CODES, rows, dims, live, start, n, dh, window, m, z, top,
+                                     CAUSAL, PRECISION, BN, True)  # fmt: skip
+        if HAS_SINK:
+            sink = tl.load(SINK + h)
+            m_new = tl.maximum(m, sink)
+            z = z * tl.exp(m - m_new) + tl.exp(sink - m_new)
+            m = m_new
+        m = tl.where(m == float("-inf"), 0.0, m)
+        log_z = tl.log(z)
+        lse = m + log_z
 
     # 2. the weights again, and everything a row or a column sums of them
     ps = tl.zeros((BM,), tl.float32)  # sum p (s - m)
@@ -279,27 +296,38 @@ def _stats_kernel(
     on_first = tl.zeros((BM,), tl.float32)
     if (SKIP & 8) == 0:
         for start in range(lo, lo_full, BN):
-            ps, mass, dist, on_cls, on_sep, on_punct, on_first = _sums(
+            ps, mass, dist, on_cls, on_sep, on_punct, on_first, top = _sums(
                 q, k_base, CODES, RECEIVED, POOL1, POOL2, h, rows, dims, live, start, row0, n, dh, window, m, lse,
-                ps, mass, dist, on_cls, on_sep, on_punct, on_first, f1, side1, f2, side2,
-                CAUSAL, PRECISION, BM, BN, True, NB1, PB1, DOT1, NB2, PB2, DOT2, POOLS, SKIP,
+                ps, mass, dist, on_cls, on_sep, on_punct, on_first, top, f1, side1, f2, side2,
+                CAUSAL, PRECISION, BM, BN, True, NB1, PB1, DOT1, NB2, PB2, DOT2, POOLS, SKIP, LSE_GIVEN,
             )  # fmt: skip
         for start in range(lo_full, hi_full, BN):
-            ps, mass, dist, on_cls, on_sep, on_punct, on_first = _sums(
+            ps, mass, dist, on_cls, on_sep, on_punct, on_first, top = _sums(
                 q, k_base, CODES, RECEIVED, POOL1, POOL2, h, rows, dims, live, start, row0, n, dh, window, m, lse,
-                ps, mass, dist, on_cls, on_sep, on_punct, on_first, f1, side1, f2, side2,
-                CAUSAL, PRECISION, BM, BN, False, NB1, PB1, DOT1, NB2, PB2, DOT2, POOLS, SKIP,
+                ps, mass, dist, on_cls, on_sep, on_punct, on_first, top, f1, side1, f2, side2,
+                CAUSAL, PRECISION, BM, BN, False, NB1, PB1, DOT1, NB2, PB2, DOT2, POOLS, SKIP, LSE_GIVEN,
             )  # fmt: skip
         for start in range(hi_full, hi, BN):
-            ps, mass, dist, on_cls, on_sep, on_punct, on_first = _sums(
+            ps, mass, dist, on_cls, on_sep, on_punct, on_first, top = _sums(
                 q, k_base, CODES, RECEIVED, POOL1, POOL2, h, rows, dims, live, start, row0, n, dh, window, m, lse,
-                ps, mass, dist, on_cls, on_sep, on_punct, on_first, f1, side1, f2, side2,
-                CAUSAL, PRECISION, BM, BN, True, NB1, PB1, DOT1, NB2, PB2, DOT2, POOLS, SKIP,
+                ps, mass, dist, on_cls, on_sep, on_punct, on_first, top, f1, side1, f2, side2,
+                CAUSAL, PRECISION, BM, BN, True, NB1, PB1, DOT1, NB2, PB2, DOT2, POOLS, SKIP, LSE_GIVEN,
             )  # fmt: skip
 
+    entropy = log_z * mass - ps  # -sum p log p, p = exp(s - m) / z
+    if LSE_GIVEN:  # each row's sums as if of p / mass: the normaliser is lse + log(mass)
+        mass = tl.where(mass > 0, mass, 1.0)
+        log_mass = tl.log(mass)
+        entropy = -ps / mass + log_mass
+        dist = dist / mass
+        on_cls = on_cls / mass
+        on_sep = on_sep / mass
+        on_punct = on_punct / mass
+        on_first = on_first / mass
+        lse = lse + log_mass
     out = OUT + h * n + rows
     plane = tl.num_programs(1) * n
-    tl.store(out, log_z * mass - ps, mask=live)  # -sum p log p, p = exp(s - m) / z
+    tl.store(out, entropy, mask=live)
     tl.store(out + plane, dist, mask=live)
     tl.store(out + 2 * plane, on_cls, mask=live)
     tl.store(out + 3 * plane, on_sep, mask=live)
@@ -340,13 +368,16 @@ def layer_pass(
     pools: tuple[tuple[torch.Tensor, int], ...] = (),
     received: torch.Tensor,
     precision: str = "ieee",
+    lse: torch.Tensor | None = None,
     tile: tuple[int, int, int, int] | None = None,
     skip: int = 0,
 ) -> torch.Tensor:
     """One layer: q (H, N, Dh), k (H_kv, N, Dh), contiguous float32 on one device; codes (N,) int32. Adds the
     column sums to `received` (H, N) and each pooled map's cells to its (H, P, P) sums (pools: (sums, f) pairs);
-    returns (8, H, N): ROW_STATS of each row. `tile` (rows, keys, warps, stages) overrides `tiles`; `skip` leaves
-    parts out (1 distance and shares, 2 column sums, 4 pooled maps, 8 the whole second pass): for timing only."""
+    returns (8, H, N): ROW_STATS of each row. `lse` (H, N), where the forward pass gave the rows' normalisers (not
+    with `sinks`): the first pass is skipped, and the returned lse is lse + log(each row's mass). `tile` (rows, keys,
+    warps, stages) overrides `tiles`; `skip` leaves parts out (1 distance and shares, 2 column sums, 4 pooled maps,
+    8 the whole second pass): for timing only."""
     n_h, n, dh = q.shape
     group = n_h // k.shape[0]
     d = max(16, 1 << (dh - 1).bit_length())
@@ -354,6 +385,8 @@ def layer_pass(
     out = torch.empty(len(ROW_STATS), n_h, n, dtype=torch.float32, device=q.device)
     if len(pools) > 2:
         raise ValueError("the fused pass pools at most two sizes at once")
+    if lse is not None and (sinks is not None or tuple(lse.shape) != (n_h, n)):
+        raise ValueError(f"given normalisers {tuple(lse.shape)} for {n_h} heads of {n} rows (and never with sinks)")
     plans = [(sums, f, *_bins(max(bm, bn), f)) for sums, f in pools]
     dummy = received
     p1 = plans[0] if plans else (dummy, 1, 1, 16, False)
@@ -364,6 +397,7 @@ def layer_pass(
         k,
         codes,
         sinks if sinks is not None else received,
+        lse.contiguous() if lse is not None else received,
         out,
         received,
         p1[0],
@@ -379,6 +413,7 @@ def layer_pass(
         dh,
         CAUSAL=causal,
         HAS_SINK=sinks is not None,
+        LSE_GIVEN=lse is not None,
         PRECISION=precision,
         BM=bm,
         BN=bn,

@@ -8,6 +8,8 @@ head size 64, causal, both pooled maps of a long text: 96 and 32 cells a side, p
 - parts, by difference (--bf16-parts: also with bf16 products): the whole kernel; without distance and the
   shares; without the column sums; without the pooled maps; without the whole second pass (the row normalisers
   alone); the kernel before this round (its file, .gpu/old_stats_kernel.py, where present);
+- the second pass alone, given each row's log-sum-exp as the forward pass's own kernel gives it (fused.layer_stats
+  takes it from there: `LazyAttention.normalisers`), in each precision: what a long text's analysis costs now;
 - the products' precision: ieee (exact float32), tf32x3 (three TF32 products, about float32's accuracy on the
   tensor cores), tf32, bf16, each with its largest difference from ieee (row statistics, column sums, pooled cells);
 - tile shapes (rows, keys, warps, stages) for ieee and bf16: the fastest of each is printed as `best <precision>
@@ -85,13 +87,16 @@ def _time(call, repeats: int) -> float:
     return sorted(times)[len(times) // 2]
 
 
-def _run(module, n: int, precision: str = "ieee", tile: str | None = None, skip: int = 0, seed: int = 0):
-    """One layer's pass: (out rows, received, pools) and a closure that runs it again into the same buffers."""
+def _run(module, n: int, precision: str = "ieee", tile: str | None = None, skip: int = 0, seed: int = 0, given=False):
+    """One layer's pass: (out rows, received, pools) and a closure that runs it again into the same buffers. `given`:
+    the rows' normalisers are handed in (as the forward pass's kernel gives them), so only the second pass runs."""
     q, k, codes = _inputs(n, seed)
     received, pools = _buffers(n)
     kw = {"scale": DH**-0.5, "causal": True, "pools": pools, "received": received, "precision": precision}
     if module.__name__ == "attnviz.stats_kernel":
         kw.update(tile=tuple(int(x) for x in tile.split(",")) if tile else None, skip=skip)
+    if given:
+        kw["lse"] = module.layer_pass(q, k, codes, **{**kw, "precision": "ieee"})[7].clone()  # exact normalisers
 
     def call():
         received.zero_()
@@ -162,6 +167,11 @@ def main() -> None:
             "\n|---|---|---|---|---|---|"
         )
         variants: list[tuple[str, object, dict]] = [("whole kernel, ieee", stats_kernel, {})]
+        for precision in ("ieee", "tf32x3", "bf16"):  # first: what the analysis costs with the forward's normalisers
+            if precision != "ieee":
+                variants.append((f"whole kernel, {precision}", stats_kernel, {"precision": precision}))
+            variants.append((f"second pass alone (lse given), {precision}", stats_kernel,
+                             {"precision": precision, "given": True}))  # fmt: skip
         if old is not None and not args.no_parts:
             variants.append(("the kernel before this round, ieee", old, {}))
         parts = (
@@ -177,7 +187,7 @@ def main() -> None:
             variants.append(("whole kernel, bf16", stats_kernel, {"precision": "bf16"}))
             for label, skip in parts:
                 variants.append((f"{label}, bf16", stats_kernel, {"skip": skip, "precision": "bf16"}))
-        for precision in () if args.no_parts else ("tf32x3", "tf32", "bf16"):
+        for precision in () if args.no_parts else ("tf32",):
             variants.append((f"whole kernel, {precision}", stats_kernel, {"precision": precision}))
         if args.sweep:
             for precision in ("ieee", "bf16"):

@@ -113,8 +113,9 @@ def test_smollm2_shaped_scratch_equals_hugging_face_eager_on_cuda(shaped_dir):
 
 @pytest.mark.parametrize("n", [1024, 4096])
 @pytest.mark.parametrize("backend", ["hf", "scratch"])
-def test_smollm2_shaped_lazy_on_cuda_equals_eager_on_cuda(shaped_dir, backend, n):
-    """Q and K stay on the GPU; every tile, row, pooled map and statistic computed there equals eager's."""
+def test_smollm2_shaped_lazy_on_cuda_equals_eager_on_cuda(shaped_dir, backend, n, caplog):
+    """Q and K stay on the GPU; every tile, row, pooled map and statistic computed there equals eager's. The forward
+    pass kept every layer's row normalisers from torch's kernel, and the analysis took them (none refused)."""
     from test_lazy import _assert_matches
 
     from attnviz.result import AttentionResult
@@ -126,8 +127,9 @@ def test_smollm2_shaped_lazy_on_cuda_equals_eager_on_cuda(shaped_dir, backend, n
         w = engine.weights_of(enc.ids).cpu()  # computed on the GPU; 18 GB at 4,096, held on the CPU for the check
     lazy = engine.lazy_run(enc)
     assert lazy.q.is_cuda and lazy.k.is_cuda and lazy.device.startswith("cuda")
+    assert len(lazy.normalisers) == 30 and all(t is not None and t.is_cuda for t in lazy.normalisers)
     _assert_matches(lazy, AttentionResult(w, enc.axis, enc.axis, "causal", engine.name))
-    assert lazy.notice is None
+    assert lazy.notice is None and lazy.normalisers == () and "row normalisers are off" not in caplog.text
 
 
 def test_the_first_pass_on_cuda_builds_no_layer_s_scores(shaped_dir):

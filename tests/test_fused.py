@@ -343,3 +343,86 @@ def test_a_kernel_that_fails_in_the_forward_pass_leaves_sdpa_and_the_plain_path(
     assert not fused.available(torch.device("cpu"))  # the plain path from now on, in this process
     assert torch.equal(lazy.q, reference.q) and torch.equal(lazy.k, reference.k)
     _assert_equal(lazy, reference, (96,))
+
+
+@needs_triton
+def test_the_forward_pass_s_normalisers_take_the_place_of_the_first_pass(monkeypatch, caplog):
+    """Triton's kernel given each row's log-sum-exp (as torch's SDPA kernels give it) runs its second pass alone: the
+    same rows, column sums and pooled cells as with its own first pass. Its row statistics are those of the
+    normaliser it finds (the given one plus the log of each row's mass), so a given lse 0.3 too high leaves them
+    unchanged and scales the column sums by exp(-0.3): the pass used what it was given. With the default tolerance
+    that lse is refused: both passes run, the log says so once."""
+    monkeypatch.setenv("ATTNVIZ_FUSED", "1")
+    monkeypatch.setattr(fused, "_lse_refused", False)
+    n, dh, f = 140, 16, 5
+    q, k = (t[0] for t in _qk(1, 4, 2, n, dh, seed=3))
+    _, lse = _dense(q, k, dh**-0.5, 0, None)
+    codes = fused.key_codes(_axis(n), torch.arange(n) == n - 1, "causal")
+
+    def run(given):
+        pool = torch.zeros(4, math.ceil(n / f), math.ceil(n / f), device=q.device)
+        received = torch.ones(4, n, device=q.device)  # added to, not overwritten
+        rows = fused.layer_stats(
+            q, k, codes, scale=dh**-0.5, causal=True, pools=((pool, f),), received=received, lse=given
+        )  # fmt: skip
+        return rows, received - 1, pool
+
+    own, given = run(None), run(lse)
+    monkeypatch.setattr(fused, "LSE_TOL", 1.0)
+    shifted = run(lse + 0.3)
+    for other in (given, shifted):
+        assert set(other[0]) == set(own[0])
+        for name, value in own[0].items():
+            scale_of = value.abs().clamp_min(1) if name in ("distance", "entropy") else 1
+            assert ((other[0][name] - value).abs() / scale_of).nan_to_num(0.0).max() < TOL, name
+            assert torch.equal(other[0][name].isnan(), value.isnan()), name
+    assert (given[1] - own[1]).abs().max() < TOL and (given[2] - own[2]).abs().max() < TOL
+    assert (shifted[1] - own[1] * math.exp(-0.3)).abs().max() < TOL
+    monkeypatch.setattr(fused, "LSE_TOL", 1e-5)
+    refused = run(lse + 0.3)
+    assert (refused[1] - own[1]).abs().max() < TOL and (refused[2] - own[2]).abs().max() < TOL
+    assert (refused[0]["lse"] - lse).abs().max() < TOL
+    assert caplog.text.count("row normalisers are off by up to 0.3") == 1
+    run(lse + 0.3)
+    assert caplog.text.count("row normalisers are off") == 1
+
+
+@needs_triton
+@pytest.mark.parametrize("backend", ["hf", "scratch"])
+@pytest.mark.slow  # about 10 s under the interpreter
+def test_a_gpu_s_forward_pass_keeps_its_normalisers_for_the_analysis(tiny_long_llama_dir, backend, monkeypatch):
+    """Where Triton's kernel analyses a long text after its forward pass (a GPU; here Triton's interpreter on the CPU),
+    the forward pass keeps each layer's row normalisers from torch's own kernel (scratch.causal_attention), equal to
+    the plain path's within 1e-5, and the analysis from them equals the plain path's. The model's output is SDPA's."""
+    from attnviz.engines import registry
+    from attnviz.engines.hooks import Hooks
+    from attnviz.engines.scratch import causal_attention
+
+    monkeypatch.setenv("ATTNVIZ_FUSED", "1")
+    hf = registry.load(str(tiny_long_llama_dir), "hf", DEVICE)
+    engine = hf if backend == "hf" else registry.scratch_engine(hf)
+    enc = engine.tokenizer.encode("The animal didn't cross the street because it was too tired. " * 30, 300)
+    lazy = engine.lazy_run(enc)
+    assert len(lazy.normalisers) == engine.n_layers and all(t is not None for t in lazy.normalisers)
+    kept = torch.stack([t for t in lazy.normalisers if t is not None])
+    lazy.analyse()
+    assert lazy.normalisers == ()  # used, then let go: the pass's own are cached
+    monkeypatch.setenv("ATTNVIZ_FUSED", "0")
+    plain = _plain_copy(lazy)
+    _assert_equal(lazy, plain, (96, 32))
+    assert (kept.cpu() - plain.lse().cpu()).abs().max() < TOL
+
+    q, k, v = (torch.randn(1, 3, 70, 16) for _ in range(3))
+    z, lse = causal_attention(q, k, v, 0.25)
+    assert lse is not None and tuple(lse.shape) == (1, 3, 70)
+    assert (z - functional_sdpa(q, k, v, 0.25)).abs().max() < 1e-6
+    logits = engine.forward(enc, Hooks(fused=True, read=("lse",)))
+    reference = engine.forward(enc, Hooks(fused=True))
+    out, ref = ((x.logits if backend == "hf" else x[0]).float() for x in (logits, reference))
+    assert (out - ref).abs().max() < 1e-5 * ref.abs().max().clamp_min(1)
+
+
+def functional_sdpa(q, k, v, scale):
+    from torch.nn import functional
+
+    return functional.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)

@@ -44,7 +44,7 @@ from attnviz.engines.base import (
 )
 from attnviz.engines.hooks import Hooks, point
 from attnviz.engines.scratch import attend, capped, causal_mask, describe_device, resolve_device
-from attnviz.lazy import LazyAttention, forward_stats
+from attnviz.lazy import LazyAttention, forward_reads, forward_stats, given_normalisers
 from attnviz.result import Attention, AttentionKind, AttentionResult, Results
 from attnviz.tokens import Encoded, TokenAxis, Tokenizer
 
@@ -422,7 +422,12 @@ class HFDecoderEngine(HFEngine):
         # where attnviz's CPU kernel runs, the analysis is computed in the forward pass (lazy.ForwardStats)
         analysis = None if softcap else forward_stats(src.axis, "causal", self.n_layers, self.n_heads, self.device)
         hooks = Hooks(
-            read=("q", "k"), fused=True, progress=progress, n_layers=self.n_layers, gather=True, stats=analysis
+            read=forward_reads(self.device),
+            fused=True,
+            progress=progress,
+            n_layers=self.n_layers,
+            gather=True,
+            stats=analysis,
         )
         with self._passes, torch.inference_mode():
             ids = torch.tensor([src.ids], device=self.device)  # (1, N)
@@ -446,6 +451,7 @@ class HFDecoderEngine(HFEngine):
             scales=scales if len(set(scales)) > 1 else (),
             softcap=float(softcap),
             sink_logits=self.sink_logits(),
+            normalisers=given_normalisers(hooks.taken, self.n_layers),
         )
         if analysis is not None:
             lazy.take(analysis)

@@ -9,6 +9,9 @@ decoders of hf.CAPTURE_FAMILIES call under the name "attnviz") passes its interm
     scores      (B, H, Tq, Tk)  Q K^T * scale, before the mask
     pattern     (B, H, Tq, Tk)  the softmax: the attention weights
     z           (B, H, Tq, Dh)  each head's output, weights @ V, before W_O
+    lse         (B, H, Tq)      each row's log-sum-exp of its scaled scores: a fused pass only, in a layer where
+                                torch's fused kernel gives it (scratch.causal_attention; a long text's analysis skips
+                                its first pass with it: attnviz.fused)
     value_norms (B, H, Tk)      ||f_h(x_j)||: each key's value through its head's part of W_O (Kobayashi et al. 2020)
     x, out      (B, Tq, D)      the attention's input (after the layer's norm, where it has one) and its output
     resid       (B, T, D)       the residual stream entering a layer (the scratch models' blocks)
@@ -30,7 +33,21 @@ from torch import Tensor
 
 from attnviz.result import Progress
 
-POINTS = ("q", "k", "q_unturned", "k_unturned", "v", "scores", "pattern", "z", "value_norms", "x", "out", "resid")
+POINTS = (
+    "q",
+    "k",
+    "q_unturned",
+    "k_unturned",
+    "v",
+    "scores",
+    "pattern",
+    "z",
+    "lse",
+    "value_norms",
+    "x",
+    "out",
+    "resid",
+)
 Replace = Callable[[int, Tensor], Tensor]  # (layer, tensor) -> the tensor to go on with
 # (layer, q, k, v, scale, window, sinks) -> the layer's output z (B, H, Tq, Dh) with its statistics kept, or None
 LayerStats = Callable[[int, Tensor, Tensor, Tensor, float, int, Tensor | None], Tensor | None]

@@ -35,7 +35,7 @@ from attnviz.engines.hooks import Hooks, point
 from attnviz.engines.rebuilt import RebuiltEngine
 from attnviz.engines.scratch import MultiHeadAttention, RotaryEmbedding, causal_mask
 from attnviz.engines.steps import AttentionSteps, read_steps, steps_hooks
-from attnviz.lazy import LazyAttention, forward_stats
+from attnviz.lazy import LazyAttention, forward_reads, forward_stats, given_normalisers
 from attnviz.result import AttentionKind, Results
 from attnviz.tokens import Encoded
 
@@ -255,7 +255,7 @@ class ScratchLlamaEngine(RebuiltEngine):
         """One fused pass that reads each layer's turned Q and K at the hook points: linear in N, weights on demand."""
         analysis = forward_stats(enc.axis, "causal", self.n_layers, self.n_heads, self.device)  # the CPU kernel's
         hooks = Hooks(
-            read=("q", "k", "value_norms"),
+            read=(*forward_reads(self.device), "value_norms"),
             fused=True,
             progress=progress,
             n_layers=self.n_layers,
@@ -275,6 +275,7 @@ class ScratchLlamaEngine(RebuiltEngine):
             self.device_name,
             enc.truncated,
             value_norms=hooks.stacked("value_norms").float().cpu(),
+            normalisers=given_normalisers(hooks.taken, self.n_layers),
         )
         if analysis is not None:
             lazy.take(analysis)

@@ -166,6 +166,32 @@ def _explicit_blocks(
     return out
 
 
+def causal_attention(q: Tensor, k: Tensor, v: Tensor, scale: float | None) -> tuple[Tensor, Tensor | None]:
+    """Causal SDPA over q (B, H, T, Dh), k and v (B, H, T, D) with each row's log-sum-exp of its scaled scores
+    (B, H, T), or None beside plain SDPA's output where no kernel of torch's gives it for these inputs. Torch's fused
+    kernels compute that number for their backward pass and drop it in inference: here it is kept from the one that
+    SDPA would run (a GPU's flash kernel in 16 bits, its memory-efficient kernel in float32; the CPU's flash kernel),
+    so that a long text's analysis need not compute it again (fused.layer_stats)."""
+    scale = scale or q.shape[-1] ** -0.5
+    kernels = torch.ops.aten
+    try:
+        if q.device.type == "cuda" and q.dtype in (torch.float16, torch.bfloat16):
+            z, lse = kernels._scaled_dot_product_flash_attention(q, k, v, 0.0, True, False, scale=scale)[:2]
+        elif q.device.type == "cuda":
+            z, lse = kernels._scaled_dot_product_efficient_attention(q, k, v, None, True, 0.0, True, scale=scale)[:2]
+        elif q.device.type == "cpu":
+            z, lse = kernels._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, True, scale=scale)
+        else:
+            z, lse = None, None
+    except (RuntimeError, NotImplementedError):  # inputs the kernel refuses (a head size, an alignment)
+        z, lse = None, None
+    if z is None:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale), None
+    if lse is None or lse.shape[:-1] != q.shape[:-2] or lse.shape[-1] < q.shape[-2]:
+        return z, None
+    return z, lse[..., : q.shape[-2]].float()  # the memory-efficient kernel pads its rows to a multiple of 32
+
+
 def attend(
     q: Tensor,
     k: Tensor,
@@ -210,6 +236,10 @@ def attend(
             i = torch.arange(q.shape[-2], device=q.device)[:, None]
             j = torch.arange(k.shape[-2], device=q.device)[None, :]
             z = F.scaled_dot_product_attention(q, k, v, attn_mask=(j <= i) & (i - j < window), scale=scale)
+        elif hooks.wants(part + "lse", layer):  # the rows' normalisers too, where torch's kernel gives them
+            z, lse = causal_attention(q, k, v, scale)
+            if lse is not None:
+                point(hooks, part + "lse", layer, lse)
         else:
             z = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
         return point(hooks, part + "z", layer, z), None
