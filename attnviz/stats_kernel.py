@@ -11,7 +11,11 @@ Each program loads its queries once and reads the keys its rows may see twice, t
    p |i - j| (distance), the shares on the flagged keys (cls, other special, punctuation, first), the column sums
    (attention received, added atomically) and the pooled maps' cells.
 No weight is written to memory: what leaves a program is one number per row and statistic, the column sums and
-the pooled cells. A sliding window (keys within `window` positions) skips the tiles outside it.
+the pooled cells. What runs once a tile is kept small: where a pooled cell is a tile wide or more (a long text), each
+row's sum over the current column bin is carried from tile to tile and summed across the rows only when the bin
+ends (`_pool_wide`); the flags a tile's keys carry are one OR across it; in a causal tile every row sees whole, the
+distance is (i - start) x the row's mass - sum p (j - start). A sliding window (keys within `window` positions)
+skips the tiles outside it.
 Where the forward pass's own fused kernel gave each row's log-sum-exp (`lse`: torch's SDPA kernels compute it), the
 first pass is skipped: the second takes that lse, finds "confidence"'s largest score as it goes, and divides each
 row's sums by its mass (its weights' sum, 1 within rounding), so that the row statistics are those of the
@@ -59,28 +63,43 @@ def _pool_add(pool, p, rows, cols, row0, col0, f, side, NB: tl.constexpr, PB: tl
 
 
 @triton.jit
-def _pool_wide(pool, p, a, rows, cols, row0, col0, f, side, SPLIT: tl.constexpr):
-    """Add a tile of weights p (BM, BN) to the pooled sums where a cell is at least a tile wide (f >= BM, BN): the
-    tile touches at most two column bins and two row bins. `a` is the rows' sums of p (already needed for their
-    mass); the weights left of a column-bin boundary are summed only in the tile that has one."""
-    cb = col0 // f
+def _bit_or(a, b):
+    return a | b
+
+
+@triton.jit
+def _wide_flush(pool, acc, rows, row0, cb, f, side):
+    """Add the rows' sums `acc` (BM,) over column bin `cb` to its cells: the block's rows lie in at most two row bins
+    (a cell at least a tile wide)."""
     rb = row0 // f
+    top = rows < (rb + 1) * f
+    ok = cb < side
+    tl.atomic_add(pool + rb * side + cb, tl.sum(tl.where(top, acc, 0.0), 0), mask=ok, sem="relaxed")
+    below = tl.sum(tl.where(top, 0.0, acc), 0)
+    tl.atomic_add(pool + (rb + 1) * side + cb, below, mask=ok & (rb + 1 < side), sem="relaxed")
+
+
+@triton.jit
+def _pool_wide(pool, p, a, acc, acc_cb, cols, rows, row0, col0, f, side, SPLIT: tl.constexpr):
+    """Add a tile of weights p (BM, BN) to the pooled sums where a cell is at least a tile wide (f >= BM, BN): the
+    tile touches at most two column bins. `a` is the rows' sums of p (already needed for their mass); `acc` holds
+    the rows' sums over column bin `acc_cb` not yet added, and goes to its cells (`_wide_flush`: two sums across
+    the rows and two atomics) only when the bin ends: once every f / BN tiles, not once a tile. The weights left of
+    a bin boundary are summed only in the tile that has one. Returns (acc, acc_cb)."""
+    cb = col0 // f
+    if cb != acc_cb:  # the previous tile ended its bin
+        _wide_flush(pool, acc, rows, row0, acc_cb, f, side)
+        acc = a * 0.0
+        acc_cb = cb
     cstar = (cb + 1) * f  # the next column bin's first key
-    left = a
-    right = a * 0.0
     if cstar < col0 + SPLIT:  # SPLIT is the tile's width: a column-bin boundary inside this tile
         left = tl.sum(tl.where((cols < cstar)[None, :], p, 0.0), 1)
-        right = tl.sum(tl.where((cols >= cstar)[None, :], p, 0.0), 1)
-    rstar = (rb + 1) * f
-    top = rows < rstar
-    ok_c = cb + 1 < side
-    ok_r = rb + 1 < side
-    tl.atomic_add(pool + rb * side + cb, tl.sum(tl.where(top, left, 0.0), 0), sem="relaxed")
-    tl.atomic_add(pool + rb * side + cb + 1, tl.sum(tl.where(top, right, 0.0), 0), mask=ok_c, sem="relaxed")
-    tl.atomic_add(pool + (rb + 1) * side + cb, tl.sum(tl.where(top, 0.0, left), 0), mask=ok_r, sem="relaxed")
-    tl.atomic_add(
-        pool + (rb + 1) * side + cb + 1, tl.sum(tl.where(top, 0.0, right), 0), mask=ok_r & ok_c, sem="relaxed"
-    )
+        _wide_flush(pool, acc + left, rows, row0, cb, f, side)
+        acc = a - left
+        acc_cb = cb + 1
+    else:
+        acc = acc + a
+    return acc, acc_cb
 
 
 @triton.jit
@@ -138,13 +157,14 @@ def _normalisers(
 @triton.jit
 def _sums(
     q, k_base, CODES, RECEIVED, POOL1, POOL2, h, rows, dims, live, start, row0, n, dh, window, m, lse,
-    ps, mass, dist, on_cls, on_sep, on_punct, on_first, top, f1, side1, f2, side2,
+    ps, mass, dist, on_cls, on_sep, on_punct, on_first, top, acc1, cb1, acc2, cb2, f1, side1, f2, side2,
     CAUSAL: tl.constexpr, PRECISION: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, MASKED: tl.constexpr,
     NB1: tl.constexpr, PB1: tl.constexpr, DOT1: tl.constexpr, NB2: tl.constexpr, PB2: tl.constexpr,
     DOT2: tl.constexpr, POOLS: tl.constexpr, SKIP: tl.constexpr, LSE_GIVEN: tl.constexpr,
 ):  # fmt: skip
     """Pass 2 over one tile: the weights p = exp(s - lse) and every sum of them (and, where pass 1 was skipped
-    for a given lse, the largest score "confidence" may take, `top`)."""
+    for a given lse, the largest score "confidence" may take, `top`). acc1, cb1, acc2, cb2: each wide pooled map's
+    rows' sums not yet added (`_pool_wide`)."""
     cols = start + tl.arange(0, BN)
     s = _scores(q, k_base, cols, dims, n, dh, PRECISION)
     if MASKED:
@@ -157,37 +177,47 @@ def _sums(
     a = tl.sum(p, 1)
     ps += tl.sum(p * shifted, 1)
     mass += a
-    if LSE_GIVEN:  # pass 1 was skipped: the largest score among the keys "confidence" may take, here
-        allowed = ((tl.load(CODES + cols, mask=cols < n, other=0) & 16) == 0)[None, :]
-        if MASKED:
-            allowed = allowed & vis
-        top = tl.maximum(top, tl.max(tl.where(allowed, s, float("-inf")), 1))
-    if (SKIP & 1) == 0:
-        dist += tl.sum(p * tl.abs(cols[None, :] - rows[:, None]).to(tl.float32), 1)
+    if LSE_GIVEN or (SKIP & 1) == 0:
         codes = tl.load(CODES + cols, mask=cols < n, other=0)
+        flags = tl.reduce(codes, 0, _bit_or)  # which flags this tile's keys have: one sum across it, not one a flag
+    if LSE_GIVEN:  # pass 1 was skipped: the largest score among the keys "confidence" may take, here
+        if MASKED:
+            top = tl.maximum(top, tl.max(tl.where(vis & ((codes & 16) == 0)[None, :], s, float("-inf")), 1))
+        elif (flags & 16) != 0:  # a key left out of the maximum (the end token, as a rule) in this tile
+            top = tl.maximum(top, tl.max(tl.where(((codes & 16) == 0)[None, :], s, float("-inf")), 1))
+        else:
+            top = tl.maximum(top, tl.max(s, 1))
+    if (SKIP & 1) == 0:
+        if CAUSAL and not MASKED:  # every key at or before its row: |i - j| = (i - start) - (j - start)
+            offsets = tl.arange(0, BN).to(tl.float32)
+            dist += (rows - start).to(tl.float32) * a - tl.sum(p * offsets[None, :], 1)
+        else:
+            dist += tl.sum(p * tl.abs(cols[None, :] - rows[:, None]).to(tl.float32), 1)
         # a tile with no key of a flag (most tiles, for most flags) adds nothing to that share: skipped
-        if tl.max(codes & 1, 0) != 0:
+        if (flags & 1) != 0:
             on_cls += tl.sum(tl.where(((codes & 1) != 0)[None, :], p, 0.0), 1)
-        if tl.max(codes & 2, 0) != 0:
+        if (flags & 2) != 0:
             on_sep += tl.sum(tl.where(((codes & 2) != 0)[None, :], p, 0.0), 1)
-        if tl.max(codes & 4, 0) != 0:
+        if (flags & 4) != 0:
             on_punct += tl.sum(tl.where(((codes & 4) != 0)[None, :], p, 0.0), 1)
-        if tl.max(codes & 8, 0) != 0:
+        if (flags & 8) != 0:
             on_first += tl.sum(tl.where(((codes & 8) != 0)[None, :], p, 0.0), 1)
     if (SKIP & 2) == 0:
         tl.atomic_add(RECEIVED + h * n + cols, tl.sum(p, 0), mask=cols < n, sem="relaxed")
     if (SKIP & 4) == 0:
         if POOLS >= 1:
             if NB1 == 2:
-                _pool_wide(POOL1 + h * side1 * side1, p, a, rows, cols, row0, start, f1, side1, BN)
+                acc1, cb1 = _pool_wide(POOL1 + h * side1 * side1, p, a, acc1, cb1, cols, rows, row0, start, f1, side1,
+                                       BN)  # fmt: skip
             else:
                 _pool_add(POOL1 + h * side1 * side1, p, rows, cols, row0, start, f1, side1, NB1, PB1, DOT1)
         if POOLS >= 2:
             if NB2 == 2:
-                _pool_wide(POOL2 + h * side2 * side2, p, a, rows, cols, row0, start, f2, side2, BN)
+                acc2, cb2 = _pool_wide(POOL2 + h * side2 * side2, p, a, acc2, cb2, cols, rows, row0, start, f2, side2,
+                                       BN)  # fmt: skip
             else:
                 _pool_add(POOL2 + h * side2 * side2, p, rows, cols, row0, start, f2, side2, NB2, PB2, DOT2)
-    return ps, mass, dist, on_cls, on_sep, on_punct, on_first, top
+    return ps, mass, dist, on_cls, on_sep, on_punct, on_first, top, acc1, cb1, acc2, cb2
 
 
 @triton.jit
@@ -294,25 +324,34 @@ def _stats_kernel(
     on_sep = tl.zeros((BM,), tl.float32)
     on_punct = tl.zeros((BM,), tl.float32)
     on_first = tl.zeros((BM,), tl.float32)
+    acc1 = tl.zeros((BM,), tl.float32)  # a wide pooled map's rows' sums over the column bin cb1, not yet added
+    acc2 = tl.zeros((BM,), tl.float32)
+    cb1 = lo // f1
+    cb2 = lo // f2
     if (SKIP & 8) == 0:
         for start in range(lo, lo_full, BN):
-            ps, mass, dist, on_cls, on_sep, on_punct, on_first, top = _sums(
+            ps, mass, dist, on_cls, on_sep, on_punct, on_first, top, acc1, cb1, acc2, cb2 = _sums(
                 q, k_base, CODES, RECEIVED, POOL1, POOL2, h, rows, dims, live, start, row0, n, dh, window, m, lse,
-                ps, mass, dist, on_cls, on_sep, on_punct, on_first, top, f1, side1, f2, side2,
+                ps, mass, dist, on_cls, on_sep, on_punct, on_first, top, acc1, cb1, acc2, cb2, f1, side1, f2, side2,
                 CAUSAL, PRECISION, BM, BN, True, NB1, PB1, DOT1, NB2, PB2, DOT2, POOLS, SKIP, LSE_GIVEN,
             )  # fmt: skip
         for start in range(lo_full, hi_full, BN):
-            ps, mass, dist, on_cls, on_sep, on_punct, on_first, top = _sums(
+            ps, mass, dist, on_cls, on_sep, on_punct, on_first, top, acc1, cb1, acc2, cb2 = _sums(
                 q, k_base, CODES, RECEIVED, POOL1, POOL2, h, rows, dims, live, start, row0, n, dh, window, m, lse,
-                ps, mass, dist, on_cls, on_sep, on_punct, on_first, top, f1, side1, f2, side2,
+                ps, mass, dist, on_cls, on_sep, on_punct, on_first, top, acc1, cb1, acc2, cb2, f1, side1, f2, side2,
                 CAUSAL, PRECISION, BM, BN, False, NB1, PB1, DOT1, NB2, PB2, DOT2, POOLS, SKIP, LSE_GIVEN,
             )  # fmt: skip
         for start in range(hi_full, hi, BN):
-            ps, mass, dist, on_cls, on_sep, on_punct, on_first, top = _sums(
+            ps, mass, dist, on_cls, on_sep, on_punct, on_first, top, acc1, cb1, acc2, cb2 = _sums(
                 q, k_base, CODES, RECEIVED, POOL1, POOL2, h, rows, dims, live, start, row0, n, dh, window, m, lse,
-                ps, mass, dist, on_cls, on_sep, on_punct, on_first, top, f1, side1, f2, side2,
+                ps, mass, dist, on_cls, on_sep, on_punct, on_first, top, acc1, cb1, acc2, cb2, f1, side1, f2, side2,
                 CAUSAL, PRECISION, BM, BN, True, NB1, PB1, DOT1, NB2, PB2, DOT2, POOLS, SKIP, LSE_GIVEN,
             )  # fmt: skip
+
+        if (SKIP & 4) == 0 and POOLS >= 1 and NB1 == 2:  # the wide pooled maps' last column bins
+            _wide_flush(POOL1 + h * side1 * side1, acc1, rows, row0, cb1, f1, side1)
+        if (SKIP & 4) == 0 and POOLS >= 2 and NB2 == 2:
+            _wide_flush(POOL2 + h * side2 * side2, acc2, rows, row0, cb2, f2, side2)
 
     entropy = log_z * mass - ps  # -sum p log p, p = exp(s - m) / z
     if LSE_GIVEN:  # each row's sums as if of p / mass: the normaliser is lse + log(mass)

@@ -7,7 +7,8 @@ head size 64, causal, both pooled maps of a long text: 96 and 32 cells a side, p
 
 - parts, by difference (--bf16-parts: also with bf16 products): the whole kernel; without distance and the
   shares; without the column sums; without the pooled maps; without the whole second pass (the row normalisers
-  alone); the kernel before this round (its file, .gpu/old_stats_kernel.py, where present);
+  alone); the kernel before this round (its file, .gpu/old_stats_kernel.py, where present: scripts/gpu-site.sh
+  writes it from git), in ieee and bf16;
 - the second pass alone, given each row's log-sum-exp as the forward pass's own kernel gives it (fused.layer_stats
   takes it from there: `LazyAttention.normalisers`), in each precision: what a long text's analysis costs now;
 - the products' precision: ieee (exact float32), tf32x3 (three TF32 products, about float32's accuracy on the
@@ -166,14 +167,16 @@ def main() -> None:
             "| variant | ms a layer | x 30 layers | / float32 floor | max difference from ieee | compile, first run |"
             "\n|---|---|---|---|---|---|"
         )
-        variants: list[tuple[str, object, dict]] = [("whole kernel, ieee", stats_kernel, {})]
-        for precision in ("ieee", "tf32x3", "bf16"):  # first: what the analysis costs with the forward's normalisers
-            if precision != "ieee":
-                variants.append((f"whole kernel, {precision}", stats_kernel, {"precision": precision}))
+        variants: list[tuple[str, object, dict]] = []
+        for precision in ("ieee",) if args.no_parts else ("ieee", "tf32x3", "bf16"):  # first: today's kernel against
+            # the one before, and what the analysis costs with the forward pass's normalisers
+            variants.append((f"whole kernel, {precision}", stats_kernel, {"precision": precision}))
+            if args.no_parts:
+                continue
+            if old is not None and precision != "tf32x3":
+                variants.append((f"the kernel before this round, {precision}", old, {"precision": precision}))
             variants.append((f"second pass alone (lse given), {precision}", stats_kernel,
                              {"precision": precision, "given": True}))  # fmt: skip
-        if old is not None and not args.no_parts:
-            variants.append(("the kernel before this round, ieee", old, {}))
         parts = (
             ("without distance and shares", 1),
             ("without column sums", 2),

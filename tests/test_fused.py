@@ -13,6 +13,7 @@ computed densely here.
 
 import dataclasses
 import importlib.util
+import json
 import math
 import os
 import subprocess
@@ -89,6 +90,7 @@ def _assert_equal(a: LazyAttention, b: LazyAttention, sides) -> None:
         ("causal", 150, 2, (4, 2), 32, (96, 32), ()),  # short: every pooled tile by products (2 and 5 tokens a cell)
         ("self", 130, 1, (3, 3), 24, (96, 32), ()),  # BERT-like: every key, no grouping, a head size to pad
         ("causal", 300, 1, (2, 1), 16, (4, 3), ()),  # long-text pooling: 75- and 100-token cells, by masked sums
+        ("self", 256, 1, (2, 1), 16, (4, 2), ()),  # 64- and 128-token cells: every bin ends where a tile does
         ("causal", 200, 2, (4, 1), 16, (96,), (70, 0)),  # Gemma 3's way: a window, then a full layer; one key head
     ],
 )
@@ -346,28 +348,32 @@ def test_a_kernel_that_fails_in_the_forward_pass_leaves_sdpa_and_the_plain_path(
 
 
 @needs_triton
-def test_the_forward_pass_s_normalisers_take_the_place_of_the_first_pass(monkeypatch, caplog):
+@pytest.mark.parametrize("causal", [True, False])
+def test_the_forward_pass_s_normalisers_take_the_place_of_the_first_pass(causal, monkeypatch, caplog):
     """Triton's kernel given each row's log-sum-exp (as torch's SDPA kernels give it) runs its second pass alone: the
     same rows, column sums and pooled cells as with its own first pass. Its row statistics are those of the
     normaliser it finds (the given one plus the log of each row's mass), so a given lse 0.3 too high leaves them
     unchanged and scales the column sums by exp(-0.3): the pass used what it was given. With the default tolerance
-    that lse is refused: both passes run, the log says so once."""
+    that lse is refused: both passes run, the log says so once. Keys left out of "confidence"'s maximum stand in a
+    tile every row of a block sees (the tiles that skip the mask)."""
     monkeypatch.setenv("ATTNVIZ_FUSED", "1")
     monkeypatch.setattr(fused, "_lse_refused", False)
-    n, dh, f = 100, 16, 5
+    n, dh, f = 128, 16, 5
     q, k = (t[0] for t in _qk(1, 2, 1, n, dh, seed=3))
-    _, lse = _dense(q, k, dh**-0.5, 0, None)
-    codes = fused.key_codes(_axis(n), torch.arange(n) == n - 1, "causal")
+    left_out = (torch.arange(n) == n - 1) | (torch.arange(n) == 10)
+    codes = fused.key_codes(_axis(n), left_out, "causal" if causal else "self")
 
     def run(given):
         pool = torch.zeros(2, math.ceil(n / f), math.ceil(n / f), device=q.device)
         received = torch.ones(2, n, device=q.device)  # added to, not overwritten
         rows = fused.layer_stats(
-            q, k, codes, scale=dh**-0.5, causal=True, pools=((pool, f),), received=received, lse=given
+            q, k, codes, scale=dh**-0.5, causal=causal, pools=((pool, f),), received=received, lse=given
         )  # fmt: skip
         return rows, received - 1, pool
 
-    own, given = run(None), run(lse)
+    own = run(None)
+    lse = own[0]["lse"]
+    given = run(lse)
     monkeypatch.setattr(fused, "LSE_TOL", 1.0)
     shifted = run(lse + 0.3)
     for other in (given, shifted):
@@ -426,3 +432,25 @@ def functional_sdpa(q, k, v, scale):
     from torch.nn import functional
 
     return functional.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+
+
+@needs_triton
+@pytest.mark.skipif(DEVICE == "cuda", reason="on a GPU the tests above compile the kernel for real")
+@pytest.mark.slow  # about 18 s (Triton's cache empty): Triton compiles for a GPU this machine does not have
+def test_the_triton_kernel_compiles_for_a_hopper_gpu_without_one():
+    """Triton's interpreter runs the kernel as Python, so it cannot see what Triton's compiler refuses (a name one
+    branch defines and another does not, an operation a constexpr does not have); until now only a lent GPU could.
+    scripts/kernel_compile.py compiles it as a GPU machine would, for sm_90, to its binary (a fresh Python: here the
+    interpreter is on): both passes, and the second pass alone (the forward pass's normalisers given), with bf16
+    products (the quickest to compile; the rest of the code is the same for every precision), causal with pooled cells
+    a tile wide or more (a long text's)."""
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts/kernel_compile.py"), "--variants", "both,given"],
+        capture_output=True, text=True, check=True, timeout=600,
+    )  # fmt: skip
+    found = {row["variant"]: row for row in map(json.loads, out.stdout.splitlines())}
+    assert set(found) == {"both", "given"}
+    for row in found.values():
+        assert row["elf"] and row["name"] == "_stats_kernel" and row["HGMMA"] > 0  # bf16 products: the tensor cores
+    given, both = found["given"], found["both"]
+    assert given["instructions"] < both["instructions"] and given["MUFU"] < both["MUFU"]  # no first pass in it

@@ -1,0 +1,98 @@
+"""Compile attnviz/stats_kernel.py's Triton kernel for an H100/H200 (sm_90) on a machine without a GPU.
+
+Triton's interpreter (TRITON_INTERPRET=1, the CPU tests' way to run the kernel) executes it as Python, so it cannot see
+what Triton's compiler refuses, nor what the compiled kernel is made of. Triton ships ptxas, so the whole compile runs
+anywhere: this prints, for each variant asked, one JSON line with the binary's size, its SASS instruction count and
+the counts of the instructions that tell where a tile's time may go (exponentials MUFU, barriers BAR, shuffles SHFL,
+atomics REDG/ATOMG, matrix products HGMMA), and with --sass DIR writes each variant's SASS there.
+
+This is no measurement of time: a lent GPU (scripts/gpu-check.sh) measures that. It is the check that a change to the
+kernel compiles, made before that GPU, and a count to reason with.
+
+Usage: python scripts/kernel_compile.py [--variants both,given,narrow] [--sass DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+os.environ.pop("TRITON_INTERPRET", None)  # the real compiler, not the interpreter
+sys.path.insert(0, str(ROOT))
+
+BASE = {"CAUSAL": True, "HAS_SINK": False, "LSE_GIVEN": False, "PRECISION": "bf16", "BM": 64, "BN": 64, "D": 64,
+        "NB1": 2, "PB1": 16, "DOT1": False, "NB2": 2, "PB2": 16, "DOT2": False, "POOLS": 2, "SKIP": 0}  # fmt: skip
+VARIANTS = {
+    "both": {},  # a decoder's long text: both passes, two pooled maps with cells a tile wide or more
+    "given": {"LSE_GIVEN": True},  # the second pass alone, from the forward pass's normalisers
+    "narrow": {"CAUSAL": False, "LSE_GIVEN": True, "NB1": 17, "PB1": 32, "DOT1": True, "NB2": 4},  # short, BERT-like
+    "sinks": {"HAS_SINK": True},
+    "both-ieee": {"PRECISION": "ieee"},
+    "given-ieee": {"PRECISION": "ieee", "LSE_GIVEN": True},
+    "given-tf32x3": {"PRECISION": "tf32x3", "LSE_GIVEN": True},
+}
+COUNTED = ("MUFU", "BAR", "SHFL", "REDG", "ATOMG", "HGMMA", "FFMA", "FADD", "FSEL")
+
+
+def compile_variant(name: str, sass_dir: Path | None) -> dict:
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    from attnviz import stats_kernel
+
+    kernel = stats_kernel._stats_kernel
+    const = {**BASE, **VARIANTS[name]}
+    types = {"CODES": "*i32", "scale": "fp32"}
+    signature = {
+        arg: "constexpr" if arg in const else types.get(arg, "*fp32" if arg.isupper() else "i32")
+        for arg in kernel.arg_names
+    }
+    started = time.perf_counter()
+    source = triton.compiler.ASTSource(fn=kernel, signature=signature, constexprs=const)
+    binary = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "num_stages": 2})
+    seconds = time.perf_counter() - started
+    cubin = binary.asm["cubin"]
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        nvdisasm = Path(triton.__file__).parent / "backends/nvidia/bin/nvdisasm"
+        sass = subprocess.run([str(nvdisasm), "-c", f.name], capture_output=True, text=True, check=True).stdout
+    ops: collections.Counter[str] = collections.Counter()
+    for line in sass.splitlines():
+        m = re.match(r"\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_]+)", line)
+        if m:
+            ops[m.group(1)] += 1
+    if sass_dir is not None:
+        sass_dir.mkdir(parents=True, exist_ok=True)
+        (sass_dir / f"{name}.sass").write_text(sass)
+    return {
+        "variant": name,
+        "name": binary.metadata.name,
+        "elf": cubin[:4] == b"\x7fELF",
+        "cubin_bytes": len(cubin),
+        "instructions": sum(ops.values()),
+        **{op: ops[op] for op in COUNTED},
+        "compile_s": round(seconds, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--variants", default="both,given,narrow", help=f"any of {', '.join(VARIANTS)}")
+    parser.add_argument("--sass", type=Path, default=None, help="write each variant's SASS into this folder")
+    args = parser.parse_args()
+    for name in args.variants.split(","):
+        print(json.dumps(compile_variant(name, args.sass)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
