@@ -11,7 +11,7 @@ decoders of hf.CAPTURE_FAMILIES call under the name "attnviz") passes its interm
     z           (B, H, Tq, Dh)  each head's output, weights @ V, before W_O
     lse         (B, H, Tq)      each row's log-sum-exp of its scaled scores: a fused pass only, in a layer where
                                 torch's fused kernel gives it (scratch.causal_attention; a long text's analysis skips
-                                its first pass with it: attnviz.fused)
+                                its first pass with it: attnviz.fused); read only
     value_norms (B, H, Tk)      ||f_h(x_j)||: each key's value through its head's part of W_O (Kobayashi et al. 2020)
     x, out      (B, Tq, D)      the attention's input (after the layer's norm, where it has one) and its output
     resid       (B, T, D)       the residual stream entering a layer (the scratch models' blocks)
@@ -84,6 +84,8 @@ class Hooks:
         unknown = {n.split(".")[-1] for n in (*self.read, *self.replace)} - set(POINTS)
         if unknown:
             raise ValueError(f"unknown hook points {sorted(unknown)}: the points are {', '.join(POINTS)}")
+        if "lse" in {n.split(".")[-1] for n in self.replace}:
+            raise ValueError("the point lse is read only: what torch's kernel computed; nothing uses it after")
         if self.fused and {"scores", "pattern"} & {n.split(".")[-1] for n in (*self.read, *self.replace)}:
             raise ValueError("a fused pass forms no scores or pattern: read Q and K instead")
 

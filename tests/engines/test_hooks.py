@@ -37,6 +37,8 @@ def test_a_no_op_replacement_at_every_point_leaves_the_output_bit_identical(tiny
     enc = engine.encode(SENTENCE)
     plain = _logits(engine, enc, Hooks())
     points = [p for p in POINTS if backend == "scratch" or p in ("q", "k", "v", "scores", "pattern", "z")]
+    if "lse" in points:
+        points.remove("lse")  # read only (a fused pass's)
     replaced = _logits(engine, enc, Hooks(replace={p: _identity for p in points}))
     assert torch.equal(plain, replaced)
 
@@ -115,6 +117,8 @@ def test_a_fused_pass_refuses_to_read_the_pattern_and_unknown_points_are_named()
         Hooks(read=("pattern",), fused=True)
     with pytest.raises(ValueError, match="unknown hook points"):
         Hooks(read=("attn_weights",))
+    with pytest.raises(ValueError, match="lse is read only"):
+        Hooks(replace={"lse": lambda layer, x: x}, fused=True)
 
 
 def test_bert_s_hooks_read_what_its_result_shows(bundled_scratch):
