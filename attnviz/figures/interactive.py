@@ -31,6 +31,7 @@ from attnviz.figures.layout import (
     PHONE_WIDTH,
     PROJECTOR_MAIN_PX,
     PROJECTOR_SCREEN_PX,
+    bar_across,
     bar_px,
     labels_fit,
     main_px,
@@ -193,9 +194,10 @@ def maps_grid(
     gap_y = (below_px + title_px) / plot_h if n_rows > 1 else 0.0
     layout = _grid_layout(n, columns, gap_x, gap_y, labelled)
     pooling = "" if fq == fk == 1 else f" — pooled {fq}×{fk} tokens a cell; pick a head for full detail"
-    # A phone's map is its column less the row labels and the colour bar (BERT's 16 keys had 9.9 px each for 12 px
-    # labels): every k-th key labelled where each has no line of its own, and the title says so.
-    room = max(1.0, width - left_px - 20 - HEAD_BAR * bar_px(font))
+    # A phone's map is its column less the row labels (its colour bar lies across the top: bar_across; down the
+    # side it left BERT's 16 keys 9.9 px each for 12 px labels): every k-th key labelled where each has no line of
+    # its own, and the title says so.
+    room = max(1.0, width - left_px - 20)
     step = math.ceil(labels_fit(len(xs), font) / room) if style.phone else 1
     if labelled and step > 1:
         for i in range(n):
@@ -209,7 +211,8 @@ def maps_grid(
     fig = style_layout(fig, style, float(maps.max()), f"Layer {layer + 1}: every head{pooling}{_note(note)}")
     # Room for the token labels, measured here: plotly's automargin would lay the figure out twice in the browser
     # (0.54 s against 0.35 s from Enter to 12 maps drawn), and the grid is drawn without Streamlit's theme.
-    return fig.update_layout(height=round(height), margin={"l": round(left_px) + 10, "b": round(below_px) + 10})
+    fig.update_layout(height=round(height), margin={"l": round(left_px) + 10, "b": round(below_px) + 10})
+    return bar_across(fig, style, below=font + 10) if style.phone else fig
 
 
 ONE_HEAD_LABELLED = "tokens labelled on one head (pick one) or on hover"
@@ -267,7 +270,7 @@ def head_map(
     # together), its rows the figure's height less the title's room. A projector's column is the 1920x1080 screen's
     # projector mode is laid out for: at 1280x800's 740 px, 19 tokens would already have been thinned there.
     column = PROJECTOR_MAIN_PX if style.projector and not style.phone else main_px(style)
-    x_px, y_px = column - left - HEAD_BAR * bar_px(font), side - 60
+    x_px, y_px = column - left - (0 if style.phone else HEAD_BAR * bar_px(font)), side - 60  # a phone's bar: across
     x_title, y_title = "key (attended to)", "query (attending)"
     fig.update_xaxes(
         tickangle=-60,
@@ -285,7 +288,8 @@ def head_map(
         )
     )
     fig = style_layout(fig, style, float(m.max()), f"Layer {layer + 1}, head {head + 1}{_note(note)}")
-    return fig.update_layout(height=round(side + below), margin={"l": round(left), "b": round(below)})
+    fig.update_layout(height=round(side + below), margin={"l": round(left), "b": round(below)})
+    return bar_across(fig, style) if style.phone else fig
 
 
 def _tile_ticks(n: int, size: int, prefix: str) -> dict:

@@ -207,25 +207,34 @@ def test_small_maps_side_by_side_stand_as_many_a_row_as_leave_every_token_its_la
 
 
 def test_a_token_axis_gives_each_label_a_line_or_labels_every_kth_and_says_so(bundled_hf):
-    """One head's map and a layer's grid of BERT's 16 tokens: every key labelled at 1280x800 and on a projector; on a
-    phone's 358 px column every 2nd (the keys had 8.6 px each for 12 px labels, which ran together), and the title
-    says so. A laptop's 70-token sentence is thinned the same way, its keys and its rows (the map stops at 900 px)."""
+    """One head's map and a layer's grid of BERT's 16 tokens: every key labelled at 1280x800, on a projector and on a
+    phone's 358 px column, whose colour bar lies across the top (down the side it left the keys 8.6 px each for 12 px
+    labels, which ran together). A phone's 30 keys on one head's map, or a laptop's 70, are labelled every k-th, and the
+    title says so; a laptop's rows too (the map stops at 900 px)."""
     r = bundled_hf.run(bundled_hf.encode(SENTENCE))["self"]
-    n = len(r.source_tokens)
     for style in (interactive.Style(), interactive.Style(projector=True)):
         fig = interactive.head_map(r, 3, 1, style=style)
         assert fig.layout.xaxis.tickmode == "linear" and fig.layout.xaxis.title.text == "key (attended to)"
+        assert fig.layout.coloraxis.colorbar.orientation in (None, "v")  # down the side: the room is there
     assert interactive.head_grid(r, 3).layout.xaxis.tickmode == "linear"  # a projector's grid: one screen, unlabelled
     phone = interactive.Style(phone=True)
     fig = interactive.head_map(r, 3, 1, style=phone)
-    assert list(fig.layout.xaxis.tickvals) == list(fig.data[0].x)[::2]
-    assert fig.layout.xaxis.title.text == f"key (attended to): every 2nd of {n} labelled"
+    assert fig.layout.coloraxis.colorbar.orientation == "h"
+    assert fig.layout.xaxis.tickmode == "linear" and fig.layout.xaxis.title.text == "key (attended to)"
     assert fig.layout.yaxis.tickmode == "linear"  # every row: the map grows with its rows
-    room = layout.PHONE_WIDTH - fig.layout.margin.l - interactive.HEAD_BAR * layout.bar_px(phone.font_size)
-    assert room / len(fig.layout.xaxis.tickvals) >= phone.font_size + 1
+    room = layout.PHONE_WIDTH - fig.layout.margin.l - fig.layout.margin.r
+    assert room / len(fig.data[0].x) >= phone.font_size + 1
     grid = interactive.head_grid(r, 3, style=phone)
-    assert list(grid.layout.xaxis12.tickvals) == list(grid.data[11].x)[::2]
-    assert "every 2nd key labelled" in grid.layout.title.text
+    assert grid.layout.coloraxis.colorbar.orientation == "h" and grid.layout.xaxis12.tickmode == "linear"
+    assert "labelled" not in grid.layout.title.text
+    thirty = _random_result(l=1, h=2, t=30)
+    fig = interactive.head_map(thirty, 0, 0, style=phone)
+    assert list(fig.layout.xaxis.tickvals) == list(fig.data[0].x)[::2]
+    assert fig.layout.xaxis.title.text == "key (attended to): every 2nd of 30 labelled"
+    room = layout.PHONE_WIDTH - fig.layout.margin.l - fig.layout.margin.r
+    assert room / len(fig.layout.xaxis.tickvals) >= phone.font_size + 1
+    grid = interactive.head_grid(thirty, 0, style=phone)  # 30 rows' labels beside 30 keys' lines do not fit: none
+    assert not grid.layout.xaxis2.showticklabels and "too many to label on each map" in grid.layout.title.text
     long = _random_result(l=1, h=1, t=70)
     fig = interactive.head_map(long, 0, 0)
     step = len(fig.data[0].x) // len(fig.layout.xaxis.tickvals)
