@@ -8,6 +8,8 @@ the way): the weights of a short text, a long text's lazy weights and statistics
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 import torch
 from conftest import eager_reference
@@ -162,6 +164,33 @@ def test_a_family_s_long_text_is_lazy_and_exact(family_dir, monkeypatch):
     for key in ref:
         scale = ref[key].abs().clamp_min(1) if key in ("distance", "entropy") else 1
         assert ((ours[key] - ref[key]).abs() / scale).max() < TOL, key
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="Triton is not installed")
+@pytest.mark.slow  # 7 s under Triton's interpreter
+def test_a_gpu_s_long_text_path_keeps_each_full_layer_s_normalisers(family_dir, monkeypatch):
+    """The path a GPU takes (here Triton's kernel under its interpreter, on the CPU): the forward pass keeps each full
+    layer's row normalisers from torch's kernel and the analysis starts from them; a sliding window's layer gives
+    none (its blocks are not torch's causal kernel) and a sink's are not used (they leave the sink out). The statistics
+    equal transformers' own weights'. Gemma 3's windows and gpt-oss's sinks."""
+    family, folder = family_dir
+    if family not in ("gemma3_text", "gpt_oss"):
+        pytest.skip("the windows and the sinks are what differ on this path; every family's plain path is tested above")
+    monkeypatch.setenv("ATTNVIZ_FUSED", "1")
+    engine = registry.load(str(folder), "hf", "cpu")
+    enc = engine.tokenizer.encode(TEXT * 2, 300)
+    with torch.inference_mode():
+        w = torch.cat(eager_reference(folder)(input_ids=torch.tensor([enc.ids]), output_attentions=True).attentions)
+    lazy = engine.lazy_run(enc)
+    if lazy.sinks:  # torch's kernel has no sink: that pass runs attnviz's own blocks, which give none
+        assert lazy.normalisers == ()
+    else:
+        assert [t is not None for t in lazy.normalisers] == [not window for window in WINDOWS[family]]
+    ours, ref = lazy.stats(), head_stats(AttentionResult(w, enc.axis, enc.axis, "causal", family, sinks=lazy.sinks))
+    for key in ref:
+        scale = ref[key].abs().clamp_min(1) if key in ("distance", "entropy") else 1
+        assert ((ours[key] - ref[key]).abs() / scale).max() < TOL, key
+    assert (lazy.received() - w.mean(-2)).abs().max() < TOL
 
 
 def test_a_family_s_head_can_be_knocked_out_through_the_hook_points(family_dir):
