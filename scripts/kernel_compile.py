@@ -9,13 +9,15 @@ atomics REDG/ATOMG, matrix products HGMMA), and with --sass DIR writes each vari
 This is no measurement of time: a lent GPU (scripts/gpu-check.sh) measures that. It is the check that a change to the
 kernel compiles, made before that GPU, and a count to reason with.
 
-Usage: python scripts/kernel_compile.py [--variants both,given,narrow] [--sass DIR]
+Usage: python scripts/kernel_compile.py [--variants both,given,narrow] [--sass DIR] [--kernel FILE]
+(--kernel: another version of stats_kernel.py, e.g. `git show REV:attnviz/stats_kernel.py > FILE`, to compare.)
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import importlib.util
 import json
 import os
 import re
@@ -43,14 +45,14 @@ VARIANTS = {
 COUNTED = ("MUFU", "BAR", "SHFL", "REDG", "ATOMG", "HGMMA", "FFMA", "FADD", "FSEL")
 
 
-def compile_variant(name: str, sass_dir: Path | None) -> dict:
+def compile_variant(name: str, sass_dir: Path | None, module=None) -> dict:
     import triton
     from triton.backends.compiler import GPUTarget
 
     from attnviz import stats_kernel
 
-    kernel = stats_kernel._stats_kernel
-    const = {**BASE, **VARIANTS[name]}
+    kernel = (module or stats_kernel)._stats_kernel
+    const = {k: v for k, v in {**BASE, **VARIANTS[name]}.items() if k in kernel.arg_names}  # an older kernel has fewer
     types = {"CODES": "*i32", "scale": "fp32"}
     signature = {
         arg: "constexpr" if arg in const else types.get(arg, "*fp32" if arg.isupper() else "i32")
@@ -89,9 +91,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--variants", default="both,given,narrow", help=f"any of {', '.join(VARIANTS)}")
     parser.add_argument("--sass", type=Path, default=None, help="write each variant's SASS into this folder")
+    parser.add_argument("--kernel", type=Path, default=None, help="another stats_kernel.py to compile instead")
     args = parser.parse_args()
+    module = None
+    if args.kernel is not None:
+        spec = importlib.util.spec_from_file_location("other_stats_kernel", args.kernel)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
     for name in args.variants.split(","):
-        print(json.dumps(compile_variant(name, args.sass)), flush=True)
+        print(json.dumps(compile_variant(name, args.sass, module)), flush=True)
 
 
 if __name__ == "__main__":
