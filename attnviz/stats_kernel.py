@@ -355,8 +355,7 @@ def _stats_kernel(
 
     entropy = log_z * mass - ps  # -sum p log p, p = exp(s - m) / z
     if LSE_GIVEN:  # each row's sums as if of p / mass: the normaliser is lse + log(mass)
-        mass = tl.where(mass > 0, mass, 1.0)
-        log_mass = tl.log(mass)
+        log_mass = tl.log(mass)  # -inf where every weight underflowed (a given lse far too high): refused
         entropy = -ps / mass + log_mass
         dist = dist / mass
         on_cls = on_cls / mass

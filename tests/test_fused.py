@@ -126,7 +126,7 @@ def test_sinks_and_a_scale_per_layer_give_the_plain_pass_s_sums(engine):
     assert mass.max() < 0.999 and mass.min() < 0.5
 
 
-@pytest.mark.parametrize("tile", ["128,64,8,2", "64,128,4,3"])
+@pytest.mark.parametrize("tile", ["128,64,8,2", "64,128,4,3", "32,32,4,2"])
 @needs_triton
 @pytest.mark.slow  # about 5 s each under the interpreter
 def test_every_tile_shape_gives_the_same_sums(tile, monkeypatch):
@@ -354,8 +354,9 @@ def test_the_forward_pass_s_normalisers_take_the_place_of_the_first_pass(causal,
     same rows, column sums and pooled cells as with its own first pass. Its row statistics are those of the
     normaliser it finds (the given one plus the log of each row's mass), so a given lse 0.3 too high leaves them
     unchanged and scales the column sums by exp(-0.3): the pass used what it was given. With the default tolerance
-    that lse is refused: both passes run, the log says so once. Keys left out of "confidence"'s maximum stand in a
-    tile every row of a block sees (the tiles that skip the mask)."""
+    that lse is refused: both passes run, the log says so once; one so high that every weight underflows is refused
+    however lenient the tolerance. Keys left out of "confidence"'s maximum stand in a tile every row of a block sees
+    (the tiles that skip the mask)."""
     monkeypatch.setenv("ATTNVIZ_FUSED", "1")
     monkeypatch.setattr(fused, "_lse_refused", False)
     n, dh, f = 128, 16, 5
@@ -391,6 +392,9 @@ def test_the_forward_pass_s_normalisers_take_the_place_of_the_first_pass(causal,
     assert caplog.text.count("row normalisers are off by up to 0.3") == 1
     run(lse + 0.3)
     assert caplog.text.count("row normalisers are off") == 1
+    monkeypatch.setattr(fused, "LSE_TOL", 1.0)  # however lenient: an lse so high that every weight underflows to 0
+    absurd = run(lse + 200.0)  # is refused (its rows' mass is 0, not 1), not taken for a row that looks at nothing
+    assert (absurd[1] - own[1]).abs().max() < TOL and (absurd[0]["entropy"] - own[0]["entropy"]).abs().max() < TOL
 
 
 @needs_triton
