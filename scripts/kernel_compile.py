@@ -4,7 +4,8 @@ Triton's interpreter (TRITON_INTERPRET=1, the CPU tests' way to run the kernel) 
 what Triton's compiler refuses, nor what the compiled kernel is made of. Triton ships ptxas, so the whole compile runs
 anywhere: this prints, for each variant asked, one JSON line with the binary's size, its SASS instruction count and
 the counts of the instructions that tell where a tile's time may go (exponentials MUFU, barriers BAR, shuffles SHFL,
-atomics REDG/ATOMG, matrix products HGMMA), and with --sass DIR writes each variant's SASS there.
+atomics REDG/ATOMG, matrix products HGMMA, registers spilled to local memory and read back STL/LDL), and with --sass
+DIR writes each variant's SASS there.
 
 This is no measurement of time: a lent GPU (scripts/gpu-check.sh) measures that. It is the check that a change to the
 kernel compiles, made before that GPU, and a count to reason with.
@@ -41,8 +42,9 @@ VARIANTS = {
     "both-ieee": {"PRECISION": "ieee"},
     "given-ieee": {"PRECISION": "ieee", "LSE_GIVEN": True},
     "given-tf32x3": {"PRECISION": "tf32x3", "LSE_GIVEN": True},
+    "given-ieee-32": {"PRECISION": "ieee", "LSE_GIVEN": True, "BM": 32},  # 32 rows a program: fewer registers
 }
-COUNTED = ("MUFU", "BAR", "SHFL", "REDG", "ATOMG", "HGMMA", "FFMA", "FADD", "FSEL")
+COUNTED = ("MUFU", "BAR", "SHFL", "REDG", "ATOMG", "HGMMA", "FFMA", "FADD", "FSEL", "LDL", "STL")  # LDL, STL: spills
 
 
 def compile_variant(name: str, sass_dir: Path | None, module=None) -> dict:
