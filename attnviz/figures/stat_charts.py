@@ -14,7 +14,8 @@ from attnviz.figures.layout import (
     CHAR,
     EVERY_TICK,
 )
-from attnviz.figures.style import Style
+from attnviz.figures.static import paint
+from attnviz.figures.style import INKS, Style, light_ink
 from attnviz.tokens import display_labels
 
 # A layer x head grid's plot width, measured in Chromium: plain, 480 px at 1280x800 (the least of what a laptop shows);
@@ -47,34 +48,51 @@ def stat_grid(
     longest = max((len(part) for row in labels for label in row for part in label.split("-")), default=1)
     size = max(8, min(style.font_size - 2, int(cell_px / (CHAR * max(longest, 4)))))
 
-    text = [
-        [cell(labels[layer][h]) + (f"<br>{values[layer, h]:.2f}" if show_values else "") for h in range(n_h)]
+    lines = [
+        [
+            [*cell(labels[layer][h]).split("<br>"), *([f"{values[layer, h]:.2f}"] if show_values else [])]
+            for h in range(n_h)
+        ]
         for layer in range(n_l)
     ]
     stat = html_text(stat, 60)
     heads, layers = [f"H{h + 1}" for h in range(n_h)], [f"L{layer + 1}" for layer in range(n_l)]
+    z = values.astype(np.float32)
+    finite = z[np.isfinite(z)]
+    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     fig = go.Figure(
         go.Heatmap(
-            z=values.astype(np.float32),
+            z=z,
             x=heads,
             y=layers,
-            text=text,
+            customdata=[[html_text(labels[layer][h], 40) for h in range(n_h)] for layer in range(n_l)],
             texttemplate="%{text}",
             textfont={"size": size},
             colorscale=style.colorscale,
+            zmin=lo,
+            zmax=hi,
             colorbar={"title": {"text": stat}},
-            hovertemplate="layer %{y}, head %{x}<br>" + stat + " %{z:.3f}<br>%{text}<extra></extra>",
+            hovertemplate="layer %{y}, head %{x}<br>" + stat + " %{z:.3f}<br>%{customdata}<extra></extra>",
             xgap=2,
             ygap=2,
         )
     )
+    # each line in the ink its cell's colour needs (plotly picks one colour a cell by lightness: 2.5-2.9:1 on mid-tones)
+    inks = np.array(INKS)[light_ink(paint(z, fig.data[0].colorscale, lo, hi)).astype(int)]
+    fig.data[0].text = [
+        [
+            "<br>".join(f'<span style="color:{inks[layer, h]}">{line}</span>' for line in lines[layer][h])
+            for h in range(n_h)
+        ]
+        for layer in range(n_l)
+    ]
     fig.add_trace(click_markers(heads, layers, "open", 40))
     fig.update_xaxes(**EVERY_TICK)  # every head and layer named, none thinned
     fig.update_yaxes(autorange="reversed", **EVERY_TICK)
     # each row tall enough for its cells' lines (a label broken after its hyphen, the value): 30 layers of 18 px words
     # on a projector need 70 px a row, where 44 px held 9 px words
-    lines = max((t.count("<br>") + 1 for row in text for t in row), default=1)
-    row_px = max(90 if n_l <= 12 else 44, math.ceil(lines * size * 1.3) + 8)
+    most = max((len(cell_lines) for row in lines for cell_lines in row), default=1)
+    row_px = max(90 if n_l <= 12 else 44, math.ceil(most * size * 1.3) + 8)
     return fig.update_layout(
         height=row_px * n_l + 120,
         font={"size": style.font_size},

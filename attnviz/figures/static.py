@@ -5,8 +5,9 @@ The picture is laid out as plotly lays the figure out: the same size in pixels (
 layout.GRID_WIDTH, where the figure has none), the same margins (widened where the tick labels need it, as plotly's
 automargin does), each heatmap in its axes' domain with its colour scale and range (a shared colour axis: one range
 for every map on it), its category labels where they are shown and few enough to read, the text a heatmap writes in
-its cells (white on a dark cell), the title, the paper-placed annotations (a grid's "Head 5") and one colour bar. Only
-heatmaps are drawn (a grid's click markers are invisible anyway). Drawn with Pillow, not matplotlib (a 12-head grid
+its cells (black or white, whichever stands from the cell more: style.light_ink), the title, the paper-placed
+annotations (a grid's "Head 5") and one colour bar. Only heatmaps are drawn (a grid's click markers are invisible
+anyway). Drawn with Pillow, not matplotlib (a 12-head grid
 with its labels: 0.1 s, where matplotlib's axes took 2.8 s), in DejaVu Sans (matplotlib's copy); a PNG of at most 128
 colours: a figure's still is tens of kilobytes.
 """
@@ -25,6 +26,7 @@ import plotly.graph_objects as go
 from PIL import Image, ImageDraw, ImageFont
 
 from attnviz.figures.layout import CHAR, GRID_WIDTH
+from attnviz.figures.style import light_ink
 
 MOST_LABELS = 48  # an axis with more categories than this shows none
 DEFAULT_MARGIN = {"l": 80, "r": 80, "t": 100, "b": 80}  # plotly's
@@ -65,7 +67,7 @@ def _scale(scale) -> tuple[np.ndarray, np.ndarray]:
     return np.array([float(p) for p, _ in scale]), np.array([_colour(c) for _, c in scale])
 
 
-def _paint(z: np.ndarray, scale, lo: float, hi: float) -> np.ndarray:
+def paint(z: np.ndarray, scale, lo: float, hi: float) -> np.ndarray:
     """(rows, cols, 3) uint8: each value's colour on the scale over lo..hi; no value: MISSING."""
     at, rgb = _scale(scale)
     t = np.clip((z - lo) / (hi - lo if hi > lo else 1.0), 0.0, 1.0)
@@ -194,7 +196,7 @@ def _draw_map(canvas: Image.Image, fig: go.Figure, trace, xa, ya, box, ranges):
         hi = trace.zmax if trace.zmax is not None else float(finite.max()) if finite.size else 1.0
     n_rows, n_cols = z.shape
     down = ya.autorange == "reversed"  # the first row on top; else at the bottom, as plotly draws it
-    rgb = _paint(z if down else z[::-1], scale, lo, hi)  # rows as they stand, top to bottom
+    rgb = paint(z if down else z[::-1], scale, lo, hi)  # rows as they stand, top to bottom
     at = tuple(round(v) for v in box)
     canvas.paste(Image.fromarray(rgb).resize((at[2] - at[0], at[3] - at[1]), Image.Resampling.NEAREST), at[:2])
     cell_w, cell_h = (right - left) / n_cols, (bottom - top) / n_rows
@@ -213,12 +215,12 @@ def _draw_map(canvas: Image.Image, fig: go.Figure, trace, xa, ya, box, ranges):
         )
     if trace.text is not None and trace.texttemplate:
         size = round((trace.textfont.size if trace.textfont else None) or 10)
-        shade = rgb @ np.array([0.299, 0.587, 0.114])  # a cell's lightness, rows as they stand
+        white = light_ink(rgb)  # black or white, as the browser writes them (style.INKS), rows as they stand
         for i, row in enumerate(trace.text):
             for j, cell in enumerate(row):
-                dark = shade[i if down else n_rows - 1 - i, j] < 128
                 at_cell = (left + (j + 0.5) * cell_w, row_y[i])
-                _text(canvas, at_cell, plain(cell), size, "mm", (255, 255, 255) if dark else (0, 0, 0))
+                ink = (255, 255, 255) if white[i if down else n_rows - 1 - i, j] else (0, 0, 0)
+                _text(canvas, at_cell, plain(cell), size, "mm", ink)
     return scale, lo, hi
 
 
@@ -226,7 +228,7 @@ def _colour_bar(canvas: Image.Image, bar, box) -> None:
     """One colour bar: the scale from lo (bottom) to hi (top), five values written beside it."""
     scale, lo, hi = bar
     x, y, w, h = (round(v) for v in box)
-    ramp = _paint(np.linspace(hi, lo, max(h, 2))[:, None].repeat(w, 1), scale, lo, hi)
+    ramp = paint(np.linspace(hi, lo, max(h, 2))[:, None].repeat(w, 1), scale, lo, hi)
     canvas.paste(Image.fromarray(ramp), (x, y))
     for k in range(5):
         value = lo + (hi - lo) * k / 4

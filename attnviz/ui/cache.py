@@ -222,8 +222,15 @@ def decoder_or_stop(model: str, backend: Backend) -> InterveningEngine:
     stops."""
     eng = load_engine_or_stop(model, backend)
     if not runs.can_intervene(eng):
-        st.info(f"{runs.DECODER_ONLY} SmolLM2, bundled with attnviz, is one (the sidebar's model box).")
-        st.button("Show this page with SmolLM2", key="decoder.smollm2", on_click=state.choose_model, args=("smollm2",))
+        st.info(
+            f"{runs.DECODER_ONLY} SmolLM2 and Gemma 3 270M, both bundled with attnviz, are two (the sidebar's "
+            "model box)."
+        )
+        left, right = st.columns(2)
+        left.button(
+            "Show this page with SmolLM2", key="decoder.smollm2", on_click=state.choose_model, args=("smollm2",)
+        )
+        right.button("With Gemma 3 270M", key="decoder.gemma3", on_click=state.choose_model, args=("gemma3",))
         halt()
     return runs.decoder(eng)
 

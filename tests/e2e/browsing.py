@@ -162,9 +162,26 @@ VISIBLE_JS = r"""() => {
 }"""
 # The text a heatmap writes in its cells (the Model overview's head kinds, the pronoun lab's grid): each line's font
 # size in px as drawn, and any line wider than its cell (it would run into the next cell). Issue 51: these stayed
-# about 8 px on a projector.
-CELLS_JS = r"""() => {
-  const sizes = [], over = [];
+# about 8 px on a projector. `faint`: lines whose colour, as drawn, stands from their cell's colour, as painted (read
+# from the heatmap's own image under the line's middle), by less than WCAG's 4.5:1 for small text: plotly's automatic
+# choice (#444 or white by lightness) gave 2.5-2.9:1 on the mid-tones of every palette.
+CELLS_JS = r"""async () => {
+  const sizes = [], over = [], faint = [];
+  const lum = c => {
+    const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]);
+  };
+  const ratio = (a, b) => (Math.max(lum(a), lum(b)) + 0.05) / (Math.min(lum(a), lum(b)) + 0.05);
+  const painted = async img => {  // the heatmap's image as drawn into a canvas, and where it stands on the screen
+    const src = img.getAttribute('href') || img.getAttribute('xlink:href');
+    const pic = new Image();
+    await new Promise((ok, no) => { pic.onload = ok; pic.onerror = no; pic.src = src; });
+    const canvas = document.createElement('canvas');
+    canvas.width = pic.naturalWidth; canvas.height = pic.naturalHeight;
+    const ctx = canvas.getContext('2d');
+    ctx.drawImage(pic, 0, 0);
+    return {ctx, box: img.getBoundingClientRect(), w: pic.naturalWidth, h: pic.naturalHeight};
+  };
   for (const gd of document.querySelectorAll('[data-testid=stMain] .js-plotly-plot')) {
     const lay = gd._fullLayout, data = gd._fullData || [];
     const hm = data.find(t => t.type === 'heatmap' && t.texttemplate);
@@ -172,6 +189,8 @@ CELLS_JS = r"""() => {
     const title = ((lay.title && lay.title.text) || '').replace(/<[^>]*>/g, ' ').slice(0, 40);
     const cell = lay.xaxis._length / Math.max(1, (hm.x || hm.z[0]).length);
     const tall = lay.yaxis._length / Math.max(1, (hm.y || hm.z).length);
+    const img = gd.querySelector('.heatmaplayer .hm image');
+    const pic = img ? await painted(img) : null;
     for (const t of gd.querySelectorAll('.heatmaplayer .heatmap-label text')) {
       const r = t.getBoundingClientRect();
       if (r.width === 0) continue;
@@ -179,9 +198,23 @@ CELLS_JS = r"""() => {
       if (r.width > cell + 1 || r.height > tall + 1)
         over.push(`${title} | ${t.textContent.slice(0, 20)}: ${Math.round(r.width)} x ${Math.round(r.height)} px `
           + `in ${Math.round(cell)} x ${Math.round(tall)}`);
+      if (!pic) continue;
+      const x = Math.floor((r.left + r.width / 2 - pic.box.left) * pic.w / pic.box.width);
+      const y = Math.floor((r.top + r.height / 2 - pic.box.top) * pic.h / pic.box.height);
+      if (x < 0 || y < 0 || x >= pic.w || y >= pic.h) continue;
+      const under = pic.ctx.getImageData(x, y, 1, 1).data;
+      if (under[3] < 255) continue;  // a gap (no value): the page's white shows through
+      const lines = [...t.querySelectorAll('tspan')].filter(s => !s.querySelector('tspan') && s.textContent.trim());
+      for (const line of (lines.length ? lines : [t])) {
+        const ink = getComputedStyle(line).fill.match(/[0-9.]+/g).map(Number);
+        const got = ratio(ink, under);
+        if (got < 4.5)
+          faint.push(`${title} | ${line.textContent.slice(0, 20)}: ${got.toFixed(2)}:1, rgb(${ink.slice(0, 3)}) on `
+            + `rgb(${[...under.slice(0, 3)]})`);
+      }
     }
   }
-  return {sizes, over};
+  return {sizes, over, faint};
 }"""
 # Columns of text that belong under a row of panels (widgets.under(name), under grid_box(name)'s figure: Compare's
 # paragraph for each kind of attention): each column's middle over its own panel, as the browser lays them out, with
@@ -376,8 +409,8 @@ def _check_readable(path: str, plain: dict, big: dict, maps: bool) -> None:
     """Every heatmap figure has a colour bar, every token axis of up to 64 tokens a label for each with room for it (no
     two run together), no label is clipped, every chart's labels and titles are visible where a person looks (1280x800,
     a 1000x800 window, a projector's 1920x1080, a 390x844 phone), the projector's tick labels are at least 1.5x, and the
-    words a heatmap writes in its cells stay in their cells (1280x800, projector) and are 16 px or more on a
-    projector."""
+    words a heatmap writes in its cells stay in their cells (1280x800, projector), stand from their cell's colour by
+    4.5:1 or more (WCAG's least for small text), and are 16 px or more on a projector."""
     assert plain["phone"] == [], (path, "phone", plain["phone"])
     assert plain["narrow"] == [], (path, "narrow", plain["narrow"])
     for mode, got in (("plain", plain), ("projector", big)):
@@ -388,6 +421,7 @@ def _check_readable(path: str, plain: dict, big: dict, maps: bool) -> None:
         assert got["crowded"] == [], (path, mode, got["crowded"])
     for mode, got in (("plain", plain), ("projector", big)):  # a cell's words stay in their cell
         assert got["cells"]["over"] == [], (path, mode, got["cells"]["over"])
+        assert got["cells"]["faint"] == [], (path, mode, got["cells"]["faint"][:6], len(got["cells"]["faint"]))
     assert min(big["cells"]["sizes"], default=16) >= 16, (path, "projector", sorted(set(big["cells"]["sizes"])))
     if maps and big["tickFonts"]:  # a projector's Layer grid alone labels no token (see READABLE_JS's oneScreen)
         assert min(big["tickFonts"]) >= 1.5 * max(plain["tickFonts"]) - 0.01, (

@@ -23,3 +23,39 @@ def test_a_head_grids_cell_labels_fit_their_cells_on_a_projector():
     fig = side_by_side([Panel("one", np.zeros((80, 80)), many, many)])
     assert fig.layout.xaxis.title.text == "key: 80 tokens, too many to label"
     assert fig.layout.yaxis.title.text == "query: 80 tokens"
+
+
+def _wcag_ratio(a, b) -> float:
+    """WCAG 2's contrast ratio of two colours in 0..255, written out here apart from the code it checks."""
+
+    def lum(c):
+        r, g, b = ((v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4) for v in (x / 255 for x in c))
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    hi, lo = sorted((lum(a), lum(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def test_a_head_grids_words_stand_from_their_cell_s_colour_in_every_palette():
+    """Each line a cell writes is black or white, whichever stands from that cell's colour by more: 4.5:1 or more
+    (WCAG's least for small text) in every palette, on every shade of the scale. Plotly's own choice (#444 or white
+    by lightness) gave 2.5-2.9:1 on the mid-tones; the value's line and the label's are both coloured."""
+    import re
+
+    from plotly.colors import sample_colorscale
+
+    from attnviz.figures.stat_charts import stat_grid
+    from attnviz.figures.style import PALETTES, Style
+
+    values = np.linspace(0.0, 2.5, 101).reshape(1, 101)
+    for name, palette in PALETTES.items():
+        fig = stat_grid(values, [["previous-token"] * 101], "entropy", style=Style(palette=name))
+        colours = sample_colorscale(palette.plotly, list(np.linspace(0, 1, 101)))
+        for text, colour in zip(fig.data[0].text[0], colours, strict=True):
+            inks = re.findall(r'<span style="color:(#[0-9a-f]{6})">', text)
+            assert len(inks) == text.count("<br>") + 1 == 3, text  # "previous-", "token", the value
+            cell = [float(v) for v in re.findall(r"[0-9.]+", colour)]
+            worst = min(_wcag_ratio([int(ink[i : i + 2], 16) for i in (1, 3, 5)], cell) for ink in inks)
+            assert worst >= 4.5, (name, colour, text)
+        assert fig.data[0].zmin == 0.0 and fig.data[0].zmax == 2.5  # the scale the inks were chosen on
+        assert "<span" not in fig.data[0].hovertemplate and fig.data[0].customdata[0][0] == "previous-token"

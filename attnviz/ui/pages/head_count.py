@@ -72,8 +72,9 @@ def curves_section(task: str, style: Style) -> None:
     widgets.csv_button("Training curves (CSV)", csv, f"attnviz_heads_{task}.csv", "hc.csv")
 
 
-def attention_section(task: str, style: Style) -> None:
-    """Typed digits: each model's answer and every head's map, with its share on the positions the answer needs."""
+def attention_section(task: str, style: Style, revealed: bool) -> None:
+    """Typed digits: every head's map, with its share on the positions the answer needs, and (once the guess above is
+    revealed) each model's answer and score: shown before it, "12/12 digits right" answered the question asked."""
     digits = state.bound(
         st.text_input,
         f"{head_models.LENGTH} digits",
@@ -91,7 +92,10 @@ def attention_section(task: str, style: Style) -> None:
     right = head_models.answer(ids[None], task)[0].tolist()
     labels = [f"{i + 1}:{d}" for i, d in enumerate(ids.tolist())]
     st.markdown(f"The right answer: `{''.join(map(str, right))}`")
-    st.caption("Each map's rows and columns are the digits by position: “3:2” is the 3rd digit, a 2.")
+    st.caption(
+        "Each map's rows and columns are the digits by position: “3:2” is the 3rd digit, a 2."
+        + ("" if revealed else " Each model's own answer shows once you have made your guess above and revealed it.")
+    )
     for count in head_models.HEAD_COUNTS:
         model = cache.get(api.head_model_work(task, count))
         answer, weights = head_models.attention_on(model, digits)  # (T,), (1, H, T, T)
@@ -102,11 +106,12 @@ def attention_section(task: str, style: Style) -> None:
             f"head {h + 1}: {shares['mirror'][h]:.0%} mirror, {shares['previous'][h]:.0%} previous"
             for h in range(count)
         )
-        st.markdown(
-            f"**{count} head(s)** answer `{''.join(map(str, answer.tolist()))}`, "
-            f"{ok}/{head_models.LENGTH} digits right. "
-            f"The answer needs: {needs}. Where the heads look: {share_text}."
+        said = (
+            f"answer `{''.join(map(str, answer.tolist()))}`, {ok}/{head_models.LENGTH} digits right. "
+            if revealed
+            else ""
         )
+        st.markdown(f"**{count} head(s)** {said}The answer needs: {needs}. Where the heads look: {share_text}.")
         per_row, px = interactive.maps_a_row(labels, len(labels), style, most=4)  # the same size for every count
         square = partial(interactive.matrix, rows=labels, cols=labels, style=style, signed=False, height=230, width=px)
         figs = [square(weights[0, h].numpy(), f"head {h + 1}") for h in range(count)]
@@ -219,6 +224,6 @@ def render() -> None:
         st.success(f"You guessed {escape.md(guess)}. {best_text(cache.get(api.held_out_work(task))['models'])}")
         curves_section(task, inputs.style)
     st.subheader("Where each model's heads look")
-    attention_section(task, inputs.style)
+    attention_section(task, inputs.style, revealed=guess is not None)
     st.subheader("The cost of heads")
     cost_section(inputs.style)

@@ -160,7 +160,7 @@ def draw_steps(s: api.AttentionSteps, tokens: TokenAxis, head: int, style: Style
     masked = "" if s.mask is None else ", masked (grey)"
     figs = [
         by_token(m(s.scores)[head], f"scores QKᵀ/√{dh}{masked}", masked=None if s.mask is None else ~allowed),
-        by_token(allowed.astype("float32"), "mask (1 = may attend)", signed=False),
+        by_token(allowed.astype("float32"), "mask (1 = may attend)", signed=False, unit="may attend"),
         by_token(m(s.weights)[head], "softmax: attention weights", signed=False),
     ]
     widgets.map_rows(figs, token_row, [f"in.attn{i}" for i in range(3)])

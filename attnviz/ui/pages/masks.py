@@ -92,7 +92,7 @@ def weights_section(inputs, style: Style) -> None:
     per_row, px = interactive.maps_a_row(labels, len(labels), style, most=3)  # every token labelled on each
     square = partial(interactive.matrix, rows=labels, cols=labels, style=style, signed=False, height=360, width=px)
     figs = [
-        square(mask.float().numpy(), f"mask: {kind} (1 = may attend)"),
+        square(mask.float().numpy(), f"mask: {kind} (1 = may attend)", unit="may attend"),
         square(own, f"the model's own weights, layer {layer + 1}, head {head + 1}"),
         square(weights, f"the same Q and K under the {kind} mask", masked=~mask.numpy()),
     ]

@@ -52,7 +52,9 @@ def sinusoidal_section(style: Style) -> None:
         key="pos.pe",
     )
     c2.plotly_chart(
-        interactive.matrix(sim.numpy(), "PE(i)·PE(j)", rows=rows, cols=rows, style=style, signed=False, height=360),
+        interactive.matrix(
+            sim.numpy(), "PE(i)·PE(j)", rows=rows, cols=rows, style=style, signed=False, height=360, unit="dot product"
+        ),
         key="pos.sim",
     )
     guess = widgets.predict(

@@ -13,6 +13,10 @@ def test_head_count_page_reveals_the_shipped_accuracies_and_checks_typed_digits(
     at.switch_page("app_pages/head_count.py").run()
     _ok(at)
     assert not at.dataframe  # nothing revealed before a guess
+    # nor any model's score on the typed digits: "12/12 digits right" below the question answered it
+    scored = [m.value for m in at.markdown if "head(s)**" in m.value]
+    assert len(scored) == 4 and not any("digits right" in m for m in scored), scored
+    assert all("Where the heads look: head 1:" in m for m in scored)  # the maps and their shares stay
     at.radio(key="hc.predict.mirror-sum.guess").set_value("8 head(s)").run()
     at.button(key="hc.predict.mirror-sum.reveal").click().run()
     _ok(at)
@@ -22,6 +26,7 @@ def test_head_count_page_reveals_the_shipped_accuracies_and_checks_typed_digits(
         pytest.approx(stated[h], abs=1e-4) for h in table["heads"]
     ]
     assert any("2 head(s)" in s.value for s in at.success)
+    assert sum("digits right" in m.value for m in at.markdown if "head(s)**" in m.value) == 4  # revealed: scored
     at.text_input(key="hc.digits").set_value("12ab").run()
     assert any("digits 0-9" in w.value.replace("\\", "") for w in at.warning)  # shown escaped
     at.text_input(key="hc.digits").set_value("123456789012").run()

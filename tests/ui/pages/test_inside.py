@@ -13,6 +13,8 @@ def test_inside_page_runs_and_shows_the_shapes():
     code = at.code[0].value
     assert "(1, 16, 384)" in code and "(1, 12, 16, 32)" in code
     assert len(_charts(at)) >= 10
+    bars = {c["layout"]["title"]["text"]: c["data"][0]["colorbar"]["title"]["text"] for c in _charts(at)[:7]}
+    assert bars["mask (1 = may attend)"] == "may attend" and bars["softmax: attention weights"] == "weight"
     at.select_slider(key="inside.d_model").set_value(64).run()
     at.select_slider(key="inside.heads").set_value(4).run()
     _ok(at)

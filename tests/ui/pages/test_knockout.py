@@ -70,7 +70,8 @@ def test_a_pair_of_different_lengths_is_a_message_not_a_traceback(tiny):
 def test_bert_is_told_the_page_needs_a_decoder_and_one_click_shows_it_with_smollm2():
     at = _page()
     _ok(at)
-    assert "decoder" in at.info[0].value and not _charts(at)
+    assert "decoder" in at.info[0].value and "Gemma 3 270M" in at.info[0].value and not _charts(at)
+    assert at.button(key="decoder.gemma3").label == "With Gemma 3 270M"  # the other bundled decoder, one click away
     at.button(key="decoder.smollm2").click().run()
     _ok(at)
     assert at.sidebar.selectbox(key="sb.choice").value == "smollm2"

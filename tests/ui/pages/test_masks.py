@@ -16,6 +16,8 @@ def test_masks_page_reweighs_the_models_own_queries_and_keys():
     _ok(at)
     mask_fig, own_fig, new_fig = _charts(at)[:3]
     n = len(mask_fig["data"][0]["y"])
+    bars = [f["data"][0]["colorbar"]["title"]["text"] for f in (mask_fig, own_fig, new_fig)]
+    assert bars == ["may attend", "weight", "weight"]  # a mask is not a weight
     assert np.array_equal(array(mask_fig["data"][0]["z"]), kernels.sliding_window(n, 4, causal=False).float().numpy())
     w = array(new_fig["data"][0]["z"])  # masked cells are gaps (NaN)
     allowed = kernels.sliding_window(n, 4, causal=False).numpy()

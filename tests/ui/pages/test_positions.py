@@ -16,6 +16,9 @@ def test_positions_page_draws_the_formula_and_reveals_relative_position():
     _ok(at)
     pe = array(_charts(at)[0]["data"][0]["z"])
     assert np.abs(pe - encodings.sinusoidal(48, 64).numpy()).max() < 1e-6
+    # the bar says what the colours are: dot products up to d/2 = 32, not attention weights
+    dots = _charts(at)[1]["data"][0]
+    assert dots["colorbar"]["title"]["text"] == "dot product" and np.nanmax(array(dots["z"])) > 31.9
     at.radio(key="pos.q1.guess").set_value("different").run()
     at.button(key="pos.q1.reveal").click().run()
     _ok(at)
