@@ -38,7 +38,7 @@ from attnviz.engines.base import (  # the capability types a front end names (re
 )
 from attnviz.engines.registry import BUNDLED as BUNDLED_MODELS
 from attnviz.engines.registry import DEFAULT as DEFAULT_MODEL
-from attnviz.engines.registry import MODELS_ENV, Policy, Source
+from attnviz.engines.registry import MODELS_ENV, Policy, Source, shown_name
 from attnviz.engines.scratch import describe_device, resolve_device
 from attnviz.engines.steps import AttentionSteps
 from attnviz.figures.style import Style
@@ -125,6 +125,7 @@ if TYPE_CHECKING:
     from attnviz.liveclass import store as class_store  # noqa: F401 (the same)
 
 __all__ = [
+    "shown_name",
     "demo_attention_work",
     "head_model_work",
     "held_out_work",

@@ -69,12 +69,13 @@ def test_every_page_runs_with_gemma3(page):
     assert device == ["Device: **cpu** · hf backend · up to 32768 tokens"]
     if page in ("inside", "masks"):  # their step-by-step weights are rebuilt for BERT and Llama layers only: they say
         # so and show BERT's; the Masks page also draws Gemma 3's own window, twice 512 positions, against a full layer
-        assert any("cannot be rebuilt on the from-scratch engine" in i.value for i in at.info)
+        assert any("Gemma 3 270M cannot be rebuilt on the from-scratch engine" in i.value for i in at.info)
     elif page != "compare":  # the Compare page's what-ifs are BERT's own
         assert not set().union(*map(_labels, _charts(at))) & {"[CLS]", "[SEP]"}
     if page == "masks":  # the last query cell (positions 960-1023) sees keys 449-1023 on a windowed layer, every one on
         # a full layer
         maps = {c["layout"]["title"]["text"]: array(c["data"][0]["z"]) for c in _charts(at)}
+        assert "Gemma 3 270M's own sliding window" in [h.value for h in at.subheader]  # as the menu names it
         window, full = maps["a windowed layer (layer 1): w = 512"], maps["a full layer (layer 6)"]
         assert window[15, :7].max() == 0 and 0 < window[15, 7] < 1 and window[15, 8:15].min() == 1
         assert full[15, :15].min() == 1 and full[0, 1:].max() == 0

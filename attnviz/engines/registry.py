@@ -38,6 +38,8 @@ BUNDLED = {
     "gemma3": "Gemma 3 270M (Gemma 3 decoder, 18 layers x 4 heads sharing 1 key/value head, windows of 512 tokens "
     "on 15 layers, bundled, offline)",
 }
+# what a page calls a bundled model (its registry name, "gemma3", is for URLs and the command line)
+SHOWN = {DEFAULT: "the bundled BERT", "dates": "our date model", "smollm2": "SmolLM2", "gemma3": "Gemma 3 270M"}
 BUNDLED_GGUF = ("smollm2", "gemma3")  # converted once from their packages' GGUF files (engines/bundles.py)
 MODEL_DIRS_ENV = "ATTNVIZ_MODEL_DIRS"  # folders (':'-separated) whose model sub-folders a server may load
 MODELS_ENV = "ATTNVIZ_MODELS"  # the models a server offers besides the bundled ones (comma or space separated)
@@ -150,6 +152,12 @@ def _fail_fast_if_unreachable(source: Source) -> None:
         f"'{source.name[:100]}' is not a bundled model, a folder or a model in this machine's Hugging Face cache, "
         f"and {why}. The bundled models work offline: {bundled}."
     )
+
+
+def shown_name(name: str) -> str:
+    """A model as a page names it: a bundled one by what it is ("Gemma 3 270M"), any other by the name it was given
+    (plain text: the caller escapes it for markdown or HTML)."""
+    return SHOWN.get(name, name)
 
 
 def _check_name(name: str, where: str) -> None:

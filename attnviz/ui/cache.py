@@ -206,8 +206,9 @@ def stepping_engine_or_stop(model: str, backend: Backend) -> SteppingEngine:
         return eng
     if not api.can_rebuild(eng):
         st.info(
-            f"{escape.quoted(model)} cannot be rebuilt on the from-scratch engine; the step-by-step view shows the "
-            "bundled BERT."
+            f"{escape.md(api.shown_name(model)) if model in api.BUNDLED_MODELS else escape.quoted(model)} cannot be "
+            "rebuilt on the from-scratch engine (it stays the teaching engine of BERT and Llama); the step-by-step "
+            "view shows the bundled BERT."
         )
         model = api.DEFAULT_MODEL
     eng = load_engine_or_stop(model, "scratch")

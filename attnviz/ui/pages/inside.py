@@ -36,12 +36,9 @@ LLAMA = (
 def model_name(eng: api.Engine) -> str:
     """Whose weights the step-by-step view runs, for the intro: the bundled models by name, others by family and
     the name they were given (escaped)."""
-    if eng.name == "smollm2":
-        return "SmolLM2"
-    if eng.name == "gemma3":
-        return "Gemma 3 270M"
-    if eng.name == api.DEFAULT_MODEL:
-        return "The bundled BERT"
+    if eng.name in api.BUNDLED_MODELS:
+        name = api.shown_name(eng.name)
+        return name[:1].upper() + name[1:]
     family = {"bert": "The BERT model", "llama": "The Llama model"}.get(eng.family, "The model")
     return f"{family} {escape.quoted(eng.name)}"
 

@@ -118,7 +118,7 @@ def knockout_section(eng: api.InterveningEngine, inputs: Inputs) -> None:
         - 1
     )
     axis = eng.tokenizer.plain_axis(ids)
-    name = f"{eng.name}, {_heads_label(heads)} out"
+    name = f"{api.shown_name(eng.name)}, {_heads_label(heads)} out"
     after = AttentionResult(got.patterns_after, axis, axis, "causal", name, sinks=eng.sinks)
     with widgets.grid_box("knockout"):
         st.plotly_chart(interactive.head_grid(after, layer, style=inputs.style), key="ko.after", theme=None)

@@ -97,7 +97,8 @@ def weights_section(inputs, style: Style) -> None:
         square(weights, f"the same Q and K under the {kind} mask", masked=~mask.numpy()),
     ]
     widgets.map_rows(figs, per_row, ["mk.mask", "mk.own", "mk.new"])
-    name = "The bundled BERT" if eng.name == api.DEFAULT_MODEL else eng.name
+    name = api.shown_name(eng.name)
+    name = name[:1].upper() + name[1:]  # it starts the sentence
     st.caption(
         f"{escape.md(name)}'s own queries and keys at layer {layer + 1}: only the mask changed, so each row is "
         f"renormalised over the keys it may still see. This mask keeps {kernels.density(mask):.0%} of the {n}×{n} "
@@ -125,7 +126,7 @@ def model_window_section(inputs, style: Style) -> None:
     w = max(windows)
     sliding = [i + 1 for i, x in enumerate(windows) if x]
     full = [i + 1 for i, x in enumerate(windows) if not x]
-    name = escape.md(eng.name)
+    name = escape.md(api.shown_name(eng.name))
     st.subheader(f"{name}'s own sliding window")
     st.markdown(
         f"{len(sliding)} of {name}'s {len(windows)} layers use a **sliding window of {w:,} tokens**: a token sees "

@@ -115,7 +115,7 @@ def learned_section(inputs: Inputs, style: Style) -> None:
     c1, c2, c3 = widgets.wide_columns("pos-learned", 3)
     shown = table[:n].numpy()
     clip = float(np.percentile(np.abs(shown), 99))  # a few large dimensions would wash the rest out
-    name = "bundled BERT" if eng.name == api.DEFAULT_MODEL else eng.name
+    name = api.shown_name(eng.name).removeprefix("the ")
     c1.plotly_chart(
         interactive.matrix(
             shown,
