@@ -11,8 +11,13 @@ import plotly.graph_objects as go
 from attnviz.escape import html_text
 from attnviz.figures.interactive import click_markers
 from attnviz.figures.layout import (
+    BAR_ACROSS_PX,
     CHAR,
     EVERY_TICK,
+    PHONE_WIDTH,
+    row_label_px,
+    title_px,
+    title_top,
 )
 from attnviz.figures.static import paint
 from attnviz.figures.style import INKS, Style, light_ink
@@ -35,70 +40,122 @@ FLIP_COLOURS = [  # flips the wrong way (orange), never moves (grey), flips righ
 def stat_grid(
     values: np.ndarray, labels: list[list[str]], stat: str, *, style: Style = Style(), show_values: bool = True
 ) -> go.Figure:
-    """A layer x head grid coloured by one statistic, each head's label (and value) written in its cell."""
+    """A layer x head grid coloured by one statistic, each head's label (and value) written in its cell.
+
+    A phone's grid takes its column's whole width (the colour bar across the top), and stands with its heads as rows
+    where a model has more heads than layers (BERT's 12 heads made 20 px columns, each cell's words ran into the
+    next). Words that still do not fit a cell at 8 px are left out (anywhere: a 32-head model's cells are 15 px on a
+    laptop), and the title says a tap or hover on a head shows them.
+    `head_at` reads a click either way."""
     n_l, n_h = values.shape
-    cell_px = STAT_GRID_PX[style.projector] / n_h  # a cell's width
-    fits = cell_px / (CHAR * (style.font_size - 2))  # characters a cell's line holds
-
-    def cell(label: str) -> str:  # a label too long for its cell breaks after its hyphen ("previous-" / "token")
-        shown = html_text(label, 40)
-        return shown.replace("-", "-<br>", 1) if len(label) > fits else shown
-
-    # the longest line a cell shows ("street", "previous-"), and a size at which it fits its cell
-    longest = max((len(part) for row in labels for label in row for part in label.split("-")), default=1)
-    size = max(8, min(style.font_size - 2, int(cell_px / (CHAR * max(longest, 4)))))
-
-    lines = [
-        [
-            [*cell(labels[layer][h]).split("<br>"), *([f"{values[layer, h]:.2f}"] if show_values else [])]
-            for h in range(n_h)
-        ]
-        for layer in range(n_l)
-    ]
-    stat = html_text(stat, 60)
+    turned = style.phone and n_h > n_l  # heads down the side, layers across
     heads, layers = [f"H{h + 1}" for h in range(n_h)], [f"L{layer + 1}" for layer in range(n_l)]
+    across, down = (layers, heads) if turned else (heads, layers)
+    if style.phone:  # the column less the figure's margins and the row names
+        plot_px = PHONE_WIDTH - 20 - row_label_px(down, style.font_size)
+    else:
+        plot_px = STAT_GRID_PX[style.projector]
+    lines, size, words = _cell_lines(values, labels, plot_px / len(across), style, show_values)
+    flip = (lambda rows: [list(col) for col in zip(*rows, strict=True)]) if turned else (lambda rows: rows)
+    stat = html_text(stat, 60)
     z = values.astype(np.float32)
     finite = z[np.isfinite(z)]
     lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    where = "layer %{x}, head %{y}" if turned else "layer %{y}, head %{x}"
     fig = go.Figure(
         go.Heatmap(
-            z=z,
-            x=heads,
-            y=layers,
-            customdata=[[html_text(labels[layer][h], 40) for h in range(n_h)] for layer in range(n_l)],
+            z=z.T if turned else z,
+            x=across,
+            y=down,
+            customdata=flip([[html_text(label, 40) for label in row] for row in labels]),
             texttemplate="%{text}",
             textfont={"size": size},
             colorscale=style.colorscale,
             zmin=lo,
             zmax=hi,
             colorbar={"title": {"text": stat}},
-            hovertemplate="layer %{y}, head %{x}<br>" + stat + " %{z:.3f}<br>%{customdata}<extra></extra>",
+            hovertemplate=where + "<br>" + stat + " %{z:.3f}<br>%{customdata}<extra></extra>",
             xgap=2,
             ygap=2,
         )
     )
     # each line in the ink its cell's colour needs (plotly picks one colour a cell by lightness: 2.5-2.9:1 on mid-tones)
     inks = np.array(INKS)[light_ink(paint(z, fig.data[0].colorscale, lo, hi)).astype(int)]
-    fig.data[0].text = [
+    fig.data[0].text = flip(
         [
-            "<br>".join(f'<span style="color:{inks[layer, h]}">{line}</span>' for line in lines[layer][h])
-            for h in range(n_h)
+            [
+                "<br>".join(f'<span style="color:{ink}">{line}</span>' for line in cell)
+                for cell, ink in zip(row, ink_row, strict=True)
+            ]
+            for row, ink_row in zip(lines, inks, strict=True)
         ]
-        for layer in range(n_l)
-    ]
-    fig.add_trace(click_markers(heads, layers, "open", 40))
+    )
+    fig.add_trace(click_markers(across, down, "open", 40))
     fig.update_xaxes(**EVERY_TICK)  # every head and layer named, none thinned
     fig.update_yaxes(autorange="reversed", **EVERY_TICK)
     # each row tall enough for its cells' lines (a label broken after its hyphen, the value): 30 layers of 18 px words
     # on a projector need 70 px a row, where 44 px held 9 px words
-    most = max((len(cell_lines) for row in lines for cell_lines in row), default=1)
-    row_px = max(90 if n_l <= 12 else 44, math.ceil(most * size * 1.3) + 8)
-    return fig.update_layout(
-        height=row_px * n_l + 120,
+    most = max((len(cell) for row in lines for cell in row), default=1)
+    row_px = max(90 if len(down) <= 12 and not style.phone else 44, math.ceil(most * size * 1.3) + 8)
+    return _grid_frame(fig, style, row_px * len(down), told=not words and any(map(any, labels)))
+
+
+def _cell_lines(
+    values: np.ndarray, labels: list[list[str]], cell_px: float, style: Style, show_values: bool
+) -> tuple[list[list[list[str]]], int, bool]:
+    """Each cell's lines (its label, broken after its hyphen where the cell is narrow, then its value) and their
+    size in px, and whether the labels' words are written: not where they do not fit the cell at 8 px (no value
+    either where "0.00" does not fit)."""
+    fits = cell_px / (CHAR * (style.font_size - 2))  # characters a cell's line holds
+
+    def cell(label: str) -> list[str]:  # a label too long for its cell breaks after its hyphen ("previous-" / "token")
+        shown = html_text(label, 40)
+        return (shown.replace("-", "-<br>", 1) if len(label) > fits else shown).split("<br>")
+
+    # the longest line a cell shows ("street", "previous-"), and a size at which it fits its cell
+    longest = max((len(part) for row in labels for label in row for part in label.split("-")), default=1)
+    words = CHAR * 8 * (longest + 1) <= cell_px  # a phone's narrow cells may hold no label at 8 px ("previous-")
+    size = max(8, min(style.font_size - 2, int(cell_px / (CHAR * max(longest if words else 4, 4)))))
+    values_fit = show_values and CHAR * size * 4 <= cell_px - 2  # "0.00"
+    lines = [
+        [
+            [*(cell(label) if words else []), *([f"{v:.2f}"] if values_fit else [])]
+            for label, v in zip(row, vrow, strict=True)
+        ]
+        for row, vrow in zip(labels, values, strict=True)
+    ]
+    return lines, size, words
+
+
+def _grid_frame(fig: go.Figure, style: Style, plot_px: int, told: bool) -> go.Figure:
+    """The grid's height, margins and font; where its words were left out (`told`), a title saying a tap or a hover
+    shows them; on a phone, the colour bar across the top (as layout.bar_across lays a map's)."""
+    above = title_px(style.font_size, 1) if told else 0
+    top = 30 + above + (BAR_ACROSS_PX if style.phone else 0)
+    height = plot_px + 90 + top
+    fig.update_layout(
+        height=height,
         font={"size": style.font_size},
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        margin={"l": 10, "r": 10, "t": top, "b": 10},
         plot_bgcolor="white",
     )
+    if told:
+        tell = f"{'Tap' if style.phone else 'Hover over'} a head for its label"
+        fig.update_layout(title={"text": tell, "font": {"size": style.font_size}, **title_top(style.font_size)})
+    if style.phone:
+        bar = {"orientation": "h", "thickness": 10, "len": 0.9, "x": 0.0, "xanchor": "left", "yanchor": "top"}
+        fig.update_traces(
+            colorbar={**bar, "y": 1 - (above + 6) / height, "yref": "container", "title": {"side": "right"}},
+            selector={"type": "heatmap"},
+        )
+    return fig
+
+
+def head_at(point: dict) -> tuple[int, int]:
+    """The (layer, head), 1-based, of a clicked stat_grid cell, whichever way the grid stands."""
+    x, y = str(point["x"]), str(point["y"])
+    layer, head = (x, y) if x.startswith("L") else (y, x)
+    return int(layer[1:]), int(head[1:])
 
 
 def bars(values: np.ndarray, tokens: tuple[str, ...], title: str, *, style: Style = Style()) -> go.Figure:

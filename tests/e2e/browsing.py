@@ -394,13 +394,15 @@ def _phone_visible(browser, url: str, clicks: tuple, drawn: str | None, maps: bo
     server lays a phone's grids out one map a row by it: figures' Style.phone), touch; what the page's clicks draw
     drawn again there. A desktop's page narrowed to a phone's width is not this: its grids keep the desktop's columns,
     and a map's row labels fall on the map to its left (found when VISIBLE_JS first read every map's labels, not the
-    first map's alone)."""
+    first map's alone). A head grid's words stay in their cells and stand from their colour, as CELLS_JS says of a
+    laptop's."""
     pg = browser.shared_page(viewport=PHONE, user_agent=PHONE_AGENT, is_mobile=True, has_touch=True)
     try:
         sockets = _sockets(pg)
         pg.goto(url)
         _draw(pg, clicks, drawn, maps, sockets)
-        return pg.evaluate(VISIBLE_JS) + pg.evaluate(READABLE_JS)["crowded"]  # a phone's 16 keys ran together
+        cells = pg.evaluate(CELLS_JS)  # a head grid's words in its cells: a phone's 12 heads ran them together
+        return pg.evaluate(VISIBLE_JS) + pg.evaluate(READABLE_JS)["crowded"] + cells["over"] + cells["faint"]
     finally:
         pg.close()
 

@@ -47,15 +47,46 @@ def test_a_head_grids_words_stand_from_their_cell_s_colour_in_every_palette():
     from attnviz.figures.stat_charts import stat_grid
     from attnviz.figures.style import PALETTES, Style
 
-    values = np.linspace(0.0, 2.5, 101).reshape(1, 101)
+    values = np.linspace(0.0, 2.5, 101).reshape(101, 1)  # 101 layers of one head: every shade, words that fit
     for name, palette in PALETTES.items():
-        fig = stat_grid(values, [["previous-token"] * 101], "entropy", style=Style(palette=name))
+        fig = stat_grid(values, [["previous-token"]] * 101, "entropy", style=Style(palette=name))
         colours = sample_colorscale(palette.plotly, list(np.linspace(0, 1, 101)))
-        for text, colour in zip(fig.data[0].text[0], colours, strict=True):
+        for (text,), colour in zip(fig.data[0].text, colours, strict=True):
             inks = re.findall(r'<span style="color:(#[0-9a-f]{6})">', text)
-            assert len(inks) == text.count("<br>") + 1 == 3, text  # "previous-", "token", the value
+            assert len(inks) == text.count("<br>") + 1 == 2, text  # "previous-token" (a cell wide enough), the value
             cell = [float(v) for v in re.findall(r"[0-9.]+", colour)]
             worst = min(_wcag_ratio([int(ink[i : i + 2], 16) for i in (1, 3, 5)], cell) for ink in inks)
             assert worst >= 4.5, (name, colour, text)
         assert fig.data[0].zmin == 0.0 and fig.data[0].zmax == 2.5  # the scale the inks were chosen on
         assert "<span" not in fig.data[0].hovertemplate and fig.data[0].customdata[0][0] == "previous-token"
+
+
+def test_a_phone_s_head_grid_stands_heads_down_where_they_outnumber_the_layers_and_drops_words_that_do_not_fit():
+    """On a phone's 358 px column BERT's 12 heads made 20 px columns and each cell's words ran into the next: its grid
+    stands with heads as rows (6 columns of layers); SmolLM2's 30 layers x 9 heads keep their rows, and its 35 px
+    cells leave "previous-token" out (the title says a tap shows it); a click reads (layer, head) either way."""
+    from attnviz.figures.layout import CHAR
+    from attnviz.figures.stat_charts import head_at, stat_grid
+    from attnviz.figures.style import Style
+
+    phone = Style(phone=True)
+    values = np.arange(72, dtype=np.float32).reshape(6, 12)
+    labels = [[f"l{layer}h{h}" for h in range(12)] for layer in range(6)]
+    fig = stat_grid(values, labels, "entropy", style=phone)
+    hm = fig.data[0]
+    assert list(hm.x) == [f"L{i}" for i in range(1, 7)] and list(hm.y) == [f"H{i}" for i in range(1, 13)]
+    assert np.asarray(hm.z)[4, 1] == values[1, 4] and "l1h4" in hm.text[4][1] and hm.customdata[4][1] == "l1h4"
+    assert hm.colorbar.orientation == "h" and not fig.layout.title.text  # the bar across the top; every word shown
+    assert head_at({"x": "L2", "y": "H5"}) == (2, 5) == head_at({"x": "H5", "y": "L2"})
+    laptop = stat_grid(values, labels, "entropy").data[0]
+    assert list(laptop.x) == [f"H{i}" for i in range(1, 13)] and laptop.colorbar.orientation != "h"
+
+    kinds = [["previous-token", "other", "sink"] * 3 for _ in range(30)]
+    fig = stat_grid(np.ones((30, 9)), kinds, "entropy", style=phone)
+    assert list(fig.data[0].x) == [f"H{i}" for i in range(1, 10)]  # more layers than heads: as on a laptop
+    assert "previous" not in fig.data[0].text[0][0] and "1.00" in fig.data[0].text[0][0]
+    assert fig.layout.title.text == "Tap a head for its label"
+    # Gemma 3's 4 heads: the words fit a cell, broken after the hyphen
+    fig = stat_grid(np.ones((18, 4)), [["previous-token"] * 4] * 18, "entropy", style=phone)
+    size = fig.data[0].textfont.size
+    assert "previous-<" in fig.data[0].text[0][0] and size >= 8 and CHAR * size * len("previous-") <= 358 / 4 - 10

@@ -212,8 +212,7 @@ def head_grid(run: api.CorpusRun, stat: str, value: str, computed: dict, style) 
     points = event.get("selection", {}).get("points", []) if event else []
     n_l, n_h = m["layers"], m["heads"]
     if points:  # a clicked cell (L3, H5) picks its head: restored values are checked as the URL's are
-        st.session_state["co.layer"] = int(str(points[0]["y"])[1:])
-        st.session_state["co.head"] = int(str(points[0]["x"])[1:])
+        st.session_state["co.layer"], st.session_state["co.head"] = stat_charts.head_at(points[0])
     a, b, _ = st.columns([1, 1, 3])
     in_l, in_h = (lambda v: 1 <= v <= n_l), (lambda v: 1 <= v <= n_h)
     layer = state.bound(a.number_input, "Layer", 1, n_l, url="layer", key="co.layer", default=1, valid=in_l) - 1

@@ -96,7 +96,7 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
     )
     points = event.get("selection", {}).get("points", []) if event else []
     if points:
-        widgets.open_head(int(str(points[0]["y"])[1:]), int(str(points[0]["x"])[1:]))
+        widgets.open_head(*stat_charts.head_at(points[0]))
     a, b, c = st.columns([1, 1, 2])
     layer = a.number_input("Layer", 1, result.n_layers, 1, key="ov.open_layer")
     head = b.number_input("Head", 1, result.n_heads, 1, key="ov.open_head")
