@@ -114,7 +114,7 @@ def _cell_lines(
 
     # the longest line a cell shows ("street", "previous-"), and a size at which it fits its cell
     longest = max((len(part) for row in labels for label in row for part in label.split("-")), default=1)
-    words = CHAR * 8 * (longest + 1) <= cell_px  # a phone's narrow cells may hold no label at 8 px ("previous-")
+    words = CHAR * 8 * longest <= cell_px  # a phone's narrow cells may hold no label at 8 px
     size = max(8, min(style.font_size - 2, int(cell_px / (CHAR * max(longest if words else 4, 4)))))
     values_fit = show_values and CHAR * size * 4 <= cell_px - 2  # "0.00"
     lines = [

@@ -80,6 +80,9 @@ def test_a_phone_s_head_grid_stands_heads_down_where_they_outnumber_the_layers_a
     assert head_at({"x": "L2", "y": "H5"}) == (2, 5) == head_at({"x": "H5", "y": "L2"})
     laptop = stat_grid(values, labels, "entropy").data[0]
     assert list(laptop.x) == [f"H{i}" for i in range(1, 13)] and laptop.colorbar.orientation != "h"
+    for style in (Style(), Style(projector=True)):  # a laptop's and a projector's BERT grid keep every word
+        kinds = stat_grid(values, [["previous-token"] * 12] * 6, "entropy", style=style)
+        assert "previous-<" in kinds.data[0].text[0][0] and not kinds.layout.title.text
 
     kinds = [["previous-token", "other", "sink"] * 3 for _ in range(30)]
     fig = stat_grid(np.ones((30, 9)), kinds, "entropy", style=phone)
