@@ -36,7 +36,9 @@ def test_every_page_runs_with_the_date_model_typed_as_a_hub_id(page):
     if page == "heads":
         assert at.radio(key="heads.kind").options == ["self", "causal", "cross"]
     if page == "inside":
-        assert any("‘dates’ cannot be rebuilt" in i.value and "shows the bundled BERT" in i.value for i in at.info)
+        assert any(
+            "Our date model cannot be rebuilt" in i.value and "shows the bundled BERT" in i.value for i in at.info
+        )
 
 
 @pytest.mark.slow  # loads SmolLM2 (about 20 s the first time)

@@ -154,10 +154,11 @@ def _fail_fast_if_unreachable(source: Source) -> None:
     )
 
 
-def shown_name(name: str) -> str:
+def shown_name(name: str, start: bool = False) -> str:
     """A model as a page names it: a bundled one by what it is ("Gemma 3 270M"), any other by the name it was given
-    (plain text: the caller escapes it for markdown or HTML)."""
-    return SHOWN.get(name, name)
+    (plain text: the caller escapes it for markdown or HTML). `start`: it starts a sentence ("The bundled BERT")."""
+    shown = SHOWN.get(name, name)
+    return shown[:1].upper() + shown[1:] if start and name in SHOWN else shown
 
 
 def _check_name(name: str, where: str) -> None:

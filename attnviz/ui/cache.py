@@ -199,6 +199,12 @@ def load_engine_or_stop(model: str, backend: Backend) -> Engine:
         halt()
 
 
+def named(model: str) -> str:
+    """A model starting a sentence of a page's message, as markdown: a bundled one by what it is ("Gemma 3 270M"),
+    any other by its name, quoted and escaped."""
+    return escape.md(api.shown_name(model, start=True)) if model in api.BUNDLED_MODELS else escape.quoted(model)
+
+
 def stepping_engine_or_stop(model: str, backend: Backend) -> SteppingEngine:
     """The model on the scratch backend when it can be rebuilt there, else the bundled BERT (with a notice)."""
     eng = load_engine_or_stop(model, backend)
@@ -206,9 +212,8 @@ def stepping_engine_or_stop(model: str, backend: Backend) -> SteppingEngine:
         return eng
     if not api.can_rebuild(eng):
         st.info(
-            f"{escape.md(api.shown_name(model)) if model in api.BUNDLED_MODELS else escape.quoted(model)} cannot be "
-            "rebuilt on the from-scratch engine (it stays the teaching engine of BERT and Llama); the step-by-step "
-            "view shows the bundled BERT."
+            f"{named(model)} cannot be rebuilt on the from-scratch engine (it stays the teaching engine of BERT and "
+            "Llama); the step-by-step view shows the bundled BERT."
         )
         model = api.DEFAULT_MODEL
     eng = load_engine_or_stop(model, "scratch")

@@ -27,8 +27,7 @@ def writer(model: str, backend: api.Backend) -> api.GeneratingEngine:
     eng = cache.load_engine_or_stop(model, backend)
     if isinstance(eng, api.GeneratingEngine):
         return eng
-    shown = escape.md(api.shown_name(eng.name)) if eng.name in api.BUNDLED_MODELS else escape.quoted(eng.name)
-    st.info(f"{shown} does not write text (it is an {eng.architecture}); SmolLM2 writes here.")
+    st.info(f"{cache.named(eng.name)} does not write text (it is an {eng.architecture}); SmolLM2 writes here.")
     eng = cache.load_engine_or_stop(WRITER, backend)
     if not isinstance(eng, api.GeneratingEngine):
         st.error("SmolLM2 cannot write on this backend.")

@@ -37,8 +37,7 @@ def model_name(eng: api.Engine) -> str:
     """Whose weights the step-by-step view runs, for the intro: the bundled models by name, others by family and
     the name they were given (escaped)."""
     if eng.name in api.BUNDLED_MODELS:
-        name = api.shown_name(eng.name)
-        return name[:1].upper() + name[1:]
+        return api.shown_name(eng.name, start=True)
     family = {"bert": "The BERT model", "llama": "The Llama model"}.get(eng.family, "The model")
     return f"{family} {escape.quoted(eng.name)}"
 

@@ -97,8 +97,7 @@ def weights_section(inputs, style: Style) -> None:
         square(weights, f"the same Q and K under the {kind} mask", masked=~mask.numpy()),
     ]
     widgets.map_rows(figs, per_row, ["mk.mask", "mk.own", "mk.new"])
-    name = api.shown_name(eng.name)
-    name = name[:1].upper() + name[1:]  # it starts the sentence
+    name = api.shown_name(eng.name, start=True)
     st.caption(
         f"{escape.md(name)}'s own queries and keys at layer {layer + 1}: only the mask changed, so each row is "
         f"renormalised over the keys it may still see. This mask keeps {kernels.density(mask):.0%} of the {n}×{n} "
