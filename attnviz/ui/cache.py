@@ -66,7 +66,7 @@ def prepare_or_stop(
     if key in made:
         return made[key]
     try:
-        with st.spinner(f"Loading model {escape.quoted(model)} (the first time takes a few seconds)…"):
+        with st.spinner(f"Loading {named(model, start=False)} (the first time takes a few seconds)…"):
             made[key] = api.prepare(model, backend, text, target, what_if, server=True)
             return made[key]
     except (ModelLoadError, ValueError) as err:
@@ -192,17 +192,17 @@ def importance(eng: Engine, text: str, mode: api.Mode) -> tuple:
 def load_engine_or_stop(model: str, backend: Backend) -> Engine:
     """The engine, with a spinner while it loads; a clear message (and the page stops) if it cannot."""
     try:
-        with st.spinner(f"Loading model {escape.quoted(model)} (the first time takes a few seconds)…"):
+        with st.spinner(f"Loading {named(model, start=False)} (the first time takes a few seconds)…"):
             return engine(model, backend)
     except (ModelLoadError, ValueError) as err:
         st.error(escape.md(err))
         halt()
 
 
-def named(model: str) -> str:
-    """A model starting a sentence of a page's message, as markdown: a bundled one by what it is ("Gemma 3 270M"),
-    any other by its name, quoted and escaped."""
-    return escape.md(api.shown_name(model, start=True)) if model in api.BUNDLED_MODELS else escape.quoted(model)
+def named(model: str, start: bool = True) -> str:
+    """A model in a page's message, as markdown: a bundled one by what it is ("Gemma 3 270M"; capitalised where it
+    starts the sentence), any other by its name, quoted and escaped."""
+    return escape.md(api.shown_name(model, start)) if model in api.BUNDLED_MODELS else escape.quoted(model)
 
 
 def stepping_engine_or_stop(model: str, backend: Backend) -> SteppingEngine:
@@ -218,7 +218,7 @@ def stepping_engine_or_stop(model: str, backend: Backend) -> SteppingEngine:
         model = api.DEFAULT_MODEL
     eng = load_engine_or_stop(model, "scratch")
     if not isinstance(eng, SteppingEngine):
-        st.error(f"The scratch backend of {escape.quoted(model)} cannot show its layers step by step.")
+        st.error(f"The scratch backend of {named(model, start=False)} cannot show its layers step by step.")
         halt()
     return eng
 

@@ -226,7 +226,7 @@ def draw_hub(inputs: Inputs) -> None:
     state.remember("target", target)
     eng = cache.load_engine_or_stop(model, "hf")
     if eng.architecture != "encoder-decoder":
-        st.warning(f"{escape.quoted(model)} is not an encoder-decoder ({eng.architecture}); it has no cross-attention.")
+        st.warning(f"{cache.named(model)} is not an encoder-decoder ({eng.architecture}); it has no cross-attention.")
         halt()
     results = cache.attention_or_stop(model, "hf", inputs.text, target or None)
     draw_three(inputs, results, inputs.text, "cmp.hub")
