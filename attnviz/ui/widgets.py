@@ -274,12 +274,15 @@ def two_places(projector: bool) -> tuple:
     return (st.container(), st.container()) if projector else tuple(st.columns(2))
 
 
-def map_rows(figs: Sequence, per_row: int, keys: Sequence[str]) -> None:
-    """Figures `per_row` a row (interactive.maps_a_row's count), each under its key."""
+def map_rows(figs: Sequence, per_row: int, keys: Sequence[str], px: int | None = None) -> None:
+    """Figures `per_row` a row (interactive.maps_a_row's count), each under its key. `px`: the width token-by-token
+    maps were laid out for; one alone in its row stands at that width, not stretched across a wider screen (on a
+    1920x1080 projector the column is 1,380 px, and BERT's 16 x 16 mask stood 3:1). A phone's fills its column."""
+    alone = px is not None and per_row == 1 and not on_phone()
     for i, (fig, key) in enumerate(zip(figs, keys, strict=True)):
         if i % per_row == 0:
             cols = st.columns(per_row)
-        cols[i % per_row].plotly_chart(fig, key=key)
+        cols[i % per_row].plotly_chart(fig, key=key, width=int(px) if alone and px else "stretch")
 
 
 SHARED_PARAMS = ("model", "backend", "text", "palette", "projector")  # the URL parameters every page shares

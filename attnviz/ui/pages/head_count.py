@@ -115,7 +115,7 @@ def attention_section(task: str, style: Style, revealed: bool) -> None:
         per_row, px = interactive.maps_a_row(labels, len(labels), style, most=4)  # the same size for every count
         square = partial(interactive.matrix, rows=labels, cols=labels, style=style, signed=False, height=230, width=px)
         figs = [square(weights[0, h].numpy(), f"head {h + 1}") for h in range(count)]
-        widgets.map_rows(figs, per_row, [f"hc.map{count}.{h}" for h in range(count)])
+        widgets.map_rows(figs, per_row, [f"hc.map{count}.{h}" for h in range(count)], px)
 
 
 def cost_section(style: Style) -> None:

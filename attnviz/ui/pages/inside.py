@@ -159,7 +159,7 @@ def draw_steps(s: api.AttentionSteps, tokens: TokenAxis, head: int, style: Style
         by_token(allowed.astype("float32"), "mask (1 = may attend)", signed=False, unit="may attend"),
         by_token(m(s.weights)[head], "softmax: attention weights", signed=False),
     ]
-    widgets.map_rows(figs, token_row, [f"in.attn{i}" for i in range(3)])
+    widgets.map_rows(figs, token_row, [f"in.attn{i}" for i in range(3)], token_px)
     figs = [
         by_dim(m(s.head_outputs)[head], f"weights·V of head {head + 1}"),
         interactive.matrix(m(s.concat), "concat of all heads", rows=labels, style=style, width=dim_px),

@@ -96,7 +96,7 @@ def weights_section(inputs, style: Style) -> None:
         square(own, f"the model's own weights, layer {layer + 1}, head {head + 1}"),
         square(weights, f"the same Q and K under the {kind} mask", masked=~mask.numpy()),
     ]
-    widgets.map_rows(figs, per_row, ["mk.mask", "mk.own", "mk.new"])
+    widgets.map_rows(figs, per_row, ["mk.mask", "mk.own", "mk.new"], px)
     name = api.shown_name(eng.name, start=True)
     st.caption(
         f"{escape.md(name)}'s own queries and keys at layer {layer + 1}: only the mask changed, so each row is "
@@ -152,7 +152,7 @@ def model_window_section(inputs, style: Style) -> None:
                 unit="share allowed",
             )
         )  # fmt: skip
-    widgets.map_rows(figs, per_row, ["mk.model_window", "mk.model_full"])
+    widgets.map_rows(figs, per_row, ["mk.model_window", "mk.model_full"], px)
     st.caption(
         f"Rows are queries and columns keys, by position (each cell from its first position). The lesson's window "
         f"above is the same rule with a w you choose; {name} was trained with w = {w:,}."
