@@ -10,7 +10,7 @@ query can see: n keys for self-attention, i + 1 for query i of a causal model.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -149,15 +149,28 @@ def punctuation_tokens(axis: TokenAxis) -> list[str]:
     return list(dict.fromkeys(t for t, p in zip(axis.tokens, punctuation(axis), strict=True) if p))
 
 
-def table(stats: Mapping[str, Tensor | np.ndarray], head_labels: list[list[str]]) -> list[dict]:
-    """One row per head: layer and head (1-based), its label, and every statistic (4 decimals)."""
+def shown_stats(result: Attention) -> tuple[str, ...]:
+    """The statistics that say something of this text's heads: a decoder has no [CLS] (its first token is "first",
+    the sink: share_labels), and a text with no special token after its first has no [SEP] to attend to (a decoder's
+    text; its share there is 0 by definition, a column of zeros that only hides the others)."""
+    drop = {"cls"} if result.kind == "causal" else set()
+    if not any(result.target.special[1:]):
+        drop.add("sep")
+    return tuple(k for k in STATS if k not in drop)
+
+
+def table(
+    stats: Mapping[str, Tensor | np.ndarray], head_labels: list[list[str]], keys: Sequence[str] = STATS
+) -> list[dict]:
+    """One row per head: layer and head (1-based), its label, and each statistic of `keys` present in `stats` (and
+    gpt-oss's learned sink, where measured), 4 decimals."""
     n_l, n_h = stats["entropy"].shape
     return [
         {
             "layer": layer + 1,
             "head": h + 1,
             "label": head_labels[layer][h],
-            **{k: round(stats[k][layer, h].item(), 4) for k in (*STATS, "sink") if k in stats},
+            **{k: round(stats[k][layer, h].item(), 4) for k in (*keys, "sink") if k in stats},
         }
         for layer in range(n_l)
         for h in range(n_h)

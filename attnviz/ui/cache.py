@@ -229,8 +229,8 @@ def decoder_or_stop(model: str, backend: Backend) -> InterveningEngine:
     eng = load_engine_or_stop(model, backend)
     if not runs.can_intervene(eng):
         st.info(
-            f"{runs.DECODER_ONLY} SmolLM2 and Gemma 3 270M, both bundled with attnviz, are two (the sidebar's "
-            "model box)."
+            f"{runs.DECODER_ONLY} Two such decoders come bundled with attnviz: SmolLM2 and Gemma 3 270M (the "
+            "sidebar's model box, or a button below)."
         )
         left, right = st.columns(2)
         left.button(

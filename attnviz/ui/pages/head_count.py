@@ -13,9 +13,12 @@ from attnviz.figures import interactive, lesson_charts
 from attnviz.figures.style import Style
 from attnviz.ui import cache, controls, state, widgets
 
+_END = head_models.LENGTH + 1  # positions count from 1, as the maps' labels do ("3:2" is the 3rd digit)
 TASK_TEXT = {
-    "reversal": "write the digits backwards: the answer at position i is the digit at position 11 − i",
-    "mirror-sum": "at position i, add the previous digit and the mirrored one: (x[i−1] + x[11−i]) mod 10",
+    "reversal": f"write the digits backwards: the answer at position i is the digit at position {_END} − i "
+    f"(positions 1 to {head_models.LENGTH})",
+    "mirror-sum": "at position i, add the previous digit and the mirrored one: "
+    f"(x[i−1] + x[{_END}−i]) mod 10 (positions 1 to {head_models.LENGTH}; x[0] = 0)",
 }
 REPEATS = 15
 GPU_FIGURES = (

@@ -66,7 +66,8 @@ def stats_of(result: Attention, excludes: str, long: bool) -> dict:
 
 def stats_section(inputs: Inputs, result: Attention) -> None:
     """The layer x head grid coloured by a statistic, clickable, and the table of every head."""
-    names = {k: v for k, v in STAT_NAMES.items() if not (k == "cls" and result.kind == "causal")}  # a decoder: no [CLS]
+    shown = head_stats.shown_stats(result)  # a decoder: no [CLS]; a text without [SEP]: none
+    names = {k: v for k, v in STAT_NAMES.items() if k in shown}
     induction = _induction(inputs)
     if induction is not None:
         names["induction"] = INDUCTION_NAME
@@ -102,7 +103,7 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
     head = b.number_input("Head", 1, result.n_heads, 1, key="ov.open_head")
     if c.button("Open this head on the Heads page", key="ov.open"):
         widgets.open_head(layer, head)
-    st.dataframe(head_stats.table(stats, labels), hide_index=True, key="ov.table")
+    st.dataframe(head_stats.table(stats, labels, shown), hide_index=True, key="ov.table")
 
 
 def stat_controls(names: dict[str, str]) -> tuple[str, bool, str]:

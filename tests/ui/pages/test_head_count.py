@@ -58,3 +58,20 @@ def test_a_tie_for_the_best_accuracy_is_said_to_be_one():
     assert len(tied) > 1 and best_text(reversal).startswith("A tie: ") and f"{tied[-1]} heads" in best_text(reversal)
     models = [{"heads": 1, "accuracy": 0.5}, {"heads": 2, "accuracy": 0.9}]
     assert best_text(models) == "Highest held-out accuracy: 2 head(s), 90.00% of digits right."
+
+
+def test_the_tasks_text_counts_positions_from_1_as_the_maps_labels_do_and_says_what_the_models_answer():
+    """The maps label "3:2" the 3rd digit; the task's text counted from 0 ("11 − i"). Its formulas, read 1-based,
+    are checked here against the answer the models are trained on (head_models.answer)."""
+    import torch
+
+    from attnviz.lessons import head_models
+    from attnviz.ui.pages.head_count import TASK_TEXT
+
+    assert "position 13 − i (positions 1 to 12)" in TASK_TEXT["reversal"]
+    assert "(x[i−1] + x[13−i]) mod 10 (positions 1 to 12; x[0] = 0)" in TASK_TEXT["mirror-sum"]
+    x = torch.tensor([[3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8]])
+    digit = {i: x[0, i - 1].item() for i in range(1, 13)} | {0: 0}  # 1-based, x[0] = 0
+    assert head_models.answer(x, "reversal")[0].tolist() == [digit[13 - i] for i in range(1, 13)]
+    mirror_sum = [(digit[i - 1] + digit[13 - i]) % 10 for i in range(1, 13)]
+    assert head_models.answer(x, "mirror-sum")[0].tolist() == mirror_sum

@@ -18,6 +18,10 @@ def test_overview_page_grid_table_and_rollout(bundled_hf):
     expected = head_stats.head_stats(r)["prev"].numpy()
     assert np.allclose(array(grid["data"][0]["z"]), expected, atol=1e-5)
     assert len(at.dataframe) == 1 and len(at.dataframe[0].value) == 72
+    assert list(at.dataframe[0].value.columns) == ["layer", "head", "label", *head_stats.STATS]  # BERT: every one
+    offered = at.selectbox[0].options
+    assert "share on [CLS]" in offered and "share on [SEP]" in offered
+    assert not any("learned sink" in o for o in offered)  # BERT has none: not offered
     assert [d["type"] for d in rolled["data"]] == ["heatmap"] * 3  # raw, rollout, flow
     assert np.allclose(array(rolled["data"][1]["z"]), rollout.rollout(r)[1].numpy(), atol=1e-5)
     assert np.allclose(array(bars["data"][0]["y"]), rollout.rollout(r)[1][10].numpy(), atol=1e-5)  # "it"
@@ -32,6 +36,14 @@ def test_overview_corpus_average_equals_the_mean_over_the_corpus(bundled_hf):
     per_text = [head_stats.head_stats(bundled_hf.run(bundled_hf.encode(text))["self"]) for text in head_stats.CORPUS]
     expected = head_stats.average(per_text)["entropy"].numpy()
     assert np.allclose(array(_charts(at)[0]["data"][0]["z"]), expected, atol=1e-5)
+
+
+def test_a_learned_sink_in_the_url_of_a_model_without_one_falls_back_to_entropy():
+    """BERT's menu offered gpt-oss's "share on the learned sink", and choosing it failed the page (no such
+    statistic)."""
+    at = _overview(stat="sink")
+    _ok(at)
+    assert at.selectbox[0].value == "entropy" and not at.error
 
 
 def test_overview_computes_flow_only_when_asked():
@@ -51,6 +63,11 @@ def test_a_decoders_overview_calls_its_first_token_heads_sinks_and_none_cls(smol
     named = {lab for row in head_stats.labels(r.stats(), head_stats.uniform_entropy(r), "causal") for lab in row}
     assert "sink" in named and "[CLS]" not in named and "first-token" not in named
     assert not any("[CLS]" in t or "first-token" in t for t in shown) and any("sink" in t for t in shown), shown
+    # no [CLS] and no [SEP] in a decoder's text: neither is offered nor a column of zeros in the table
+    offered = at.selectbox[0].options
+    assert "share on [CLS]" not in offered and "share on [SEP]" not in offered and "share on itself" in offered
+    columns = list(at.dataframe[0].value.columns)
+    assert "cls" not in columns and "sep" not in columns and {"first", "prev", "punct"} <= set(columns), columns
     caption = " ".join(c.value for c in at.caption)
     assert (
         "self or sink when more than" in caption
