@@ -35,9 +35,8 @@ from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402
 
-from harness.server import ARGS, CHROMIUM, IDLE_JS, free_port, start_server  # noqa: E402
+from harness.server import ARGS, CHROMIUM, IDLE_JS, SETTLED_JS, free_port, start_server  # noqa: E402
 
 PAGES = (
     "",
@@ -112,11 +111,11 @@ def open_page(browser, base: str, path: str, query: str) -> tuple:
 
 
 def press(pg, runs: Runs, button) -> float | None:
-    """Click a button (a Locator) once the page draws it (up to 10 s: a run before it may still be drawing); seconds
-    from the click to its run's end drawn, or None where the page has no such button."""
-    try:
-        button.first.wait_for(state="visible", timeout=10_000)
-    except PlaywrightTimeout:
+    """Click a button (a Locator) once the page has settled (no run under way, its elements stable: SETTLED_JS, so a
+    slow machine's run still drawing is waited for, not taken for a page without the button); seconds from the click
+    to its run's end drawn, or None where the settled page has no such button."""
+    pg.wait_for_function(SETTLED_JS, timeout=600_000, polling=250)
+    if not button.count() or not button.first.is_visible():
         return None
     before = runs.ended
     t0 = time.perf_counter()
