@@ -150,11 +150,17 @@ def punctuation_tokens(axis: TokenAxis) -> list[str]:
 
 
 def shown_stats(result: Attention) -> tuple[str, ...]:
-    """The statistics that say something of this text's heads: a decoder has no [CLS] (its first token is "first",
-    the sink: share_labels), and a text with no special token after its first has no [SEP] to attend to (a decoder's
-    text; its share there is 0 by definition, a column of zeros that only hides the others)."""
-    drop = {"cls"} if result.kind == "causal" else set()
-    if not any(result.target.special[1:]):
+    """The statistics that say something of this text's heads. A decoder has no [CLS] (its first token is "first",
+    the sink: share_labels) and sees no next token (the causal mask: its share is 0 by definition); a text with no
+    special token after its first has no [SEP] to attend to (a decoder's text). Each would be a column of zeros that
+    only hides the others."""
+    return shown_of(result.kind, any(result.target.special[1:]))
+
+
+def shown_of(kind: str, later_special: bool) -> tuple[str, ...]:
+    """shown_stats for attention of `kind` over texts with (or without) a special token after their first."""
+    drop = {"cls", "next"} if kind == "causal" else set()
+    if not later_special:
         drop.add("sep")
     return tuple(k for k in STATS if k not in drop)
 

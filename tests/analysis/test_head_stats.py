@@ -59,10 +59,10 @@ def test_the_statistics_shown_leave_out_cls_for_a_decoder_and_sep_for_a_text_wit
     assert head_stats.shown_stats(_result(torch.eye(6))) == no_sep  # no special token at all
     both = TokenAxis(TOKS, SPECIAL, tuple(range(6)), (NO_SPAN,) * 6)
     causal = AttentionResult(torch.eye(6)[None, None], both, both, "causal", "hand")
-    assert head_stats.shown_stats(causal) == tuple(k for k in every if k != "cls")  # a special token after the first
+    assert head_stats.shown_stats(causal) == tuple(k for k in every if k not in ("cls", "next"))  # [SEP] is there
     bos = TokenAxis(TOKS, (True,) + (False,) * 5, tuple(range(6)), (NO_SPAN,) * 6)  # Gemma 3's <bos>, nothing else
     assert head_stats.shown_stats(AttentionResult(torch.eye(6)[None, None], bos, bos, "causal", "hand")) == tuple(
-        k for k in every if k not in ("cls", "sep")
+        k for k in every if k not in ("cls", "sep", "next")
     )
     table = head_stats.table({k: torch.zeros(1, 1) for k in every}, [["other"]], no_sep)
     assert list(table[0]) == ["layer", "head", "label", *no_sep]

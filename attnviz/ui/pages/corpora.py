@@ -154,13 +154,17 @@ def run_picker(runs: dict[str, api.CorpusRun]) -> str:
     return name
 
 
-def stat_pickers(m: dict) -> tuple[str, str, dict[str, str], dict[str, str]]:
+def stat_pickers(run: api.CorpusRun) -> tuple[str, str, dict[str, str], dict[str, str]]:
     """The statistic to colour by and its value (mean, sd, a quantile), with the names of what the run computed:
-    (stat, value, every name shown, the head statistics computed)."""
+    (stat, value, every name shown, the head statistics computed). As on the Model overview, a statistic that is 0
+    by definition is not offered (head_stats.shown_of: a decoder's [CLS] and next token; [SEP] where no window of
+    the corpus had one after its first token)."""
+    m = run.manifest
     computed = {k: v for k, v in head_stats.NAMES.items() if k in m["stats"]}  # a run may compute some only
-    names = {**computed, **{k: v for k, v in EXTRA_NAMES.items() if k in m.get("extras", [])}}
-    if m.get("kind") == "causal":  # a decoder's query never sees the token after it: that share is 0 by construction
-        names.pop("next", None)
+    later_special = "sep" in computed and bool((run.grid("sep") > 0).any())
+    shown = head_stats.shown_of(m.get("kind", "self"), later_special)
+    names = {k: v for k, v in computed.items() if k in shown}
+    names |= {k: v for k, v in EXTRA_NAMES.items() if k in m.get("extras", [])}
     a, b = st.columns([3, 2])
     stat = state.bound(
         a.selectbox,
@@ -255,7 +259,7 @@ def render() -> None:
         return
     name = run_picker(runs)
     run = runs[name]
-    stat, value, names, computed = stat_pickers(run.manifest)
+    stat, value, names, computed = stat_pickers(run)
     layer, head = head_grid(run, stat, value, computed, inputs.style)
     state.show_head(layer, head)
     head_section(run, stat, names, layer, head, inputs.style)

@@ -150,7 +150,8 @@ def labels_caption(result: Attention, uniform: float, averaged: bool, induction:
     punct = ", ".join(escape.quoted(t) for t in marks[:MAX_LISTED]) or "none in this text"
     if len(marks) > MAX_LISTED:
         punct += f" and {len(marks) - MAX_LISTED:,} more"
-    *some, last = head_stats.share_labels(result.kind).values()
+    shown = head_stats.shown_stats(result)  # a decoder is never next-token, nor [SEP] where its text has none
+    *some, last = [label for k, label in head_stats.share_labels(result.kind).items() if k in shown]
     named = f"{', '.join(some)} or {last}"
     sink = (
         " A decoder's first token is where its heads park attention (a sink), not a [CLS]. A decoder's head is judged "

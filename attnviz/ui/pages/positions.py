@@ -211,7 +211,8 @@ def positional_heads_section(inputs: Inputs) -> None:
         return
     found = encodings.positional_heads(stats)
     if not found:
-        st.info(f"No head of {escape.md(inputs.model)} puts more than half its attention on a neighbour.")
+        model = cache.named(inputs.model, start=False)
+        st.info(f"No head of {model} puts more than half its attention on a neighbour.")
         return
     for i, h in enumerate(found[:12]):
         a, b = st.columns([3, 1])

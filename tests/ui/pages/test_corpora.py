@@ -46,6 +46,8 @@ def test_the_page_draws_a_runs_grid_histogram_and_examples_from_its_tables(run):
     shown = [m.value for m in at.markdown if m.value.startswith("**#1**")]
     assert shown and f"{top.sort_values('rank').iloc[0]['value']:.3f}" in shown[0]
     assert any(":blue-background[" in m.value for m in at.markdown)  # the query marked in its text
+    offered = at.selectbox(key="co.stat").options  # BERT's run: every statistic, [CLS] and [SEP] too
+    assert all(head_stats.NAMES[k] in offered for k in head_stats.STATS), offered
 
 
 def test_the_url_cannot_name_a_folder_that_is_not_a_listed_run(run):
@@ -91,6 +93,9 @@ def test_a_decoders_run_does_not_offer_the_next_token_share(tiny_llama_dir):
     colour = at.selectbox(key="co.stat")
     offered = colour.options  # as the page shows them
     assert head_stats.NAMES["next"] not in offered and head_stats.NAMES["prev"] in offered, offered
+    assert head_stats.NAMES["cls"] not in offered  # nor [CLS]: a decoder's first token is its sink ("first")
+    # [SEP] where a window had a special token after its first (this tiny model reads with BERT's tokenizer)
+    assert (head_stats.NAMES["sep"] in offered) == bool((decoder.grid("sep") > 0).any()), offered
     assert colour.value == "entropy"
 
 
@@ -110,19 +115,22 @@ def test_a_run_of_some_statistics_offers_those_and_labels_no_head():
     assert any("computed prev, self only" in c.value for c in at.caption)
 
 
-def test_a_statistic_constant_over_the_corpus_shows_a_sentence_not_examples(smollm2_hf):
-    """SmolLM2's texts have no [CLS]: its share on [CLS] is 0 for every query, and the page listed "top examples" at
-    0.000 anyway. Now it says so; a varying statistic still shows its examples, and the caption says how equal
-    values are ranked."""
-    decoder = api.corpus(list(head_stats.CORPUS[:3]), "smollm2", RUNS / "sentences-smollm2", window=24)
-    ex = decoder.examples
-    cls = ex[(ex["stat"] == "cls") & (ex["layer"] == 0) & (ex["head"] == 0)]
-    assert len(cls) and cls["value"].max() - cls["value"].min() <= 1e-6  # constant: the premise
-    at = _page(run=decoder.folder.name, stat="cls", layer="1", head="1")
+@pytest.mark.slow  # a corpus run
+def test_a_statistic_constant_over_the_corpus_shows_a_sentence_not_examples():
+    """Texts without punctuation: every query's share on punctuation is 0, and the page listed "top examples" at
+    0.000 anyway (SmolLM2's share on [CLS] was the case found; it is no longer offered). Now it says so; a varying
+    statistic still shows its examples, and the caption says how equal values are ranked."""
+    plain = ["the cat sat on the mat", "a dog ran home in the rain", "we read the book under a tree"]
+    unpunctuated = api.corpus(plain, "default", RUNS / "sentences-unpunctuated", window=24)
+    ex = unpunctuated.examples
+    punct = ex[(ex["stat"] == "punct") & (ex["layer"] == 0) & (ex["head"] == 0)]
+    assert len(punct) and punct["value"].max() - punct["value"].min() <= 1e-6  # constant: the premise
+    at = _page(run=unpunctuated.folder.name, stat="punct", layer="1", head="1")
     _ok(at)
+    assert at.selectbox(key="co.stat").value == "punct"
     assert any("has the same" in i.value and "no examples to show" in i.value for i in at.info)
     assert not [m.value for m in at.markdown if m.value.startswith("**#1**")]
-    at = _page(run=decoder.folder.name, stat="entropy", layer="1", head="1")
+    at = _page(run=unpunctuated.folder.name, stat="entropy", layer="1", head="1")
     _ok(at)
     assert [m.value for m in at.markdown if m.value.startswith("**#1**")]
     assert any("one per document in turn" in c.value for c in at.caption)

@@ -67,10 +67,11 @@ def test_a_decoders_overview_calls_its_first_token_heads_sinks_and_none_cls(smol
     offered = at.selectbox[0].options
     assert "share on [CLS]" not in offered and "share on [SEP]" not in offered and "share on itself" in offered
     columns = list(at.dataframe[0].value.columns)
-    assert "cls" not in columns and "sep" not in columns and {"first", "prev", "punct"} <= set(columns), columns
+    assert not {"cls", "sep", "next"} & set(columns) and {"first", "prev", "punct"} <= set(columns), columns
+    assert "share on the next token" not in offered  # the causal mask hides it: 0 by definition
     caption = " ".join(c.value for c in at.caption)
     assert (
-        "self or sink when more than" in caption
+        "a head is previous-token, self or sink when more than" in caption  # never next-token or [SEP] here
         and "judged on the attention it gives to the other tokens" in caption
         and "count in no statistic" in caption
     )
