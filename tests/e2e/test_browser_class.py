@@ -21,7 +21,14 @@ def _bars(pg) -> list[dict]:
     it as class.results.<poll>; Streamlit's st-key- class), not as the first chart seen: the head's map is drawn
     below it, and a page under load once had only that one drawn when the first visible chart was read."""
     chart = "[data-testid=stMain] [class*=st-key-class-results-] .js-plotly-plot"
-    pg.locator(chart).filter(visible=True).first.wait_for(timeout=30_000)
+    try:
+        pg.locator(chart).filter(visible=True).first.wait_for(timeout=30_000)
+    except Exception as e:  # a full suite once saw "The model:" but no chart in 30 s (2026-11-29): what was there
+        wire = "\n".join(_WIRES[pg].lines(150)) if pg in _WIRES else "(not recorded)"
+        raise AssertionError(
+            f"the poll's results chart never drew: {pg.evaluate(RESULTS_JS)}\nthe page: {pg.evaluate(PAGE_JS)}"
+            f"\nits last messages:\n{wire}"
+        ) from e
     pg.wait_for_function(SETTLED_JS, polling=250, timeout=30_000)
     return pg.evaluate(
         f"() => [...document.querySelectorAll('{chart}')].find(p => p.offsetParent !== null)"
@@ -29,7 +36,15 @@ def _bars(pg) -> list[dict]:
     )
 
 
-_WIRES: dict = {}  # {a student's page: its websocket messages}
+_WIRES: dict = {}  # {a page (each student's, each teacher's): its websocket messages}
+
+# the results chart's element, as the page holds it: its container, whether plotly drew in it, its box and styles
+RESULTS_JS = """() => [...document.querySelectorAll('[class*=st-key-class-results-]')].map(c => {
+  const p = c.querySelector('.js-plotly-plot'), r = c.getBoundingClientRect(), s = getComputedStyle(c);
+  return {cls: c.className.slice(0, 120), plot: !!p, drawn: !!(p && p._fullLayout), box: [r.width, r.height],
+          display: s.display, visibility: s.visibility, stale: !!c.closest('[data-stale=true]'),
+          html: c.innerHTML.slice(0, 300)};
+})"""
 
 
 def _students(browser, base: str, code: str, n: int = 3) -> list:
@@ -162,6 +177,7 @@ def test_a_class_led_live_teacher_and_three_students_poll_reveal_and_restart(bro
     pages = []
     try:
         teacher = browser.new_page(viewport={"width": 1400, "height": 1400})
+        _WIRES[teacher] = Wire(teacher)
         pages.append(teacher)
         code, secret = _start_class(teacher, base)
         assert Store(db).is_teacher(code, secret)
@@ -234,6 +250,7 @@ def test_a_class_over_two_servers_and_one_postgresql_follow_poll_reveal_and_rest
     store, pages = Store(db), []
     try:
         teacher = browser.new_page(viewport={"width": 1400, "height": 1400})
+        _WIRES[teacher] = Wire(teacher)
         pages.append(teacher)
         code, secret = _start_class(teacher, teacher_base)
         assert store.is_teacher(code, secret)  # the class is in PostgreSQL
