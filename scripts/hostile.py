@@ -4,9 +4,10 @@ buttons; open the page with each URL parameter set to odd values (empty, negativ
 characters). A run that raises or shows the frame's "Something went wrong" (or any st.error) is printed; the exit
 status is the number of them (0: none).
 
-Usage: HF_HUB_OFFLINE=1 .venv/bin/python scripts/hostile.py choices|buttons|urls PAGE[,PAGE...] [MODEL]
-(PAGE: a file of app_pages/ without .py; MODEL: a name of the sidebar's menu, e.g. smollm2, gemma3). It takes
-minutes: each run is a whole page (about 0.4 s for BERT's, more for a decoder's).
+Usage: HF_HUB_OFFLINE=1 .venv/bin/python scripts/hostile.py choices|buttons|urls PAGE[,PAGE...] [MODEL] [QUERY]
+(PAGE: a file of app_pages/ without .py; MODEL: a name of the sidebar's menu, e.g. smollm2, gemma3, or "" for the
+default; QUERY: more URL parameters every run starts from, "class=CODE&teacher=SECRET" for a class's teacher). It
+takes minutes: each run is a whole page (about 0.4 s for BERT's, more for a decoder's).
 """
 
 from __future__ import annotations
@@ -35,11 +36,14 @@ def params() -> list[str]:
     return sorted(found) + ["model", "backend", "text", "palette", "projector"]
 
 
+START: dict[str, str] = {}  # the QUERY argument's parameters, in every run
+
+
 def page(name: str, model: str | None, **query: str) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=300)
     if model:
         at.query_params["model"] = model
-    for k, v in query.items():
+    for k, v in {**START, **query}.items():
         at.query_params[k] = v
     return at.switch_page(f"app_pages/{name}.py").run()
 
@@ -125,7 +129,11 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     how = {"choices": choices, "buttons": buttons, "urls": urls}[argv[0]]
-    model = argv[2] if len(argv) > 2 else None
+    model = argv[2] if len(argv) > 2 and argv[2] else None
+    if len(argv) > 3:
+        from urllib.parse import parse_qsl
+
+        START.update(parse_qsl(argv[3]))
     bad = 0
     for name in argv[1].split(","):
         t0 = time.perf_counter()
