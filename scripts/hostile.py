@@ -39,11 +39,11 @@ def params() -> list[str]:
 START: dict[str, str] = {}  # the QUERY argument's parameters, in every run
 
 
-def page(name: str, model: str | None, **query: str) -> AppTest:
+def page(name: str, model: str | None, query: dict[str, str] | None = None) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=300)
     if model:
         at.query_params["model"] = model
-    for k, v in {**START, **query}.items():
+    for k, v in {**START, **(query or {})}.items():
         at.query_params[k] = v
     return at.switch_page(f"app_pages/{name}.py").run()
 
@@ -118,7 +118,7 @@ def urls(name: str, model: str | None, report) -> int:
     runs = 0
     for p in params():
         for value in ODD:
-            at = page(name, None if p == "model" else model, **{p: value})
+            at = page(name, None if p == "model" else model, {p: value})
             runs += 1
             report(at, f"?{p}={value[:20]!r}")
     return runs
