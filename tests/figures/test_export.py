@@ -30,6 +30,30 @@ def test_dollar_signs_do_not_break_the_figure():
     assert export.figure_bytes(export.head_figure(r, 0, 0), "png")[:4] == b"\x89PNG"
 
 
+def test_every_token_labels_its_cell_columns_upright_rows_level():
+    """The labels sit at the cells' centres, every token, columns turned 90°, rows level, on the outer axes of a grid
+    (set by export._label, not by seaborn's overlap guess) and on each side-by-side panel."""
+    import torch
+
+    from attnviz.figures.panel_maps import Panel
+    from attnviz.result import AttentionResult
+
+    toks = ("[CLS]", "the", "$x$", "[SEP]")
+    r = AttentionResult(torch.full((1, 8, 4, 4), 0.25), toks, toks, "self", "m")
+    axes = export.grid_figure(r, 0).axes[1:]  # the colour bar first
+    bottom, top = axes[4], axes[0]
+    assert [t.get_text() for t in bottom.get_xticklabels()] == ["[CLS]", "the", r"\$x\$", "[SEP]"]
+    assert list(bottom.get_xticks()) == [0.5, 1.5, 2.5, 3.5] and list(top.get_yticks()) == [0.5, 1.5, 2.5, 3.5]
+    assert all(t.get_rotation() == 90 for t in bottom.get_xticklabels())
+    assert all(t.get_rotation() == 0 and t.get_text() for t in top.get_yticklabels())
+    assert not any(t.get_text() for t in top.get_xticklabels())  # inner axes: the bottom row says it
+    panel = Panel("self", np.full((4, 4), 0.25), toks, toks)
+    ax = export.panels_figure([panel], "t").axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["[CLS]", "the", r"\$x\$", "[SEP]"]
+    assert {t.get_rotation() for t in ax.get_xticklabels()} == {90}
+    assert {t.get_rotation() for t in ax.get_yticklabels()} == {0}
+
+
 def test_csv_values_equal_the_weights(bundled_hf):
     r = bundled_hf.run(bundled_hf.encode(SENTENCE))["self"]
     m = r.weights[1, 4].numpy()
