@@ -26,6 +26,8 @@ if "ATTNVIZ_CORPUS_DIR" not in os.environ:
     os.environ["ATTNVIZ_CORPUS_DIR"] = _throwaway("attnviz-corpus-")
 if "ATTNVIZ_DB" not in os.environ:
     os.environ["ATTNVIZ_DB"] = os.path.join(_throwaway("attnviz-test-"), "classes.db")
+if "ATTNVIZ_TEST_GATE" not in os.environ:  # the lock files of tests marked `alone` (tests/gate.py)
+    os.environ["ATTNVIZ_TEST_GATE"] = _throwaway("attnviz-gate-")
 # Without a GPU, Triton kernels (attnviz/stats_kernel.py) run on CPU tensors under Triton's interpreter: it must be
 # chosen before Triton is first imported, and torch._dynamo imports it with torch's first compile-related import.
 if not Path("/dev/nvidiactl").exists():
@@ -37,6 +39,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
+import gate  # noqa: E402  (tests/gate.py)
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from transformers import (  # noqa: E402
@@ -73,7 +76,6 @@ SLOW_PARAMS = {"postgresql"}
 # for about 5 minutes). Every other file keeps its place after.
 LONGEST_FIRST = (
     "test_browser_after_clicks.py",
-    "test_browser_class.py",
     "test_browser_readable.py",
     "test_package.py",
     "test_browser_views.py",
@@ -102,15 +104,26 @@ def pytest_configure(config):
         config.option.loadscopereorder = False
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A test marked `alone` runs with every other worker's tests paused (tests/gate.py says why)."""
+    with gate.held(item.get_closest_marker(gate.MARK) is not None):
+        yield
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark the tests that need a slow resource (SLOW_FIXTURES, SLOW_PARAMS): `make test-fast` leaves them out. Then
-    put the longest files first (LONGEST_FIRST), each file's tests in their own order."""
+    put the longest files first (LONGEST_FIRST) and the files with a lone test last, each file's tests in their own
+    order."""
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         if SLOW_FIXTURES & set(item.fixturenames) or SLOW_PARAMS & {v for v in params.values() if isinstance(v, str)}:
             item.add_marker(pytest.mark.slow)
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep collection order
+    # A file with a test marked `alone` goes last: its lone test then waits for the short tests of the run's end, not
+    # for a long one of its start (the wheel's install, 548 s beside the rest, 2026-11-29) with the other workers idle.
+    last = {item.path.name for item in items if item.get_closest_marker(gate.MARK)}
+    items.sort(key=lambda item: len(rank) + 1 if item.path.name in last else rank.get(item.path.name, len(rank)))
 
 
 ROOT = Path(__file__).resolve().parent.parent
