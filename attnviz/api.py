@@ -38,7 +38,7 @@ from attnviz.engines.base import (  # the capability types a front end names (re
 )
 from attnviz.engines.registry import BUNDLED as BUNDLED_MODELS
 from attnviz.engines.registry import DEFAULT as DEFAULT_MODEL
-from attnviz.engines.registry import MODELS_ENV, Policy, Source, shown_name
+from attnviz.engines.registry import MODELS_ENV, Policy, Source, shown_name, titled
 from attnviz.engines.scratch import describe_device, resolve_device
 from attnviz.engines.steps import AttentionSteps
 from attnviz.figures.style import Style
@@ -126,6 +126,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "shown_name",
+    "titled",
     "demo_attention_work",
     "head_model_work",
     "held_out_work",

@@ -40,6 +40,13 @@ BUNDLED = {
 }
 # what a page calls a bundled model (its registry name, "gemma3", is for URLs and the command line)
 SHOWN = {DEFAULT: "the bundled BERT", "dates": "our date model", "smollm2": "SmolLM2", "gemma3": "Gemma 3 270M"}
+# a bundled model as an exported figure's title names it: the model itself, for a reader who never saw the app
+TITLED = {
+    DEFAULT: "all-MiniLM-L6-v2 (BERT)",
+    "dates": "attnviz's date model",
+    "smollm2": "SmolLM2-135M-Instruct",
+    "gemma3": "Gemma 3 270M",
+}
 BUNDLED_GGUF = ("smollm2", "gemma3")  # converted once from their packages' GGUF files (engines/bundles.py)
 MODEL_DIRS_ENV = "ATTNVIZ_MODEL_DIRS"  # folders (':'-separated) whose model sub-folders a server may load
 MODELS_ENV = "ATTNVIZ_MODELS"  # the models a server offers besides the bundled ones (comma or space separated)
@@ -159,6 +166,12 @@ def shown_name(name: str, start: bool = False) -> str:
     (plain text: the caller escapes it for markdown or HTML). `start`: it starts a sentence ("The bundled BERT")."""
     shown = SHOWN.get(name, name)
     return shown[:1].upper() + shown[1:] if start and name in SHOWN else shown
+
+
+def titled(name: str) -> str:
+    """A model as an exported figure's title names it: a bundled one by the model it is ("all-MiniLM-L6-v2 (BERT)",
+    not the name "default"), any other by its name (plain text)."""
+    return TITLED.get(name, name)
 
 
 def _check_name(name: str, where: str) -> None:

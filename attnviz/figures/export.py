@@ -16,6 +16,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
+from attnviz.engines.registry import titled
 from attnviz.figures.style import MASKED_COLOUR, Style
 from attnviz.result import AttentionResult
 from attnviz.version import __version__
@@ -88,7 +89,7 @@ def head_figure(result: AttentionResult, layer: int, head: int, *, cmap: str = D
         labels,
         True,
     )
-    ax.set_title(_plain_label(f"{result.model} — layer {layer + 1}, head {head + 1} ({result.kind} attention)"))
+    ax.set_title(_plain_label(f"{titled(result.model)} — layer {layer + 1}, head {head + 1} ({result.kind} attention)"))
     ax.set_xlabel("key (attended to)")
     ax.set_ylabel("query (attending)")
     return fig
@@ -123,7 +124,7 @@ def grid_figure(result: AttentionResult, layer: int, *, cmap: str = DEFAULT_CMAP
             ax.set_yticklabels([])
         if labels and h // columns < rows - 1 and h + columns < n:
             ax.set_xticklabels([])
-    fig.suptitle(_plain_label(f"{result.model} — layer {layer + 1}, all {n} heads ({result.kind} attention)"))
+    fig.suptitle(_plain_label(f"{titled(result.model)} — layer {layer + 1}, all {n} heads ({result.kind} attention)"))
     return fig
 
 

@@ -210,7 +210,7 @@ def export_maps(inputs: Inputs, lazy: LazyAttention, maps: np.ndarray, f: int, l
 
     what = "overview" if layer is None else f"L{layer + 1}"
     pooled_note = f", exact weights pooled {f}x{f} tokens a cell" if f > 1 else ""
-    title = f"{lazy.model}: {what}, {lazy.n_tokens} tokens{pooled_note}"
+    title = f"{api.titled(lazy.model)}: {what}, {lazy.n_tokens} tokens{pooled_note}"
     labels = pooled_labels(lazy.target_tokens, f)
 
     def bundle() -> str:

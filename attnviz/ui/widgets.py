@@ -245,7 +245,7 @@ def export_overview(inputs: Inputs, fetch: Fetch, opts: Options, key: str) -> No
     def figure(fmt: str) -> bytes:
         result, maps, fq, fk = thumbs()
         pooled_note = "" if fq == fk == 1 else f", pooled {fq}x{fk} tokens a cell"
-        title = f"{result.model}: {result.n_layers} layers x {result.n_heads} heads{pooled_note}"
+        title = f"{api.titled(result.model)}: {result.n_layers} layers x {result.n_heads} heads{pooled_note}"
         return export.figure_bytes(export.overview_figure(maps, title, cmap=inputs.style.cmap), fmt)
 
     def bundle() -> str:

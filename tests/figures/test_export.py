@@ -54,6 +54,19 @@ def test_every_token_labels_its_cell_columns_upright_rows_level():
     assert {t.get_rotation() for t in ax.get_yticklabels()} == {0}
 
 
+def test_a_figure_names_a_bundled_model_by_the_model_it_is_not_its_name_in_the_app():
+    """An exported figure is read away from the app: "default" says nothing there ("default — layer 1" it said)."""
+    import torch
+
+    from attnviz.result import AttentionResult
+
+    toks = ("a", "b")
+    for name, shown in (("default", "all-MiniLM-L6-v2 (BERT)"), ("gemma3", "Gemma 3 270M"), ("org/model", "org/model")):
+        r = AttentionResult(torch.full((1, 2, 2, 2), 0.5), toks, toks, "self", name)
+        assert export.head_figure(r, 0, 1).axes[0].get_title() == f"{shown} — layer 1, head 2 (self attention)"
+        assert export.grid_figure(r, 0).get_suptitle() == f"{shown} — layer 1, all 2 heads (self attention)"
+
+
 def test_csv_values_equal_the_weights(bundled_hf):
     r = bundled_hf.run(bundled_hf.encode(SENTENCE))["self"]
     m = r.weights[1, 4].numpy()

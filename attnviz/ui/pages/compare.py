@@ -89,7 +89,7 @@ def export_panels(
     meta = export.Manifest(
         result.model, inputs.backend, result.device, text, kinds, layer + 1, head + 1, {"view": "side by side"}
     )
-    title = f"{result.model}: layer {layer + 1}, head {head + 1}"
+    title = f"{api.titled(result.model)}: layer {layer + 1}, head {head + 1}"
     last = panels[-1]
     fig = lambda fmt: export.figure_bytes(export.panels_figure(panels, title, cmap=inputs.style.cmap), fmt)  # noqa: E731
     csv = lambda: export.matrix_csv(last.matrix, last.rows, last.cols)  # noqa: E731
