@@ -380,6 +380,18 @@ def can_rebuild(eng: Engine) -> bool:
     return registry.can_rebuild(eng)
 
 
+def family_title(family: str) -> str:
+    """A model family as a person names it ("gemma3_text" -> "Gemma 3"); an unknown one as transformers names it."""
+    from attnviz.engines.hf import FAMILY_TITLES
+
+    return FAMILY_TITLES.get(family, family)
+
+
+def why_no_steps(eng: Engine) -> str | None:
+    """Why this engine cannot show one layer step by step as it is loaded (the Inside page), or None."""
+    return registry.why_no_steps(eng)
+
+
 def engine(model: str = "default", backend: Backend = "hf", device: str | None = None) -> Engine:
     """The loaded model (kept: a second call is free), for what the door does not cover; `device` "cpu" or "cuda"
     (default: the GPU when there is one)."""

@@ -47,6 +47,7 @@ VIEWS = (
     "generation",
     "corpus",
     "query/key space",
+    "step by step",
     "scratch",
 )
 SHAPE = dict(
@@ -212,6 +213,18 @@ def _row(family: str, folder: Path) -> dict[str, str]:
         return "yes (scratch backend)"
 
     attempt("query/key space", space)
+
+    def steps():  # the Inside page's choice: BERT and Llama rebuilt on the scratch backend, other decoders as loaded
+        if registry.can_rebuild(engine):
+            registry.scratch_engine(engine).steps(TEXT, 0)
+            return "yes (scratch backend)"
+        why = registry.why_no_steps(engine)
+        if why is not None:
+            raise ValueError(why)
+        engine.steps(TEXT, 0)
+        return "yes"
+
+    attempt("step by step", steps)
     attempt("scratch", lambda: registry.scratch_engine(engine))
     if not decoder:  # an encoder reads both ways: the decoder's views say so in their own words
         out["long"] = out["long"] if out["long"] != "eager" else "eager (512 tokens at most)"

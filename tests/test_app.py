@@ -1,5 +1,7 @@
 """AppTest of the frame (app.py): every page runs with each model, and says what it did to a long text."""
 
+import re
+
 import pytest
 from apptest import APP, PAGES_ALL, _charts, _ok, _tokens
 from plotly_data import array
@@ -69,13 +71,16 @@ def test_every_page_runs_with_gemma3(page):
     _ok(at)
     device = [c.value for c in at.sidebar.caption if c.value.startswith("Device:")]
     assert device == ["Device: **cpu** · hf backend · up to 32768 tokens"]
-    if page in ("inside", "masks"):  # their step-by-step weights are rebuilt for BERT and Llama layers only: they say
-        # so and show BERT's; the Masks page also draws Gemma 3's own window, twice 512 positions, against a full layer
-        assert any("Gemma 3 270M cannot be rebuilt on the from-scratch engine" in i.value for i in at.info)
-    elif page != "compare":  # the Compare page's what-ifs are BERT's own
+    assert not any("this view shows the bundled BERT" in i.value for i in at.info)  # Gemma 3's own layers, stepped
+    if page == "inside":  # what its layer adds to the textbook's, said from the steps
+        said = next(m.value for m in at.markdown if m.value.startswith("A Gemma 3 layer adds"))
+        assert "**one key/value head** that all 4 query heads share" in said and "**sliding window**" in said
+        assert "**RMSNorm of their own**" in said
+        assert any(re.search(r"K split into heads +\(1, 1, \d+, 256\)", c.value) for c in at.code)
+    if page != "compare":  # the Compare page's what-ifs are BERT's own
         assert not set().union(*map(_labels, _charts(at))) & {"[CLS]", "[SEP]"}
-    if page == "masks":  # the last query cell (positions 960-1023) sees keys 449-1023 on a windowed layer, every one on
-        # a full layer
+    if page == "masks":  # Gemma 3's own window too, twice 512 positions, against a full layer; the last query cell
+        # (positions 960-1023) sees keys 449-1023 on a windowed layer, every one on a full layer
         maps = {c["layout"]["title"]["text"]: array(c["data"][0]["z"]) for c in _charts(at)}
         assert "Gemma 3 270M's own sliding window" in [h.value for h in at.subheader]  # as the menu names it
         window, full = maps["a windowed layer (layer 1): w = 512"], maps["a full layer (layer 6)"]

@@ -362,6 +362,9 @@ TESTED_ELSEWHERE = {
     "cli/experiments.py": "test_cli.py (pronouns, induction, ablate, patch)",
     "cli/serving.py": "ui/test_frame.py (serve's flags), e2e/test_serving.py (make run), analysis/test_poll_answers.py",
     "cli/training.py": "lessons/test_head_models.py (train-heads, eval-heads), engines/test_seq2seq.py",
+    "engines/decoder_steps.py": "engines/test_families.py (each family's layer against transformers' eager), "
+    "engines/test_gemma3.py, engines/test_llama.py (against the rebuilt engine)",
+    "engines/layers.py": "engines/test_families.py (every family's layers, norms and projections found and used)",
     "blocks.py": "test_lazy.py: every statistic streamed in blocks equals the one of the whole tensor",
     "stats_kernel.py": "test_fused.py (the kernel, compiled on CUDA or under Triton's interpreter, against BlockPass)",
     "cpu_kernel.py": "test_fused.py (the CPU's kernel, compiled here, against BlockPass and dense weights)",

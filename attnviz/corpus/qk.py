@@ -176,10 +176,11 @@ def position_share(points: np.ndarray, positions: np.ndarray) -> float:
 
 def unturn(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """x (.., T, d) turned by the rotary table (cos, sin), each (T, r), on its first r dimensions (x cos +
-    rotate_half(x) sin) -> x as it was before: each pair turned back by its angle."""
+    rotate_half(x) sin) -> x as it was before: each pair turned back by its angle, and divided by the table's own
+    scale where it has one (YaRN's attention factor multiplies cos and sin alike: cos² + sin² is its square)."""
     r = cos.shape[-1]
     turned, rest = x[..., :r], x[..., r:]
-    return torch.cat((turned * cos - rotate_half(turned) * sin, rest), dim=-1)
+    return torch.cat(((turned * cos - rotate_half(turned) * sin) / (cos * cos + sin * sin), rest), dim=-1)
 
 
 def project(x: np.ndarray, method: str = "pca", seed: int = 0) -> tuple[np.ndarray, float | None]:

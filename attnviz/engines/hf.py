@@ -27,6 +27,7 @@ from transformers.models.auto.modeling_auto import (
     MODEL_FOR_MASKED_LM_MAPPING_NAMES,
 )
 
+from attnviz.engines import decoder_steps
 from attnviz.engines.base import (
     Architecture,
     Backend,
@@ -42,8 +43,10 @@ from attnviz.engines.base import (
     shift_right,
     to_weights,
 )
-from attnviz.engines.hooks import Hooks, point
+from attnviz.engines.hooks import HOOKS_KW, Hooks, point
+from attnviz.engines.layers import attention_module, decoder_layers, projects
 from attnviz.engines.scratch import attend, capped, causal_mask, describe_device, resolve_device
+from attnviz.engines.steps import AttentionSteps
 from attnviz.lazy import LazyAttention, forward_reads, forward_stats, given_normalisers
 from attnviz.result import Attention, AttentionKind, AttentionResult, Results
 from attnviz.tokens import Encoded, TokenAxis, Tokenizer
@@ -96,7 +99,6 @@ def limit_tokens(model_limit: int) -> int:
 # forward's extra keywords to attention), never through the shared model. The mask is SDPA's: none at all for
 # plain causal attention (no N x N tensor), a boolean one otherwise (True: may attend).
 ATTENTION = "attnviz"
-HOOKS_KW = "attnviz_hooks"
 
 
 def _attention(module, query, key, value, attention_mask, *, scaling=None, **kwargs):
@@ -131,6 +133,20 @@ AttentionMaskInterface.register(ATTENTION, sdpa_mask)
 # (GPT-2's may differ by layer), its sliding window, soft-capping (Gemma 2) and learned sinks (gpt-oss).
 CAPTURE_FAMILIES = ("llama", "qwen2", "qwen3", "mistral", "olmo2", "phi3", "gemma2", "gemma3_text", "gpt2", "gpt_oss")
 FAMILY_NAMES = "Llama, Qwen 2/3, Mistral, OLMo 2, Phi-3, Gemma 2/3, GPT-2 and gpt-oss"
+# each family as a person names it (transformers' model_type -> the name)
+FAMILY_TITLES = {
+    "bert": "BERT",
+    "llama": "Llama",
+    "qwen2": "Qwen 2",
+    "qwen3": "Qwen 3",
+    "mistral": "Mistral",
+    "olmo2": "OLMo 2",
+    "phi3": "Phi-3",
+    "gemma2": "Gemma 2",
+    "gemma3_text": "Gemma 3",
+    "gpt2": "GPT-2",
+    "gpt_oss": "gpt-oss",
+}
 
 
 # What keeps a known family off the path, in one sentence each (any other: its attention is not known to be plain)
@@ -140,6 +156,11 @@ OFF_THE_PATH = {
     "falcon": "Falcon's attention (ALiBi in some models) has not been checked against attnviz's",
     "t5": "T5's relative position bias is not passed to attention functions",
 }
+
+
+# The families whose rotary table has each pair's angle once, (T, Dh/2), turning the pairs (i, i + Dh/2) of the
+# whole head (gpt-oss's own rotation); the others' tables are (T, r) with every angle twice, for the first r dimensions
+HALF_TABLES = {"gpt_oss"}
 
 
 def off_the_path(name: str, config) -> str:
@@ -165,17 +186,6 @@ def supports_capture(config) -> bool:
     added to the scores (no ALiBi bias, no relative position bias).
     """
     return config.model_type in CAPTURE_FAMILIES
-
-
-def decoder_layers(model) -> list:
-    """A decoder's layers, as its family names them: `layers` (Llama and most), `h` (GPT-2)."""
-    inner = model.base_model
-    return list(inner.layers if hasattr(inner, "layers") else inner.h)
-
-
-def attention_module(block):
-    """A decoder layer's attention module: `self_attn` (Llama and most), `attn` (GPT-2)."""
-    return block.self_attn if hasattr(block, "self_attn") else block.attn
 
 
 def layer_windows(model) -> tuple[int, ...]:
@@ -458,7 +468,10 @@ class HFDecoderEngine(HFEngine):
         return lazy
 
     def sink_logits(self) -> torch.Tensor | None:
-        """(L, H) float32: each head's learned sink logit (gpt-oss's `sinks`), or None for a model without them."""
+        """(L, H) float32: each head's learned sink logit (gpt-oss's `sinks`), or None for a model without them (and
+        for any decoder off attnviz's attention path: its layers' names are not known, BLOOM's `self_attention`)."""
+        if not self.lazy:
+            return None
         found = [getattr(attention_module(block), "sinks", None) for block in decoder_layers(self.model)]
         if not all(isinstance(t, torch.Tensor) for t in found):
             return None
@@ -557,7 +570,32 @@ class HFDecoderEngine(HFEngine):
         with self._passes, torch.inference_mode():
             x = torch.zeros(1, n, 1, device=self.device, dtype=self.model.dtype)  # the tables read its dtype, device
             table = self._turn_tables(x, torch.arange(n, device=self.device)[None])[layer]
-        return None if table is None else (table[0][0].float().cpu(), table[1][0].float().cpu())
+        if table is None:
+            return None
+        cos, sin = table[0][0].float().cpu(), table[1][0].float().cpu()
+        if self.family in HALF_TABLES:  # each pair's angle once: the pairs are (i, i + Dh/2), as rotate_half pairs them
+            cos, sin = torch.cat([cos, cos], dim=-1), torch.cat([sin, sin], dim=-1)
+        return cos, sin
+
+    @property
+    def n_kv_heads(self) -> int:
+        """Key/value heads: fewer than the query heads with grouped-query attention (Gemma 3 270M: 1 for 4)."""
+        return int(getattr(self.config, "num_key_value_heads", None) or self.n_heads)
+
+    def why_no_steps(self) -> str | None:
+        """Why this decoder's layers cannot be shown step by step (engines.decoder_steps), or None when they can."""
+        if not self.hooked:
+            return off_the_path(self.name, self.config)
+        if not projects(attention_module(decoder_layers(self.model)[0])):
+            return f"attnviz does not know where {self.family}'s layers project Q, K and V"
+        return None
+
+    def steps(self, text: str, layer: int, *, causal: bool = True) -> tuple[Encoded, AttentionSteps]:
+        """Every intermediate of one layer's attention (engines.decoder_steps); a decoder is always causal."""
+        why = self.why_no_steps()
+        if why is not None:
+            raise ValueError(f"'{self.name[:100]}' cannot be shown step by step: {why}.")
+        return decoder_steps.decoder_steps(self, text, layer)
 
     def weights_of(self, ids) -> torch.Tensor:
         """(L, H, T, T): the attention of one pass over `ids` (inside self._passes)."""

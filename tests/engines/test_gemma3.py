@@ -93,3 +93,25 @@ def test_a_gemma3_text_longer_than_its_window_is_lazy_exact_and_zero_outside_the
     for key in want:
         scale = want[key].abs().clamp_min(1) if key in ("distance", "entropy") else 1
         assert ((stats[key] - want[key]).abs() / scale).nan_to_num(0).max() < TOL, key
+
+
+def test_gemma3_s_layers_step_by_step_equal_transformers_own(gemma3, gemma3_eager):
+    """The Inside page's steps of Gemma 3 270M (engines.decoder_steps): its norm, its Q and K normalised per head and
+    turned by position, one key/value head for its four query heads, each layer's own window (layer 1: 512, layer
+    6: none); the weights are transformers' own, and the last token of a text longer than the window gives nothing
+    past layer 1's window."""
+    assert gemma3.n_kv_heads == 1
+    enc = gemma3.encode(PROSE * 15)
+    n = len(enc.ids)
+    assert n > 560
+    for layer, window in ((0, 512), (5, 0)):
+        got, s = gemma3.steps(PROSE * 15, layer)
+        assert got.ids == enc.ids and s.window == window == gemma3.windows[layer]
+        with torch.inference_mode():
+            ref = gemma3_eager(input_ids=torch.tensor([enc.ids]), output_attentions=True).attentions[layer]
+        assert (s.weights - ref).abs().max() < TOL
+        assert s.q_normed.shape == (1, 4, n, 256) and s.k_rotated.shape == (1, 1, n, 256) and s.group == 4
+        far = s.weights[0, :, n - 1, : n - 512]  # the keys 512 or more tokens back
+        assert far.abs().max() == 0 if window else far.sum(-1).min() > 0
+    names = [name for name, _ in s.trace()]
+    assert "Q normalised (RMSNorm)" in names and "scores = Q·Kᵀ/√256, each K head read by 4 Q heads" in names

@@ -1,4 +1,5 @@
-"""The Inside page: one layer of the typed text, step by step, on the from-scratch engine; sizes; cost."""
+"""The Inside page: one layer of the typed text, step by step (BERT and Llama on the from-scratch engine, the other
+decoder families on their own layers with attnviz's attention function: engines/decoder_steps.py); sizes; cost."""
 
 from __future__ import annotations
 
@@ -25,12 +26,59 @@ INTRO = (
     "into heads; **score** every query against every key (QKᵀ/√d_k); **mask**; **softmax** each row; "
     "**mix** the values; **concatenate** the heads; **project** with W_O."
 )
-LLAMA = (
-    "A Llama layer adds three things, drawn below: **RMSNorm** scales each token's vector to a steady size "
-    "first; **rotary positions** turn each pair of Q and K dimensions by an angle that grows with the position "
-    "(so a score depends on how far apart two tokens are); and **grouped-query attention**: {heads} query heads "
-    "share {kv} key/value heads, {group} to each. The causal mask is the model's own: it was trained with it."
+LAYERS = (
+    "{model}'s own layers as transformers builds them, with attnviz's own attention function in each: the layer "
+    "**projects** X into Q, K, V and **splits** them into heads; attnviz's function **scores** every query against "
+    "every key, **masks**, takes the **softmax** of each row and **mixes** the values; the layer **concatenates** the "
+    "heads and **projects** with W_O. The steps before the scores are computed again here from the layer's own "
+    "matrices and checked against what the attention function received."
 )
+COUNTS = ("nothing", "one thing", "two things", "three things", "four things", "five things", "six things")
+
+
+def decoder_parts(eng: api.SteppingEngine, s: api.AttentionSteps, layer: int) -> str:
+    """What this decoder's layer adds to the textbook's attention, from what its steps hold (each drawn below)."""
+    parts = []
+    if s.x_normed is not None:
+        parts.append(f"**{s.norm}** scales each token's vector to a steady size first")
+    if s.q_normed is not None:
+        parts.append("each head's Q and K get an **RMSNorm of their own** before they are scored")
+    if s.q_rotated is not None:
+        parts.append(
+            "**rotary positions** turn each pair of Q and K dimensions by an angle that grows with the position "
+            "(so a score depends on how far apart two tokens are)"
+        )
+    heads, kv = s.q_heads.shape[1], s.k_heads.shape[1]
+    if kv == 1 < heads:
+        parts.append(f"**one key/value head** that all {heads} query heads share: they differ only in their queries")
+    elif s.group > 1:
+        parts.append(f"**grouped-query attention**: {heads} query heads share {kv} key/value heads, {s.group} to each")
+    windows = tuple(getattr(eng, "windows", ()))
+    full, n = sum(not w for w in windows), s.scores.shape[-1]
+    if s.window:
+        fits = f" (this text's {n} tokens all fit in it: here the mask is the causal one)" if n <= s.window else ""
+        rest = f"; {full} of the {len(windows)} layers see every earlier token" if full else ""
+        parts.append(
+            f"a **sliding window**: in layer {layer + 1} each token sees itself and at most the {s.window - 1} tokens "
+            f"before it{fits}{rest}"
+        )
+    elif any(windows):
+        parts.append(
+            f"layer {layer + 1} sees every earlier token, while {len(windows) - full} of the {len(windows)} layers "
+            f"see only a **sliding window** of the last {max(windows)}"
+        )
+    if s.softcap:
+        parts.append(f"**soft-capping**: each score s becomes {s.softcap:g}·tanh(s / {s.softcap:g}), never past it")
+    if s.sinks is not None:
+        parts.append(
+            "a learned **sink** for each head: a score with no token behind it that joins every row's softmax, so a "
+            "row's weights over the tokens sum to less than 1"
+        )
+    return (
+        f"A {escape.md(api.family_title(eng.family))} layer adds {COUNTS[min(len(parts), 6)]} to that, drawn below: "
+        + "; ".join(parts)
+        + ". The causal mask is the model's own: it was trained with it."
+    )
 
 
 def model_name(eng: api.Engine) -> str:
@@ -38,8 +86,7 @@ def model_name(eng: api.Engine) -> str:
     the name they were given (escaped)."""
     if eng.name in api.BUNDLED_MODELS:
         return api.shown_name(eng.name, start=True)
-    family = {"bert": "The BERT model", "llama": "The Llama model"}.get(eng.family, "The model")
-    return f"{family} {escape.quoted(eng.name)}"
+    return f"The {escape.md(api.family_title(eng.family))} model {escape.quoted(eng.name)}"
 
 
 def step_controls(eng: api.SteppingEngine, decoder: bool) -> tuple[int, int, bool]:
@@ -77,7 +124,9 @@ def step_controls(eng: api.SteppingEngine, decoder: bool) -> tuple[int, int, boo
 
 def shape_trail(s: api.AttentionSteps, head: int) -> str:
     """The forward pass's shapes, step by step, as print(shape) would show them."""
-    lines = [f"{name:<24} {shape}" for name, shape in s.trace()]
+    trace = s.trace()
+    width = max(len(name) for name, _ in trace) + 1
+    lines = [f"{name:<{width}}{shape}" for name, shape in trace]
     return "\n".join(lines) + f"\n(the maps below show head {head + 1})"
 
 
@@ -98,21 +147,33 @@ def whole_pass_trace(inputs) -> None:
         )
 
 
-def draw_llama_parts(s: api.AttentionSteps, labels: list[str], head: int, style: Style) -> None:
-    """RMSNorm, the rotation of Q and K by position, and the key/value head this query head shares."""
+def draw_decoder_parts(s: api.AttentionSteps, labels: list[str], head: int, style: Style) -> None:
+    """What a modern decoder's layer adds, where it has it: the norm before attention, the norm of each head's Q and
+    K, their rotation by position, and the key/value head this query head shares."""
     m = lambda t: t[0].float().cpu().numpy()  # noqa: E731  (drop the batch of 1)
     kv = s.kv_head(head)
     sharing = [h + 1 for h in range(s.q_heads.shape[1]) if s.kv_head(h) == kv]
     dims = [f"d{i + 1}" for i in range(s.q_heads.shape[-1])]
     per_row, px = interactive.maps_a_row(labels, 0, style, most=4)
     by_dim = partial(interactive.matrix, rows=labels, cols=dims, style=style, width=px)
-    figs = [
-        interactive.matrix(m(s.x_normed), "RMSNorm(X)", rows=labels, style=style, width=px),
-        by_dim(m(s.q_heads)[head], f"Q, head {head + 1}, before RoPE"),
-        by_dim(m(s.q_rotated)[head], f"Q, head {head + 1}, after RoPE"),
-        by_dim(m(s.k_rotated)[kv], f"K, K/V head {kv + 1}, after RoPE"),
-    ]
-    widgets.map_rows(figs, per_row, [f"in.llama{i}" for i in range(4)])
+    figs = []
+    if s.x_normed is not None:
+        figs.append(interactive.matrix(m(s.x_normed), f"{s.norm}(X)", rows=labels, style=style, width=px))
+    if s.q_normed is not None and s.k_normed is not None:
+        figs += [by_dim(m(s.q_normed)[head], f"Q, head {head + 1}, after its RMSNorm")]
+        figs += [by_dim(m(s.k_normed)[kv], f"K, K/V head {kv + 1}, after its RMSNorm")]
+    if s.q_rotated is not None and s.k_rotated is not None:
+        if s.q_normed is None:
+            figs.append(by_dim(m(s.q_heads)[head], f"Q, head {head + 1}, before RoPE"))
+        figs += [by_dim(m(s.q_rotated)[head], f"Q, head {head + 1}, after RoPE")]
+        figs += [by_dim(m(s.k_rotated)[kv], f"K, K/V head {kv + 1}, after RoPE")]
+    widgets.map_rows(figs, min(per_row, len(figs)), [f"in.llama{i}" for i in range(len(figs))])
+    st.caption(
+        f"Query head {head + 1} reads key/value head {kv + 1}, which query heads {', '.join(map(str, sharing))} "
+        f"share: {s.group} query heads to each key/value head."
+        if s.group > 1
+        else f"Query head {head + 1} has its own key/value head."
+    )
     if s.angles is None:  # no rotary positions read at this layer: nothing turned
         return
     pairs = [f"pair {i + 1}" for i in range(s.angles.shape[-1])]
@@ -126,8 +187,7 @@ def draw_llama_parts(s: api.AttentionSteps, labels: list[str], head: int, style:
     st.plotly_chart(angle_fig, key="in.angles")
     st.caption(
         "Pair 1 turns by one radian per position; each later pair turns more slowly (θ^(−2i/d)): fast pairs tell "
-        f"neighbours apart, slow ones far-apart tokens. Query head {head + 1} reads key/value head {kv + 1}, which "
-        f"query heads {', '.join(map(str, sharing))} share: {s.group} query heads to each key/value head."
+        "neighbours apart, slow ones far-apart tokens."
     )
 
 
@@ -143,8 +203,8 @@ def draw_steps(s: api.AttentionSteps, tokens: TokenAxis, head: int, style: Style
     m = lambda t: t[0].float().cpu().numpy()  # noqa: E731  (drop the batch of 1)
     dh = len(dims)
     allowed = s.allowed().cpu().numpy()  # (Tq, Tk)
-    if s.q_rotated is not None:
-        draw_llama_parts(s, labels, head, style)
+    if s.x_normed is not None or s.q_rotated is not None or s.q_normed is not None:
+        draw_decoder_parts(s, labels, head, style)
     kv = s.kv_head(head)
     figs = [interactive.matrix(m(s.x_query), "X: token vectors", rows=labels, style=style, width=dim_px)]
     figs += [by_dim(m(s.q_heads)[head], f"Q of head {head + 1} (T × {dh})")]
@@ -240,13 +300,12 @@ def render() -> None:
     inputs = controls.current()
     st.header("Inside multi-head attention")
     eng = cache.stepping_engine_or_stop(inputs.model, inputs.backend)
-    st.markdown(INTRO.format(model=model_name(eng)))
+    st.markdown((INTRO if eng.backend == "scratch" else LAYERS).format(model=model_name(eng)))
     decoder = eng.architecture == "decoder"
-    if decoder:
-        group = eng.n_heads // eng.n_kv_heads
-        st.markdown(LLAMA.format(heads=eng.n_heads, kv=eng.n_kv_heads, group=group))
     layer, head, causal = step_controls(eng, decoder)
     enc, steps = cache.steps_or_stop(eng, inputs.text, layer, causal)
+    if decoder:
+        st.markdown(decoder_parts(eng, steps, layer))
     st.code(shape_trail(steps, head), language=None)
     whole_pass_trace(inputs)
     if causal and not decoder:

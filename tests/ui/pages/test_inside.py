@@ -41,3 +41,16 @@ def test_the_intro_names_whose_weights_run(tiny_llama_dir):
     assert model_name(registry.load("default", "scratch", "cpu")) == "The bundled BERT"
     llama = registry.load(str(tiny_llama_dir), "scratch", "cpu")
     assert model_name(llama).startswith("The Llama model ") and "BERT" not in model_name(llama)
+
+
+def test_a_decoder_s_parts_are_said_from_its_steps(tiny_llama_dir):
+    """The paragraph on what a decoder's layer adds names what its steps hold, and nothing they do not."""
+    from attnviz.engines import registry
+    from attnviz.ui.pages.inside import decoder_parts
+
+    llama = registry.load(str(tiny_llama_dir), "scratch", "cpu")
+    _, steps = llama.steps("The animal didn't cross the street because it was too tired.", 0)
+    said = decoder_parts(llama, steps, 0)
+    assert said.startswith("A Llama layer adds three things to that") and "**RMSNorm** scales" in said
+    assert "**grouped-query attention**: 6 query heads share 2 key/value heads, 3 to each" in said
+    assert not any(part in said for part in ("sliding window", "sink", "soft-capping", "of their own"))
