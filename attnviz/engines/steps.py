@@ -147,13 +147,12 @@ class AttentionSteps:
             steps += [("Q normalised (RMSNorm)", self.q_normed), ("K normalised (RMSNorm)", self.k_normed)]
         if self.q_rotated is not None and self.k_rotated is not None:
             steps += [("Q turned by position (RoPE)", self.q_rotated), ("K turned by position (RoPE)", self.k_rotated)]
-        share = f", each K head read by {self.group} Q heads" if self.group > 1 else ""
         scaled = f"/√{dh}" if self.scale is None or abs(self.scale * dh**0.5 - 1) < 1e-6 else f"·{self.scale:.4g}"
         if self.softcap:
             scaled += f", capped at ±{self.softcap:g}"
         mask = "mask" if self.mask is not None else "mask (none)"
         steps += [
-            (f"scores = Q·Kᵀ{scaled}{share}", self.scores),
+            (f"scores = Q·Kᵀ{scaled}", self.scores),
             (f"{mask}, window {self.window}" if self.window else mask, self.masked_scores),
             ("softmax over each row", self.weights),
             ("weights·V", self.head_outputs),

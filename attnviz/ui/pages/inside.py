@@ -122,12 +122,14 @@ def step_controls(eng: api.SteppingEngine, decoder: bool) -> tuple[int, int, boo
     return layer - 1, head - 1, causal
 
 
-def shape_trail(s: api.AttentionSteps, head: int) -> str:
-    """The forward pass's shapes, step by step, as print(shape) would show them."""
+def shape_trail(s: api.AttentionSteps, head: int, phone: bool = False) -> str:
+    """The forward pass's shapes, step by step, as print(shape) would show them; on a phone each shape under its step
+    (a phone's code block is about 38 characters wide: a column of shapes beside the steps would be off its edge)."""
     trace = s.trace()
     width = max(len(name) for name, _ in trace) + 1
-    lines = [f"{name:<{width}}{shape}" for name, shape in trace]
-    return "\n".join(lines) + f"\n(the maps below show head {head + 1})"
+    lines = [f"{name}\n    {shape}" if phone else f"{name:<{width}}{shape}" for name, shape in trace]
+    share = f"each K head is read by {s.group} Q heads;" + ("\n " if phone else " ") if s.group > 1 else ""
+    return "\n".join(lines) + f"\n({share}the maps below show head {head + 1})"
 
 
 def whole_pass_trace(inputs) -> None:
@@ -306,7 +308,7 @@ def render() -> None:
     enc, steps = cache.steps_or_stop(eng, inputs.text, layer, causal)
     if decoder:
         st.markdown(decoder_parts(eng, steps, layer))
-    st.code(shape_trail(steps, head), language=None)
+    st.code(shape_trail(steps, head, inputs.style.phone), language=None)
     whole_pass_trace(inputs)
     if causal and not decoder:
         st.caption(BERT_NEVER_CAUSAL)

@@ -54,3 +54,19 @@ def test_a_decoder_s_parts_are_said_from_its_steps(tiny_llama_dir):
     assert said.startswith("A Llama layer adds three things to that") and "**RMSNorm** scales" in said
     assert "**grouped-query attention**: 6 query heads share 2 key/value heads, 3 to each" in said
     assert not any(part in said for part in ("sliding window", "sink", "soft-capping", "of their own"))
+
+
+def test_a_phone_s_shape_trail_keeps_every_shape_in_its_width(tiny_llama_dir):
+    """A phone's code block shows about 38 characters: there each shape stands under its step, not in a column past
+    the edge; elsewhere the shapes form one column."""
+    from attnviz.engines import registry
+    from attnviz.ui.pages.inside import shape_trail
+
+    llama = registry.load(str(tiny_llama_dir), "scratch", "cpu")
+    _, steps = llama.steps("The animal didn't cross the street because it was too tired.", 0)
+    phone, wide = shape_trail(steps, 1, phone=True), shape_trail(steps, 1)
+    n = steps.scores.shape[-1]
+    assert max(map(len, phone.splitlines())) <= 38 and f"    (1, 6, {n}, {n})" in phone.splitlines()
+    assert "each K head is read by 3 Q heads" in phone and phone.endswith("show head 2)")
+    columns = {line.index("(1,") for line in wide.splitlines() if "(1," in line}
+    assert len(columns) == 1 and len(wide.splitlines()) == len(steps.trace()) + 1
