@@ -39,7 +39,8 @@ def test_every_page_runs_with_the_date_model_typed_as_a_hub_id(page):
         assert at.radio(key="heads.kind").options == ["self", "causal", "cross"]
     if page == "inside":
         assert any(
-            "Our date model cannot be rebuilt" in i.value and "shows the bundled BERT" in i.value for i in at.info
+            "Our date model cannot be shown step by step" in i.value and "shows the bundled BERT" in i.value
+            for i in at.info
         )
 
 

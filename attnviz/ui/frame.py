@@ -45,6 +45,10 @@ PAGES = (
 )
 
 DEFAULT = "heads"
+# The default page is at the app's own URL, so its own name is free: a typed or shared /heads finds the hidden page
+# that holds it (ALIAS) and goes on to the app's URL with the same parameters, with no "Page not found". The default
+# page is named HOME inside (a page's name must be unique, and a hidden page cannot share it).
+HOME = "home"
 # the pages that show the sidebar's Text (the others have texts of their own): on a phone its box is drawn again
 TEXT_PAGES = {"heads", "inside", "compare", "overview", "masks", "knockout", "classroom", ""}
 CLASS_AT = [stem for stem, _, _ in PAGES].index("classroom")
@@ -70,8 +74,15 @@ def file_pages(folder: str = "app_pages") -> tuple:
     """The pages as files in `folder` (relative to the main script), made once per server: each st.Page resolves its
     file (a class of 100 redrawing at once paid for it 1,200 times)."""
     return tuple(
-        st.Page(f"{folder}/{stem}.py", title=title, icon=icon, default=stem == DEFAULT) for stem, title, icon in PAGES
-    )
+        st.Page(
+            f"{folder}/{stem}.py",
+            title=title,
+            icon=icon,
+            default=stem == DEFAULT,
+            url_path=HOME if stem == DEFAULT else None,
+        )
+        for stem, title, icon in PAGES
+    ) + (alias_page(),)
 
 
 @functools.cache
@@ -83,11 +94,20 @@ def render_pages() -> tuple:
             importlib.import_module(f"attnviz.ui.pages.{stem}").render,
             title=title,
             icon=icon,
-            url_path=stem,
+            url_path=HOME if stem == DEFAULT else stem,
             default=stem == DEFAULT,
         )
         for stem, title, icon in PAGES
-    )
+    ) + (alias_page(),)
+
+
+def _to_default() -> None:
+    """The hidden page at /heads: never drawn (main goes on to the app's URL first)."""
+
+
+def alias_page():
+    """The default page's own name as a hidden page, so that /heads is found (main sends it on to the app's URL)."""
+    return st.Page(_to_default, title=dict((s, t) for s, t, _ in PAGES)[DEFAULT], url_path=DEFAULT, visibility="hidden")
 
 
 def main(pages: tuple) -> None:
@@ -96,12 +116,14 @@ def main(pages: tuple) -> None:
     guards.install()  # once per server: what a visitor's browser may not do to everyone (clear every cache)
     cache.new_run()  # each model this run asks for is resolved once
     st.set_page_config(page_title="attnviz — see where attention goes", page_icon="🔍", layout="wide")
-    routes.register_pages({stem: page for (stem, _, _), page in zip(PAGES, pages, strict=True)})
+    routes.register_pages({stem: page for (stem, _, _), page in zip(PAGES, pages[: len(PAGES)], strict=True)})
     listed = [copy.copy(page) for page in pages]
     if room.teacher():  # a teacher: the Class page first
         listed.insert(0, listed.pop(CLASS_AT))
     # every page listed (Streamlit folds past ten under "View more": the Class page was hidden there)
     navigation = st.navigation(listed, expanded=True)
+    if navigation.url_path == DEFAULT:  # /heads, typed or shared: the Heads page is at the app's own URL
+        st.switch_page(pages[[stem for stem, _, _ in PAGES].index(DEFAULT)], query_params=st.query_params.to_dict())
     state.arrive(navigation.url_path, widgets.SHARED_PARAMS)  # back on a page: its own place again
 
     def sidebar(here: room.seat.Seat | None) -> None:

@@ -85,6 +85,22 @@ def test_a_shared_link_to_a_page_opens_inside_the_app_frame_on_a_fresh_server(br
         proc.wait(10)
 
 
+def test_the_heads_page_s_own_name_opens_it_at_the_app_s_url(browser, server):
+    """/heads, typed or shared, is the Heads page (it lives at the app's own URL): no "Page not found", the same
+    parameters, the Heads page marked in the menu."""
+    pg = browser.new_page(viewport={"width": 1280, "height": 800})
+    try:
+        pg.goto(f"{server}/heads?text=Students+love+colourful+maps&layer=2")
+        pg.wait_for_function(f"({HEATMAPS_JS})() === 12", timeout=90_000)
+        _wait_for_token(pg, "colourful")
+        url = pg.url.split("?")
+        assert url[0] == f"{server}/" and "text=Students+love+colourful+maps" in url[1] and "layer=2" in url[1]
+        assert not pg.get_by_text("Page not found").count() and not pg.locator("[role=dialog]").count()
+        assert pg.locator("[data-testid=stSidebarNav] a[aria-current=page]").all_text_contents()[0].endswith("Heads")
+    finally:
+        pg.close()
+
+
 BROWSER_CORPUS = [
     "emoji",
     "right-to-left",
