@@ -332,11 +332,17 @@ def long_estimate(eng: Engine, n_tokens: int) -> int:
 
 def text_is_long(eng: Engine, text: str) -> bool:
     """Whether this text is past the eager budget on this engine (engines.base.is_long), for a view that encodes for
-    itself (the Inside page's steps); False for a bad text (the view's own call says what is wrong)."""
+    itself; False for a bad text (the view's own call says what is wrong)."""
+    return is_long(eng, token_count(eng, text))
+
+
+def token_count(eng: Engine, text: str) -> int:
+    """The tokens this engine reads of the text (after its own limit); 0 for a bad text (the view's own call says
+    what is wrong with it)."""
     try:
-        return is_long(eng, len(eng.encode(text).ids))
-    except ValueError:  # bad text: the view's own call says what is wrong with it
-        return False
+        return len(eng.encode(text).ids)
+    except ValueError:
+        return 0
 
 
 def preload(text: str) -> float:

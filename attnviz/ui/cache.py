@@ -290,9 +290,10 @@ def results_or_stop(p: api.Prepared, *, long_ok: bool = False) -> Results:
         halt()
 
 
-def stop_long(eng: Engine, what: str) -> None:
-    """Say that this page takes short texts only, and where long ones go; the page stops."""
-    limit = eager_tokens(eng.n_layers, eng.n_heads)
+def stop_long(eng: Engine, what: str, limit: int | None = None) -> None:
+    """Say that this page takes texts up to `limit` tokens (default: the eager budget), and where long ones go; the
+    page stops."""
+    limit = limit or eager_tokens(eng.n_layers, eng.n_heads)
     st.info(
         f"{what}, so it takes texts up to {limit:,} tokens on this model; this one is longer. "
         f"{LONG_PAGES} show long texts (up to {eng.max_tokens:,} tokens): go there, or shorten the text."
@@ -300,11 +301,18 @@ def stop_long(eng: Engine, what: str) -> None:
     halt()
 
 
+# The step-by-step pages draw a dozen maps of a layer, each with a row (and some a column) for every token: at 512
+# tokens the Inside page's figures were 9 MB for BERT and 21 MB for Gemma 3 (its heads are 256 numbers wide), at 1,300
+# Gemma tokens (its eager budget is 1,365) 70 MB, sent to every student following the page
+STEPS_TOKENS = 512
+
+
 def steps_or_stop(eng: Engine, text: str, layer: int, causal: bool) -> tuple[Encoded, AttentionSteps]:
     """One layer's attention step by step (kept for every session), or a message and the page stops."""
     try:
-        if api.text_is_long(eng, text):
-            stop_long(eng, "This page shows every intermediate of a layer")
+        limit = min(STEPS_TOKENS, eager_tokens(eng.n_layers, eng.n_heads))
+        if api.token_count(eng, text) > limit:
+            stop_long(eng, "This page draws every intermediate of a layer, a row for every token", limit)
         return get(api.steps_work(eng, text, layer, causal))
     except ValueError as err:
         st.warning(escape.md(err))

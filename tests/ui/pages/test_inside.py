@@ -70,3 +70,24 @@ def test_a_phone_s_shape_trail_keeps_every_shape_in_its_width(tiny_llama_dir):
     assert "each K head is read by 3 Q heads" in phone and phone.endswith("show head 2)")
     columns = {line.index("(1,") for line in wide.splitlines() if "(1," in line}
     assert len(columns) == 1 and len(wide.splitlines()) == len(steps.trace()) + 1
+
+
+def test_a_text_past_the_step_maps_bound_is_refused_with_where_to_go(tiny_long_llama_dir, monkeypatch):
+    """The step-by-step maps have a row for every token: past 512 tokens (at 1,300 Gemma 3 tokens they were 70 MB of
+    figures, to every follower) the page says where long texts go, on the Inside and Masks pages alike; at 512 it
+    draws them."""
+    from attnviz.engines import registry
+
+    monkeypatch.setenv("ATTNVIZ_MODEL_DIRS", str(tiny_long_llama_dir.parent))
+    engine = registry.load(str(tiny_long_llama_dir), "hf", "cpu")
+    words = ("the animal did not cross the street because it was tired " * 60).split()
+    specials = len(engine.encode(" ".join(words[:10])).ids) - 10  # one token a word here, and the tokenizer's own
+    for n, page in ((513, "inside"), (513, "masks"), (512, "inside")):
+        text = " ".join(words[: n - specials])
+        assert len(engine.encode(text).ids) == n
+        at = AppTest.from_file(APP, default_timeout=120)
+        at.query_params["model"], at.query_params["text"] = str(tiny_long_llama_dir), text
+        at.switch_page(f"app_pages/{page}.py").run()
+        _ok(at)
+        refused = [i.value for i in at.info if "up to 512 tokens on this model" in i.value]
+        assert bool(refused) == (n > 512), (n, page)
