@@ -129,8 +129,16 @@ def _from_url() -> None:
     if model == "scratch":  # links from before backends had a name
         model, backend = api.DEFAULT_MODEL, "scratch"
     named = [c for c, (_, m, b) in CHOICES.items() if m == (model or api.DEFAULT_MODEL) and b == (backend or "hf")]
+    menu = [c for c, (_, m, _) in CHOICES.items() if m == (model or api.DEFAULT_MODEL)]
     if named:
         st.session_state[state.MODEL_KEY] = named[0]
+    elif menu:  # a model of the menu on a backend the menu does not pair it with (Gemma 3 on the scratch backend)
+        st.session_state[state.MODEL_KEY] = menu[0]
+        st.session_state["_notice"] = (
+            f"The link asked for {escape.md(api.shown_name(model or api.DEFAULT_MODEL))} on the backend "
+            f"{escape.quoted(str(backend), 40)}, which this server does not offer it on, so it is shown on the "
+            f"{CHOICES[menu[0]][2]} backend."
+        )
     elif model:  # a hub id, a folder, or a bundled model the menu does not name (the date model)
         try:
             name = cache.policy().resolve(model).name

@@ -333,3 +333,22 @@ def test_a_windowed_layer_s_long_maps_show_the_window_as_masked_not_as_zero(monk
     pooled, exact, said = shown["6"]
     assert not np.isnan(np.tril(pooled)).any() and not np.isnan(exact).any() and not said
     assert exact.max() > 0
+
+
+@pytest.mark.parametrize(
+    ("model", "backend", "shown", "said"),
+    [
+        ("gemma3", "scratch", "gemma3", "Gemma 3 270M on the backend ‘scratch’"),
+        ("default", "nonsense", "default", "bundled BERT on the backend ‘nonsense’"),
+    ],
+)
+def test_a_link_pairing_a_model_with_a_backend_it_is_not_offered_on_shows_that_model_with_a_notice(
+    model, backend, shown, said
+):
+    """Gemma 3 on the scratch backend once opened the date model, silently (the hub box had no Gemma 3 and took its
+    first entry): the model the link names is shown, on the backend it is offered on, and the page says so."""
+    at = _app(model=model, backend=backend)
+    _ok(at)
+    assert at.sidebar.selectbox(key="sb.choice").value == shown
+    assert at.query_params["model"] == model and at.query_params["backend"] == "hf"
+    assert any(said in i.value.replace("\\", "") for i in at.info), [i.value for i in at.info]
