@@ -292,7 +292,8 @@ def why_no_steps(engine: Engine) -> str | None:
     if not isinstance(engine, SteppingEngine):
         return (
             "attnviz shows BERT and Llama step by step on its from-scratch engine and other decoders through its own "
-            f"attention function; '{engine.name[:100]}' is a {engine.family} {engine.architecture}"
+            f"attention function, and '{engine.name[:100]}' is {'an' if engine.architecture[0] in 'aeiou' else 'a'} "
+            f"{engine.architecture}"
         )
     why = getattr(engine, "why_no_steps", None)
     return why() if why is not None else None

@@ -271,7 +271,7 @@ def test_a_model_whose_attention_attnviz_does_not_compute_is_not_stepped(tmp_pat
     assert "ALiBi" in registry.why_no_steps(engine)
     with pytest.raises(ValueError, match="cannot be shown step by step: .*ALiBi"):
         engine.steps("The animal didn't cross the street.", 0)
-    assert registry.why_no_steps(bundled_hf).endswith("is a bert encoder")
+    assert registry.why_no_steps(bundled_hf).endswith("and 'default' is an encoder")
 
 
 def test_what_keeps_a_family_off_the_path_is_said():
