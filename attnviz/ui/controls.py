@@ -150,6 +150,11 @@ def _from_url() -> None:
             st.session_state[state.MODEL_KEY] = "default"
             return
         st.session_state[state.MODEL_KEY], st.session_state["sb.hub"] = "hub", name
+        if backend not in (None, "hf") and name != "dates":  # the date model is built on the scratch engine anyway
+            st.session_state["_notice"] = (
+                f"The link asked for {escape.quoted(name, 100)} on the backend {escape.quoted(str(backend), 40)}; "
+                "a model from the hub box or a folder is shown on the hf backend (Hugging Face's own attention)."
+            )
 
 
 def model_touched(params: dict[str, str]) -> bool:

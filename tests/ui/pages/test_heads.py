@@ -352,3 +352,19 @@ def test_a_link_pairing_a_model_with_a_backend_it_is_not_offered_on_shows_that_m
     assert at.sidebar.selectbox(key="sb.choice").value == shown
     assert at.query_params["model"] == model and at.query_params["backend"] == "hf"
     assert any(said in i.value.replace("\\", "") for i in at.info), [i.value for i in at.info]
+
+
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
+def test_a_link_to_a_folder_model_on_the_scratch_backend_says_it_is_shown_on_hf(tiny_llama_dir, monkeypatch):
+    """The hub box opens every model on the hf backend: a link asking for the scratch one was shown there silently
+    (the device line said "hf backend" with nothing on the page about the link's wish)."""
+    monkeypatch.setenv("ATTNVIZ_MODEL_DIRS", str(tiny_llama_dir.parent))
+    at = _app(model=str(tiny_llama_dir), backend="scratch")
+    _ok(at)
+    assert at.sidebar.selectbox(key="sb.choice").value == "hub"
+    assert at.query_params["backend"] == "hf"
+    said = [i.value.replace("\\", "") for i in at.info]
+    assert any("on the backend ‘scratch’" in s and "shown on the hf backend" in s for s in said), said
+    at = _app(model="dates", backend="scratch")  # built on the scratch engine whichever backend: nothing to say
+    _ok(at)
+    assert not any("shown on the hf backend" in i.value for i in at.info)
