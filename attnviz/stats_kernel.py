@@ -313,7 +313,7 @@ def _stats_kernel(
             z = z * tl.exp(m - m_new) + tl.exp(sink - m_new)
             m = m_new
         m = tl.where(m == float("-inf"), 0.0, m)
-        log_z = tl.log(z)
+        log_z = tl.log(tl.where(live, z, 1.0))  # rows past the text's end sum nothing: no log 0 in their lanes
         lse = m + log_z
 
     # 2. the weights again, and everything a row or a column sums of them
@@ -355,6 +355,7 @@ def _stats_kernel(
 
     entropy = log_z * mass - ps  # -sum p log p, p = exp(s - m) / z
     if LSE_GIVEN:  # each row's sums as if of p / mass: the normaliser is lse + log(mass)
+        mass = tl.where(live, mass, 1.0)  # rows past the text's end: no 0/0 in their lanes
         log_mass = tl.log(mass)  # -inf where every weight underflowed (a given lse far too high): refused
         entropy = -ps / mass + log_mass
         dist = dist / mass
