@@ -47,7 +47,8 @@ def _assert_one_matches(lazy: LazyAttention, eager: AttentionResult) -> None:
     w = eager.weights
     n_l, n_h, n, _ = w.shape
     assert lazy.shape == w.shape
-    assert (lazy.tile(range(n_l), range(n_h), slice(None), slice(None)) - w).abs().max() < TOL
+    for layer in range(n_l):  # a layer at a time: SmolLM2's 1,024 tokens are 1.1 GB a copy of every layer's maps
+        assert (lazy.tile([layer], range(n_h), slice(None), slice(None))[0] - w[layer]).abs().max() < TOL
     assert (lazy.tile([n_l - 1], [1], slice(3, 40), slice(0, 20))[0, 0] - w[-1, 1, 3:40, :20]).abs().max() < TOL
     picked = [0, 1, n // 2, n - 1]
     assert (lazy.rows(picked) - w[:, :, picked]).abs().max() < TOL
@@ -106,8 +107,9 @@ def test_lazy_equals_eager_on_a_tiny_llama(long_tiny, backend, n):
 def test_smollm2_lazy_equals_its_eager_weights_at_1024_tokens(smollm2_hf, smollm2_eager):
     enc = smollm2_hf.tokenizer.encode(_text_of(smollm2_hf, 1024), 1024)
     with torch.inference_mode():  # transformers' own eager attention: the reference
-        out = smollm2_eager(input_ids=torch.tensor([list(enc.ids)]), output_attentions=True)
-        w = torch.stack([a[0] for a in out.attentions]).float()
+        attentions = smollm2_eager(input_ids=torch.tensor([list(enc.ids)]), output_attentions=True).attentions
+        w = torch.stack([a[0] for a in attentions]).float()
+        del attentions  # one copy of the 1.1 GB of maps, not two
     eager = AttentionResult(w, enc.axis, enc.axis, "causal", "smollm2")
     lazy = smollm2_hf.lazy_run(enc)
     _assert_matches(lazy, eager)
