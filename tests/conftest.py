@@ -7,6 +7,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a missing model fails in seconds, never downloads
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")  # large tensors on huge pages, as the command line has them
 # Classes made by tests go to a throw-away database, never the user's own (servers started by tests inherit it).
 # Corpus runs made by tests (the Model overview's corpus average, the Corpus page) go to a throw-away folder too.
 # The process that makes a folder removes it when it exits (pytest-xdist's workers inherit the controller's).

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -583,3 +584,27 @@ def test_the_corpus_bar_counts_the_rate_from_its_first_report_and_is_quiet_in_a_
     out = sys.stderr.getvalue()
     assert "50.0% batch 6 of 10 · …" in out and "60.0% batch 7 of 10 · 40 s left" in out
     assert out.endswith("100.0% done · … (120 s)   \n")
+
+
+THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+
+
+@pytest.mark.skipif(
+    not THP.exists() or "[madvise]" not in THP.read_text(),
+    reason="huge pages here are given always or never, not on request: torch's switch changes nothing",
+)
+@pytest.mark.parametrize(("given", "huge"), [(None, True), ("0", False)])
+@pytest.mark.slow  # a process that imports torch: about 3 s
+def test_the_command_line_puts_large_tensors_on_huge_pages_unless_told_not_to(given, huge):
+    """attnviz's processes (the server among them) ask for huge pages for large tensors: torch's THP_MEM_ALLOC_ENABLE,
+    set before torch is imported. An operator's THP_MEM_ALLOC_ENABLE=0 stands."""
+    code = (
+        "import attnviz.cli, torch; x = torch.ones(2**25)\n"  # 128 MB
+        "print(next(l for l in open('/proc/self/smaps_rollup') if l.startswith('AnonHugePages')).split()[1])"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
+    if given is not None:
+        env["THP_MEM_ALLOC_ENABLE"] = given
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, check=True)
+    kb = int(out.stdout.split()[-1])
+    assert (kb >= 64 * 1024) if huge else (kb == 0), kb

@@ -5,7 +5,14 @@ Bad input exits 2 with one line (`attnviz: error: ...`), never a traceback."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+
+# Before any command's module imports torch, which reads this once: tensors of 2 MB or more on transparent huge pages
+# where the kernel gives them on request (THP "madvise", as here and on Ubuntu). A fresh 256 MB tensor takes 65,536
+# page faults on 4 KB pages, 128 on huge ones: 0.20 s against 0.08 s on this VM (docs/testing.md, "Memory"). An
+# operator's own setting stands (THP_MEM_ALLOC_ENABLE=0 turns it off).
+os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 
 from attnviz.cli.attention import cmd_attention, cmd_doctor, cmd_rollout, cmd_stats
 from attnviz.cli.common import BAD_INPUT, common_args, text_args
