@@ -52,6 +52,7 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")  # large tensors on huge pages, as the server has them (attnviz/cli)
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
