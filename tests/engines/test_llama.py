@@ -170,3 +170,31 @@ def test_the_smollm2_shaped_llama_has_smollm2s_exact_shape_and_runs_on_both_back
     reloaded = registry.load(str(twin), "hf", "cpu")
     again = reloaded.run(reloaded.encode(text))["causal"].weights
     assert torch.equal(a, again)  # seeded: the same weights wherever it is built
+
+
+@pytest.mark.slow  # converts SmolLM2 from its GGUF file (about 9 s)
+def test_a_conversion_parses_its_gguf_file_once_and_writes_what_the_cache_holds(tmp_path, monkeypatch):
+    """transformers reads the file for the config, the tokenizer and the weights: one parse serves the three
+    (bundles._one_reading), the reader's name is restored after, and the folder is the one the cache holds."""
+    import gguf
+    from safetensors.torch import load_file
+
+    from attnviz.engines import bundles
+
+    cached = bundles.SMOLLM2.converted()
+    parses = []
+
+    class Counted(gguf.GGUFReader):
+        def __init__(self, path, mode="r"):
+            parses.append(str(path))
+            super().__init__(path, mode)
+
+    monkeypatch.setattr(gguf, "GGUFReader", Counted)
+    monkeypatch.setenv(bundles.CACHE_ENV, str(tmp_path))
+    folder = bundles.SMOLLM2.converted()
+    assert folder == tmp_path / bundles.SMOLLM2.folder and bundles.SMOLLM2.ready()
+    assert len(parses) == 1 and parses[0].endswith(bundles.SMOLLM2_GGUF)
+    assert gguf.GGUFReader is Counted  # the shared reader was this block's only
+    ours, theirs = load_file(folder / "model.safetensors"), load_file(cached / "model.safetensors")
+    assert ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
+    assert (folder / "tokenizer.json").read_bytes() == (cached / "tokenizer.json").read_bytes()

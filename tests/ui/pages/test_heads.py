@@ -315,7 +315,7 @@ def test_a_windowed_layer_s_long_maps_show_the_window_as_masked_not_as_zero(monk
 
     if not bundles.GEMMA3.installed():
         pytest.skip(f"Gemma 3 is not installed: {bundles.GEMMA3.install}")
-    bundles.GEMMA3.converted()  # an empty cache converts here (about two minutes), not inside the page's timeout
+    bundles.GEMMA3.converted()  # an empty cache converts here (about 30 s alone), not inside the page's timeout
     monkeypatch.setenv("ATTNVIZ_EAGER_MB", "1")
     text = "Attention lets every token look back at the tokens before it, and a window keeps the nearest. " * 60
     shown = {}
