@@ -1,9 +1,10 @@
 """The fused statistics pass on the CPU (issue 53): attnviz/cpu_stats.c, compiled on this machine, run block by block.
 
 Each block of query rows (a key head's group of query heads x up to BLOCK_ROWS rows) gets its scores from one matrix
-product (PyTorch's BLAS, as the plain path's), and cpu_stats.c's `block_pass` takes them to every row statistic,
-the column sums and the pooled cells in three sweeps over each row while it sits in the cache: no weight is written
-anywhere but over the block's own scores. attnviz/fused.py calls `layer_pass` with stats_kernel.layer_pass's
+product (PyTorch's BLAS, as the plain path's), and cpu_stats.c's `block_pass` takes them to every row statistic
+and the column sums in three sweeps over each row while it sits in the cache, and to the pooled cells once a block,
+from the column sums of its rows' segments (cut at the pooled maps' row bins): no weight is written anywhere but
+over the block's own scores. attnviz/fused.py calls `layer_pass` with stats_kernel.layer_pass's
 arguments and gets the same (8, H, N) rows.
 
 The C file is compiled the first time a process asks (`load`) with the machine's C compiler (`cc`, or $CC) into

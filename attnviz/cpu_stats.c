@@ -5,7 +5,10 @@
  *   1. m, the largest visible score, and top, the largest one confidence may take (keys not excluded);
  *   2. e = exp(s - m) into a row buffer of the thread's, and the row's sums of e: z, e (s - m), e |i - j|, and e on
  *      the flagged keys;
- *   3. p = e / z added to the column sums (attention received) and to the pooled maps' cells.
+ *   3. p = e / z added to a column-sum row of the thread's for the row's segment: the block's rows cut where either
+ *      pooled map's row bins end. Once the block is swept, each segment's column sums go to the attention received
+ *      and, summed over each column bin, to the pooled cells of its row bin: the pooled maps cost a few rows' work a
+ *      block, not a sweep of every row.
  * Row sums are kept in double; the weights and the column sums in float32, as the plain path's.
  * Compiled by attnviz/cpu_kernel.py with the machine's C compiler (gcc -O3 -march=native -fopenmp). */
 #include <math.h>
@@ -59,13 +62,15 @@ void block_pass(float *scores, int g, int r, int c, int h0, int row0, int col0, 
     const int64_t plane = (int64_t)n_heads * n;
 #pragma omp parallel num_threads(threads)
     {
-        float *rec = calloc((size_t)g * c, sizeof(float));
-        float *e_row = malloc((size_t)c * sizeof(float)); /* one row's e, then p: in the cache, the scores untouched */
-        /* the pooled cells of the block's own row bins only: rows row0 .. row0 + r - 1 fall in bins rb0 .. */
-        int rb1 = pool1 ? row0 / f1 : 0, nrb1 = pool1 ? (row0 + r - 1) / f1 - rb1 + 1 : 0;
-        int rb2 = pool2 ? row0 / f2 : 0, nrb2 = pool2 ? (row0 + r - 1) / f2 - rb2 + 1 : 0;
-        float *bins1 = pool1 ? calloc((size_t)g * nrb1 * side1, sizeof(float)) : NULL;
-        float *bins2 = pool2 ? calloc((size_t)g * nrb2 * side2, sizeof(float)) : NULL;
+        /* the block's rows in segments: cut at row0 and wherever a pooled map's row bin begins */
+        int *seg_of = malloc((size_t)r * sizeof(int)), *seg_row = malloc((size_t)(r + 1) * sizeof(int)), nseg = 0;
+        for (int ri = 0; ri < r; ri++) {
+            int i = row0 + ri;
+            if (ri == 0 || (pool1 && i % f1 == 0) || (pool2 && i % f2 == 0)) seg_row[nseg++] = i;
+            seg_of[ri] = nseg - 1;
+        }
+        float *acc = calloc((size_t)g * nseg * c, sizeof(float)); /* each head's and segment's column sums */
+        float *e_row = malloc((size_t)c * sizeof(float)); /* one row's e: in the cache, the scores untouched */
 #pragma omp for schedule(dynamic, 8)
         for (int t = 0; t < g * r; t++) {
             int hh = t / r, ri = t % r, h = h0 + hh, i = row0 + ri;
@@ -142,68 +147,54 @@ void block_pass(float *scores, int g, int r, int c, int h0, int row0, int col0, 
             for (int k = 0; k < 4; k++) o[(2 + k) * plane] = (float)(shares[k] / z);
             o[6 * plane] = top == -INFINITY ? 0.0f : (float)exp((double)top - lse);
             o[7 * plane] = (float)lse;
-            /* 3. the weights, into the column sums and the pooled cells */
+            /* 3. the weights, into the column sums of the row's segment */
             float inv = (float)(1.0 / z);
-            float *rc = rec + (int64_t)hh * c;
+            float *rc = acc + ((int64_t)hh * nseg + seg_of[ri]) * c;
             if (write) { /* the row's weights over its scores, 0 where it does not look: the block's P for P @ V */
                 memset(s, 0, (size_t)a * sizeof(float));
                 memset(s + b, 0, (size_t)(c - b) * sizeof(float));
 #pragma omp simd
                 for (int j = a; j < b; j++) {
                     float p = e_row[j] * inv;
-                    e_row[j] = p;
                     rc[j] += p;
                     s[j] = p;
                 }
             } else {
 #pragma omp simd
-                for (int j = a; j < b; j++) {
-                    e_row[j] *= inv;
-                    rc[j] += e_row[j];
-                }
-            }
-            float *pools[2] = {bins1, bins2};
-            int fs[2] = {f1, f2}, sides[2] = {side1, side2}, rbs[2] = {rb1, rb2}, nrbs[2] = {nrb1, nrb2};
-            for (int k = 0; k < 2; k++) {
-                if (!pools[k]) continue;
-                int f = fs[k], side = sides[k], rb = i / f;
-                if (rb >= side) continue;
-                float *cell = pools[k] + ((int64_t)hh * nrbs[k] + rb - rbs[k]) * side;
-                for (int j0 = a; j0 < b;) {
-                    int cb = (col0 + j0) / f;
-                    int j1 = (cb + 1) * f - col0;
-                    j1 = j1 < b ? j1 : b;
-                    float part = 0.0f;
-#pragma omp simd reduction(+ : part)
-                    for (int j = j0; j < j1; j++) part += e_row[j];
-                    if (cb < side) cell[cb] += part;
-                    j0 = j1;
-                }
+                for (int j = a; j < b; j++) rc[j] += e_row[j] * inv;
             }
         }
 #pragma omp critical
         {
+            float *sums[2] = {pool1, pool2};
+            int fs[2] = {f1, f2}, sides[2] = {side1, side2};
             for (int hh = 0; hh < g; hh++) {
                 float *dst = received + (int64_t)(h0 + hh) * n + col0;
-                const float *src = rec + (int64_t)hh * c;
-                for (int j = 0; j < c; j++) dst[j] += src[j];
-            }
-            float *pools[2] = {bins1, bins2}, *sums[2] = {pool1, pool2};
-            int sides[2] = {side1, side2}, rbs[2] = {rb1, rb2}, nrbs[2] = {nrb1, nrb2};
-            for (int k = 0; k < 2; k++) {
-                if (!pools[k]) continue;
-                int side = sides[k], rows = nrbs[k];
-                if (rbs[k] + rows > side) rows = side - rbs[k]; /* bins past the map's side hold nothing */
-                for (int hh = 0; hh < g; hh++) {
-                    float *dst = sums[k] + ((int64_t)(h0 + hh) * side + rbs[k]) * side;
-                    const float *src = pools[k] + (int64_t)hh * nrbs[k] * side;
-                    for (int64_t q = 0; q < (int64_t)rows * side; q++) dst[q] += src[q];
+                for (int q = 0; q < nseg; q++) {
+                    const float *src = acc + ((int64_t)hh * nseg + q) * c;
+                    for (int j = 0; j < c; j++) dst[j] += src[j];
+                    for (int k = 0; k < 2; k++) { /* the segment's share of each pooled cell of its row bin */
+                        if (!sums[k]) continue;
+                        int f = fs[k], side = sides[k], rb = seg_row[q] / f;
+                        if (rb >= side) continue; /* bins past the map's side hold nothing */
+                        float *cell = sums[k] + ((int64_t)(h0 + hh) * side + rb) * side;
+                        for (int j0 = 0; j0 < c;) {
+                            int cb = (col0 + j0) / f;
+                            int j1 = (cb + 1) * f - col0;
+                            j1 = j1 < c ? j1 : c;
+                            float part = 0.0f;
+#pragma omp simd reduction(+ : part)
+                            for (int j = j0; j < j1; j++) part += src[j];
+                            if (cb < side) cell[cb] += part;
+                            j0 = j1;
+                        }
+                    }
                 }
             }
         }
-        free(rec);
+        free(acc);
         free(e_row);
-        free(bins1);
-        free(bins2);
+        free(seg_of);
+        free(seg_row);
     }
 }
