@@ -460,3 +460,52 @@ def test_the_triton_kernel_compiles_for_a_hopper_gpu_without_one():
         assert row["elf"] and row["name"] == "_stats_kernel" and row["HGMMA"] > 0  # bf16 products: the tensor cores
     given, both = found["given"], found["both"]
     assert given["instructions"] < both["instructions"] and given["MUFU"] < both["MUFU"]  # no first pass in it
+
+
+@needs_cc
+@pytest.mark.skipif(cpu_kernel._mkl_threads() is None, reason="torch's MKL has no per-thread count here")
+@pytest.mark.parametrize("window", [0, 150])
+def test_the_cpu_kernel_s_blocks_on_threads_of_their_own_equal_its_one_loop(window, monkeypatch):
+    """cpu_kernel._in_threads (each thread its own blocks, MKL on one thread in each, sums of its own) gives what one
+    loop over the blocks on every thread gives, and the dense weights' output, column sums and pooled cells; under
+    inference mode too (the forward pass's, a thread's own), and a worker's error reaches the caller."""
+    n, f1, f2 = 700, 8, 22
+    q, k = _qk(1, 4, 2, n, 16, seed=3)
+    q, k, v = q[0].cpu(), k[0].cpu(), torch.randn(2, n, 16, generator=torch.Generator().manual_seed(4))
+    keys_excluded = torch.zeros(n, dtype=torch.bool)
+    keys_excluded[-1] = True
+    codes = fused.key_codes(_axis(n), keys_excluded, "causal")
+    threaded = []
+    real = cpu_kernel._in_threads
+    monkeypatch.setattr(cpu_kernel, "_in_threads", lambda *a: threaded.append(a[2]) or real(*a))
+
+    def run(on: bool) -> tuple[torch.Tensor, ...]:
+        monkeypatch.setattr(cpu_kernel, "THREADED", on)
+        received, pools = torch.zeros(4, n), ((torch.zeros(4, 88, 88), f1), (torch.zeros(4, 32, 32), f2))
+        with torch.inference_mode():
+            rows, z = cpu_kernel.attend_pass(
+                q, k, v, codes, scale=0.25, causal=True, window=window, pools=pools, received=received
+            )
+        return rows, z, received, pools[0][0], pools[1][0]
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)  # a test worker's one thread otherwise: the blocks would run in one loop either way
+    try:
+        one, own = run(False), run(True)
+        assert threaded == [2]  # the second run, on two threads of its own
+        for a, b in zip(one, own, strict=True):  # the same sums in another order: float32's rounding apart
+            assert ((a - b).abs() / b.abs().clamp_min(1)).max() < 1e-6
+        w, _ = _dense(q, k, 0.25, window, None)
+        own_pools = ((own[3], f1), (own[4], f2))
+        assert (own[1] - w @ v.repeat_interleave(2, 0)).abs().max() < TOL
+        for got, want in ((own[2], w.sum(1)), *((p, block_sums(block_sums(w, f, -1), f, -2)) for p, f in own_pools)):
+            assert ((got - want).abs() / want.abs().clamp_min(1)).max() < TOL  # sums of up to 700 weights
+
+        def broken(self, jobs, lock, sums, threads):
+            raise RuntimeError("a worker's block failed")
+
+        monkeypatch.setattr(cpu_kernel._Pass, "run", broken)
+        with pytest.raises(RuntimeError, match="a worker's block failed"):
+            run(True)
+    finally:
+        torch.set_num_threads(before)
