@@ -91,8 +91,10 @@ def stat_grid(
         ]
     )
     fig.add_trace(click_markers(across, down, "open", 40))
-    fig.update_xaxes(**EVERY_TICK)  # every head and layer named, none thinned
-    fig.update_yaxes(autorange="reversed", **EVERY_TICK)
+    # every head and layer named, none thinned; the ranges the cells' own, not padded for the markers' 40 px (which
+    # stood a phone's layer names 49 px below the grid and a laptop's head names 49 px left of it)
+    fig.update_xaxes(range=[-0.5, len(across) - 0.5], **EVERY_TICK)
+    fig.update_yaxes(range=[len(down) - 0.5, -0.5], **EVERY_TICK)
     # each row tall enough for its cells' lines (a label broken after its hyphen, the value): 30 layers of 18 px words
     # on a projector need 70 px a row, where 44 px held 9 px words
     most = max((len(cell) for row in lines for cell in row), default=1)

@@ -164,9 +164,11 @@ VISIBLE_JS = r"""() => {
 # size in px as drawn, and any line wider than its cell (it would run into the next cell). Issue 51: these stayed
 # about 8 px on a projector. `faint`: lines whose colour, as drawn, stands from their cell's colour, as painted (read
 # from the heatmap's own image under the line's middle), by less than WCAG's 4.5:1 for small text: plotly's automatic
-# choice (#444 or white by lightness) gave 2.5-2.9:1 on the mid-tones of every palette.
+# choice (#444 or white by lightness) gave 2.5-2.9:1 on the mid-tones of every palette. `apart`: a grid whose head or
+# layer names stand more than 24 px from its cells (16-21 px is plotly's own standoff): its click markers once padded
+# the axes' ranges, and a phone's layer names stood 49 px below the grid.
 CELLS_JS = r"""async () => {
-  const sizes = [], over = [], faint = [];
+  const sizes = [], over = [], faint = [], apart = [];
   const lum = c => {
     const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
     return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]);
@@ -186,11 +188,22 @@ CELLS_JS = r"""async () => {
     const lay = gd._fullLayout, data = gd._fullData || [];
     const hm = data.find(t => t.type === 'heatmap' && t.texttemplate);
     if (!lay || !hm) continue;
-    const title = ((lay.title && lay.title.text) || '').replace(/<[^>]*>/g, ' ').slice(0, 40);
+    const named = (lay.title && lay.title.text) || '', bar = (hm.colorbar && hm.colorbar.title || {}).text || '';
+    const title = (named && !named.startsWith('Click to enter') ? named : `the grid of ${bar}`)  // not the placeholder
+      .replace(/<[^>]*>/g, ' ').slice(0, 40);
     const cell = lay.xaxis._length / Math.max(1, (hm.x || hm.z[0]).length);
     const tall = lay.yaxis._length / Math.max(1, (hm.y || hm.z).length);
     const img = gd.querySelector('.heatmaplayer .hm image');
     const pic = img ? await painted(img) : null;
+    if (img) {  // the names along each axis next to the cells they name
+      const box = img.getBoundingClientRect();
+      const xs = [...gd.querySelectorAll('g.xtick text')].map(t => t.getBoundingClientRect()).filter(r => r.width);
+      const ys = [...gd.querySelectorAll('g.ytick text')].map(t => t.getBoundingClientRect()).filter(r => r.width);
+      const below = xs.length ? Math.min(...xs.map(r => r.top)) - box.bottom : 0;
+      const left = ys.length ? box.left - Math.max(...ys.map(r => r.right)) : 0;
+      if (below > 24 || left > 24)
+        apart.push(`${title} | names ${Math.round(below)} px below the cells, ${Math.round(left)} px left of them`);
+    }
     for (const t of gd.querySelectorAll('.heatmaplayer .heatmap-label text')) {
       const r = t.getBoundingClientRect();
       if (r.width === 0) continue;
@@ -214,7 +227,7 @@ CELLS_JS = r"""async () => {
       }
     }
   }
-  return {sizes, over, faint};
+  return {sizes, over, faint, apart};
 }"""
 # Columns of text that belong under a row of panels (widgets.under(name), under grid_box(name)'s figure: Compare's
 # paragraph for each kind of attention): each column's middle over its own panel, as the browser lays them out, with
@@ -402,7 +415,8 @@ def _phone_visible(browser, url: str, clicks: tuple, drawn: str | None, maps: bo
         pg.goto(url)
         _draw(pg, clicks, drawn, maps, sockets)
         cells = pg.evaluate(CELLS_JS)  # a head grid's words in its cells: a phone's 12 heads ran them together
-        return pg.evaluate(VISIBLE_JS) + pg.evaluate(READABLE_JS)["crowded"] + cells["over"] + cells["faint"]
+        crowded = pg.evaluate(READABLE_JS)["crowded"]
+        return pg.evaluate(VISIBLE_JS) + crowded + cells["over"] + cells["faint"] + cells["apart"]
     finally:
         pg.close()
 
@@ -412,7 +426,8 @@ def _check_readable(path: str, plain: dict, big: dict, maps: bool) -> None:
     two run together), no label is clipped, every chart's labels and titles are visible where a person looks (1280x800,
     a 1000x800 window, a projector's 1920x1080, a 390x844 phone), the projector's tick labels are at least 1.5x, and the
     words a heatmap writes in its cells stay in their cells (1280x800, projector), stand from their cell's colour by
-    4.5:1 or more (WCAG's least for small text), and are 16 px or more on a projector."""
+    4.5:1 or more (WCAG's least for small text), and are 16 px or more on a projector; such a grid's head and layer
+    names stand next to its cells (within 24 px; a phone's too)."""
     assert plain["phone"] == [], (path, "phone", plain["phone"])
     assert plain["narrow"] == [], (path, "narrow", plain["narrow"])
     for mode, got in (("plain", plain), ("projector", big)):
@@ -423,6 +438,7 @@ def _check_readable(path: str, plain: dict, big: dict, maps: bool) -> None:
         assert got["crowded"] == [], (path, mode, got["crowded"])
     for mode, got in (("plain", plain), ("projector", big)):  # a cell's words stay in their cell
         assert got["cells"]["over"] == [], (path, mode, got["cells"]["over"])
+        assert got["cells"]["apart"] == [], (path, mode, got["cells"]["apart"])
         assert got["cells"]["faint"] == [], (path, mode, got["cells"]["faint"][:6], len(got["cells"]["faint"]))
     assert min(big["cells"]["sizes"], default=16) >= 16, (path, "projector", sorted(set(big["cells"]["sizes"])))
     if maps and big["tickFonts"]:  # a projector's Layer grid alone labels no token (see READABLE_JS's oneScreen)
