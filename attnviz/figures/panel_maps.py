@@ -7,6 +7,7 @@ import math
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
+from html import unescape
 
 import numpy as np
 import plotly.graph_objects as go
@@ -14,6 +15,7 @@ import plotly.graph_objects as go
 from attnviz.escape import html_text
 from attnviz.figures.interactive import piece_hover
 from attnviz.figures.layout import (
+    BAR_ACROSS_PX,
     CHAR,
     EVERY_LABEL,
     EVERY_TICK,
@@ -23,6 +25,8 @@ from attnviz.figures.layout import (
     row_label_px,
     style_layout,
     title_over,
+    title_px,
+    title_top,
     token_ticks,
 )
 from attnviz.figures.style import MASKED_COLOUR, Style
@@ -66,6 +70,12 @@ def steps_panel(steps: np.ndarray, rows: tuple[str, ...], cols: tuple[str, ...],
     return Panel(title, steps, rows, cols, masked=future, numbered_rows=True)
 
 
+def drawn_labels(tokens: Sequence[str]) -> list[str]:
+    """An axis's labels as the browser draws them ("</s> ·26"), to measure: display_labels escapes them for plotly
+    ("&lt;/s&gt; ·26"), and measured so the date model's rows took 132 px of a phone's 358, its maps 126 px."""
+    return [unescape(label) for label in display_labels(tokens)]
+
+
 def _label_fraction(labels: Sequence[str], font_size: int, narrowest: float = NARROWEST_PX) -> float:
     """The width of a column of tick labels, as a fraction of the narrowest figure (`narrowest` px)."""
     longest = max((len(x) for x in labels), default=0)
@@ -86,7 +96,7 @@ def _panel_domains(
     its own labels, and room for them; one with the same rows shares its neighbour's."""
     shown = [i == 0 or p.rows != panels[i - 1].rows for i, p in enumerate(panels)]
     gutters = [
-        _label_fraction(display_labels(p.rows), font_size, narrowest) if show and i else 0.0
+        _label_fraction(drawn_labels(p.rows), font_size, narrowest) if show and i else 0.0
         for i, (p, show) in enumerate(zip(panels, shown, strict=True))
     ]
     n = len(panels)
@@ -107,12 +117,13 @@ def panels_a_row(panels: list[Panel], style: Style = Style()) -> int:
         return len(panels)
     # a panel's row labels (as drawn, "it ·11", not as escaped), where its rows differ from its left neighbour's
     own = [row_label_px([f"{r} ·{len(p.rows)}" for r in p.rows], font) for p in panels]
+    bar = 10 if style.phone and not any(p.signed or p.own_scale for p in panels) else bar_px(font)  # side_by_side's
     for k in range(len(panels), 1, -1):
         labels = max(
             sum(own[i] for i in range(r, min(r + k, len(panels))) if i == r or panels[i].rows != panels[i - 1].rows)
             for r in range(0, len(panels), k)
         )
-        cells = (main_px(style) - bar_px(font) - labels - font - 10 - 20 * (k - 1)) / k  # "query" too
+        cells = (main_px(style) - bar - labels - font - 10 - 20 * (k - 1)) / k  # "query" too
         if cells >= labels_fit(keys, font):
             return k
     return 1
@@ -135,8 +146,9 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     ]
     zmax = float(max((m.max() for m in plain if m.size), default=1.0))
     font, per_row = style.font_size, panels_a_row(panels, style)
-    left = row_label_px(display_labels(panels[0].rows), font) + font + 10  # the first panel's row labels, "query"
-    plot_w = main_px(style) - bar_px(font) - left
+    left = row_label_px(drawn_labels(panels[0].rows), font) + font + 10  # the first panel's row labels, "query"
+    across = style.phone and not any(p.signed or p.own_scale for p in panels)  # one colour bar: across the top
+    plot_w = main_px(style) - (10 if across else bar_px(font)) - left
     narrowest = plot_w if style.phone else NARROWEST_PX  # a phone's figure is as wide as its column, no wider
     n_rows = math.ceil(len(panels) / per_row)
     domains = []  # a short last row keeps the others' widths: filled out with copies of its last panel
@@ -150,7 +162,7 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     title_px = lines * (font + 6) + 6
     labelled = [len(p.rows) for p in panels if len(p.rows) <= EVERY_LABEL]
     side = max(labels_fit(max(labelled, default=0), font), 300 if style.projector else 240)  # a panel's cells
-    longest = max((len(c) for p in panels if len(p.cols) <= EVERY_LABEL for c in display_labels(p.cols)), default=0)
+    longest = max((len(c) for p in panels if len(p.cols) <= EVERY_LABEL for c in drawn_labels(p.cols)), default=0)
     below = 0.87 * CHAR * font * longest + 6 + font + 16  # turned key labels (sin 60°) and the "key" title
     plot_h = n_rows * side + (n_rows - 1) * (below + title_px)
     for i, (p, (x0, x1, show_rows)) in enumerate(zip(panels, domains, strict=True)):
@@ -188,6 +200,30 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     # Streamlit's theme, and a figure drawn without it (theme=None, for our fonts) had its labels cut at both edges.
     margin = {"t": top, "l": round(left), "b": round(below) + 10}
     fig.update_layout(plot_bgcolor=MASKED_COLOUR, height=round(height + top), margin=margin)
+    return _bar_on_top(fig, style, top, bool(title)) if across else fig
+
+
+def _bar_on_top(fig: go.Figure, style: Style, top: int, titled: bool) -> go.Figure:
+    """A phone's one colour bar across the figure's top (the figure's title above it, the panels' titles below), not
+    down its right side, where it took bar_px of the 358 px the panels share (as layout.bar_across lays a map's)."""
+    above = title_px(style.font_size + 4, 1) if titled else 0
+    height = int(fig.layout.height) + above + BAR_ACROSS_PX
+    fig.update_layout(
+        title=title_top(style.font_size + 4) if titled else None,
+        height=height,
+        margin={"t": top + above + BAR_ACROSS_PX},
+        coloraxis_colorbar={
+            "orientation": "h",
+            "thickness": 10,
+            "len": 0.9,
+            "x": 0.0,
+            "xanchor": "left",
+            "y": 1 - (above + 6) / height,
+            "yref": "container",
+            "yanchor": "top",
+            "title": {"side": "right"},
+        },
+    )
     return fig
 
 

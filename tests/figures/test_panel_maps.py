@@ -49,7 +49,8 @@ def test_side_by_side_panels_keep_their_row_labels_in_their_own_space():
     x1, x2, x3 = (fig.layout[f"xaxis{s}"].domain for s in ("", "2", "3"))
     y1, y2, y3 = (fig.layout[f"yaxis{s}"].showticklabels for s in ("", "2", "3"))
     assert y1 and y2 and not y3  # the cross panel shares the masked panel's rows, so it shares its labels
-    label_width = panel_maps._label_fraction([x for x in display_labels(tgt)], 12)
+    label_width = panel_maps._label_fraction(panel_maps.drawn_labels(tgt), 12)  # "<s> ·1" as drawn, not "&lt;s&gt;"
+    assert panel_maps.drawn_labels(tgt)[0] == "<s> ·1" and display_labels(tgt)[0] == "&lt;s&gt; ·1"
     assert x2[0] - x1[1] >= label_width + panel_maps.PANEL_GAP - 1e-9  # room for panel 2's own labels
     assert abs((x3[0] - x2[1]) - panel_maps.PANEL_GAP) < 1e-9  # no room needed before panel 3
     assert all(0 <= a < b <= 1 for a, b in (x1, x2, x3))
@@ -97,7 +98,9 @@ def test_side_by_side_panels_stand_in_rows_that_leave_every_key_its_label_and_tw
 def test_a_phones_panels_are_laid_out_for_its_column():
     """The date model's three maps of a short date ("5/6/21": 7 source tokens, 11 written): three a row on a laptop,
     one a row on a phone's 358 px column, where three a row put the written tokens' labels on the map to their left
-    (the readability visit's phone check), and each title wrapped for the phone's width."""
+    (the readability visit's phone check), and each title wrapped for the phone's width. Its one colour bar lies
+    across the top, and the rows' labels take their room as drawn ("</s> ·7", not "&lt;/s&gt; ·7"): measured escaped,
+    with the bar down the side, the date model's maps had 126 of the column's 358 px."""
     src, tgt = tuple("5/6/21") + ("</s>",), ("<s>", *"2020-06-05")
     panels = [
         panel_maps.Panel("encoder self-attention\nlayer 2, head 1", np.full((7, 7), 1 / 7), src, src),
@@ -109,7 +112,9 @@ def test_a_phones_panels_are_laid_out_for_its_column():
     assert panel_maps.panels_a_row(panels, phone) == 1
     fig = panel_maps.side_by_side(panels, style=phone)
     assert len({tuple(fig.layout[f"yaxis{s}"].domain) for s in ("", "2", "3")}) == 3  # three rows
-    plot_px = layout.PHONE_WIDTH - fig.layout.margin.l - layout.bar_px(phone.font_size)
+    assert fig.layout.coloraxis.colorbar.orientation == "h" and fig.layout.margin.t > layout.BAR_ACROSS_PX
+    plot_px = layout.PHONE_WIDTH - fig.layout.margin.l - 10
+    assert plot_px >= 0.7 * layout.PHONE_WIDTH, plot_px  # the maps, not their labels and bar, take the column
     for a in fig.layout.annotations:  # each title's longest line fits over its map
         longest = max(len(line) for line in a.text.split("<br>"))
         assert panel_maps.CHAR_EM * (phone.font_size + 1) * longest <= plot_px, a.text
