@@ -117,7 +117,7 @@ def panels_a_row(panels: list[Panel], style: Style = Style()) -> int:
         return len(panels)
     # a panel's row labels (as drawn, "it ·11", not as escaped), where its rows differ from its left neighbour's
     own = [row_label_px([f"{r} ·{len(p.rows)}" for r in p.rows], font) for p in panels]
-    bar = 10 if style.phone and not any(p.signed or p.own_scale for p in panels) else bar_px(font)  # side_by_side's
+    bar = 10 if style.phone else bar_px(font)  # a phone's colour bars lie across the top (side_by_side)
     for k in range(len(panels), 1, -1):
         labels = max(
             sum(own[i] for i in range(r, min(r + k, len(panels))) if i == r or panels[i].rows != panels[i - 1].rows)
@@ -147,8 +147,8 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     zmax = float(max((m.max() for m in plain if m.size), default=1.0))
     font, per_row = style.font_size, panels_a_row(panels, style)
     left = row_label_px(drawn_labels(panels[0].rows), font) + font + 10  # the first panel's row labels, "query"
-    across = style.phone and not any(p.signed or p.own_scale for p in panels)  # one colour bar: across the top
-    plot_w = main_px(style) - (10 if across else bar_px(font)) - left
+    scales = 2 if any(p.signed or p.own_scale for p in panels) else 1
+    plot_w = main_px(style) - (10 if style.phone else bar_px(font)) - left  # a phone's bars: across the top
     narrowest = plot_w if style.phone else NARROWEST_PX  # a phone's figure is as wide as its column, no wider
     n_rows = math.ceil(len(panels) / per_row)
     domains = []  # a short last row keeps the others' widths: filled out with copies of its last panel
@@ -200,30 +200,36 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     # Streamlit's theme, and a figure drawn without it (theme=None, for our fonts) had its labels cut at both edges.
     margin = {"t": top, "l": round(left), "b": round(below) + 10}
     fig.update_layout(plot_bgcolor=MASKED_COLOUR, height=round(height + top), margin=margin)
-    return _bar_on_top(fig, style, top, bool(title)) if across else fig
+    return _bar_on_top(fig, style, top, bool(title), scales) if style.phone else fig
 
 
-def _bar_on_top(fig: go.Figure, style: Style, top: int, titled: bool) -> go.Figure:
-    """A phone's one colour bar across the figure's top (the figure's title above it, the panels' titles below), not
-    down its right side, where it took bar_px of the 358 px the panels share (as layout.bar_across lays a map's)."""
+def _bar_on_top(fig: go.Figure, style: Style, top: int, titled: bool, scales: int) -> go.Figure:
+    """A phone's colour bars across the figure's top, the second scale's (a difference's) under the first (the
+    figure's title above them, the panels' titles below), not down its right side, where they took bar_px of the
+    358 px the panels share (as layout.bar_across lays a map's)."""
     above = title_px(style.font_size + 4, 1) if titled else 0
-    height = int(fig.layout.height) + above + BAR_ACROSS_PX
+    height = int(fig.layout.height) + above + scales * BAR_ACROSS_PX
     fig.update_layout(
         title=title_top(style.font_size + 4) if titled else None,
         height=height,
-        margin={"t": top + above + BAR_ACROSS_PX},
-        coloraxis_colorbar={
-            "orientation": "h",
-            "thickness": 10,
-            "len": 0.9,
-            "x": 0.0,
-            "xanchor": "left",
-            "y": 1 - (above + 6) / height,
-            "yref": "container",
-            "yanchor": "top",
-            "title": {"side": "right"},
-        },
+        margin={"t": top + above + scales * BAR_ACROSS_PX},
     )
+    for k, axis in enumerate(("coloraxis", "coloraxis2")[:scales]):
+        fig.update_layout(
+            {
+                f"{axis}_colorbar": {
+                    "orientation": "h",
+                    "thickness": 10,
+                    "len": 0.9,
+                    "x": 0.0,
+                    "xanchor": "left",
+                    "y": 1 - (above + 6 + k * BAR_ACROSS_PX) / height,
+                    "yref": "container",
+                    "yanchor": "top",
+                    "title": {"side": "right"},
+                }
+            }
+        )
     return fig
 
 

@@ -260,6 +260,22 @@ UNDER_JS = r"""() => {
   }
   return out;
 }"""
+# A phone's maps as wide as they are drawn: each heatmap of four keys or more at least 45% of its figure's width (the
+# column's 358 px). The date model's three maps on Compare were 126 px, BERT's rollout pair 138: their rows' labels
+# were measured escaped ("&lt;/s&gt;") and the colour bar stood down the side.
+THIN_JS = r"""() => {
+  const out = [];
+  for (const gd of document.querySelectorAll('[data-testid=stMain] .js-plotly-plot')) {
+    const fig = gd.getBoundingClientRect(), data = gd._fullData || [];
+    const maps = data.filter(t => t.type === 'heatmap');  // in the order their images are drawn
+    gd.querySelectorAll('.heatmaplayer .hm image').forEach((img, i) => {
+      const w = img.getBoundingClientRect().width, t = maps[i] || {};
+      if (((t.z || [])[0] || []).length >= 4 && w > 0 && w < 0.45 * fig.width)
+        out.push(`${(t.name || '').slice(0, 30)}: ${Math.round(w)} px of the figure's ${Math.round(fig.width)}`);
+    });
+  }
+  return out;
+}"""
 PHONE = {"width": 390, "height": 844}
 # A laptop's browser window not at full width (a half of a 1920 px screen and a bit): the main column is 660 px, less
 # than the 820 px a figure is laid out for. Positions' three learned maps had their titles cut at both ends there,
@@ -415,8 +431,8 @@ def _phone_visible(browser, url: str, clicks: tuple, drawn: str | None, maps: bo
         pg.goto(url)
         _draw(pg, clicks, drawn, maps, sockets)
         cells = pg.evaluate(CELLS_JS)  # a head grid's words in its cells: a phone's 12 heads ran them together
-        crowded = pg.evaluate(READABLE_JS)["crowded"]
-        return pg.evaluate(VISIBLE_JS) + crowded + cells["over"] + cells["faint"] + cells["apart"]
+        crowded, thin = pg.evaluate(READABLE_JS)["crowded"], pg.evaluate(THIN_JS)
+        return pg.evaluate(VISIBLE_JS) + crowded + cells["over"] + cells["faint"] + cells["apart"] + thin
     finally:
         pg.close()
 
@@ -427,7 +443,7 @@ def _check_readable(path: str, plain: dict, big: dict, maps: bool) -> None:
     a 1000x800 window, a projector's 1920x1080, a 390x844 phone), the projector's tick labels are at least 1.5x, and the
     words a heatmap writes in its cells stay in their cells (1280x800, projector), stand from their cell's colour by
     4.5:1 or more (WCAG's least for small text), and are 16 px or more on a projector; such a grid's head and layer
-    names stand next to its cells (within 24 px; a phone's too)."""
+    names stand next to its cells (within 24 px; a phone's too); a phone's maps are not thin strips (THIN_JS)."""
     assert plain["phone"] == [], (path, "phone", plain["phone"])
     assert plain["narrow"] == [], (path, "narrow", plain["narrow"])
     for mode, got in (("plain", plain), ("projector", big)):

@@ -83,6 +83,11 @@ def test_side_by_side_panels_stand_in_rows_that_leave_every_key_its_label_and_tw
         assert titles == pytest.approx([y[1] for y in ys])  # each panel's title sits on its own row's top
         bars = fig.layout.coloraxis.colorbar, fig.layout.coloraxis2.colorbar
         assert bars[0].y - bars[0].len >= bars[1].y + bars[1].len - 1e-9  # the weight bar over the difference's
+    phone = panel_maps.side_by_side(panels, style=interactive.Style(phone=True))  # both bars across its top
+    bars = phone.layout.coloraxis.colorbar, phone.layout.coloraxis2.colorbar
+    assert [b.orientation for b in bars] == ["h", "h"] and bars[0].y > bars[1].y  # weight, then the difference
+    assert (bars[0].y - bars[1].y) * phone.layout.height >= layout.BAR_ACROSS_PX - 1e-6  # apart, not overlapping
+    assert phone.layout.margin.t >= 2 * layout.BAR_ACROSS_PX
     keys = tuple(f"k{i}" for i in range(40))  # one panel of 40 keys on a projector: no layout gives each its line
     alone = panel_maps.side_by_side(
         [panel_maps.Panel("steps", np.full((3, 40), 1 / 40), ("a", "b", "c"), keys)],
