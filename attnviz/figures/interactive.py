@@ -33,6 +33,7 @@ from attnviz.figures.layout import (
     PROJECTOR_SCREEN_PX,
     bar_across,
     bar_px,
+    drawn_chars,
     labels_fit,
     main_px,
     ordinal,
@@ -178,7 +179,7 @@ def maps_grid(
     # A phone's grid is one map a row, laid out for its narrow column: maps side by side there put each map's row
     # labels over the map to its left.
     width, asked = (PHONE_WIDTH, 1) if style.phone else (GRID_WIDTH, columns)
-    row_px = CHAR * font * max((len(y) for y in ys), default=0) + 6  # a map's row labels
+    row_px = CHAR * font * drawn_chars(ys) + 6  # a map's row labels
     labelled = n_tok <= EVERY_LABEL and labels_fit(n_tok, font) <= width - row_px
     geometry = functools.partial(_grid_geometry, n, asked, xs, ys, font, width=width)
     columns, n_rows, side, left_px, below_px = geometry(labelled, style.projector)
@@ -222,8 +223,8 @@ def _grid_geometry(n: int, columns: int, xs, ys, font: int, labelled: bool, proj
     """A grid of n maps' columns, rows, map side and label room (left, below) in px, laid out `width` px wide: as many
     maps a row as leave each token a label's line where labelled, else the columns asked; a projector's unlabelled
     grid no taller than one screen (PROJECTOR_SCREEN_PX)."""
-    left_px = CHAR * font * max((len(y) for y in ys), default=0) + 6 if labelled else 0
-    below_px = 0.87 * CHAR * font * max((len(x) for x in xs), default=0) + 6 if labelled else 0  # turned 60°
+    left_px = CHAR * font * drawn_chars(ys) + 6 if labelled else 0
+    below_px = 0.87 * CHAR * font * drawn_chars(xs) + 6 if labelled else 0  # turned 60°
     if labelled:  # as many maps a row as leave each token a label's line
         side_needed = labels_fit(max(len(xs), len(ys)), font)
         columns = max(1, min(columns, int((width - left_px) // (side_needed + left_px + 10))))
@@ -263,8 +264,8 @@ def head_map(
     side = min(1400 if style.projector else 900, max(420, row_px * len(ys) + 160))
     # Room for the labels and the axis titles outside the map, measured here as maps_grid does (the margins were
     # 10 px: the row labels were cut to their last character and the query title lay over the map).
-    left = (CHAR * font * max((len(y) for y in ys), default=0) + 6 if y_said else 0) + font + 14
-    below = (0.87 * CHAR * font * max((len(x) for x in xs), default=0) + 6 if x_said else 0) + font + 14
+    left = (CHAR * font * drawn_chars(ys) + 6 if y_said else 0) + font + 14
+    below = (0.87 * CHAR * font * drawn_chars(xs) + 6 if x_said else 0) + font + 14
     # Each token a label's line where the map gives it one, else every k-th and the title says so: the map is the
     # main column less its row labels and colour bar (a phone's 16 keys had 8.6 px each for 12 px labels, which ran
     # together), its rows the figure's height less the title's room. A projector's column is the 1920x1080 screen's
@@ -416,7 +417,7 @@ def matrix(
     font = style.font_size
     height = round(height * (1.5 if style.projector else 1))  # a projector's map grows with its labels
     if rows is not None and len(rows) <= EVERY_LABEL:  # a line for each row's label, above the columns' labels
-        below = 0.87 * CHAR * font * max(len(c) for c in cols) + 6 if cols and len(cols) <= EVERY_LABEL else 0
+        below = 0.87 * CHAR * font * drawn_chars(cols) + 6 if cols and len(cols) <= EVERY_LABEL else 0
         height = max(height, round(labels_fit(len(rows), font) + 80 + below))  # turned 60°: sin 60° of its length
     # A title in lines that fit a narrow column (three maps a row on the Masks page): never cut.
     lines = textwrap.wrap(title, max(16, int(0.85 * width / (CHAR * (font + 1))))) or [""]

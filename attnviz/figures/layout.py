@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from html import unescape
 
 import plotly.graph_objects as go
 
@@ -47,11 +48,18 @@ def labels_fit(n_tokens: int, font: int) -> int:
     return n_tokens * (font + 1)
 
 
+def drawn_chars(labels: Sequence[str]) -> int:
+    """The most characters a label of `labels` shows as drawn: escaped for plotly ("&lt;/s&gt; ·26", tokens.
+    display_labels), it is "</s> ·26" on the screen. Measured escaped, the date model's rows took 132 of a phone's
+    358 px (panel_maps)."""
+    return max((len(unescape(x)) for x in labels), default=0)
+
+
 def row_label_px(rows: Sequence[str] | None, font: int) -> float:
     """Pixels a map's row labels take on its left (none past EVERY_LABEL rows: they are not drawn)."""
     if not rows or len(rows) > EVERY_LABEL:
         return 0.0
-    return CHAR * font * max(len(r) for r in rows) + 6
+    return CHAR * font * drawn_chars(rows) + 6
 
 
 def bar_px(font: int) -> float:

@@ -7,7 +7,6 @@ import math
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
-from html import unescape
 
 import numpy as np
 import plotly.graph_objects as go
@@ -20,6 +19,7 @@ from attnviz.figures.layout import (
     EVERY_LABEL,
     EVERY_TICK,
     bar_px,
+    drawn_chars,
     labels_fit,
     main_px,
     row_label_px,
@@ -70,15 +70,9 @@ def steps_panel(steps: np.ndarray, rows: tuple[str, ...], cols: tuple[str, ...],
     return Panel(title, steps, rows, cols, masked=future, numbered_rows=True)
 
 
-def drawn_labels(tokens: Sequence[str]) -> list[str]:
-    """An axis's labels as the browser draws them ("</s> ·26"), to measure: display_labels escapes them for plotly
-    ("&lt;/s&gt; ·26"), and measured so the date model's rows took 132 px of a phone's 358, its maps 126 px."""
-    return [unescape(label) for label in display_labels(tokens)]
-
-
 def _label_fraction(labels: Sequence[str], font_size: int, narrowest: float = NARROWEST_PX) -> float:
     """The width of a column of tick labels, as a fraction of the narrowest figure (`narrowest` px)."""
-    longest = max((len(x) for x in labels), default=0)
+    longest = drawn_chars(labels)
     return (CHAR_EM * font_size * longest + 14) / narrowest
 
 
@@ -96,7 +90,7 @@ def _panel_domains(
     its own labels, and room for them; one with the same rows shares its neighbour's."""
     shown = [i == 0 or p.rows != panels[i - 1].rows for i, p in enumerate(panels)]
     gutters = [
-        _label_fraction(drawn_labels(p.rows), font_size, narrowest) if show and i else 0.0
+        _label_fraction(display_labels(p.rows), font_size, narrowest) if show and i else 0.0
         for i, (p, show) in enumerate(zip(panels, shown, strict=True))
     ]
     n = len(panels)
@@ -146,7 +140,7 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     ]
     zmax = float(max((m.max() for m in plain if m.size), default=1.0))
     font, per_row = style.font_size, panels_a_row(panels, style)
-    left = row_label_px(drawn_labels(panels[0].rows), font) + font + 10  # the first panel's row labels, "query"
+    left = row_label_px(display_labels(panels[0].rows), font) + font + 10  # the first panel's row labels, "query"
     scales = 2 if any(p.signed or p.own_scale for p in panels) else 1
     plot_w = main_px(style) - (10 if style.phone else bar_px(font)) - left  # a phone's bars: across the top
     narrowest = plot_w if style.phone else NARROWEST_PX  # a phone's figure is as wide as its column, no wider
@@ -162,7 +156,7 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     title_px = lines * (font + 6) + 6
     labelled = [len(p.rows) for p in panels if len(p.rows) <= EVERY_LABEL]
     side = max(labels_fit(max(labelled, default=0), font), 300 if style.projector else 240)  # a panel's cells
-    longest = max((len(c) for p in panels if len(p.cols) <= EVERY_LABEL for c in drawn_labels(p.cols)), default=0)
+    longest = max((drawn_chars(display_labels(p.cols)) for p in panels if len(p.cols) <= EVERY_LABEL), default=0)
     below = 0.87 * CHAR * font * longest + 6 + font + 16  # turned key labels (sin 60°) and the "key" title
     plot_h = n_rows * side + (n_rows - 1) * (below + title_px)
     for i, (p, (x0, x1, show_rows)) in enumerate(zip(panels, domains, strict=True)):

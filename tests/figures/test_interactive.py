@@ -36,6 +36,10 @@ def test_labels_are_escaped_and_unique():
     r = AttentionResult(torch.full((1, 1, 4, 4), 0.25), toks, toks, "self", "m")
     d = interactive.head_map(r, 0, 0).data[0]
     assert len(set(d.x)) == 4 and "&lt;script&gt; ·1" in d.x and not any("<" in x for x in d.x)
+    # ... and measured as the browser draws them ("<script> ·1", 11 characters): not as escaped (19), which took a
+    # phone's row labels 132 of its 358 px on the date model's maps
+    assert layout.drawn_chars(d.y) == len("<script> ·1")
+    assert layout.row_label_px(d.y, 12) == layout.row_label_px(["<script> ·1"], 12) < layout.CHAR * 12 * 19
 
 
 def test_large_inputs_are_pooled_and_stay_small():

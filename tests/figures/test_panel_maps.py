@@ -49,8 +49,8 @@ def test_side_by_side_panels_keep_their_row_labels_in_their_own_space():
     x1, x2, x3 = (fig.layout[f"xaxis{s}"].domain for s in ("", "2", "3"))
     y1, y2, y3 = (fig.layout[f"yaxis{s}"].showticklabels for s in ("", "2", "3"))
     assert y1 and y2 and not y3  # the cross panel shares the masked panel's rows, so it shares its labels
-    label_width = panel_maps._label_fraction(panel_maps.drawn_labels(tgt), 12)  # "<s> ·1" as drawn, not "&lt;s&gt;"
-    assert panel_maps.drawn_labels(tgt)[0] == "<s> ·1" and display_labels(tgt)[0] == "&lt;s&gt; ·1"
+    label_width = panel_maps._label_fraction(display_labels(tgt), 12)  # measured as drawn: "<s> ·1", not "&lt;s&gt;"
+    assert display_labels(tgt)[0] == "&lt;s&gt; ·1" and layout.drawn_chars(display_labels(tgt)) == len("<s> ·1")
     assert x2[0] - x1[1] >= label_width + panel_maps.PANEL_GAP - 1e-9  # room for panel 2's own labels
     assert abs((x3[0] - x2[1]) - panel_maps.PANEL_GAP) < 1e-9  # no room needed before panel 3
     assert all(0 <= a < b <= 1 for a, b in (x1, x2, x3))
