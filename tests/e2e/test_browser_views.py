@@ -9,7 +9,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from browsing import FIRST_X_JS, HEATMAPS_JS, RESIZED_JS, SLOW_BROWSER, VISIBLE_JS, _type, _wait_for_token
+from browsing import (
+    FIRST_X_JS,
+    HEATMAPS_JS,
+    NAMES_JS,
+    PHONE,
+    PHONE_AGENT,
+    RESIZED_JS,
+    SLOW_BROWSER,
+    VISIBLE_JS,
+    _type,
+    _wait_for_token,
+)
 from conftest import ROOT, SENTENCE
 
 from harness.server import IDLE_JS, SETTLED_JS, free_port, start_server
@@ -187,6 +198,7 @@ def test_a_long_text_pasted_in_chromium_draws_pooled_maps_an_exact_window_and_th
         pg.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=120_000)
         assert pg.locator(".js-plotly-plot").count() >= 1
         assert pg.locator("[data-testid=stException]").count() == 0
+        assert pg.evaluate(NAMES_JS) == []  # the heads' and layers' names next to the tiles (SmolLM2's 30 x 9)
         pg.get_by_role("link", name="Model overview").first.click()  # statistics for every head of the long text
         pg.wait_for_selector("text=Rollout and flow multiply every layer", timeout=120_000)
         assert pg.locator(".js-plotly-plot").count() >= 1  # the layer x head grid of a statistic
@@ -272,6 +284,25 @@ def test_the_heads_page_labels_every_token_on_every_map(browser, server):
                 pg.set_viewport_size({"width": 1280, "height": 800})
     finally:
         pg.close()
+
+
+def test_the_overview_of_every_head_names_its_tiles_where_they_stand(browser, server):
+    """The Heads page's Overview (every layer x head as a small map, tiled): the heads' and layers' names next to the
+    tiles, at 1280x800 and on a phone. Its height was fixed at 70 px a layer: BERT's 6 x 12 tiles filled 333 of a
+    laptop's 438 px, the heads' names 69 px under them; on a phone the tiles were 108 px tall in 428."""
+    laptop = browser.new_page(viewport={"width": 1280, "height": 800})
+    phone = browser.shared_page(viewport=PHONE, user_agent=PHONE_AGENT, is_mobile=True, has_touch=True)
+    try:
+        for pg in (laptop, phone):
+            pg.goto(f"{server}/?view=Overview")
+            pg.wait_for_selector("[data-testid=stMain] .js-plotly-plot .hm image", timeout=90_000)
+            pg.wait_for_function(SETTLED_JS, polling=250, timeout=90_000)
+            assert pg.evaluate(NAMES_JS) == [] and pg.evaluate(VISIBLE_JS) == []
+            ticks = pg.evaluate("() => [...document.querySelectorAll('g.xtick text')].map(t => t.textContent)")
+            assert ticks == [f"H{h}" for h in range(1, 13)], ticks  # BERT's 12 heads, each named
+    finally:
+        laptop.close()
+        phone.close()
 
 
 def test_a_link_to_a_head_opens_the_heads_page_in_the_packaged_app(browser, server):

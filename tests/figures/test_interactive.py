@@ -62,6 +62,16 @@ def test_overview_is_one_tiled_heatmap():
     assert np.allclose(z[9:17, 18:26], r.weights[1, 2].numpy())  # layer 2, head 3
     assert np.isnan(z[8]).all()  # the gap between layers
     assert list(fig.layout.xaxis.ticktext) == ["H1", "H2", "H3", "H4"]
+    # square cells kept to the axes' domains (the names follow the tiles), the figure as tall as the tiles at the
+    # column's width, no taller than 70 px a layer: 3 x 4 tiles of 8 tokens (26 x 35 cells) would be 510 px tall at
+    # a laptop's 686 px, so 210; BERT's 6 x 12 of 16 (101 x 203 cells) 341 px, under 420
+    assert fig.layout.yaxis.scaleanchor == "x" and fig.layout.xaxis.constrain == fig.layout.yaxis.constrain == "domain"
+    plot_w = layout.main_px(interactive.Style()) - 20 - 4 * 12 - layout.bar_px(12)
+    assert fig.layout.height == 70 * 3 + 70 + 24
+    bert = interactive.overview(_random_result(l=6, h=12, t=16))
+    assert bert.layout.height == round(plot_w * 101 / 203) + 70 + 24 < 70 * 6 + 70 + 24
+    phone = interactive.overview(r, style=interactive.Style(phone=True))
+    assert phone.layout.coloraxis.colorbar.orientation == "h"  # across its top, not down the 358 px column's side
 
 
 def test_projector_style_is_larger():
