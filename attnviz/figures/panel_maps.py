@@ -33,6 +33,9 @@ from attnviz.figures.style import MASKED_COLOUR, Style
 from attnviz.result import AttentionResult
 from attnviz.tokens import display_labels
 
+# Streamlit's theme pads a plot's area by 8 px (its layout's margin.pad), which the grey of the plot's ground fills: a
+# frame around each map. A panel's title stands that far over its map, not on the frame.
+FRAME_PX = 8
 NARROWEST_PX = 600  # the narrowest a figure is drawn, but on a phone (its plot area is then the measure)
 PANEL_GAP = 0.04
 CHAR_EM = 0.62  # the width of an average character, in font sizes
@@ -153,7 +156,7 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
         _wrap_title(p.title, x1 - x0, font + 1, narrowest) for p, (x0, x1, _) in zip(panels, domains, strict=True)
     ]
     lines = max(h.count("<br>") + 1 for h in headings)
-    title_px = lines * (font + 6) + 6
+    title_px = lines * (font + 6) + 6 + FRAME_PX
     labelled = [len(p.rows) for p in panels if len(p.rows) <= EVERY_LABEL]
     side = max(labels_fit(max(labelled, default=0), font), 300 if style.projector else 240)  # a panel's cells
     longest = max((drawn_chars(display_labels(p.cols)) for p in panels if len(p.cols) <= EVERY_LABEL), default=0)
@@ -179,12 +182,14 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
             "title": {"text": query if i % per_row == 0 else ""},  # the first panel of each row
             **(EVERY_TICK if len(p.rows) <= EVERY_LABEL else {}),
         }
-        layout["annotations"].append(title_over(headings[i], (x0 + x1) / 2, y1, font={"size": font + 1}))
+        layout["annotations"].append(
+            title_over(headings[i], (x0 + x1) / 2, y1, font={"size": font + 1}, yshift=FRAME_PX)
+        )
         traces.append(_panel_trace(p, sx))
     fig = go.Figure(data=traces, layout=layout)
     fig = style_layout(fig, style, zmax, title)
     _second_scale(fig, panels, style)
-    top = 40 + lines * (font + 6)
+    top = 40 + lines * (font + 6) + FRAME_PX
     height: float
     if n_rows == 1:
         height = max(480 if not style.projector else 600, labels_fit(max(labelled, default=0), font) + 200) - 90
