@@ -34,6 +34,7 @@ from attnviz.figures.layout import (
     bar_across,
     bar_px,
     drawn_chars,
+    frame_px,
     labels_fit,
     main_px,
     ordinal,
@@ -373,6 +374,22 @@ def _columns_px(width: int, rows, row_ticks, font: int) -> float:
     return width - left - bar_px(font)
 
 
+def _square(fig: go.Figure, width: int, rows: list[str] | None, font: int, below: float) -> tuple[int, int]:
+    """A matrix's plot as tall as wide: its side (the column less the rows' labels and their rule, the colour bar
+    with its title down its side, the margins) and the figure's height for it (the side, the columns' labels and
+    their rule, the title's line). Plotly then keeps the cells square whatever the column's true width, the map at
+    the top and left of its plot area, and the colour bar as long as the side estimated, from the map's top."""
+    n = len(rows) if rows is not None else 0
+    side = width - 20 - row_label_px(rows, font) - bar_px(font)  # the bar's title down its right side
+    thinned = n * (font + 1) > side  # labelled every k-th: a rule under the columns, one beside the rows
+    side = int(side - (font + 8 if thinned else 0))
+    fig.update_xaxes(constrain="domain", constraintoward="left")
+    fig.update_yaxes(scaleanchor="x", constrain="domain", constraintoward="top")
+    # over the bar, its title pushed the bar below the map by its own height, and took its words' width beside it
+    fig.update_traces(colorbar={"lenmode": "pixels", "len": side, "y": 1.0, "yanchor": "top", "title_side": "right"})
+    return side, round(side + below + (font + 8 if thinned else 0) + title_px(font + 1, 1) + 10)
+
+
 def matrix(
     m: np.ndarray,
     title: str,
@@ -387,6 +404,7 @@ def matrix(
     unit: str | None = None,
     row_ticks: tuple[list[str], list[str], str] | None = None,
     width: int | None = None,
+    square: bool = False,
 ) -> go.Figure:
     """Any matrix of the computation (X, Q, scores, ...): signed values on a diverging scale around 0, with a colour
     bar titled `unit` (default: "weight" unsigned, "value" signed).
@@ -396,6 +414,9 @@ def matrix(
     `row_ticks`: (the rows labelled, their labels, the rule in words) where rows are too many to label each.
     `width`: the px of the page's column the map stands in (default COLUMN_PX: three a row); its row labels and
     colour bar take their share, and a token axis is labelled every token where the rest gives each a line.
+    `square`: positions against positions (PE(i)·PE(j), a cosine): cells as tall as wide, both axes labelled every
+    k-th where a cell is thinner than a label's line (a line a row drew the Positions page's 64 x 64 cosine 4.4 times
+    taller than wide, its diagonals steep).
     """
     width = min(width or COLUMN_PX, main_px(style))  # never wider than the page's main column (a phone's: 358 px)
     m = np.asarray(m, dtype=np.float32)
@@ -424,13 +445,17 @@ def matrix(
         )
     )
     font = style.font_size
+    cols_px = _columns_px(width, rows, row_ticks, font)
+    below = 0.87 * CHAR * font * drawn_chars(cols) + 6 if cols and len(cols) <= EVERY_LABEL else 0  # turned 60°
     height = round(height * (1.5 if style.projector else 1))  # a projector's map grows with its labels
-    if rows is not None and len(rows) <= EVERY_LABEL:  # a line for each row's label, above the columns' labels
-        below = 0.87 * CHAR * font * drawn_chars(cols) + 6 if cols and len(cols) <= EVERY_LABEL else 0
+    if square:
+        cols_px, height = _square(fig, width, rows, font, below)
+    elif rows is not None and len(rows) <= EVERY_LABEL:  # a line for each row's label, above the columns' labels
         height = max(height, round(labels_fit(len(rows), font) + 80 + below))  # turned 60°: sin 60° of its length
     # A title in lines that fit a narrow column (three maps a row on the Masks page): never cut.
     lines = textwrap.wrap(title, max(16, int(0.85 * width / (CHAR * (font + 1))))) or [""]
-    _label_axes(fig, rows, cols, height - 60, _columns_px(width, rows, row_ticks, font), font)
+    _label_axes(fig, rows, cols, cols_px if square else height - 60, cols_px, font)
+    top = title_px(font + 1, len(lines)) + frame_px(style)  # the title's lines over the map's grey frame
     if row_ticks is not None:
         fig.update_yaxes(
             showticklabels=True,
@@ -444,9 +469,9 @@ def matrix(
     return fig.update_layout(
         # the title's top at the figure's top and the map below its last line (plotly centres a title's first line
         # in the margin, so a wrapped title ran down over the map in projector mode)
-        title={"text": html_text("\n".join(lines)), "font": {"size": font + 1}, **title_top(font + 1)},
-        height=height + title_px(font + 1, len(lines)) - title_px(font + 1, 1),  # the map keeps its height
-        margin={"l": 10, "r": 10, "t": title_px(font + 1, len(lines)), "b": 10},
+        title={"text": html_text("\n".join(lines)), "font": {"size": font + 1}, **title_top(font + 1, len(lines))},
+        height=height + top - title_px(font + 1, 1),  # the map keeps its height
+        margin={"l": 10, "r": 10, "t": top, "b": 10},
         font={"size": font},
         plot_bgcolor=MASKED_COLOUR,  # masked cells show as grey gaps, not as low values
     )

@@ -117,7 +117,8 @@ READABLE_ONCE = ("compare?date=5/6/21",)  # pages that draw the same whatever th
 # lays it out, inside its figure and its chart element (not cut), off every plot area (not over a map), and no two
 # level tick labels of one axis over each other (turned ones: READABLE_JS's spacing). The one-head map's row labels
 # were cut to their last character and its axis title lay over the map (margins of 10 px) while READABLE_JS, which
-# counts the labels plotly made, passed.
+# counts the labels plotly made, passed. No title stands on a map's grey frame (the theme's pad round the plot area,
+# which the map's ground fills): every one-line title of interactive.matrix did, 14 px deep on a projector.
 VISIBLE_JS = r"""() => {
   const out = [], px = Math.round;
   // a text's box is about 1.33 of its font high; its glyphs about 0.75 of the box
@@ -133,6 +134,11 @@ VISIBLE_JS = r"""() => {
     const areas = Object.values(lay._plots).filter(p => p.xaxis && p.yaxis).map(p => ({
       left: box.left + p.xaxis._offset, right: box.left + p.xaxis._offset + p.xaxis._length,
       top: box.top + p.yaxis._offset, bottom: box.top + p.yaxis._offset + p.yaxis._length}));
+    // a map's grey ground fills the theme's pad round its plot area (margin.pad): a frame no title may stand on
+    const ground = (lay.plot_bgcolor || '').replace(/\s/g, '').toLowerCase();
+    const pad = ['white', '#fff', '#ffffff', 'rgba(0,0,0,0)', 'transparent'].includes(ground) ? 0 : lay.margin.pad || 0;
+    const frames = areas.map(a => ({left: a.left - pad, right: a.right + pad,
+                                    top: a.top - pad, bottom: a.bottom + pad}));
     const el = gd.closest('[data-testid=stPlotlyChart]').getBoundingClientRect();
     const fig = {left: Math.max(box.left, el.left), right: Math.min(box.right, el.right),
                  top: Math.max(box.top, el.top), bottom: Math.min(box.bottom, el.bottom)};
@@ -150,6 +156,9 @@ VISIBLE_JS = r"""() => {
           + `${px(fig.bottom - r.bottom)} px inside)`);
       if (areas.some(a => meet(r, a, 2))) out.push(`over a plot: ${what}`);
     }
+    for (const {t, r} of titles)
+      if (frames.some(a => meet(glyphs(r), a, 0)))
+        out.push(`on a map's frame: ${title} | ${t.textContent.slice(0, 24)}`);
     const level = {};
     for (const t of ticks) if (!t.turned) (level[t.axis] = level[t.axis] || []).push(t);
     for (const ts of Object.values(level))

@@ -196,6 +196,46 @@ def test_every_small_matrix_has_a_colour_bar_a_title_in_lines_and_a_stated_label
     assert list(small.layout.yaxis.tickvals) == list("abcdef") and list(small.layout.xaxis.tickvals) == list("abcdef")
 
 
+def test_positions_against_positions_are_drawn_square_and_labelled_alike_on_both_axes():
+    """The Positions page's PE(i)·PE(j) and cosines: a line a row drew 64 positions 4.4 times taller than wide, its
+    diagonals steep. Square, the plot is as tall as the columns are wide (plotly holds the cells square), both axes
+    labelled every k-th alike, the colour bar as long as the map; the title over the map's grey frame."""
+    rows = [str(i) for i in range(64)]
+    for style in (interactive.Style(), interactive.Style(projector=True), interactive.Style(phone=True)):
+        px = layout.main_px(style) if style.phone else 402
+        fig = interactive.matrix(
+            np.random.rand(64, 64),
+            "learned: cosine(P(i), P(j))",
+            rows=rows,
+            cols=rows,
+            style=style,
+            width=px,
+            square=True,
+        )
+        assert (
+            fig.layout.yaxis.scaleanchor == "x" and fig.layout.xaxis.constrain == fig.layout.yaxis.constrain == "domain"
+        )
+        assert list(fig.layout.xaxis.tickvals) == list(fig.layout.yaxis.tickvals) != rows  # every k-th, alike
+        said = fig.layout.xaxis.title.text
+        assert fig.layout.yaxis.title.text == said and said.startswith("every ") and said.endswith(" labelled")
+        side = fig.data[0].colorbar.len
+        assert fig.data[0].colorbar.lenmode == "pixels" and 0.4 * px < side < px
+        plot_h = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b  # less the columns' labels and rule
+        assert side < plot_h < side + 0.87 * layout.CHAR * style.font_size * 2 + 3 * style.font_size
+        lines = fig.layout.title.text.count("<br>") + 1
+        assert fig.layout.margin.t == layout.title_px(style.font_size + 1, lines) + layout.frame_px(style)
+    tall = interactive.matrix(np.random.rand(64, 64), "m", rows=rows, cols=rows, width=402)  # not square: a line a row
+    assert list(tall.layout.yaxis.tickvals) == rows and tall.layout.yaxis.scaleanchor is None
+
+
+def test_a_title_of_one_line_hangs_from_the_top_as_one_of_several_does():
+    """Plotly sets a one-line title's top 0.3 font sizes over the pad, a wrapped one's first baseline at it (measured
+    in Chromium): one pad for both stood one-line titles 9-14 px lower, on their map's frame."""
+    for font in (13, 21):
+        one, two = layout.title_top(font, 1)["pad"]["t"], layout.title_top(font, 2)["pad"]["t"]
+        assert one - round(0.3 * font) == two - font == 8
+
+
 def test_small_maps_side_by_side_stand_as_many_a_row_as_leave_every_token_its_label():
     """Inside's steps, the Masks page and One head vs many lay their maps out by maps_a_row: each map, in the column
     it gets, labels every one of the default sentence's 16 tokens on both axes; a projector's larger labels put

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import streamlit as st
 
 from attnviz import api, escape
 from attnviz.api import encodings
-from attnviz.figures import export, interactive, lesson_charts
+from attnviz.figures import export, interactive, layout, lesson_charts
 from attnviz.figures.style import Style
 from attnviz.ui import cache, controls, state, widgets
 from attnviz.ui.controls import Inputs
@@ -32,6 +34,28 @@ def _dims(d: int) -> list[str]:
     return [f"d{i + 1}" for i in range(d)]
 
 
+def _pair(name: str, style: Style) -> tuple:
+    """Two figures side by side on a laptop (stacked on a phone, as its columns are); on a projector one under the
+    other, each at the main column's width: side by side, a projector's labels and its colour bar left a square map
+    about 110 px wide."""
+    if style.projector and not style.phone:
+        return st.container(), st.container()
+    a, b = widgets.wide_columns(name, 2)
+    return a, b
+
+
+def _figure_px(style: Style) -> int:
+    """The px a figure of a _pair is laid out for: half the laptop's main column, a projector's or a phone's whole."""
+    main = layout.main_px(style)
+    return main if style.phone or style.projector else (main - layout.COLUMN_GAP) // 2
+
+
+def _square(where, fig, style: Style, key: str) -> None:
+    """A square map at the width it was laid out for (plotly holds its cells square: stretched across a wider column,
+    a 1920x1080 projector's, it stood narrower than its plot, its colour bar far off); a phone's fills its column."""
+    where.plotly_chart(fig, key=key, width="stretch" if style.phone else _figure_px(style))
+
+
 def sinusoidal_section(style: Style) -> None:
     """The PE matrix, PE·PE, predict-then-reveal on relative position, the mean by offset, CSV."""
     a, b = st.columns(2)
@@ -44,19 +68,31 @@ def sinusoidal_section(style: Style) -> None:
     pe = encodings.sinusoidal(n, d)
     sim = encodings.similarity(pe)
     rows = [str(p) for p in range(n)]
-    c1, c2 = widgets.wide_columns("pos-sinusoidal", 2)
+    c1, c2 = _pair("pos-sinusoidal", style)
     c1.plotly_chart(
         interactive.matrix(
-            pe.numpy(), f"PE: {n} positions × {d} dimensions", rows=rows, cols=_dims(d), style=style, height=360
+            pe.numpy(),
+            f"PE: {n} positions × {d} dimensions",
+            rows=rows,
+            cols=_dims(d),
+            style=style,
+            height=360,
+            width=_figure_px(style),
         ),
         key="pos.pe",
     )
-    c2.plotly_chart(
-        interactive.matrix(
-            sim.numpy(), "PE(i)·PE(j)", rows=rows, cols=rows, style=style, signed=False, height=360, unit="dot product"
-        ),
-        key="pos.sim",
+    pe_pe = interactive.matrix(
+        sim.numpy(),
+        "PE(i)·PE(j)",
+        rows=rows,
+        cols=rows,
+        style=style,
+        signed=False,
+        unit="dot product",
+        width=_figure_px(style),
+        square=True,
     )
+    _square(c2, pe_pe, style, "pos.sim")
     guess = widgets.predict(
         "Is PE(10)·PE(12) the same number as PE(30)·PE(32)? (Both pairs are two positions apart.)",
         ["the same", "different"],
@@ -112,7 +148,7 @@ def learned_section(inputs: Inputs, style: Style) -> None:
     rows = [str(p) for p in range(n)]
     learned = encodings.similarity(table[:n], cosine=True)
     sinus = encodings.similarity(encodings.sinusoidal(n, table.shape[1]), cosine=True)
-    c1, c2, c3 = widgets.wide_columns("pos-learned", 3)
+    c1, c2 = _pair("pos-learned", style)  # the table's rows run long: the two cosines, compared, beside it
     shown = table[:n].numpy()
     clip = float(np.percentile(np.abs(shown), 99))  # a few large dimensions would wash the rest out
     name = api.shown_name(eng.name).removeprefix("the ")
@@ -125,21 +161,13 @@ def learned_section(inputs: Inputs, style: Style) -> None:
             style=style,
             height=340,
             bound=clip,
+            width=_figure_px(style),
         ),
         key="pos.table",
     )
-    c2.plotly_chart(
-        interactive.matrix(
-            learned.numpy(), "learned: cosine(P(i), P(j))", rows=rows, cols=rows, style=style, height=340
-        ),
-        key="pos.learned_sim",
-    )
-    c3.plotly_chart(
-        interactive.matrix(
-            sinus.numpy(), f"sinusoidal (d = {table.shape[1]}): cosine", rows=rows, cols=rows, style=style, height=340
-        ),
-        key="pos.sinus_sim",
-    )
+    cosine = partial(interactive.matrix, rows=rows, cols=rows, style=style, width=_figure_px(style), square=True)
+    _square(c2, cosine(learned.numpy(), "learned: cosine(P(i), P(j))"), style, "pos.learned_sim")
+    _square(c2, cosine(sinus.numpy(), f"sinusoidal (d = {table.shape[1]}): cosine"), style, "pos.sinus_sim")
     near = float(np.mean([learned.diagonal(k).mean() for k in (1, 2)]))
     far = float(learned.diagonal(min(n - 1, 40)).mean())
     st.caption(
