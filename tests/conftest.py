@@ -219,6 +219,26 @@ def tiny_long_llama_dir(tmp_path_factory, bundled_tokenizer) -> Path:
     return _save(LlamaForCausalLM(cfg), tmp_path_factory.mktemp("tiny-long-llama"), tokenizer)
 
 
+@pytest.fixture(scope="session")
+def tiny_gpt_oss_dir(tmp_path_factory, bundled_tokenizer) -> Path:
+    """A random gpt-oss: learned sinks set away from zero (each head's rows over the tokens sum to less than 1), a
+    sliding-window layer and a full one."""
+    from transformers import GptOssConfig
+
+    config = GptOssConfig(
+        vocab_size=bundled_tokenizer.vocab_size, hidden_size=48, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=12, intermediate_size=64, num_local_experts=4, num_experts_per_tok=2,
+        max_position_embeddings=256, sliding_window=16, layer_types=["sliding_attention", "full_attention"],
+    )  # fmt: skip
+    torch.manual_seed(7)
+    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    with torch.no_grad():
+        for block in model.model.layers:
+            block.self_attn.sinks.copy_(torch.tensor([-1.0, 0.5, 2.0, 4.0]))
+    tokenizer = AutoTokenizer.from_pretrained(registry.default_model_dir(), model_max_length=256)
+    return _save(model, tmp_path_factory.mktemp("oss"), tokenizer)
+
+
 def eager_reference(folder) -> torch.nn.Module:
     """Hugging Face's own model with transformers' eager attention: nothing of attnviz's on the way (the reference)."""
     model = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager", dtype=torch.float32)

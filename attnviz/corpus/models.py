@@ -53,5 +53,6 @@ def revision(eng: Engine) -> str:
 
 
 def info_of(eng: Engine) -> dict:
-    """What the manifest says of the model as loaded: its kind of attention, device and revision."""
-    return {"kind": eng.kinds[0], "device": eng.device_name, "revision": revision(eng)}
+    """What the manifest says of the model as loaded: its kind of attention, device and revision, and whether its
+    heads have learned sinks (gpt-oss: a share of each row the run's statistics do not measure)."""
+    return {"kind": eng.kinds[0], "device": eng.device_name, "revision": revision(eng), "sinks": bool(eng.sinks)}

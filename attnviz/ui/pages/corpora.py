@@ -194,12 +194,17 @@ def head_grid(run: api.CorpusRun, stat: str, value: str, computed: dict, style) 
     """Every head's value over the corpus, labelled by the Model overview's rule; a click, or the boxes under it,
     picks a head: (layer, head), 0-based."""
     m, texts = run.manifest, run.texts
-    if len(computed) == len(head_stats.NAMES):
-        means = {s: run.grid(s) for s in head_stats.NAMES}
+    labels = [[""] * m["heads"] for _ in range(m["layers"])]  # a head's label needs every statistic
+    if m.get("sinks"):  # a corpus run measures no learned sink's share (head_stats.sink_share is the typed text's)
+        st.caption(
+            "This model's learned sinks take a share of every row that a corpus run does not measure: the heads are "
+            "not labelled (the Model overview labels them on a text)."
+        )
+    elif all(s in m["stats"] for s in corpus_measure.STATS):  # all a run measures (head_stats.NAMES has the sink's)
+        means = {s: run.grid(s) for s in corpus_measure.STATS}
         uniform = sum(head_stats.uniform_entropy_of(n, m["kind"]) for n in texts["n_tokens"]) / len(texts)
         labels = head_stats.labels(means, uniform, m["kind"])
-    else:  # a head's label needs every statistic
-        labels = [[""] * m["heads"] for _ in range(m["layers"])]
+    else:
         st.caption(f"This run computed {', '.join(computed)} only: the heads are not labelled.")
     event = st.plotly_chart(
         stat_charts.stat_grid(run.grid(stat, value), labels, f"{stat} ({value})", style=style),

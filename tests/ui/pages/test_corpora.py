@@ -48,6 +48,13 @@ def test_the_page_draws_a_runs_grid_histogram_and_examples_from_its_tables(run):
     assert any(":blue-background[" in m.value for m in at.markdown)  # the query marked in its text
     offered = at.selectbox(key="co.stat").options  # BERT's run: every statistic, [CLS] and [SEP] too
     assert all(head_stats.NAMES[k] in offered for k in head_stats.STATS), offered
+    # every head labelled by the Model overview's rule from the run's means: a run measures no learned sink's share,
+    # and the page, asking for that too (head_stats.NAMES has it), said of every run "the heads are not labelled"
+    kind, n_tokens = run.manifest["kind"], run.texts["n_tokens"]
+    uniform = sum(head_stats.uniform_entropy_of(n, kind) for n in n_tokens) / len(n_tokens)
+    want = head_stats.labels({s: run.grid(s) for s in head_stats.STATS}, uniform, kind)
+    assert grid["data"][0]["customdata"] == want and {"[CLS]", "previous-token"} <= {x for r in want for x in r}
+    assert not any("not labelled" in c.value for c in at.caption) and run.manifest["sinks"] is False
 
 
 def test_the_url_cannot_name_a_folder_that_is_not_a_listed_run(run):
@@ -97,6 +104,18 @@ def test_a_decoders_run_does_not_offer_the_next_token_share(tiny_llama_dir):
     # [SEP] where a window had a special token after its first (this tiny model reads with BERT's tokenizer)
     assert (head_stats.NAMES["sep"] in offered) == bool((decoder.grid("sep") > 0).any()), offered
     assert colour.value == "entropy"
+
+
+@pytest.mark.slow  # a corpus run
+def test_a_run_of_a_model_with_learned_sinks_says_why_its_heads_are_not_labelled(tiny_gpt_oss_dir):
+    """gpt-oss's learned sinks take a share of every row that a corpus run does not measure (the Model overview's
+    sink_share is a text's): a label would leave it out, so the page labels no head and says why."""
+    oss = api.corpus(list(head_stats.CORPUS[:4]), str(tiny_gpt_oss_dir), RUNS / "sentences-oss", window=32)
+    assert oss.manifest["sinks"] is True and oss.manifest["kind"] == "causal"
+    at = _page(run=oss.folder.name)
+    _ok(at)
+    assert {x for row in _charts(at)[0]["data"][0]["customdata"] for x in row} == {""}
+    assert any("learned sinks take a share of every row" in c.value for c in at.caption)
 
 
 @pytest.mark.slow  # a corpus run

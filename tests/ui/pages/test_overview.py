@@ -78,33 +78,17 @@ def test_a_decoders_overview_calls_its_first_token_heads_sinks_and_none_cls(smol
 
 
 @pytest.mark.slow  # builds and loads a tiny model: about 5 s
-def test_a_model_with_learned_sinks_colours_its_grid_by_the_sink_s_share(tmp_path, monkeypatch):
+def test_a_model_with_learned_sinks_colours_its_grid_by_the_sink_s_share(tiny_gpt_oss_dir, monkeypatch):
     """gpt-oss (a tiny seeded one, offered from a model folder as an operator offers one): the Model overview offers
     "share on the learned sink", draws each head's (head_stats.sink_share of the typed text) and says what it is."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, GptOssConfig
-
     from attnviz.analysis import head_stats
     from attnviz.engines import registry
 
-    tokenizer = AutoTokenizer.from_pretrained(registry.default_model_dir(), model_max_length=256)
-    config = GptOssConfig(
-        vocab_size=tokenizer.vocab_size, hidden_size=48, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=12, intermediate_size=64, num_local_experts=4, num_experts_per_tok=2,
-        max_position_embeddings=256, sliding_window=16, layer_types=["sliding_attention", "full_attention"],
-    )  # fmt: skip
-    torch.manual_seed(7)
-    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
-    with torch.no_grad():
-        for block in model.model.layers:
-            block.self_attn.sinks.copy_(torch.tensor([-1.0, 0.5, 2.0, 4.0]))
-    model.save_pretrained(tmp_path / "oss")
-    tokenizer.save_pretrained(tmp_path / "oss")
-    monkeypatch.setenv("ATTNVIZ_MODEL_DIRS", str(tmp_path))
-    at = _overview(model="oss", backend="hf", stat="sink")
+    monkeypatch.setenv("ATTNVIZ_MODEL_DIRS", str(tiny_gpt_oss_dir.parent))
+    at = _overview(model=tiny_gpt_oss_dir.name, backend="hf", stat="sink")
     _ok(at)
     assert at.selectbox[0].value == "sink"
-    oss = registry.load(str(tmp_path / "oss"), "hf", "cpu")
+    oss = registry.load(str(tiny_gpt_oss_dir), "hf", "cpu")
     expected = head_stats.sink_share(oss.run(oss.encode(SENTENCE))["causal"])
     assert expected is not None and expected.min() > 0.01 and expected.max() < 1
     assert np.allclose(array(_charts(at)[0]["data"][0]["z"]), expected.numpy(), atol=1e-5)
