@@ -197,6 +197,13 @@ def sink_share(result: Attention) -> Tensor | None:
     return (1 - mass / max(1, n - skip)).clamp_min(0)
 
 
+def with_sink(stats: dict[str, Tensor], result: Attention) -> dict[str, Tensor]:
+    """`stats` with the share a learned sink logit takes (sink_share) where the model has one (gpt-oss), which
+    labels counts as a sink's: the Model overview's, `attnviz stats`', a notebook's and a class's answers alike."""
+    learned = sink_share(result)
+    return stats if learned is None else {**stats, "sink": learned}
+
+
 def average(stats_list: list[dict[str, Tensor]]) -> dict[str, Tensor]:
     """The mean of several texts' statistics, statistic by statistic."""
     return {k: torch.stack([s[k] for s in stats_list]).mean(0) for k in stats_list[0]}

@@ -37,7 +37,7 @@ def model_answer(result: Attention, form: str, view: dict) -> tuple[Drawn, str]:
     """
     layer, head, query = int(view.get("layer", 0)), int(view.get("head", 0)), int(view.get("query", 0))
     if form == "head type":
-        stats, uniform = result.stats(), head_stats.uniform_entropy(result)
+        stats, uniform = head_stats.with_sink(result.stats(), result), head_stats.uniform_entropy(result)
         label = head_stats.labels(stats, uniform, result.kind)[layer][head]
         return label, label
     row = result.rows([query])[layer, head, 0]

@@ -135,6 +135,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
     engine, result = _self_result(args)
     stats = result.stats(progress_printer("statistics"))  # a long text's: streamed through the rows, O(N) memory
+    stats = head_stats.with_sink(stats, result)  # gpt-oss's learned sinks, labelled as the Model overview does
     labels = head_stats.labels(stats, head_stats.uniform_entropy(result), result.kind)
     for layer, row in enumerate(labels):
         print(f"layer {layer + 1}: " + " ".join(f"{h + 1}:{lab}" for h, lab in enumerate(row)))
@@ -142,7 +143,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         "model": engine.name,
         **cut(engine, result.truncated),
         "tokens": list(result.target_tokens),
-        "stats": {k: stats[k].tolist() for k in head_stats.STATS},
+        "stats": {k: stats[k].tolist() for k in (*head_stats.STATS, "sink") if k in stats},  # a learned sink's too
         "labels": labels,
     }
     write_json(args.json, payload)

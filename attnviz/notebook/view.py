@@ -103,7 +103,7 @@ class View:
         if r.kind == "cross":  # no per-head statistics across two texts: every head as a small map
             first = interactive.overview(cast(AttentionResult, r), style=self.style)  # a long text is never cross
         else:
-            stats = head_stats.head_stats(r)
+            stats = head_stats.with_sink(head_stats.head_stats(r), r)  # a learned sink's share: as the app labels
             labels = head_stats.labels(stats, head_stats.uniform_entropy(r), r.kind)
             first = stat_charts.stat_grid(stats[self.statistic].numpy(), labels, self.statistic, style=self.style)
         if self.long:  # the app's long path: the first pass's pooled maps, one head pooled from its exact weights

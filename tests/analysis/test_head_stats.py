@@ -206,3 +206,31 @@ def test_confidence_leaves_out_the_end_token_by_default_as_voita_et_al():
 
 def test_the_punctuation_tokens_are_named():
     assert head_stats.punctuation_tokens(_result(torch.eye(6)).source) == [","]
+
+
+def test_a_learned_sink_s_heads_are_labelled_alike_wherever_heads_are_labelled(tiny_gpt_oss_dir, tmp_path):
+    """gpt-oss's heads whose sink logit takes 85% of each row: the Model overview called them "sink" (it adds
+    sink_share), while `attnviz stats`, a notebook's view and a class's "head type" answer, from the statistics
+    alone, called them "other". Every one of them now labels with the sink's share (head_stats.with_sink)."""
+    import json
+
+    from conftest import SENTENCE
+
+    from attnviz.analysis import poll_answers
+    from attnviz.cli import main
+    from attnviz.engines import registry
+    from attnviz.notebook.view import View
+
+    eng = registry.load(str(tiny_gpt_oss_dir), "hf", "cpu")
+    r = eng.run(eng.encode(SENTENCE))["causal"]
+    uniform = head_stats.uniform_entropy(r)
+    want = head_stats.labels(head_stats.with_sink(r.stats(), r), uniform, r.kind)
+    assert "sink" in want[0] and want != head_stats.labels(r.stats(), uniform, r.kind)
+    for layer, row in enumerate(want):
+        for head, label in enumerate(row):
+            assert poll_answers.model_answer(r, "head type", {"layer": layer, "head": head}) == (label, label)
+    assert main(["stats", SENTENCE, "--model", str(tiny_gpt_oss_dir), "--json", str(tmp_path / "s.json")]) == 0
+    told = json.loads((tmp_path / "s.json").read_text())
+    assert told["labels"] == want and "sink" in told["stats"]
+    grid = View(r).figures()[0]
+    assert [list(row) for row in grid.data[0].customdata] == want

@@ -80,9 +80,7 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
     else:
         long = cache.request_is_long(inputs.model, inputs.backend, inputs.text)
         stats, uniform = stats_of(result, excludes, long), head_stats.uniform_entropy(result)
-    learned = head_stats.sink_share(result)  # gpt-oss's learned sinks: a statistic of their own (the typed text's)
-    if learned is not None:
-        stats = {**stats, "sink": learned}
+    stats = head_stats.with_sink(stats, result)  # gpt-oss's learned sinks: a statistic of their own (the typed text's)
     labels = head_stats.labels(stats, uniform, result.kind)
     if induction is not None:  # a decoder's induction heads, from the repeated random sequence (not this text)
         stats = {**stats, "induction": induction}
