@@ -390,6 +390,34 @@ def _square(fig: go.Figure, width: int, rows: list[str] | None, font: int, below
     return side, round(side + below + (font + 8 if thinned else 0) + title_px(font + 1, 1) + 10)
 
 
+def _matrix_trace(m, rows, cols, style: Style, signed: bool, masked, bound: float | None, unit: str | None):
+    """matrix's heatmap: masked cells left out (NaN: the grey ground shows), a diverging scale round 0 when signed,
+    up to `bound` (default: the largest magnitude), its colour bar titled `unit`."""
+    m = np.asarray(m, dtype=np.float32)
+    if masked is not None:
+        m = np.where(masked, np.nan, m)
+    finite = m[np.isfinite(m)]
+    if bound is None:
+        bound = float(np.abs(finite).max()) if finite.size else 1.0
+    scale = (
+        {"colorscale": "RdBu", "zmid": 0.0, "zmin": -bound, "zmax": bound}
+        if signed
+        else {"colorscale": style.colorscale, "zmin": 0.0, "zmax": bound}
+    )
+    return go.Heatmap(
+        z=np.where(np.isfinite(m), m, np.nan),
+        x=cols,
+        y=rows,
+        hoverongaps=False,
+        colorbar={
+            "title": {"text": html_text(unit or ("value" if signed else "weight"))},
+            "thickness": 16 if style.projector else 10,
+        },
+        hovertemplate="row %{y}<br>col %{x}<br>%{z:.4f}<extra></extra>",
+        **scale,
+    )
+
+
 def matrix(
     m: np.ndarray,
     title: str,
@@ -419,31 +447,7 @@ def matrix(
     taller than wide, its diagonals steep).
     """
     width = min(width or COLUMN_PX, main_px(style))  # never wider than the page's main column (a phone's: 358 px)
-    m = np.asarray(m, dtype=np.float32)
-    if masked is not None:
-        m = np.where(masked, np.nan, m)
-    finite = m[np.isfinite(m)]
-    if bound is None:
-        bound = float(np.abs(finite).max()) if finite.size else 1.0
-    scale = (
-        {"colorscale": "RdBu", "zmid": 0.0, "zmin": -bound, "zmax": bound}
-        if signed
-        else {"colorscale": style.colorscale, "zmin": 0.0, "zmax": bound}
-    )
-    fig = go.Figure(
-        go.Heatmap(
-            z=np.where(np.isfinite(m), m, np.nan),
-            x=cols,
-            y=rows,
-            hoverongaps=False,
-            colorbar={
-                "title": {"text": html_text(unit or ("value" if signed else "weight"))},
-                "thickness": 16 if style.projector else 10,
-            },
-            hovertemplate="row %{y}<br>col %{x}<br>%{z:.4f}<extra></extra>",
-            **scale,
-        )
-    )
+    fig = go.Figure(_matrix_trace(m, rows, cols, style, signed, masked, bound, unit))
     font = style.font_size
     cols_px = _columns_px(width, rows, row_ticks, font)
     below = 0.87 * CHAR * font * drawn_chars(cols) + 6 if cols and len(cols) <= EVERY_LABEL else 0  # turned 60°
