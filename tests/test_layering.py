@@ -377,7 +377,6 @@ TESTED_ELSEWHERE = {
     "engines/steps.py": "engines/test_scratch.py (each step of the scratch engine against its forward pass)",
     "figures/corpus_charts.py": "ui/pages/test_corpora.py and e2e/test_browser_after_clicks.py (the Corpus page)",
     "figures/layout.py": "figures/test_interactive.py, test_panel_maps.py, test_stat_charts.py (labels, widths)",
-    "figures/lesson_charts.py": "ui/pages/test_positions.py, test_masks.py, test_head_count.py, test_induction.py",
     "figures/style.py": "figures/test_interactive.py (projector mode), test_export.py (palettes)",
     "interventions/runs.py": "interventions/test_ablation.py and test_patching.py (the hooked runs)",
     "lessons/cost.py": "lessons/test_kernels.py (the measured costs of heads and masks)",

@@ -30,6 +30,13 @@ def main_px(style: Style) -> int:
     return PHONE_WIDTH if style.phone else MAIN_PX[style.projector]
 
 
+def column_px(style: Style, across: int = 2) -> int:
+    """The px of one of `across` columns of the main column laid out for this style (a phone's columns stack: the
+    whole column)."""
+    main = main_px(style)
+    return main if style.phone else (main - COLUMN_GAP * (across - 1)) // across
+
+
 def title_top(font: int, lines: int = 1) -> dict[str, object]:
     """A title whose block's top stands 8 px under the figure's top, with title_px of margin above the plot. Plotly
     centres a title's first line in the top margin by default, so a wrapped title ran down over the map. Anchored at

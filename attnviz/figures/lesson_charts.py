@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 
 from attnviz.escape import html_text
+from attnviz.figures.layout import CHAR, main_px, title_px, title_top
 from attnviz.figures.style import Style
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf")  # distinct, and not the grey of references
@@ -24,8 +26,10 @@ def lines(
     log_y: bool = False,
     height: int = 320,
     reference: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+    width: int | None = None,
 ) -> go.Figure:
-    """One line per series {name: (x, y)}; `reference` lines (dashed grey) are drawn underneath."""
+    """One line per series {name: (x, y)}; `reference` lines (dashed grey) are drawn underneath. `width`: the px of
+    the column the chart stands in (default: the page's main column), where its legend's rows are laid out."""
     fig = go.Figure()
     for name, (x, y) in (reference or {}).items():
         fig.add_trace(
@@ -50,15 +54,32 @@ def lines(
     fig.update_yaxes(title=html_text(y_title), type="log" if log_y else "linear")
     if log_y:
         fig.update_yaxes(dtick=1)  # one tick per power of ten
+    font = style.font_size
+    names = [*(reference or {}), *series] if len(series) + len(reference or {}) > 1 else []  # one line: no legend
+    rows = legend_rows(names, width or main_px(style), font)
     return fig.update_layout(
-        title={"text": html_text(title), "font": {"size": style.font_size + 1}},
-        height=height,
-        font={"size": style.font_size},
-        # the legend on its own line between the title and the plot: under the plot it ran into the x axis's title
-        # once a projector's font grew
-        margin={"l": 10, "r": 10, "t": 40 + 2 * (style.font_size + 4), "b": 10},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0},
+        title={"text": html_text(title), "font": {"size": font + 1}, **title_top(font + 1)},
+        height=height + rows * (font + 8),  # the plot keeps its height under the legend's rows
+        font={"size": font},
+        # the legend in its rows between the title and the plot: under the plot it ran into the x axis's title once a
+        # projector's font grew; over it, in a fixed margin, its rows rose over the title (the Masks page's five
+        # lines in half the column took five rows)
+        margin={"l": 10, "r": 10, "t": title_px(font + 1, 1) + rows * (font + 8) + 4, "b": 10},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0},
     )
+
+
+def legend_rows(names: Sequence[str], width: int, font: int) -> int:
+    """The rows a horizontal legend of these entries takes in a chart `width` px wide: one where they all fit side by
+    side, else plotly sets them in columns as wide as the widest (each a line's sample, about 40 px, and its name as
+    drawn), as many a row as fit the plot's width (the figure's less its margins and the y axis's labels)."""
+    if not names:
+        return 0
+    items = [46 + CHAR * font * len(name) for name in names]
+    room = width - 20 - 4 * font
+    if sum(items) <= room:
+        return 1
+    return math.ceil(len(items) / max(1, int(room // max(items))))
 
 
 LOSS_X = "position of the token predicted (1-based)"
@@ -107,8 +128,9 @@ def heads_cost_chart(rows, *, style: Style = Style()) -> go.Figure:
     )
 
 
-def mask_cost_chart(rows, *, style: Style = Style()) -> tuple[go.Figure, go.Figure]:
-    """Time and the scores formed (or GPU peak memory) against N, one line per method, log-log."""
+def mask_cost_chart(rows, *, style: Style = Style(), width: int | None = None) -> tuple[go.Figure, go.Figure]:
+    """Time and the scores formed (or GPU peak memory) against N, one line per method, log-log; `width`: each
+    chart's column, as lines takes it."""
     methods = list(dict.fromkeys(r.method for r in rows))
     gpu = rows[0].peak_mb is not None
 
@@ -122,9 +144,17 @@ def mask_cost_chart(rows, *, style: Style = Style()) -> tuple[go.Figure, go.Figu
         "∝ N": (ns.tolist(), (first * ns / ns[0]).tolist()),
     }
     time_fig = lines(
-        series(lambda r: r.ms), "time of one pass", "tokens N", "ms", style=style, log_x=True, log_y=True, reference=ref
+        series(lambda r: r.ms),
+        "time of one pass",
+        "tokens N",
+        "ms",
+        style=style,
+        log_x=True,
+        log_y=True,
+        reference=ref,
+        width=width,
     )
     memory = series(lambda r: r.peak_mb) if gpu else series(lambda r: r.scores_mb)
     mem_title = "peak GPU memory of one pass" if gpu else "scores the method forms"
-    mem_fig = lines(memory, mem_title, "tokens N", "MB", style=style, log_x=True, log_y=True)
+    mem_fig = lines(memory, mem_title, "tokens N", "MB", style=style, log_x=True, log_y=True, width=width)
     return time_fig, mem_fig

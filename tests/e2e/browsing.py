@@ -159,6 +159,12 @@ VISIBLE_JS = r"""() => {
     for (const {t, r} of titles)
       if (frames.some(a => meet(glyphs(r), a, 0)))
         out.push(`on a map's frame: ${title} | ${t.textContent.slice(0, 24)}`);
+    // a legend's entries off the title and off every plot (the Masks page's cost legend rose over its title)
+    const legend = [...gd.querySelectorAll('.legend .traces')].map(e => e.getBoundingClientRect()).filter(r => r.width);
+    const main = titles.filter(({t}) => t.closest('.g-gtitle'));
+    for (const r of legend)
+      if (main.some(m => meet(glyphs(m.r), r, 1)) || areas.some(a => meet(r, a, 2)))
+        out.push(`legend over ${main.some(m => meet(glyphs(m.r), r, 1)) ? 'the title' : 'a plot'}: ${title}`);
     const level = {};
     for (const t of ticks) if (!t.turned) (level[t.axis] = level[t.axis] || []).push(t);
     for (const ts of Object.values(level))

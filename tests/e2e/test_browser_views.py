@@ -305,6 +305,34 @@ def test_the_overview_of_every_head_names_its_tiles_where_they_stand(browser, se
         phone.close()
 
 
+def test_the_cost_of_masks_measured_here_keeps_its_legends_between_title_and_plot(browser, server):
+    """The Masks page's cost, measured on this server when asked: two log-log charts in half the column each, five
+    lines and three in their legends. The legends' rows stood in a fixed margin and rose over the charts' titles
+    ("time of one pass" under "dense + mask"). At 1280x800 and on a 1920x1080 projector, every legend row stands
+    between its chart's title and its plot (VISIBLE_JS), as a phone's do in the readability visits' own charts."""
+    pg = browser.new_page(viewport={"width": 1280, "height": 800})
+    try:
+        pg.goto(f"{server}/masks?model=default")
+        measure = pg.get_by_role("button", name="Measure on this server").first
+        measure.wait_for(timeout=120_000)
+        pg.wait_for_function(IDLE_JS, timeout=120_000)
+        measure.click()
+        pg.locator("[data-testid=stMain] .st-key-mk-mem .js-plotly-plot .legend").wait_for(timeout=300_000)
+        pg.wait_for_function(SETTLED_JS, polling=250, timeout=120_000)
+        assert pg.evaluate(VISIBLE_JS) == []
+        legends = "() => document.querySelectorAll('[data-testid=stMain] .legend .traces').length"
+        assert pg.evaluate(legends) == 8  # the time's five lines (two of them references), the scores' three
+        pg.set_viewport_size({"width": 1920, "height": 1080})
+        pg.wait_for_function(RESIZED_JS, polling=250, timeout=30_000)
+        pg.locator("[data-testid=stSidebar]").get_by_text("Projector mode", exact=True).click()
+        pg.wait_for_function("() => new URL(location.href).searchParams.get('projector') === 'true'", timeout=60_000)
+        pg.locator("[data-testid=stMain] .st-key-mk-mem .js-plotly-plot .legend").wait_for(timeout=120_000)
+        pg.wait_for_function(SETTLED_JS, polling=250, timeout=120_000)
+        assert pg.evaluate(VISIBLE_JS) == [] and pg.evaluate(legends) == 8
+    finally:
+        pg.close()
+
+
 def test_a_link_to_a_head_opens_the_heads_page_in_the_packaged_app(browser, server):
     """`attnviz serve` runs the packaged app, whose pages are functions: Positions' "Open in Heads" (the Model
     overview's and the Corpus page's links go through the same widgets.open_head) took the file path

@@ -9,7 +9,7 @@ import streamlit as st
 
 from attnviz import api, escape
 from attnviz.api import cost, head_models
-from attnviz.figures import interactive, lesson_charts
+from attnviz.figures import interactive, layout, lesson_charts
 from attnviz.figures.style import Style
 from attnviz.ui import cache, controls, state, widgets
 
@@ -37,11 +37,26 @@ def curves_section(task: str, style: Style) -> None:
     series_loss = {f"{m['heads']} head(s)": (m["curve"]["steps"], m["curve"]["train_loss"]) for m in record["models"]}
     a, b = st.columns(2)
     a.plotly_chart(
-        lesson_charts.lines(series_acc, "held-out digit accuracy", "training step", "accuracy", style=style),
+        lesson_charts.lines(
+            series_acc,
+            "held-out digit accuracy",
+            "training step",
+            "accuracy",
+            style=style,
+            width=layout.column_px(style),
+        ),
         key="hc.acc",
     )
     b.plotly_chart(
-        lesson_charts.lines(series_loss, "training loss", "training step", "cross-entropy", style=style, log_y=True),
+        lesson_charts.lines(
+            series_loss,
+            "training loss",
+            "training step",
+            "cross-entropy",
+            style=style,
+            log_y=True,
+            width=layout.column_px(style),
+        ),
         key="hc.loss",
     )
     with st.spinner("Scoring the four models on the held-out sequences…"):

@@ -9,7 +9,7 @@ import streamlit as st
 
 from attnviz import api, escape
 from attnviz.api import cost, kernels
-from attnviz.figures import export, interactive, lesson_charts
+from attnviz.figures import export, interactive, layout, lesson_charts
 from attnviz.figures.style import Style
 from attnviz.tokens import display_labels
 from attnviz.ui import cache, controls, state, widgets
@@ -173,7 +173,7 @@ def cost_section(style: Style) -> None:
     if not rows:
         st.caption("Press the button: causal sliding window w = 64, 8 heads of 64 dimensions, timed now.")
         return
-    time_fig, mem_fig = lesson_charts.mask_cost_chart(rows, style=style)
+    time_fig, mem_fig = lesson_charts.mask_cost_chart(rows, style=style, width=layout.column_px(style))
     a, b = st.columns(2)
     a.plotly_chart(time_fig, key="mk.time")
     b.plotly_chart(mem_fig, key="mk.mem")
@@ -184,7 +184,7 @@ def cost_section(style: Style) -> None:
             "method": r.method,
             "ms": round(r.ms, 3),
             "× dense": round(r.ms / dense[r.n], 2),
-            "peak GPU MB": None if r.peak_mb is None else round(r.peak_mb, 1),
+            **({} if r.peak_mb is None else {"peak GPU MB": round(r.peak_mb, 1)}),  # a CPU's: no column of None
             "scores formed MB": round(r.scores_mb, 2),
         }
         for r in rows

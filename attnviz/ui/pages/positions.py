@@ -46,8 +46,7 @@ def _pair(name: str, style: Style) -> tuple:
 
 def _figure_px(style: Style) -> int:
     """The px a figure of a _pair is laid out for: half the laptop's main column, a projector's or a phone's whole."""
-    main = layout.main_px(style)
-    return main if style.phone or style.projector else (main - layout.COLUMN_GAP) // 2
+    return layout.main_px(style) if style.projector else layout.column_px(style)
 
 
 def _square(where, fig, style: Style, key: str) -> None:
