@@ -59,7 +59,7 @@ def lines(
     rows = legend_rows(names, width or main_px(style), font)
     return fig.update_layout(
         title={"text": html_text(title), "font": {"size": font + 1}, **title_top(font + 1)},
-        height=height + rows * (font + 8),  # the plot keeps its height under the legend's rows
+        height=grown(height, style) + rows * (font + 8),  # the plot keeps its height under the legend's rows
         font={"size": font},
         # the legend in its rows between the title and the plot: under the plot it ran into the x axis's title once a
         # projector's font grew; over it, in a fixed margin, its rows rose over the title (the Masks page's five
@@ -67,6 +67,12 @@ def lines(
         margin={"l": 10, "r": 10, "t": title_px(font + 1, 1) + rows * (font + 8) + 4, "b": 10},
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0},
     )
+
+
+def grown(height: int, style: Style) -> int:
+    """A chart's height for this style: a projector's 1.5x text took its room from the plot (the cost of heads'
+    bars stood 150 px tall under 20 px labels)."""
+    return round(height * (1.5 if style.projector else 1))
 
 
 def legend_rows(names: Sequence[str], width: int, font: int) -> int:
@@ -99,7 +105,11 @@ def loss_lines(series: dict[str, tuple[int, Sequence[float]]], title: str, *, st
 
 
 def _heads_label(heads: int, kv_heads: int) -> str:
-    return f"{heads} heads" if kv_heads == heads else f"{heads} Q / {kv_heads} K/V heads"
+    """A bar's name under it, in lines short enough for a phone's fifth of 358 px ("16 Q / 4 K/V heads" in one line
+    ran off the chart's right edge there)."""
+    if kv_heads == heads:
+        return f"{heads} head{'s' if heads != 1 else ''}"
+    return f"{heads} Q,<br>{kv_heads} K/V"
 
 
 def heads_cost_chart(rows, *, style: Style = Style()) -> go.Figure:
@@ -119,12 +129,20 @@ def heads_cost_chart(rows, *, style: Style = Style()) -> go.Figure:
             )
         )
     fig.update_yaxes(title="ms per pass (median)")
+    if any(r.kv_heads != r.heads for r in rows):
+        fig.update_xaxes(
+            title={"text": "Q: query heads, K/V: the key/value heads they share", "font": {"size": style.font_size - 1}}
+        )
     return fig.update_layout(
         barmode="group",
-        height=340,
+        height=grown(340, style),
         font={"size": style.font_size},
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        legend={"orientation": "h", "y": -0.2},
+        # the legend's one row over the plot: under it, at y = -0.2 of the plot, it met the axis's title
+        margin={"l": 10, "r": 10, "t": 2 * style.font_size + 12, "b": 10},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0},
+        # a bar's time over it where it reads at the chart's font less 2 (a phone's narrow bars shrank it to 5 px);
+        # else the hover says it, and the y axis
+        uniformtext={"minsize": style.font_size - 2, "mode": "hide"},
     )
 
 

@@ -35,7 +35,28 @@ def test_the_cost_of_masks_makes_room_for_its_legends_over_the_plot():
             assert len(entries) == names
             rows = lesson_charts.legend_rows(entries, width, font)
             assert fig.layout.margin.t == layout.title_px(font + 1, 1) + rows * (font + 8) + 4
-            assert fig.layout.height - fig.layout.margin.t == 320 - layout.title_px(font + 1, 1) - 4  # the plot's own
+            own = lesson_charts.grown(320, style) - layout.title_px(font + 1, 1) - 4  # the plot alone
+            assert fig.layout.height - fig.layout.margin.t == own
             assert fig.layout.legend.yanchor == "bottom" and fig.layout.legend.y == 1.0
     single = lesson_charts.lines({"q·k": ([0, 1], [1.0, 0.5])}, "q·k against distance", "distance", "q·k")
     assert single.layout.margin.t == layout.title_px(13, 1) + 4  # one line: no legend, no room for one
+
+
+def test_the_cost_of_heads_names_its_bars_in_lines_a_phone_holds_and_hides_times_too_small_to_read():
+    """A phone's fifth of 358 px: "16 Q / 4 K/V heads" in one line ran off the chart and the times over the bars
+    shrank to 5 px; "1 heads" said so. The names now break, the times hide below the font less 2 (hover says them),
+    the legend stands over the plot, and a projector's chart grows with its text."""
+    from attnviz.lessons.cost import HeadsCost
+
+    rows = [
+        HeadsCost(heads=h, kv_heads=kv, method=m, n=512, ms=float(h), peak_mb=None, weights_mb=1.0, kv_mb=1.0)
+        for m, h, kv in (("batched", 1, 1), ("loop over heads", 1, 1), ("batched", 16, 16), ("batched", 16, 4))
+    ]
+    for style in (Style(), Style(phone=True), Style(projector=True)):
+        fig = lesson_charts.heads_cost_chart(rows, style=style)
+        names = [x for t in fig.data for x in t.x]
+        assert names == ["1 head", "16 heads", "16 Q,<br>4 K/V", "1 head"]
+        assert max(len(line) for name in names for line in name.split("<br>")) <= 8
+        assert fig.layout.uniformtext.mode == "hide" and fig.layout.uniformtext.minsize == style.font_size - 2
+        assert fig.layout.legend.y == 1.0 and fig.layout.xaxis.title.text.startswith("Q: query heads")
+        assert fig.layout.height == lesson_charts.grown(340, style)
