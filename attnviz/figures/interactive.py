@@ -21,6 +21,7 @@ import torch
 
 from attnviz.blocks import block_mean, pool_factor
 from attnviz.escape import html_text
+from attnviz.figures import lesson_charts
 from attnviz.figures.layout import (
     CHAR,
     COLUMN_GAP,
@@ -523,9 +524,18 @@ def cost_chart(costs, *, style: Style = Style()) -> go.Figure:
                 hovertemplate="N = %{x}<br>%{customdata:.3g} (×%{y:.1f})<extra>" + name + "</extra>",
             )
         )
-    fig.update_xaxes(type="log", title="tokens N")
-    fig.update_yaxes(type="log", title=f"× the value at N = {int(n[0])}")
-    return fig.update_layout(height=380, font={"size": style.font_size}, margin={"l": 10, "r": 10, "t": 30, "b": 10})
+    # the measured N on the axis and powers of ten up it (plotly's log ticks read "2 3 4 5 6 7 8 9 100 2 3", and
+    # "1000 5 2 100 5 2"), the legend in its rows over the plot (down its side it took half a phone's chart)
+    fig.update_xaxes(type="log", title="tokens N", tickvals=n.tolist(), ticktext=[f"{int(v)}" for v in n])
+    fig.update_yaxes(type="log", title=f"× the value at N = {int(n[0])}", dtick=1)
+    font = style.font_size
+    rows = lesson_charts.legend_rows([t.name for t in fig.data], main_px(style), font)
+    return fig.update_layout(
+        height=lesson_charts.grown(380, style) + rows * (font + 8),
+        font={"size": font},
+        margin={"l": 10, "r": 10, "t": 10 + rows * (font + 8), "b": 10},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0},
+    )
 
 
 # Gutters between panels are fractions of the figure's width, which plotly knows and we do not: they are

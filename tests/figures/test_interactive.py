@@ -10,7 +10,7 @@ import torch
 from conftest import SENTENCE
 from plotly_data import array
 
-from attnviz.figures import interactive, layout
+from attnviz.figures import interactive, layout, lesson_charts
 from attnviz.result import AttentionResult
 
 
@@ -100,6 +100,13 @@ def test_the_cost_chart_shows_weights_and_time_as_two_measured_series_beside_n_a
     assert names == ["∝ N", "∝ N²", "attention weights (MB)", "time of one pass (ms)"]
     assert list(fig.data[2].y) == [1.0, 4.0, 16.0] and list(fig.data[3].y) == [1.0, 1.5, 3.0]
     assert list(fig.data[3].customdata) == [1.0, 1.5, 3.0]  # the measured values, on hover
+    # the measured N on the axis (plotly's log ticks read "2 3 4 5 6 7 8 9 100"), powers of ten up it, and the
+    # legend in rows over the plot: down its side it took half a phone's chart
+    assert list(fig.layout.xaxis.tickvals) == [16, 32, 64] and list(fig.layout.xaxis.ticktext) == ["16", "32", "64"]
+    assert fig.layout.yaxis.dtick == 1 and fig.layout.legend.orientation == "h" and fig.layout.legend.y == 1.0
+    phone = interactive.cost_chart(costs, style=interactive.Style(phone=True))
+    rows = lesson_charts.legend_rows(names, layout.PHONE_WIDTH, 12)
+    assert rows > 1 and phone.layout.margin.t == 10 + rows * 20 and phone.layout.height == 380 + rows * 20
 
 
 # --- long texts (attnviz/figures/lazy_maps.py) ---
