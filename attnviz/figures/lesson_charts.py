@@ -105,8 +105,8 @@ def loss_lines(series: dict[str, tuple[int, Sequence[float]]], title: str, *, st
 
 
 def _heads_label(heads: int, kv_heads: int) -> str:
-    """A bar's name under it, in lines short enough for a phone's fifth of 358 px ("16 Q / 4 K/V heads" in one line
-    ran off the chart's right edge there)."""
+    """A bar's name under it, in lines short enough for a phone's fifth of 358 px ("16 Q / 1 K/V heads" in one line,
+    turned, ran under the chart's toolbar at its right edge there)."""
     if kv_heads == heads:
         return f"{heads} head{'s' if heads != 1 else ''}"
     return f"{heads} Q,<br>{kv_heads} K/V"

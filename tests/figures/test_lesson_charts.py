@@ -43,7 +43,7 @@ def test_the_cost_of_masks_makes_room_for_its_legends_over_the_plot():
 
 
 def test_the_cost_of_heads_names_its_bars_in_lines_a_phone_holds_and_hides_times_too_small_to_read():
-    """A phone's fifth of 358 px: "16 Q / 4 K/V heads" in one line ran off the chart and the times over the bars
+    """A phone's fifth of 358 px: "16 Q / 1 K/V heads" in one line ran under the toolbar and the times over the bars
     shrank to 5 px; "1 heads" said so. The names now break, the times hide below the font less 2 (hover says them),
     the legend stands over the plot, and a projector's chart grows with its text."""
     from attnviz.lessons.cost import HeadsCost
