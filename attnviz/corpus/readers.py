@@ -1,10 +1,10 @@
 """A corpus's documents, read from what a person names: a folder of .txt files, a .jsonl / .csv / .parquet file with
 a text column, a .txt file, a list of strings, or the built-in corpus.
 
-Each document is (source, text): where it came from ("essays/a.txt", "data.jsonl:12") and its text. A document
-that cannot be used (empty, not UTF-8, longer than MAX_CHARS, a line that is not JSON) is skipped with its reason,
-and counted; a corpus that cannot be read at all (a path that does not exist, a binary file, a column that is not
-there, no usable document) raises CorpusError with a message that says what to do.
+Each document is (source, text): where it came from ("essays/a.txt", "data.jsonl:12", "texts[2]") and its text. A
+document that cannot be used (empty, not UTF-8, longer than MAX_CHARS, a line that is not JSON) is skipped with its
+reason, and counted; a corpus that cannot be read at all (a path that does not exist, a binary file, a column that is
+not there, no usable document) raises CorpusError with a message that says what to do.
 """
 
 from __future__ import annotations
@@ -79,10 +79,11 @@ def builtin() -> Corpus:
 
 
 def from_texts(texts: Iterable[str], name: str = "texts") -> Corpus:
-    """A corpus of texts a caller has (a list of strings)."""
+    """A corpus of texts a caller has (a list of strings), each named by where it stood in the list: "texts[2]" (a
+    bare "2" read, beside the Corpus page's 1-based positions, as the second text)."""
     corpus = Corpus(name, [], "texts passed in")
     for i, text in enumerate(texts):
-        corpus.add(str(i), text)
+        corpus.add(f"texts[{i}]", text)
     return _usable(corpus)
 
 

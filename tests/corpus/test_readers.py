@@ -64,6 +64,6 @@ def test_bad_input_is_one_clear_error(tmp_path, make, message):
 
 
 def test_a_list_of_texts_is_a_corpus_and_a_list_of_nothing_is_refused():
-    assert readers.from_texts(["a b", " ", "c"]).documents == [("0", "a b"), ("2", "c")]
+    assert readers.from_texts(["a b", " ", "c"]).documents == [("texts[0]", "a b"), ("texts[2]", "c")]
     with pytest.raises(CorpusError, match="no usable text"):
         readers.from_texts(["", "  "])
