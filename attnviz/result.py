@@ -132,6 +132,11 @@ class Attention(Protocol):
         """(Tq, Tk): one head's exact map."""
         ...
 
+    def layer_window(self, layer: int) -> int:
+        """This layer's sliding window in tokens, as a map marks it masked (0: none marked). A long text's is the
+        model's (Gemma 3: 512 on 5 of every 6 layers); every weight held marks none (its weights there are 0)."""
+        ...
+
     def tile(self, layers: Sequence[int], heads: Sequence[int], rows: slice, cols: slice) -> Tensor:
         """(l, h, r, c): exact weights of the given layers, heads, rows and columns."""
         ...
@@ -272,6 +277,10 @@ class AttentionResult:
     def eager_bytes(self) -> int:
         """What holding every weight takes."""
         return self.weights.element_size() * self.weights.nelement()
+
+    def layer_window(self, layer: int) -> int:
+        """0: every weight held marks no sliding window (the weights a window hides are 0 here)."""
+        return 0
 
     def head(self, layer: int, head: int) -> Tensor:
         """(Tq, Tk): one head's map, 0-based layer and head."""

@@ -54,10 +54,17 @@ def _label(ax, rows, cols) -> None:
     ax.set_yticks(np.arange(len(rows)) + 0.5, [_plain_label(t) for t in rows], rotation=0, fontsize=7, va="center")
 
 
-def _draw(ax, matrix: np.ndarray, rows, cols, cmap: str, vmax: float, labels: bool, cbar: bool, cbar_ax=None) -> None:
+def _future(result: AttentionResult) -> np.ndarray | None:
+    """A causal result's future (Tq, Tk), drawn grey as the app draws it (masked, not weight 0); else None."""
+    return np.triu(np.ones(result.weights.shape[-2:], dtype=bool), 1) if result.kind == "causal" else None
+
+
+def _draw(ax, matrix, rows, cols, cmap: str, vmax: float, labels: bool, cbar: bool, cbar_ax=None, masked=None) -> None:
+    ax.set_facecolor(MASKED_COLOUR)  # masked cells (seaborn leaves them out): grey
     sns.heatmap(
         matrix,
         ax=ax,
+        mask=masked,
         cmap=cmap,
         vmin=0.0,
         vmax=vmax,
@@ -88,6 +95,7 @@ def head_figure(result: AttentionResult, layer: int, head: int, *, cmap: str = D
         float(m.max()),
         labels,
         True,
+        masked=_future(result),
     )
     ax.set_title(_plain_label(f"{titled(result.model)} — layer {layer + 1}, head {head + 1} ({result.kind} attention)"))
     ax.set_xlabel("key (attended to)")
@@ -118,6 +126,7 @@ def grid_figure(result: AttentionResult, layer: int, *, cmap: str = DEFAULT_CMAP
             labels,
             h == 0,
             cbar_ax,
+            masked=_future(result),
         )
         ax.set_title(f"Head {h + 1}", fontsize=9)
         if labels and h % columns:

@@ -75,6 +75,27 @@ def pooled(weights: torch.Tensor, max_side: int) -> tuple[np.ndarray, int, int]:
     return block_mean(weights, fq, fk).numpy().astype(np.float32), fq, fk
 
 
+def masked_cells(tq: int, tk: int, fq: int = 1, fk: int = 1, window: int = 0) -> np.ndarray:
+    """(ceil(Tq/fq), ceil(Tk/fk)) bool: the cells of a causal map pooled in fq x fk blocks that the mask forbids
+    wholly: every key after every query of the cell, or (a sliding `window`, 0 none) every key further back than
+    the window from every query. They are drawn grey (masked), not as weight 0."""
+    q0, k0 = np.arange(math.ceil(tq / fq)) * fq, np.arange(math.ceil(tk / fk)) * fk
+    q1, k1 = np.minimum(q0 + fq, tq) - 1, np.minimum(k0 + fk, tk) - 1  # each block's last query and key
+    future = k0[None, :] > q1[:, None]
+    return future | (q0[:, None] - k1[None, :] >= window) if window else future
+
+
+def masked_future(maps: np.ndarray, tq: int, tk: int, fq: int, fk: int, causal: bool, window: int = 0) -> np.ndarray:
+    """maps (..., Tq', Tk') with a causal map's masked cells NaN (plotly leaves them out: the grey ground shows)."""
+    return np.where(masked_cells(tq, tk, fq, fk, window), np.nan, maps) if causal else maps
+
+
+def grey_ground(fig: go.Figure, masked: bool) -> go.Figure:
+    """A map with masked cells (NaN) on the masked grey, no grid lines over it; else on white."""
+    fig.update_xaxes(showgrid=False).update_yaxes(showgrid=False)
+    return fig.update_layout(plot_bgcolor=MASKED_COLOUR if masked else "white")
+
+
 def click_markers(xs, ys, name: str, size: int, *, gl: bool = False) -> go.Scatter | go.Scattergl:
     """A nearly invisible square marker on every cell of a heatmap's grid (xs by ys): clicks on a heatmap send
     Streamlit no selection, clicks on markers do. WebGL (gl) for grids of thousands of cells."""
@@ -139,9 +160,9 @@ def head_grid(
 ) -> go.Figure:
     """One heatmap per head of a layer, on one shared colour scale; `note` says what else the title should."""
     maps, fq, fk = pooled(result.weights[layer], max_side)  # (H, Tq', Tk')
-    return maps_grid(
-        maps, result.target_tokens, result.source_tokens, fq, fk, layer, style=style, columns=columns, note=note
-    )
+    rows, cols = result.target_tokens, result.source_tokens
+    causal = result.kind == "causal"
+    return maps_grid(maps, rows, cols, fq, fk, layer, style=style, columns=columns, note=note, causal=causal)
 
 
 def maps_grid(
@@ -155,10 +176,14 @@ def maps_grid(
     style: Style = Style(),
     columns: int | None = None,
     note: str = "",
+    causal: bool = False,
+    window: int = 0,
 ) -> go.Figure:
-    """A layer's heads from maps already pooled (H, Tq', Tk') with blocks of fq x fk tokens, one colour scale."""
+    """A layer's heads from maps already pooled (H, Tq', Tk') with blocks of fq x fk tokens, one colour scale; a
+    `causal` layer's future (and what lies beyond its sliding `window`) grey, as on every side-by-side map."""
     xs, ys = pooled_labels(cols, fk), pooled_labels(rows, fq)
-    n = maps.shape[0]
+    n, top = maps.shape[0], float(maps.max())
+    maps = masked_future(maps, len(rows), len(cols), fq, fk, causal, window)
     columns = min(columns or grid_columns(n), n)
     traces = [
         go.Heatmap(
@@ -170,6 +195,7 @@ def maps_grid(
             hovertemplate=HOVER,
             xaxis=f"x{h + 1 if h else ''}",
             yaxis=f"y{h + 1 if h else ''}",
+            hoverongaps=False,
         )
         for h in range(n)
     ]
@@ -211,10 +237,12 @@ def maps_grid(
         pooling = f" — projector: {n_tok} {ONE_HEAD_LABELLED}"  # the grid on one screen
     elif not labelled and fq == fk == 1:
         pooling = f" — {n_tok} tokens, too many to label on each map: hover, or pick a head"
-    fig = style_layout(fig, style, float(maps.max()), f"Layer {layer + 1}: every head{pooling}{_note(note)}")
+    fig = style_layout(fig, style, top, f"Layer {layer + 1}: every head{pooling}{_note(note)}")
     # Room for the token labels, measured here: plotly's automargin would lay the figure out twice in the browser
     # (0.54 s against 0.35 s from Enter to 12 maps drawn), and the grid is drawn without Streamlit's theme.
-    fig.update_layout(height=round(height), margin={"l": round(left_px) + 10, "b": round(below_px) + 10})
+    fig = grey_ground(fig, causal).update_layout(
+        height=round(height), margin={"l": round(left_px) + 10, "b": round(below_px) + 10}
+    )
     return bar_across(fig, style, below=font + 10) if style.phone else fig
 
 
@@ -252,13 +280,17 @@ HEAD_BAR = 1.6  # the colour bar's room on a one-head map's right, in bar_px: 74
 def head_map(
     result: AttentionResult, layer: int, head: int, *, style: Style = Style(), max_side: int = 512, note: str = ""
 ) -> go.Figure:
-    """One head, large, with token labels on both axes."""
+    """One head, large, with token labels on both axes; a causal head's future grey (masked), not weight 0."""
     m, fq, fk = pooled(result.weights[layer, head], max_side)  # (Tq', Tk')
+    top, causal = float(m.max()), result.kind == "causal"
+    m = masked_future(m, result.weights.shape[-2], result.weights.shape[-1], fq, fk, causal)
     xs, ys = pooled_labels(result.source_tokens, fk), pooled_labels(result.target_tokens, fq)
     pieces = (result.target.pieces, result.source.pieces) if fq == fk == 1 else None
     data, line = piece_hover(result.target_tokens, result.source_tokens, pieces)
     hover = HOVER.replace("<extra>", line + "<extra>")
-    trace = go.Heatmap(z=m, x=xs, y=ys, coloraxis="coloraxis", name=f"head {head + 1}", hovertemplate=hover)
+    trace = go.Heatmap(
+        z=m, x=xs, y=ys, coloraxis="coloraxis", name=f"head {head + 1}", hovertemplate=hover, hoverongaps=False
+    )
     fig = go.Figure(trace.update(customdata=data))
     font = style.font_size
     x_said, y_said = len(xs) <= HEAD_LABELS, len(ys) <= HEAD_LABELS
@@ -290,8 +322,8 @@ def head_map(
             else {"showticklabels": False, "title": {"text": f"{y_title}: {len(ys)}, too many to label: hover"}}
         )
     )
-    fig = style_layout(fig, style, float(m.max()), f"Layer {layer + 1}, head {head + 1}{_note(note)}")
-    fig.update_layout(height=round(side + below), margin={"l": round(left), "b": round(below)})
+    fig = style_layout(fig, style, top, f"Layer {layer + 1}, head {head + 1}{_note(note)}")
+    grey_ground(fig, causal).update_layout(height=round(side + below), margin={"l": round(left), "b": round(below)})
     return bar_across(fig, style) if style.phone else fig
 
 

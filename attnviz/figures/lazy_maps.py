@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnviz.escape import html_text
-from attnviz.figures.interactive import click_markers
+from attnviz.figures.interactive import click_markers, grey_ground, masked_future
 from attnviz.figures.style import Style
 
 ROW_HOVER = "key %{x}: %{customdata}<br>weight %{y:.5f}<extra></extra>"
@@ -42,19 +42,15 @@ def _style(fig: go.Figure, style: Style, title: str, height: int) -> go.Figure:
     )
 
 
-def beyond_window(p: int, f: int, window: int) -> np.ndarray:
-    """(P, P) bool: the pooled cells of f x f tokens whose every key lies further back than a sliding window of
-    `window` tokens from every query of the cell (masked by the window, not weights that happen to be 0)."""
-    a, b = np.arange(p)[:, None], np.arange(p)[None, :]
-    return a * f - ((b + 1) * f - 1) >= window if window else np.zeros((p, p), bool)
-
-
-def zoomable_map(m: np.ndarray, f: int, n: int, title: str, *, style: Style = Style(), window: int = 0) -> go.Figure:
-    """One head's map pooled in blocks of f tokens, (P, P); a click on a cell selects it (see `clicked_cell`). With a
-    sliding `window`, the cells wholly beyond it are blank (masked), as the causal future is in `window_map`."""
+def zoomable_map(
+    m: np.ndarray, f: int, n: int, title: str, *, style: Style = Style(), causal: bool = True, window: int = 0
+) -> go.Figure:
+    """One head's map pooled in blocks of f tokens, (P, P); a click on a cell selects it (see `clicked_cell`). A
+    causal map's cells wholly in the future, or wholly beyond a sliding `window`, are grey (masked), as in
+    `window_map`."""
     centres = block_centres(n, f)
     p = len(centres)
-    m = np.where(beyond_window(p, f, window), np.nan, m)
+    m = masked_future(m, n, n, f, f, causal, window)
     spans = [f"{s + 1}–{min(s + f, n)}" for s in range(0, n, f)] if f > 1 else None
     text = [[f"queries {spans[i]}<br>keys {spans[j]}" for j in range(p)] for i in range(p)] if spans else None
     fig = go.Figure(
@@ -73,7 +69,7 @@ def zoomable_map(m: np.ndarray, f: int, n: int, title: str, *, style: Style = St
     fig.add_trace(click_markers(centres, centres, "zoom", max(4, 640 // p), gl=True))
     fig.update_xaxes(title="key position (attended to)", range=[0.5, n + 0.5], constrain="domain")
     fig.update_yaxes(title="query position (attending)", range=[n + 0.5, 0.5], scaleanchor="x")
-    return _style(fig, style, title, 720 if style.projector else 640)
+    return grey_ground(_style(fig, style, title, 720 if style.projector else 640), causal)
 
 
 def clicked_cell(event, p: int) -> tuple[int, int] | None:
@@ -176,4 +172,4 @@ def window_map(
         },
     )
     side = min(900, max(420, 14 * len(ys) + 200))
-    return _style(fig, style, title, side)
+    return grey_ground(_style(fig, style, title, side), masked is not None)  # masked cells: grey

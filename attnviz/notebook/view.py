@@ -107,23 +107,28 @@ class View:
             labels = head_stats.labels(stats, head_stats.uniform_entropy(r), r.kind)
             first = stat_charts.stat_grid(stats[self.statistic].numpy(), labels, self.statistic, style=self.style)
         if self.long:  # the app's long path: the first pass's pooled maps, one head pooled from its exact weights
-            maps, fq, fk = r.pooled(SIDES["layer"])
-            m, f = r.pooled_head(self.layer, self.head, SIDES["head"])
-            title = f"Layer {self.layer + 1}, head {self.head + 1}" + (
-                f" — pooled {f}×{f} tokens a cell" if f > 1 else ""
-            )
-            return [
-                first,
-                interactive.maps_grid(
-                    maps[self.layer], r.target_tokens, r.source_tokens, fq, fk, self.layer, style=self.style
-                ),
-                lazy_maps.zoomable_map(m, f, len(r.target_tokens), title, style=self.style),
-            ]
+            return [first, *self._long_maps()]
         eager = cast(AttentionResult, r)
         return [
             first,
             interactive.head_grid(eager, self.layer, style=self.style, max_side=SIDES["layer"]),
             interactive.head_map(eager, self.layer, self.head, style=self.style, max_side=SIDES["head"]),
+        ]
+
+    def _long_maps(self) -> list[go.Figure]:
+        """A long text's layer (the first pass's pooled maps) and its one head pooled from its exact weights; a causal
+        model's masked cells grey (its future, and what lies beyond a layer's sliding window)."""
+        r = self.result
+        maps, fq, fk = r.pooled(SIDES["layer"])
+        m, f = r.pooled_head(self.layer, self.head, SIDES["head"])
+        title = f"Layer {self.layer + 1}, head {self.head + 1}" + (f" — pooled {f}×{f} tokens a cell" if f > 1 else "")
+        causal, window = r.kind == "causal", r.layer_window(self.layer)
+        rows, cols = r.target_tokens, r.source_tokens
+        return [
+            interactive.maps_grid(
+                maps[self.layer], rows, cols, fq, fk, self.layer, style=self.style, causal=causal, window=window
+            ),
+            lazy_maps.zoomable_map(m, f, len(rows), title, style=self.style, causal=causal, window=window),
         ]
 
     def _charts(self) -> str:

@@ -73,7 +73,10 @@ def layer_view(inputs: Inputs, lazy: LazyAttention, layer: int) -> None:
     maps, f, _ = lazy.pooled(GRID_SIDE)
     tokens = lazy.target_tokens
     st.caption("Rows are queries (the token looking), columns are keys (the token looked at). One colour scale.")
-    fig = interactive.maps_grid(maps[layer], tokens, tokens, f, f, layer, style=inputs.style, note="exact weights")
+    window, causal = lazy.layer_window(layer), lazy.kind == "causal"
+    fig = interactive.maps_grid(
+        maps[layer], tokens, tokens, f, f, layer, style=inputs.style, note="exact weights", causal=causal, window=window
+    )
     st.plotly_chart(fig, key="heads.chart.grid", theme=None)  # as the short grid: see pages/heads.py
     export_maps(inputs, lazy, maps[layer][None], f, layer, "heads.export.layer")
     received = lazy.received()[layer]  # (H, N)
@@ -118,7 +121,7 @@ def head_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int) -> Non
     title = f"Layer {layer + 1}, head {head + 1}{pooled}"
     window = lazy.layer_window(layer)
     event = st.plotly_chart(
-        lazy_maps.zoomable_map(m, f, n, title, style=inputs.style, window=window),
+        lazy_maps.zoomable_map(m, f, n, title, style=inputs.style, causal=lazy.kind == "causal", window=window),
         key="heads.long.map",
         on_select="rerun",
         selection_mode="points",

@@ -161,3 +161,28 @@ def test_the_download_callables_keep_names_not_results(bundled_hf, monkeypatch):
             assert held == [], fn
     figure, csv = calls[1][2], calls[1][3]
     assert figure("png")[:4] == b"\x89PNG" and csv().startswith("query,")  # and they still build the files
+
+
+@pytest.mark.slow  # matplotlib and seaborn's first figures
+def test_a_causal_heads_png_draws_its_future_grey_as_the_app_does():
+    import torch
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from attnviz.figures.style import MASKED_COLOUR
+    from attnviz.result import AttentionResult
+
+    t = 6
+    s = torch.randn(1, 2, t, t).masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+    toks = tuple("abcdef")
+    r = AttentionResult(s.softmax(-1), toks, toks, "causal", "m")
+    grey = tuple(int(MASKED_COLOUR[i : i + 2], 16) for i in (1, 3, 5))
+    for fig in (export.head_figure(r, 0, 1), export.grid_figure(r, 0)):
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        pixels = np.asarray(canvas.buffer_rgba())[..., :3]
+        ax = next(a for a in fig.axes if a.get_title() == "Head 2" or "head 2" in a.get_title())  # head 2 in both
+        for i in range(t):
+            for j in range(t):
+                x, y = ax.transData.transform((j + 0.5, i + 0.5))
+                colour = tuple(pixels[round(pixels.shape[0] - y), round(x)])
+                assert (colour == grey) == (j > i), (i, j, colour)

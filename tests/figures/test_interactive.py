@@ -303,3 +303,38 @@ def test_a_token_axis_gives_each_label_a_line_or_labels_every_kth_and_says_so(bu
     assert fig.layout.yaxis.title.text == "query (attending): every 2nd of 70 labelled"  # 900 px tall at most
     thirty = _random_result(l=1, h=1, t=30)  # a projector's 1920x1080 column labels 30 keys each (1,380 px)
     assert interactive.head_map(thirty, 0, 0, style=interactive.Style(projector=True)).layout.xaxis.tickmode == "linear"
+
+
+def _causal_result(l=1, h=2, t=10):
+    s = torch.randn(l, h, t, t).masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+    toks = tuple(f"t{i}" for i in range(t))
+    return AttentionResult(s.softmax(-1), toks, toks, "causal", "rand")
+
+
+@pytest.mark.parametrize(("tq", "tk", "fq", "fk", "window"), [(7, 7, 1, 1, 0), (10, 10, 3, 3, 0), (11, 11, 2, 3, 4)])
+def test_a_pooled_cell_is_masked_where_the_mask_forbids_every_weight_in_it(tq, tk, fq, fk, window):
+    i, j = np.arange(tq)[:, None], np.arange(tk)[None, :]
+    forbidden = (j > i) | ((i - j >= window) if window else False)  # the model's own mask, token by token
+    cells = interactive.masked_cells(tq, tk, fq, fk, window)
+    for a in range(cells.shape[0]):
+        for b in range(cells.shape[1]):
+            assert cells[a, b] == forbidden[a * fq : (a + 1) * fq, b * fk : (b + 1) * fk].all(), (a, b)
+
+
+def test_a_causal_heads_future_is_drawn_grey_as_masked_not_as_weight_0():
+    r = _causal_result()
+    future = np.triu(np.ones((10, 10), dtype=bool), 1)
+    for fig, top in (
+        (interactive.head_map(r, 0, 1), r.weights[0, 1].max()),
+        (interactive.head_grid(r, 0), r.weights.max()),
+    ):
+        z = array(fig.data[-1].z)  # head 2 in both
+        assert np.array_equal(np.isnan(z), future)  # the future left out: the grey ground shows there
+        assert np.allclose(np.nansum(z, -1), 1.0, atol=1e-6) and np.allclose(z[~future], r.weights[0, 1][~future])
+        assert fig.layout.plot_bgcolor == interactive.MASKED_COLOUR
+        assert fig.layout.coloraxis.cmax == pytest.approx(float(top))  # the scale from the weights, not NaN
+    pooled = interactive.head_grid(_causal_result(t=300), 0, max_side=96)  # blocks of 4: the diagonal's cells kept
+    z = array(pooled.data[0].z)
+    assert np.isnan(z).sum() == 75 * 74 // 2 and np.isfinite(np.diag(z)).all()
+    bidirectional = _random_result()
+    assert not np.isnan(array(interactive.head_map(bidirectional, 0, 0).data[0].z)).any()

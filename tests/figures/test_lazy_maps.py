@@ -35,3 +35,16 @@ def test_the_exact_window_keeps_its_weights_masks_and_the_share_outside_and_esca
     assert array(fig.data[1].z).ravel().tolist() == [0.5, 0.5]  # what each row gives to keys outside the window
     assert list(fig.data[0].y) == ["&lt;script&gt;x&lt;/script&gt; ·1031", "it ·1032"]  # positions 1-based
     assert list(fig.data[0].x) == ["a ·8", "b ·9"]
+
+
+def test_the_zoomable_map_draws_what_the_mask_forbids_grey_the_future_and_beyond_a_sliding_window():
+    from attnviz.figures import interactive, lazy_maps
+    from attnviz.figures.style import MASKED_COLOUR
+
+    n, f, window = 40, 4, 12  # 10 blocks; a query sees itself and the 11 keys before it
+    m = np.ones((10, 10), dtype=np.float32)
+    z = array(lazy_maps.zoomable_map(m, f, n, "t", window=window).data[0].z)
+    assert np.array_equal(np.isnan(z), interactive.masked_cells(n, n, f, f, window))
+    assert np.isnan(z[0, 1]) and np.isnan(z[9, 5]) and not np.isnan(z[9, 6])  # 0-based: query 36 sees keys 25-36
+    assert lazy_maps.zoomable_map(m, f, n, "t").layout.plot_bgcolor == MASKED_COLOUR
+    assert not np.isnan(array(lazy_maps.zoomable_map(m, f, n, "t", causal=False).data[0].z)).any()
