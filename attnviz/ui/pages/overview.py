@@ -80,8 +80,13 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
     else:
         long = cache.request_is_long(inputs.model, inputs.backend, inputs.text)
         stats, uniform = stats_of(result, excludes, long), head_stats.uniform_entropy(result)
-    stats = head_stats.with_sink(stats, result)  # gpt-oss's learned sinks: a statistic of their own (the typed text's)
+        stats = head_stats.with_sink(stats, result)  # gpt-oss's learned sinks: a statistic of their own
+    unlabelled = averaged is not None and result.sinks  # a corpus run measures no learned sink's share
+    if unlabelled:
+        st.info(SINKS_UNMEASURED)
+        stat = "entropy" if stat == "sink" else stat
     labels = head_stats.labels(stats, uniform, result.kind)
+    labels = [[""] * len(row) for row in labels] if unlabelled else labels
     if induction is not None:  # a decoder's induction heads, from the repeated random sequence (not this text)
         stats = {**stats, "induction": induction}
         above = induction > induction_scores.THRESHOLD  # (L, H)
@@ -102,6 +107,13 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
     if c.button("Open this head on the Heads page", key="ov.open"):
         widgets.open_head(layer, head)
     st.dataframe(head_stats.table(stats, labels, shown), hide_index=True, key="ov.table")
+
+
+SINKS_UNMEASURED = (
+    "This model's learned sinks take a share of every row that a corpus run does not measure: averaged over the "
+    "built-in sentences, its heads are not labelled and the sink's share is not drawn (turn the average off to see "
+    "both on the typed text)."
+)
 
 
 def stat_controls(names: dict[str, str]) -> tuple[str, bool, str]:

@@ -93,3 +93,22 @@ def test_a_model_with_learned_sinks_colours_its_grid_by_the_sink_s_share(tiny_gp
     assert expected is not None and expected.min() > 0.01 and expected.max() < 1
     assert np.allclose(array(_charts(at)[0]["data"][0]["z"]), expected.numpy(), atol=1e-5)
     assert "learned sink in every head" in " ".join(c.value for c in at.caption)
+
+
+@pytest.mark.slow  # a corpus run of the built-in sentences on the tiny gpt-oss
+def test_a_corpus_average_of_a_model_with_learned_sinks_labels_no_head_and_says_why(tiny_gpt_oss_dir, monkeypatch):
+    """The corpus average labelled gpt-oss's heads from the corpus's means and the typed text's sink share: two texts'
+    figures in one label. A corpus run measures no sink's share: no labels, no sink colouring, and the page says so."""
+    from attnviz.ui.pages import overview
+
+    monkeypatch.setenv("ATTNVIZ_MODEL_DIRS", str(tiny_gpt_oss_dir.parent))
+    at = _overview(model=tiny_gpt_oss_dir.name, backend="hf", stat="sink", corpus="true")
+    _ok(at)
+    assert [i.value for i in at.info] == [overview.SINKS_UNMEASURED]
+    table = at.dataframe[0].value
+    assert set(table["label"]) == {""} and "sink" not in table.columns and len(table) > 0
+    grid = _charts(at)[0]
+    assert np.allclose(array(grid["data"][0]["z"]).ravel(), table["entropy"].to_numpy(), atol=1e-4)  # not the sink's
+    typed = _overview(model=tiny_gpt_oss_dir.name, backend="hf", stat="sink")  # the typed text: labelled, its sink
+    assert not typed.info and "sink" in typed.dataframe[0].value.columns
+    assert set(typed.dataframe[0].value["label"]) != {""}
