@@ -93,7 +93,7 @@ def _panel_domains(
     its own labels, and room for them; one with the same rows shares its neighbour's."""
     shown = [i == 0 or p.rows != panels[i - 1].rows for i, p in enumerate(panels)]
     gutters = [
-        _label_fraction(display_labels(p.rows), font_size, narrowest) if show and i else 0.0
+        _label_fraction(row_labels(p), font_size, narrowest) if show and i else 0.0
         for i, (p, show) in enumerate(zip(panels, shown, strict=True))
     ]
     n = len(panels)
@@ -106,14 +106,19 @@ def _panel_domains(
     return out
 
 
+def row_labels(panel: Panel) -> list[str]:
+    """A panel's row labels as its map draws them: "it ·11" (escaped); numbered rows ("step 3: Paris") as they are,
+    with no " ·N" (they were measured with one they do not show)."""
+    return [html_text(r, 80) for r in panel.rows] if panel.numbered_rows else display_labels(panel.rows)
+
+
 def panels_a_row(panels: list[Panel], style: Style = Style()) -> int:
     """How many panels stand side by side (the rest in rows below): as many as leave each key of up to 64 a label's
     line in the main column, beside the rows' labels and the colour bars. Unlabelled panels all stand in one row."""
     font, keys = style.font_size, max(len(p.cols) for p in panels)
     if keys > EVERY_LABEL:
         return len(panels)
-    # a panel's row labels (as drawn, "it ·11", not as escaped), where its rows differ from its left neighbour's
-    own = [row_label_px([f"{r} ·{len(p.rows)}" for r in p.rows], font) for p in panels]
+    own = [row_label_px(row_labels(p), font) for p in panels]  # where its rows differ from its left neighbour's
     bar = 10 if style.phone else bar_px(font)  # a phone's colour bars lie across the top (side_by_side)
     for k in range(len(panels), 1, -1):
         labels = max(
@@ -143,7 +148,7 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     ]
     zmax = float(max((m.max() for m in plain if m.size), default=1.0))
     font, per_row = style.font_size, panels_a_row(panels, style)
-    left = row_label_px(display_labels(panels[0].rows), font) + font + 10  # the first panel's row labels, "query"
+    left = row_label_px(row_labels(panels[0]), font) + font + 10  # the first panel's row labels, "query"
     scales = 2 if any(p.signed or p.own_scale for p in panels) else 1
     plot_w = main_px(style) - (10 if style.phone else bar_px(font)) - left  # a phone's bars: across the top
     narrowest = plot_w if style.phone else NARROWEST_PX  # a phone's figure is as wide as its column, no wider
@@ -241,7 +246,7 @@ def _panel_trace(p: Panel, sx: str) -> go.Heatmap:
     return go.Heatmap(
         z=z,
         x=display_labels(p.cols),
-        y=[html_text(r, 80) for r in p.rows] if p.numbered_rows else display_labels(p.rows),
+        y=row_labels(p),
         name=p.title,
         hoverongaps=False,
         coloraxis="coloraxis2" if p.signed or p.own_scale else "coloraxis",

@@ -130,3 +130,19 @@ def test_panel_titles_stay_over_their_panels_and_out_of_the_figure_title():
     fig = panel_maps.side_by_side([panel_maps.Panel("first\nline two", np.eye(2), toks, toks)], title="<b>whole</b>")
     assert fig.layout.title.text == "&lt;b&gt;whole&lt;/b&gt;"  # the figure's own title, escaped
     assert [a.text for a in fig.layout.annotations] == ["first<br>line two"]
+
+
+def test_numbered_rows_take_the_room_of_the_labels_they_show_not_of_a_position_they_do_not():
+    """Generate's steps ("step 3: Paris") are drawn as they are, no " ·N": they were measured with one, four
+    characters of room a panel did not use."""
+    from attnviz.figures.layout import row_label_px
+
+    rows = tuple(f"step {i + 1}: word{i}" for i in range(12))
+    p = panel_maps.Panel(
+        "steps", np.full((12, 12), 1 / 12), rows, tuple(f"k{j}" for j in range(12)), numbered_rows=True
+    )
+    fig = panel_maps.side_by_side([p])
+    assert list(fig.data[0].y) == list(rows) == panel_maps.row_labels(p)
+    assert fig.layout.margin.l == round(row_label_px(rows, 12) + 12 + 10)  # "step 12: word11", not "… ·12"
+    plain = panel_maps.Panel("t", np.full((2, 2), 0.5), ("<a>", "b"), ("c", "d"))
+    assert panel_maps.row_labels(plain) == ["&lt;a&gt; ·1", "b ·2"]
