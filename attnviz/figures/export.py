@@ -192,16 +192,22 @@ def layer_csv(weights: np.ndarray, rows, cols) -> str:
     return frame.to_csv(index=False, float_format="%.8g")
 
 
-def overview_figure(thumbs: np.ndarray, title: str, *, cmap: str = DEFAULT_CMAP) -> Figure:
-    """All layers x heads as small maps (thumbs: (L, H, s, s')), one shared colour scale."""
+def overview_figure(
+    thumbs: np.ndarray, title: str, *, cmap: str = DEFAULT_CMAP, masked: np.ndarray | None = None
+) -> Figure:
+    """All layers x heads as small maps (thumbs: (L, H, s, s')), one shared colour scale; `masked` ((s, s') or each
+    layer's (L, s, s')): the cells the mask forbids, grey as the app draws them."""
     n_l, n_h = thumbs.shape[:2]
+    if masked is not None:
+        thumbs = np.where(np.broadcast_to(masked, (n_l, *thumbs.shape[2:]))[:, None], np.nan, thumbs)
     fig = Figure(figsize=(1.1 * n_h + 1.2, 1.1 * n_l + 0.8), dpi=150, layout="constrained")
     axes = fig.subplots(n_l, n_h, squeeze=False)
-    vmax = float(thumbs.max())
+    vmax = float(np.nanmax(thumbs))
     image = None
     for layer in range(n_l):
         for head in range(n_h):
             ax = axes[layer, head]
+            ax.set_facecolor(MASKED_COLOUR)  # NaN (masked) cells are left out: grey
             image = ax.imshow(thumbs[layer, head], cmap=cmap, vmin=0.0, vmax=vmax)
             ax.set_xticks([])
             ax.set_yticks([])

@@ -343,13 +343,22 @@ OVERVIEW_THUMB = 32  # the largest side of each head's small map in the overview
 def overview(
     result: AttentionResult, *, style: Style = Style(), thumb: int = OVERVIEW_THUMB, note: str = ""
 ) -> go.Figure:
-    """All layers x heads as small maps, tiled into ONE heatmap (L x H subplots are what make plotly slow)."""
-    return overview_maps(pooled(result.weights, thumb)[0], style=style, note=note)
+    """All layers x heads as small maps, tiled into ONE heatmap (L x H subplots are what make plotly slow); a causal
+    model's future grey."""
+    maps, fq, fk = pooled(result.weights, thumb)
+    tq, tk = result.weights.shape[-2:]
+    masked = masked_cells(tq, tk, fq, fk) if result.kind == "causal" else None
+    return overview_maps(maps, style=style, note=note, masked=masked)
 
 
-def overview_maps(maps: np.ndarray, *, style: Style = Style(), note: str = "") -> go.Figure:
-    """The overview from small maps already made, (L, H, s, s')."""
+def overview_maps(
+    maps: np.ndarray, *, style: Style = Style(), note: str = "", masked: np.ndarray | None = None
+) -> go.Figure:
+    """The overview from small maps already made, (L, H, s, s'); `masked` (s, s') or each layer's (L, s, s'): the
+    cells the mask forbids, grey, the gaps between the tiles white."""
     n_l, n_h, s, s2 = maps.shape
+    if masked is not None:
+        maps = np.where(np.broadcast_to(masked, (n_l, s, s2))[:, None], np.nan, maps)
     tile = np.full((n_l * (s + 1) - 1, n_h * (s2 + 1) - 1), np.nan, dtype=np.float32)
     who = np.full(tile.shape + (2,), -1, dtype=np.int16)  # 1-based layer and head under the cursor
     for layer in range(n_l):
@@ -380,7 +389,23 @@ def overview_maps(maps: np.ndarray, *, style: Style = Style(), note: str = "") -
     plot_h = min(plot_w * tile.shape[0] / tile.shape[1], 70 * n_l)
     below = 2 * font + (3 * font if style.phone else 0)  # the heads' names (a phone's may turn: "H10" in 25 px)
     fig.update_layout(height=round(max(120, plot_h) + 70 + below))  # and the title over the tiles
+    if masked is not None:  # the masked cells grey (NaN on the grey ground), the gaps between tiles white over it
+        grey_ground(fig, True).update_layout(shapes=_tile_gaps(tile.shape, n_l, n_h, s, s2))
     return bar_across(fig, style) if style.phone else fig
+
+
+def _tile_gaps(shape: tuple[int, int], n_l: int, n_h: int, s: int, s2: int) -> list[dict]:
+    """White bands over the one-cell gaps between the overview's tiles (cell coordinates: centres at integers)."""
+    rows, cols = shape
+    band = {"type": "rect", "fillcolor": "white", "line": {"width": 0}, "layer": "above", "xref": "x", "yref": "y"}
+    across = [
+        {**band, "x0": -0.5, "x1": cols - 0.5, "y0": k * (s + 1) - 1.5, "y1": k * (s + 1) - 0.5} for k in range(1, n_l)
+    ]
+    down = [
+        {**band, "y0": -0.5, "y1": rows - 0.5, "x0": k * (s2 + 1) - 1.5, "x1": k * (s2 + 1) - 0.5}
+        for k in range(1, n_h)
+    ]
+    return across + down
 
 
 def _label_axes(

@@ -186,3 +186,21 @@ def test_a_causal_heads_png_draws_its_future_grey_as_the_app_does():
                 x, y = ax.transData.transform((j + 0.5, i + 0.5))
                 colour = tuple(pixels[round(pixels.shape[0] - y), round(x)])
                 assert (colour == grey) == (j > i), (i, j, colour)
+
+
+def test_a_causal_overviews_png_leaves_each_tiles_future_out_on_grey():
+    from attnviz.figures import interactive
+    from attnviz.figures.style import MASKED_COLOUR
+
+    thumbs = np.random.default_rng(0).random((2, 3, 5, 5)).astype(np.float32)
+    masked = interactive.masked_cells(5, 5)
+    fig = export.overview_figure(thumbs, "t", masked=masked)
+    tiles = [ax for ax in fig.axes if ax.images]
+    assert len(tiles) == 6
+    for ax in tiles:
+        shown = np.ma.masked_invalid(ax.images[0].get_array())
+        assert np.array_equal(np.ma.getmaskarray(shown), masked)  # the future left out ...
+        assert ax.get_facecolor()[:3] == pytest.approx(
+            tuple(int(MASKED_COLOUR[i : i + 2], 16) / 255 for i in (1, 3, 5))
+        )
+    assert not np.isnan(export.overview_figure(thumbs, "t").axes[0].images[0].get_array()).any()

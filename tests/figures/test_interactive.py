@@ -338,3 +338,21 @@ def test_a_causal_heads_future_is_drawn_grey_as_masked_not_as_weight_0():
     assert np.isnan(z).sum() == 75 * 74 // 2 and np.isfinite(np.diag(z)).all()
     bidirectional = _random_result()
     assert not np.isnan(array(interactive.head_map(bidirectional, 0, 0).data[0].z)).any()
+
+
+def test_a_causal_models_overview_draws_each_tiles_future_grey_and_the_gaps_between_tiles_white():
+    r = _causal_result(l=3, h=2, t=6)
+    fig = interactive.overview(r)
+    z = array(fig.data[0].z)  # 3 x 2 tiles of 6 x 6 cells, one cell apart
+    future = np.triu(np.ones((6, 6), dtype=bool), 1)
+    for layer in range(3):
+        for head in range(2):
+            cells = z[layer * 7 : layer * 7 + 6, head * 7 : head * 7 + 6]
+            assert np.array_equal(np.isnan(cells), future)
+            assert np.allclose(cells[~future], r.weights[layer, head].numpy()[~future])
+    assert fig.layout.plot_bgcolor == interactive.MASKED_COLOUR
+    bands = [(s.x0, s.x1, s.y0, s.y1) for s in fig.layout.shapes]
+    assert bands == [(-0.5, 12.5, 5.5, 6.5), (-0.5, 12.5, 12.5, 13.5), (5.5, 6.5, -0.5, 19.5)]  # over rows 6, 13; col 6
+    assert all(s.fillcolor == "white" and s.layer == "above" for s in fig.layout.shapes)
+    plain = interactive.overview(_random_result())
+    assert not plain.layout.shapes and plain.layout.plot_bgcolor == "white"

@@ -334,6 +334,7 @@ def test_a_windowed_layer_s_long_maps_show_the_window_as_masked_not_as_zero(monk
     assert np.isnan(exact).all()  # queries 1,001-1,064 and keys 1-64: every pair further back than 512
     pooled, exact, said = shown["6"]
     assert not np.isnan(np.tril(pooled)).any() and not np.isnan(exact).any() and not said
+    assert np.isnan(pooled[0, -1])  # the future: masked (grey), as on every map, not weight 0
     assert exact.max() > 0
 
 
