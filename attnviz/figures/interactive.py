@@ -90,6 +90,13 @@ def masked_future(maps: np.ndarray, tq: int, tk: int, fq: int, fk: int, causal: 
     return np.where(masked_cells(tq, tk, fq, fk, window), np.nan, maps) if causal else maps
 
 
+def masked_trace(grey: np.ndarray) -> go.Heatmap:
+    """A heatmap of the masked grey where `grey` is 1 (NaN elsewhere: the map under it shows), on no colour axis."""
+    return go.Heatmap(
+        z=grey, colorscale=[[0, MASKED_COLOUR], [1, MASKED_COLOUR]], showscale=False, hoverinfo="skip", name="masked"
+    )
+
+
 def grey_ground(fig: go.Figure, masked: bool) -> go.Figure:
     """A map with masked cells (NaN) on the masked grey, no grid lines over it; else on white."""
     fig.update_xaxes(showgrid=False).update_yaxes(showgrid=False)
@@ -355,16 +362,18 @@ def overview_maps(
     maps: np.ndarray, *, style: Style = Style(), note: str = "", masked: np.ndarray | None = None
 ) -> go.Figure:
     """The overview from small maps already made, (L, H, s, s'); `masked` (s, s') or each layer's (L, s, s'): the
-    cells the mask forbids, grey, the gaps between the tiles white."""
+    cells the mask forbids, grey (a trace of their own: the gaps between the tiles stay white)."""
     n_l, n_h, s, s2 = maps.shape
-    if masked is not None:
-        maps = np.where(np.broadcast_to(masked, (n_l, s, s2))[:, None], np.nan, maps)
-    tile = np.full((n_l * (s + 1) - 1, n_h * (s2 + 1) - 1), np.nan, dtype=np.float32)
+    shape = (n_l * (s + 1) - 1, n_h * (s2 + 1) - 1)
+    tile = np.full(shape, np.nan, dtype=np.float32)
+    grey = np.full(shape, np.nan, dtype=np.float32)  # 1 on the masked cells
+    forbidden = np.broadcast_to(masked if masked is not None else False, (n_l, s, s2))
     who = np.full(tile.shape + (2,), -1, dtype=np.int16)  # 1-based layer and head under the cursor
     for layer in range(n_l):
         for head in range(n_h):
             r, c = layer * (s + 1), head * (s2 + 1)
-            tile[r : r + s, c : c + s2] = maps[layer, head]
+            tile[r : r + s, c : c + s2] = np.where(forbidden[layer], np.nan, maps[layer, head])
+            grey[r : r + s, c : c + s2] = np.where(forbidden[layer], 1.0, np.nan)
             who[r : r + s, c : c + s2] = (layer + 1, head + 1)
     # Each tile on its own scale would hide weak heads' structure; one scale keeps heads comparable.
     fig = go.Figure(
@@ -377,6 +386,8 @@ def overview_maps(
             hoverongaps=False,
         )
     )
+    if masked is not None:
+        fig.add_trace(masked_trace(grey))
     # Square cells in a plot area of the tiles' own shape: the axes keep to their domain (constrain), so the names
     # stand next to the tiles, and the figure is as tall as the tiles at the column's width (no taller than 70 px a
     # layer). Its height fixed at 70 px a layer, BERT's 6 x 12 tiles filled 333 of a laptop's 438 px and the heads'
@@ -389,23 +400,7 @@ def overview_maps(
     plot_h = min(plot_w * tile.shape[0] / tile.shape[1], 70 * n_l)
     below = 2 * font + (3 * font if style.phone else 0)  # the heads' names (a phone's may turn: "H10" in 25 px)
     fig.update_layout(height=round(max(120, plot_h) + 70 + below))  # and the title over the tiles
-    if masked is not None:  # the masked cells grey (NaN on the grey ground), the gaps between tiles white over it
-        grey_ground(fig, True).update_layout(shapes=_tile_gaps(tile.shape, n_l, n_h, s, s2))
     return bar_across(fig, style) if style.phone else fig
-
-
-def _tile_gaps(shape: tuple[int, int], n_l: int, n_h: int, s: int, s2: int) -> list[dict]:
-    """White bands over the one-cell gaps between the overview's tiles (cell coordinates: centres at integers)."""
-    rows, cols = shape
-    band = {"type": "rect", "fillcolor": "white", "line": {"width": 0}, "layer": "above", "xref": "x", "yref": "y"}
-    across = [
-        {**band, "x0": -0.5, "x1": cols - 0.5, "y0": k * (s + 1) - 1.5, "y1": k * (s + 1) - 0.5} for k in range(1, n_l)
-    ]
-    down = [
-        {**band, "y0": -0.5, "y1": rows - 0.5, "x0": k * (s2 + 1) - 1.5, "x1": k * (s2 + 1) - 0.5}
-        for k in range(1, n_h)
-    ]
-    return across + down
 
 
 def _label_axes(

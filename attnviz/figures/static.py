@@ -5,7 +5,8 @@ The picture is laid out as plotly lays the figure out: the same size in pixels (
 layout.GRID_WIDTH, where the figure has none), the same margins (widened where the tick labels need it, as plotly's
 automargin does), each heatmap in its axes' domain with its colour scale and range (a shared colour axis: one range
 for every map on it), its category labels where they are shown and few enough to read, the text a heatmap writes in
-its cells (black or white, whichever stands from the cell more: style.light_ink), the title, the paper-placed
+its cells (black or white, whichever stands from the cell more: style.light_ink), a cell with no value left out (the
+plot's ground shows, or a map drawn before it on the same axes), the title, the paper-placed
 annotations (a grid's "Head 5") and one colour bar. Only heatmaps are drawn (a grid's click markers are invisible
 anyway). Drawn with Pillow, not matplotlib (a 12-head grid
 with its labels: 0.1 s, where matplotlib's axes took 2.8 s), in DejaVu Sans (matplotlib's copy); a PNG of at most 128
@@ -31,7 +32,7 @@ from attnviz.figures.style import light_ink
 MOST_LABELS = 48  # an axis with more categories than this shows none
 DEFAULT_MARGIN = {"l": 80, "r": 80, "t": 100, "b": 80}  # plotly's
 BAR_PX = 70  # the colour bar and its numbers, right of the maps
-MISSING = (200, 200, 200)  # a cell with no value (NaN), as the app's masked colour
+MISSING = (200, 200, 200)  # paint's colour for no value (NaN); a picture leaves such cells out: the ground shows
 
 
 def plain(text) -> str:
@@ -164,10 +165,14 @@ def picture(fig: go.Figure) -> bytes:
     plot_h = max(1.0, height - margin["t"] - margin["b"])
     canvas = Image.new("RGB", (width, height), "white")
     ranges = _ranges(fig)
-    bar = None
+    bar, grounded = None, set()
+    ground = tuple(round(v) for v in _colour(lay.plot_bgcolor or "white"))
     for trace, xa, ya in _maps(fig):
         (x0, x1), (y0, y1) = xa.domain or (0, 1), ya.domain or (0, 1)
         box = (plot[0] + x0 * plot[2], plot[1] - y1 * plot_h, plot[0] + x1 * plot[2], plot[1] - y0 * plot_h)
+        if box not in grounded:  # a map's ground, once: a cell with no value shows it, or a map drawn under it
+            ImageDraw.Draw(canvas).rectangle([round(v) for v in box], fill=ground)
+            grounded.add(box)
         bar = _draw_map(canvas, fig, trace, xa, ya, box, ranges) or bar
     if lay.title and lay.title.text:
         _text(canvas, (8, 8), plain(lay.title.text), 14, "la")
@@ -198,7 +203,13 @@ def _draw_map(canvas: Image.Image, fig: go.Figure, trace, xa, ya, box, ranges):
     down = ya.autorange == "reversed"  # the first row on top; else at the bottom, as plotly draws it
     rgb = paint(z if down else z[::-1], scale, lo, hi)  # rows as they stand, top to bottom
     at = tuple(round(v) for v in box)
-    canvas.paste(Image.fromarray(rgb).resize((at[2] - at[0], at[3] - at[1]), Image.Resampling.NEAREST), at[:2])
+    cells = (at[2] - at[0], at[3] - at[1])
+    valued = Image.fromarray(np.isfinite(z if down else z[::-1]).astype(np.uint8) * 255)  # NaN: left out, as plotly
+    canvas.paste(
+        Image.fromarray(rgb).resize(cells, Image.Resampling.NEAREST),
+        at[:2],
+        valued.resize(cells, Image.Resampling.NEAREST),
+    )
     cell_w, cell_h = (right - left) / n_cols, (bottom - top) / n_rows
     row_y = [top + (i if down else n_rows - 1 - i) * cell_h + cell_h / 2 for i in range(n_rows)]
     for i, label in enumerate(_shown(trace.y, ya)[:n_rows]):

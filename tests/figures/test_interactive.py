@@ -350,9 +350,9 @@ def test_a_causal_models_overview_draws_each_tiles_future_grey_and_the_gaps_betw
             cells = z[layer * 7 : layer * 7 + 6, head * 7 : head * 7 + 6]
             assert np.array_equal(np.isnan(cells), future)
             assert np.allclose(cells[~future], r.weights[layer, head].numpy()[~future])
-    assert fig.layout.plot_bgcolor == interactive.MASKED_COLOUR
-    bands = [(s.x0, s.x1, s.y0, s.y1) for s in fig.layout.shapes]
-    assert bands == [(-0.5, 12.5, 5.5, 6.5), (-0.5, 12.5, 12.5, 13.5), (5.5, 6.5, -0.5, 19.5)]  # over rows 6, 13; col 6
-    assert all(s.fillcolor == "white" and s.layer == "above" for s in fig.layout.shapes)
-    plain = interactive.overview(_random_result())
-    assert not plain.layout.shapes and plain.layout.plot_bgcolor == "white"
+    grey = array(fig.data[1].z)  # the masked cells' own trace, on no colour axis: the gaps stay on white ground
+    assert np.array_equal(grey == 1, np.isnan(z) & (array(fig.data[0].customdata)[..., 0] > 0))
+    assert np.isnan(grey[6]).all() and np.isnan(grey[:, 6]).all()  # the gaps: neither map nor grey
+    assert fig.data[1].colorscale[0][1] == fig.data[1].colorscale[-1][1] == interactive.MASKED_COLOUR
+    assert fig.layout.plot_bgcolor == "white" and fig.data[1].hoverinfo == "skip"
+    assert len(interactive.overview(_random_result()).data) == 1  # nothing masked: one map

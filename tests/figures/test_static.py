@@ -78,3 +78,31 @@ def test_a_layer_grid_picture_is_the_grids_size_with_a_map_per_head():
 
 def test_plotly_text_reads_as_plain_text():
     assert static.plain("Layer 3<br>head &amp; <b>5</b>") == "Layer 3\nhead & 5"
+
+
+def test_a_cell_with_no_value_shows_the_plots_ground_or_the_map_under_it_as_plotly_draws_it():
+    """A NaN cell was painted grey whatever lay under it: the overview's white gaps between tiles came out grey, and
+    a second map over the first (its masked cells) covered the first with grey where it had no value."""
+    from attnviz.figures.style import MASKED_COLOUR
+
+    layout = {
+        "width": 400,
+        "height": 300,
+        "margin": {"l": 50, "r": 80, "t": 50, "b": 50},
+        "coloraxis": {"colorscale": [[0, "rgb(0,0,0)"], [1, "rgb(0,0,0)"]], "cmin": 0, "cmax": 1},
+        "xaxis": {"showticklabels": False},
+        "yaxis": {"autorange": "reversed", "showticklabels": False},
+    }
+    under = go.Heatmap(z=[[0.0, np.nan], [np.nan, np.nan]], coloraxis="coloraxis")
+    over = go.Heatmap(z=[[np.nan, 1.0], [np.nan, np.nan]], colorscale=[[0, "rgb(255,0,0)"], [1, "rgb(255,0,0)"]])
+    plot_w, plot_h = 400 - 50 - max(80, static.BAR_PX), 300 - 100
+    grey = [int(MASKED_COLOUR[i : i + 2], 16) for i in (1, 3, 5)]
+    for ground, expected in (("white", [255, 255, 255]), (MASKED_COLOUR, grey)):
+        px = _rgb(static.picture(go.Figure([under, over], layout={**layout, "plot_bgcolor": ground})))
+        cell = {
+            (i, j): px[int(50 + (i + 0.5) / 2 * plot_h), int(50 + (j + 0.5) / 2 * plot_w)].tolist()
+            for i in (0, 1)
+            for j in (0, 1)
+        }
+        assert cell[0, 0] == [0, 0, 0] and cell[0, 1] == [255, 0, 0]  # each map's values; the second's NaN left out
+        assert cell[1, 0] == cell[1, 1] == expected  # no value in either: the ground
