@@ -90,10 +90,18 @@ def masked_future(maps: np.ndarray, tq: int, tk: int, fq: int, fk: int, causal: 
     return np.where(masked_cells(tq, tk, fq, fk, window), np.nan, maps) if causal else maps
 
 
-def masked_trace(grey: np.ndarray) -> go.Heatmap:
-    """A heatmap of the masked grey where `grey` is 1 (NaN elsewhere: the map under it shows), on no colour axis."""
+def masked_trace(grey: np.ndarray, x=None, y=None) -> go.Heatmap:
+    """A heatmap of the masked grey where `grey` is 1 (NaN elsewhere: the map under it shows), on no colour axis; at
+    the map's x and y where it has them. Used where the plot's ground would show beyond the map (a map kept square
+    in a wider plot: constrain="domain")."""
     return go.Heatmap(
-        z=grey, colorscale=[[0, MASKED_COLOUR], [1, MASKED_COLOUR]], showscale=False, hoverinfo="skip", name="masked"
+        z=grey,
+        x=x,
+        y=y,
+        colorscale=[[0, MASKED_COLOUR], [1, MASKED_COLOUR]],
+        showscale=False,
+        hoverinfo="skip",
+        name="masked",
     )
 
 

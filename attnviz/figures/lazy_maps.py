@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnviz.escape import html_text
-from attnviz.figures.interactive import click_markers, grey_ground, masked_future
+from attnviz.figures.interactive import click_markers, masked_future, masked_trace
 from attnviz.figures.style import Style
 
 ROW_HOVER = "key %{x}: %{customdata}<br>weight %{y:.5f}<extra></extra>"
@@ -50,7 +50,7 @@ def zoomable_map(
     `window_map`."""
     centres = block_centres(n, f)
     p = len(centres)
-    m = masked_future(m, n, n, f, f, causal, window)
+    m = masked_future(m, n, n, f, f, causal, window)  # forbidden cells NaN: drawn grey by a trace of their own
     spans = [f"{s + 1}–{min(s + f, n)}" for s in range(0, n, f)] if f > 1 else None
     text = [[f"queries {spans[i]}<br>keys {spans[j]}" for j in range(p)] for i in range(p)] if spans else None
     fig = go.Figure(
@@ -66,10 +66,12 @@ def zoomable_map(
             hovertemplate=("%{text}" if spans else "query %{y}<br>key %{x}") + "<br>%{z:.5f}<extra></extra>",
         )
     )
-    fig.add_trace(click_markers(centres, centres, "zoom", max(4, 640 // p), gl=True))
+    fig.add_trace(click_markers(centres, centres, "zoom", max(4, 640 // p), gl=True))  # trace 1: clicked_cell
+    if causal:
+        fig.add_trace(masked_trace(np.where(np.isnan(m), 1.0, np.nan), centres, centres))
     fig.update_xaxes(title="key position (attended to)", range=[0.5, n + 0.5], constrain="domain")
     fig.update_yaxes(title="query position (attending)", range=[n + 0.5, 0.5], scaleanchor="x")
-    return grey_ground(_style(fig, style, title, 720 if style.projector else 640), causal)
+    return _style(fig, style, title, 720 if style.projector else 640)
 
 
 def clicked_cell(event, p: int) -> tuple[int, int] | None:
@@ -172,4 +174,6 @@ def window_map(
         },
     )
     side = min(900, max(420, 14 * len(ys) + 200))
-    return grey_ground(_style(fig, style, title, side), masked is not None)  # masked cells: grey
+    if masked is not None:  # grey, a trace of its own: the plot's ground stays white round the map and its column
+        fig.add_trace(masked_trace(np.where(masked, 1.0, np.nan), xs, ys))
+    return _style(fig, style, title, side)

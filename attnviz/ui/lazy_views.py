@@ -163,7 +163,7 @@ def head_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int) -> Non
     st.caption(
         "Not pooled and not renormalised: each cell is the model's own weight. A row here need not sum to 1; the "
         "grey column on the right is what each query gives to keys outside the window"
-        + (", and blank cells are keys a causal model cannot see yet" if masked is not None else "")
+        + (", and the map's flat grey cells are keys a causal model cannot see yet" if masked is not None else "")
         + (f" or keys further back than the layer's window of {window:,} tokens." if window else ".")
     )
     export_window(inputs, lazy, layer, head, tile.numpy(), q0, k0, "heads.export.window")

@@ -32,6 +32,8 @@ def test_the_exact_window_keeps_its_weights_masks_and_the_share_outside_and_esca
     )
     z = array(fig.data[0].z)
     assert np.isnan(z[0, 1]) and z[1].tolist() == pytest.approx([0.2, 0.3])  # masked cells are gaps, not zeros
+    grey = array(fig.data[2].z)  # ... drawn grey by a trace of their own, on the map's own cells
+    assert np.array_equal(grey == 1, masked) and list(fig.data[2].x) == list(fig.data[0].x)
     assert array(fig.data[1].z).ravel().tolist() == [0.5, 0.5]  # what each row gives to keys outside the window
     assert list(fig.data[0].y) == ["&lt;script&gt;x&lt;/script&gt; ·1031", "it ·1032"]  # positions 1-based
     assert list(fig.data[0].x) == ["a ·8", "b ·9"]
@@ -46,5 +48,10 @@ def test_the_zoomable_map_draws_what_the_mask_forbids_grey_the_future_and_beyond
     z = array(lazy_maps.zoomable_map(m, f, n, "t", window=window).data[0].z)
     assert np.array_equal(np.isnan(z), interactive.masked_cells(n, n, f, f, window))
     assert np.isnan(z[0, 1]) and np.isnan(z[9, 5]) and not np.isnan(z[9, 6])  # 0-based: query 36 sees keys 25-36
-    assert lazy_maps.zoomable_map(m, f, n, "t").layout.plot_bgcolor == MASKED_COLOUR
-    assert not np.isnan(array(lazy_maps.zoomable_map(m, f, n, "t", causal=False).data[0].z)).any()
+    fig = lazy_maps.zoomable_map(m, f, n, "t", window=window)
+    assert fig.data[1].name == "zoom"  # the click markers stay trace 1 (clicked_cell)
+    grey = array(fig.data[2].z)  # the masked cells grey, a trace of their own: the plot's white beside the square map
+    assert np.array_equal(grey == 1, np.isnan(z)) and fig.data[2].colorscale[0][1] == MASKED_COLOUR
+    assert fig.layout.plot_bgcolor == "white"
+    bidirectional = lazy_maps.zoomable_map(m, f, n, "t", causal=False)
+    assert not np.isnan(array(bidirectional.data[0].z)).any() and len(bidirectional.data) == 2
