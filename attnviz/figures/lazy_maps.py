@@ -153,7 +153,7 @@ def window_map(
                 x=["outside"],
                 y=ys,
                 xaxis="x2",
-                colorscale="Greys",
+                colorscale=[[0, "white"], [1, "black"]],  # more ink, more weight (plotly's "Greys" runs black to white)
                 zmin=0.0,
                 zmax=1.0,
                 showscale=False,

@@ -162,7 +162,8 @@ def head_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int) -> Non
     )
     st.caption(
         "Not pooled and not renormalised: each cell is the model's own weight. A row here need not sum to 1; the "
-        "grey column on the right is what each query gives to keys outside the window"
+        "column on the right is what each query gives to keys outside the window (white none of its weight, black "
+        "all of it)"
         + (", and the map's flat grey cells are keys a causal model cannot see yet" if masked is not None else "")
         + (f" or keys further back than the layer's window of {window:,} tokens." if window else ".")
     )

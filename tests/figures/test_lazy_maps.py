@@ -35,6 +35,7 @@ def test_the_exact_window_keeps_its_weights_masks_and_the_share_outside_and_esca
     grey = array(fig.data[2].z)  # ... drawn grey by a trace of their own, on the map's own cells
     assert np.array_equal(grey == 1, masked) and list(fig.data[2].x) == list(fig.data[0].x)
     assert array(fig.data[1].z).ravel().tolist() == [0.5, 0.5]  # what each row gives to keys outside the window
+    assert [c for _, c in fig.data[1].colorscale] == ["white", "black"]  # more ink, more weight outside
     assert list(fig.data[0].y) == ["&lt;script&gt;x&lt;/script&gt; ·1031", "it ·1032"]  # positions 1-based
     assert list(fig.data[0].x) == ["a ·8", "b ·9"]
 
