@@ -167,7 +167,7 @@ def head_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int) -> Non
         + (", and the map's flat grey cells are keys a causal model cannot see yet" if masked is not None else "")
         + (f" or keys further back than the layer's window of {window:,} tokens." if window else ".")
     )
-    export_window(inputs, lazy, layer, head, tile.numpy(), q0, k0, "heads.export.window")
+    export_window(inputs, lazy, layer, head, tile.numpy(), q0, k0, "heads.export.window", masked)
     row_view(inputs, lazy, layer, head, q0)
 
 
@@ -247,15 +247,23 @@ def export_maps(inputs: Inputs, lazy: LazyAttention, maps: np.ndarray, f: int, l
 
 
 def export_window(
-    inputs: Inputs, lazy: LazyAttention, layer: int, head: int, w: np.ndarray, q0: int, k0: int, key: str
+    inputs: Inputs,
+    lazy: LazyAttention,
+    layer: int,
+    head: int,
+    w: np.ndarray,
+    q0: int,
+    k0: int,
+    key: str,
+    masked: np.ndarray | None = None,
 ) -> None:
-    """PNG, SVG, CSV and JSON of the exact window shown."""
+    """PNG, SVG, CSV and JSON of the exact window shown; its `masked` cells grey in the PNG and SVG, as drawn."""
     from attnviz.figures import export
 
     r, c = w.shape
     rows, cols = lazy.target_tokens[q0 : q0 + r], lazy.source_tokens[k0 : k0 + c]
     title = f"{lazy.model} — layer {layer + 1}, head {head + 1}, queries {q0 + 1}–{q0 + r}, keys {k0 + 1}–{k0 + c}"
-    panel = Panel(title, w, rows, cols)
+    panel = Panel(title, w, rows, cols, masked=masked)
     options = {"window_queries": [q0 + 1, q0 + r], "window_keys": [k0 + 1, k0 + c], "long_text": True}
 
     def bundle() -> str:
