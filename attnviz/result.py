@@ -133,8 +133,8 @@ class Attention(Protocol):
         ...
 
     def layer_window(self, layer: int) -> int:
-        """This layer's sliding window in tokens, as a map marks it masked (0: none marked). A long text's is the
-        model's (Gemma 3: 512 on 5 of every 6 layers); every weight held marks none (its weights there are 0)."""
+        """This layer's sliding window in tokens, as a map marks it masked (0: none): the model's (Gemma 3: 512 on 5
+        of every 6 layers), keys j with i - window < j seen by query i."""
         ...
 
     def tile(self, layers: Sequence[int], heads: Sequence[int], rows: slice, cols: slice) -> Tensor:
@@ -207,6 +207,7 @@ class AttentionResult:
     truncated: int = 0
     value_norms: Tensor | None = None
     sinks: bool = False
+    windows: tuple[int, ...] = ()  # each layer's sliding window (causal: keys j with i - window < j), 0 or () none
     # what was computed from the weights (statistics): a new result (dataclasses.replace) starts with its own
     _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
@@ -244,6 +245,11 @@ class AttentionResult:
             raise ValueError(f"attention rows must {rule}; one is off by {worst:.2e}")
         if self.kind == "causal" and torch.triu(w, diagonal=1).any():
             raise ValueError("causal attention must be 0 above the diagonal")
+        if self.windows and (len(self.windows) != w.shape[0] or self.kind != "causal"):
+            raise ValueError(f"{len(self.windows)} sliding windows for {w.shape[0]} layers of {self.kind} attention")
+        for layer, window in enumerate(self.windows):
+            if window and torch.tril(w[layer], diagonal=-window).any():
+                raise ValueError(f"layer {layer + 1}'s weights must be 0 beyond its sliding window of {window} tokens")
         n = self.value_norms
         if n is not None and (n.shape != (w.shape[0], w.shape[1], tk) or n.dtype != torch.float32):
             raise ValueError(f"value_norms must be float32 of shape {(w.shape[0], w.shape[1], tk)}")
@@ -279,8 +285,8 @@ class AttentionResult:
         return self.weights.element_size() * self.weights.nelement()
 
     def layer_window(self, layer: int) -> int:
-        """0: every weight held marks no sliding window (the weights a window hides are 0 here)."""
-        return 0
+        """This layer's sliding window in tokens (0: every earlier key)."""
+        return self.windows[layer] if self.windows else 0
 
     def head(self, layer: int, head: int) -> Tensor:
         """(Tq, Tk): one head's map, 0-based layer and head."""

@@ -41,7 +41,15 @@ def hide(result: AttentionResult, rows_keep: Sequence[bool], cols_keep: Sequence
         target=result.target.subset(rows_keep),
         source=result.source.subset(cols_keep),
         value_norms=norms,
+        windows=result.windows if _a_prefix_dropped(r) and _a_prefix_dropped(c) else (),
     )
+
+
+def _a_prefix_dropped(keep: torch.Tensor) -> bool:
+    """Whether only tokens before every kept one are dropped: distances between the rest, and so a sliding window's
+    reach counted in tokens, stay as they were (else the windows are not marked on the maps)."""
+    first = int(keep.nonzero()[0])
+    return bool(keep[first:].all())
 
 
 def without_specials(result: AttentionResult) -> AttentionResult:
@@ -77,7 +85,8 @@ def merge(result: AttentionResult) -> AttentionResult:
     w = result.weights
     w = torch.stack([w[:, :, :, g].sum(-1) for g in cols], dim=-1)  # (L, H, Tq, W_k)
     w = torch.stack([w[:, :, g].mean(-2) for g in rows], dim=-2)  # (L, H, W_q, W_k)
-    merged = replace(result, weights=w, target=result.target.merged(), source=result.source.merged(), value_norms=None)
+    target, source = result.target.merged(), result.source.merged()
+    merged = replace(result, weights=w, target=target, source=source, value_norms=None, windows=())  # tokens, not words
     return merged
 
 

@@ -414,7 +414,18 @@ class HFDecoderEngine(HFEngine):
             with self._passes, torch.inference_mode():
                 weights = self.weights_of(src.ids)
             axis, device = src.axis, self.device_name
-            result = AttentionResult(weights, axis, axis, "causal", self.name, device, src.truncated, sinks=self.sinks)
+            windows = layer_windows(self.model) if self.lazy else ()  # read off attnviz's attention modules
+            result = AttentionResult(
+                weights,
+                axis,
+                axis,
+                "causal",
+                self.name,
+                device,
+                src.truncated,
+                sinks=self.sinks,
+                windows=windows if any(windows) else (),
+            )
             return Results({"causal": result})
         return Results({"causal": self.lazy_run(src, progress)}, lazy=True)
 

@@ -54,9 +54,14 @@ def _label(ax, rows, cols) -> None:
     ax.set_yticks(np.arange(len(rows)) + 0.5, [_plain_label(t) for t in rows], rotation=0, fontsize=7, va="center")
 
 
-def _future(result: AttentionResult) -> np.ndarray | None:
-    """A causal result's future (Tq, Tk), drawn grey as the app draws it (masked, not weight 0); else None."""
-    return np.triu(np.ones(result.weights.shape[-2:], dtype=bool), 1) if result.kind == "causal" else None
+def _future(result: AttentionResult, layer: int) -> np.ndarray | None:
+    """What a causal result's mask forbids in a layer (Tq, Tk): the future and beyond the layer's sliding window,
+    drawn grey as the app draws it (masked, not weight 0); else None."""
+    if result.kind != "causal":
+        return None
+    i, j = np.arange(result.weights.shape[-2])[:, None], np.arange(result.weights.shape[-1])[None, :]
+    window = result.layer_window(layer)
+    return (j > i) | (i - j >= window) if window else j > i
 
 
 def _draw(ax, matrix, rows, cols, cmap: str, vmax: float, labels: bool, cbar: bool, cbar_ax=None, masked=None) -> None:
@@ -95,7 +100,7 @@ def head_figure(result: AttentionResult, layer: int, head: int, *, cmap: str = D
         float(m.max()),
         labels,
         True,
-        masked=_future(result),
+        masked=_future(result, layer),
     )
     ax.set_title(_plain_label(f"{titled(result.model)} — layer {layer + 1}, head {head + 1} ({result.kind} attention)"))
     ax.set_xlabel("key (attended to)")
@@ -126,7 +131,7 @@ def grid_figure(result: AttentionResult, layer: int, *, cmap: str = DEFAULT_CMAP
             labels,
             h == 0,
             cbar_ax,
-            masked=_future(result),
+            masked=_future(result, layer),
         )
         ax.set_title(f"Head {h + 1}", fontsize=9)
         if labels and h % columns:

@@ -176,8 +176,10 @@ def head_grid(
     """One heatmap per head of a layer, on one shared colour scale; `note` says what else the title should."""
     maps, fq, fk = pooled(result.weights[layer], max_side)  # (H, Tq', Tk')
     rows, cols = result.target_tokens, result.source_tokens
-    causal = result.kind == "causal"
-    return maps_grid(maps, rows, cols, fq, fk, layer, style=style, columns=columns, note=note, causal=causal)
+    causal, window = result.kind == "causal", result.layer_window(layer)
+    return maps_grid(
+        maps, rows, cols, fq, fk, layer, style=style, columns=columns, note=note, causal=causal, window=window
+    )
 
 
 def maps_grid(
@@ -298,7 +300,7 @@ def head_map(
     """One head, large, with token labels on both axes; a causal head's future grey (masked), not weight 0."""
     m, fq, fk = pooled(result.weights[layer, head], max_side)  # (Tq', Tk')
     top, causal = float(m.max()), result.kind == "causal"
-    m = masked_future(m, result.weights.shape[-2], result.weights.shape[-1], fq, fk, causal)
+    m = masked_future(m, result.weights.shape[-2], result.weights.shape[-1], fq, fk, causal, result.layer_window(layer))
     xs, ys = pooled_labels(result.source_tokens, fk), pooled_labels(result.target_tokens, fq)
     pieces = (result.target.pieces, result.source.pieces) if fq == fk == 1 else None
     data, line = piece_hover(result.target_tokens, result.source_tokens, pieces)
@@ -361,9 +363,16 @@ def overview(
     """All layers x heads as small maps, tiled into ONE heatmap (L x H subplots are what make plotly slow); a causal
     model's future grey."""
     maps, fq, fk = pooled(result.weights, thumb)
-    tq, tk = result.weights.shape[-2:]
-    masked = masked_cells(tq, tk, fq, fk) if result.kind == "causal" else None
-    return overview_maps(maps, style=style, note=note, masked=masked)
+    return overview_maps(maps, style=style, note=note, masked=layers_masked(result, fq, fk))
+
+
+def layers_masked(result: Attention, fq: int, fk: int) -> np.ndarray | None:
+    """(L, Tq', Tk'): the cells of each layer's maps pooled in fq x fk blocks that its mask forbids wholly (the
+    future; beyond the layer's sliding window); None for attention that masks nothing."""
+    if result.kind != "causal":
+        return None
+    tq, tk = result.shape[-2:]
+    return np.stack([masked_cells(tq, tk, fq, fk, result.layer_window(i)) for i in range(result.n_layers)])
 
 
 def overview_maps(

@@ -64,7 +64,7 @@ def heads(inputs: Inputs, lazy: LazyAttention, view: str) -> None:
         maps, f, _ = lazy.pooled(THUMB_SIDE)
         note = f"exact weights, pooled {f}×{f} tokens a cell" if f > 1 else ""
         st.caption("Every layer (rows) and head (columns) as a small map. Hover to see which is which.")
-        masked = masked_of(lazy, f, range(lazy.n_layers))
+        masked = interactive.layers_masked(lazy, f, f)
         st.plotly_chart(
             interactive.overview_maps(maps, style=inputs.style, note=note, masked=masked), key="heads.chart.overview"
         )
@@ -211,21 +211,13 @@ def row_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int, q0: int
     )
 
 
-def masked_of(lazy: LazyAttention, f: int, layers) -> np.ndarray | None:
-    """(len(layers), P, P): the pooled cells each layer's mask forbids (its future, and beyond its sliding window),
-    drawn grey; None for attention that masks nothing."""
-    n = lazy.n_tokens
-    if lazy.kind != "causal":
-        return None
-    return np.stack([interactive.masked_cells(n, n, f, f, lazy.layer_window(i)) for i in layers])
-
-
 def export_maps(inputs: Inputs, lazy: LazyAttention, maps: np.ndarray, f: int, layer: int | None, key: str) -> None:
     """PNG, SVG, CSV and JSON of pooled maps as shown: (L', H, P, P), one layer's or every layer's."""
     from attnviz.figures import export
 
     what = "overview" if layer is None else f"L{layer + 1}"
-    masked = masked_of(lazy, f, range(lazy.n_layers) if layer is None else [layer])
+    masked = interactive.layers_masked(lazy, f, f)
+    masked = masked if masked is None or layer is None else masked[layer]
     pooled_note = f", exact weights pooled {f}x{f} tokens a cell" if f > 1 else ""
     title = f"{api.titled(lazy.model)}: {what}, {lazy.n_tokens} tokens{pooled_note}"
     labels = pooled_labels(lazy.target_tokens, f)

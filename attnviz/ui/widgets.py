@@ -246,8 +246,7 @@ def export_overview(inputs: Inputs, fetch: Fetch, opts: Options, key: str) -> No
         result, maps, fq, fk = thumbs()
         pooled_note = "" if fq == fk == 1 else f", pooled {fq}x{fk} tokens a cell"
         title = f"{api.titled(result.model)}: {result.n_layers} layers x {result.n_heads} heads{pooled_note}"
-        tq, tk = result.weights.shape[-2:]
-        masked = interactive.masked_cells(tq, tk, fq, fk) if result.kind == "causal" else None
+        masked = interactive.layers_masked(result, fq, fk)
         return export.figure_bytes(export.overview_figure(maps, title, cmap=inputs.style.cmap, masked=masked), fmt)
 
     def bundle() -> str:

@@ -56,6 +56,23 @@ def test_causal_stays_causal_after_merging_and_hiding():
     assert out.target_tokens == ("play##ing", "now") and out.kind == "causal"
 
 
+def test_a_sliding_window_is_kept_where_distances_stay_and_dropped_where_they_do_not():
+    """A window counts tokens back from the query: setting the first token aside keeps every distance, so the maps
+    still mark it; setting a middle token aside, or merging pieces into words, does not, and nothing is marked."""
+    t, window = 6, 3
+    i, j = torch.arange(t)[:, None], torch.arange(t)[None, :]
+    w = ((j <= i) & (i - j < window)).float()
+    w = (w / w.sum(-1, keepdim=True))[None, None]  # (1, 1, 6, 6): each query sees itself and the 2 before
+    axis = _axis(("<s>", "a", "b", "c", "d", "e"), (True, False, False, True, False, False), (0, 1, 1, 2, 3, 4))
+    r = AttentionResult(w, axis, axis, "causal", "hand", windows=(window,))
+    assert r.layer_window(0) == 3
+    assert view_options.without_first(r).windows == (3,)
+    assert view_options.without_specials(r).windows == ()  # "c" in the middle went too: distances changed
+    assert view_options.merge(r).windows == ()
+    with pytest.raises(ValueError, match="1 sliding windows for 2 layers"):
+        AttentionResult(w.expand(2, 1, t, t).contiguous(), axis, axis, "causal", "hand", windows=(window,))
+
+
 def test_hiding_everything_is_a_clear_error():
     r = _result([[1.0]], _axis(("[CLS]",), special=(True,)))
     with pytest.raises(ValueError, match="Nothing is left"):

@@ -95,6 +95,26 @@ def test_a_gemma3_text_longer_than_its_window_is_lazy_exact_and_zero_outside_the
         assert ((stats[key] - want[key]).abs() / scale).nan_to_num(0).max() < TOL, key
 
 
+def test_a_gemma3_text_past_its_window_held_whole_marks_each_layer_s_window_on_its_maps(gemma3):
+    """600 tokens: every weight held (under the eager budget), yet past the 512-token window: the result knows each
+    layer's window (it checks that the weights beyond it are 0), and the Heads page's maps draw those cells grey, as
+    the long path does, where they drew them as weight 0."""
+    import numpy as np
+
+    from attnviz.figures import interactive
+
+    enc = gemma3.tokenizer.encode(PROSE * 40, 600)
+    r = gemma3.run(enc).main
+    assert isinstance(r, AttentionResult) and r.windows == gemma3.windows
+    z = np.asarray(interactive.head_map(r, 0, 0, max_side=600).data[0].z, dtype=float)  # layer 1: a window of 512
+    i, j = np.indices(z.shape)
+    assert np.array_equal(np.isnan(z), (j > i) | (i - j >= 512)) and np.isnan(z[599, 0]) and z[599, 88] > 0
+    full = np.asarray(interactive.head_map(r, 5, 0, max_side=600).data[0].z, dtype=float)  # layer 6: every key
+    assert np.array_equal(np.isnan(full), j > i)
+    with pytest.raises(ValueError, match="beyond its sliding window"):  # a window the weights do not keep
+        AttentionResult(r.weights[5:6], r.target, r.source, "causal", "m", windows=(512,))
+
+
 def test_gemma3_s_layers_step_by_step_equal_transformers_own(gemma3, gemma3_eager):
     """The Inside page's steps of Gemma 3 270M (engines.decoder_steps): its norm, its Q and K normalised per head and
     turned by position, one key/value head for its four query heads, each layer's own window (layer 1: 512, layer
