@@ -129,12 +129,7 @@ def head_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int) -> Non
         on_select="rerun",
         selection_mode="points",
     )
-    if window:
-        st.caption(
-            f"Layer {layer + 1} uses a sliding window of {window:,} tokens: each query sees itself and the "
-            f"{window - 1:,} tokens before it. Blank cells are keys further back, which the window masks: not "
-            "attention that happens to be zero."
-        )
+    widgets.window_note(layer, window, n)
     cell = lazy_maps.clicked_cell(event, m.shape[0])
     width = st.session_state.get("heads.zw", 64)
     if cell is not None and st.session_state.get("heads.long.cell") != cell:

@@ -301,6 +301,16 @@ def csv_button(label: str, csv: Callable[[], str], filename: str, key: str) -> N
     st.download_button(label, csv, filename, "text/csv", key=key, on_click="ignore")
 
 
+def window_note(layer: int, window: int, n_tokens: int) -> None:
+    """Say what a sliding window masks on a layer's map, where the text reaches past it (0-based layer)."""
+    if window and n_tokens > window:
+        st.caption(
+            f"Layer {layer + 1} uses a sliding window of {window:,} tokens: each query sees itself and the "
+            f"{window - 1:,} tokens before it. Grey cells down the left are keys further back, which the window "
+            "masks: not attention that happens to be zero."
+        )
+
+
 def snapshot_row(inputs: Inputs, view: dict, figures: Callable[[], list], key: str) -> None:
     """An HTML snapshot of what is shown: prepare it, then save it; its size is on the button.
 

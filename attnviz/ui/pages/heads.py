@@ -135,6 +135,7 @@ def head_view(shown: Shown) -> None:
             "heads.chart.head",
             theme=None,  # our fonts: Streamlit's theme would keep tick labels at 12 px in projector mode
         )
+    widgets.window_note(layer, result.layer_window(layer), len(result.target))
     widgets.export_buttons(inputs, shown.fetch, layer, head, opts, "heads.export.head")
     snap = {"view": "head", "layer": layer + 1, "head": head + 1, **opts.as_dict()}
     widgets.snapshot_row(inputs, snap, lambda: [fig], "heads.snap")

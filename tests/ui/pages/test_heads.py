@@ -338,6 +338,24 @@ def test_a_windowed_layer_s_long_maps_show_the_window_as_masked_not_as_zero(monk
     assert exact.max() > 0
 
 
+@pytest.mark.slow  # Gemma 3 on a 620-token text, every weight held
+def test_a_windowed_layer_held_whole_marks_its_window_as_the_long_path_does():
+    """Past 512 tokens but within the eager budget, Gemma 3's layer 1 drew the keys its window hides as weight 0 and
+    said nothing; its cells wholly beyond the window are grey now, and a caption says why (layer 6, full: neither)."""
+    from attnviz.engines import bundles
+
+    if not bundles.GEMMA3.installed():
+        pytest.skip(f"Gemma 3 is not installed: {bundles.GEMMA3.install}")
+    bundles.GEMMA3.converted()
+    text = "Attention lets every token look back at the tokens before it, and a window keeps the nearest. " * 30
+    for layer, windowed in (("1", True), ("6", False)):
+        at = _app(model="gemma3", text=text, view="Head", layer=layer, head="1")
+        _ok(at)
+        z = array(_charts(at)[0]["data"][0]["z"])
+        assert z.shape[0] > 256 and np.isnan(z[-1, 0]) == windowed  # the last query's first key: beyond the window
+        assert any("sliding window of 512 tokens" in c.value for c in at.caption) == windowed
+
+
 @pytest.mark.parametrize(
     ("model", "backend", "shown", "said"),
     [
