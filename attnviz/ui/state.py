@@ -11,6 +11,8 @@ from typing import Any
 
 import streamlit as st
 
+from attnviz import escape
+
 _PUBLISHED = "_url_params"
 _SHOWN = "_shown_head"
 _BOUND = "_url_bound"  # {widget key: (URL key, the type restore casts to)}: every widget restored from the URL
@@ -46,10 +48,18 @@ def restore(widget_key: str, url_key: str, default: Any, valid: Callable[[Any], 
         try:
             value = CASTS[type(default)](raw)
         except (ValueError, KeyError):
+            value = None
+        if value is None or not valid(value):
             value = default
-        if not valid(value):
-            value = default
+            refused(url_key, raw, default)
     st.session_state[widget_key] = value
+
+
+def refused(url_key: str, raw: str, default: Any) -> None:
+    """Say, once, that the address asked for a value this page does not offer, and what it shows instead (a link
+    with ?layer=999 opened layer 1 without a word)."""
+    asked = escape.md(f"{url_key}={raw}", limit=40)
+    st.info(f"The address asked for {asked}, which this page does not offer here: it shows {escape.md(default)}.")
 
 
 def bound(

@@ -389,3 +389,15 @@ def test_a_link_to_a_folder_model_on_the_scratch_backend_says_it_is_shown_on_hf(
     at = _app(model="dates", backend="scratch")  # built on the scratch engine whichever backend: nothing to say
     _ok(at)
     assert not any("shown on the hf backend" in i.value for i in at.info)
+
+
+def test_an_address_asking_for_what_the_page_does_not_offer_says_so_and_what_it_shows():
+    """?layer=999&head=-3 opened layer 1, head 1 without a word; a view name in markup is shown escaped, not drawn."""
+    at = _app(view="Head", layer="999", head="-3")
+    _ok(at)
+    said = [i.value for i in at.info]
+    assert any("layer=999" in s and "it shows 1" in s for s in said), said
+    assert any("head=\\-3" in s for s in said) and at.slider(key="heads.layer").value == 1
+    at = _app(view="<b>Grid</b>")
+    assert any("view=\\<b\\>Grid\\</b\\>" in i.value for i in at.info), [i.value for i in at.info]
+    assert not _app(view="Head", layer="2").info  # what it offers: nothing to say
