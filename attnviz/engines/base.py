@@ -225,15 +225,17 @@ def make_generation(
     stop_ids: set[int],
     *,
     sinks: bool = False,
+    windows: tuple[int, ...] = (),
 ) -> Generation:
     """A Generation from the ids after greedy decoding; `weights_of` runs the model on ids, (L, H, T, T) back (rows
-    summing to less than 1 where the model has learned sinks)."""
+    summing to less than 1 where the model has learned sinks; each layer's sliding window in `windows`)."""
     written = list(ids[len(prompt.ids) :])
     if not written:
         raise ValueError("There is no room to write: the prompt already fills the model's limit.")
     reading = list(ids[:-1])  # the last token written was never read
     axis = tokenizer.extended(prompt.axis, written[:-1])
-    result = AttentionResult(weights_of(reading), axis, axis, "causal", engine.name, engine.device_name, sinks=sinks)
+    name, device = engine.name, engine.device_name
+    result = AttentionResult(weights_of(reading), axis, axis, "causal", name, device, sinks=sinks, windows=windows)
     tokens = tokenizer.plain_axis(written).tokens
     stopped: Literal["end token", "limit"] = "end token" if written[-1] in stop_ids else "limit"
     return Generation(result, len(prompt.ids), tokens, tokenizer.decode(written), stopped)

@@ -413,8 +413,7 @@ class HFDecoderEngine(HFEngine):
         if not is_long(self, len(src.ids)):
             with self._passes, torch.inference_mode():
                 weights = self.weights_of(src.ids)
-            axis, device = src.axis, self.device_name
-            windows = layer_windows(self.model) if self.lazy else ()  # read off attnviz's attention modules
+            axis, device, windows = src.axis, self.device_name, self.held_windows()
             result = AttentionResult(
                 weights,
                 axis,
@@ -424,10 +423,16 @@ class HFDecoderEngine(HFEngine):
                 device,
                 src.truncated,
                 sinks=self.sinks,
-                windows=windows if any(windows) else (),
+                windows=windows,
             )
             return Results({"causal": result})
         return Results({"causal": self.lazy_run(src, progress)}, lazy=True)
+
+    def held_windows(self) -> tuple[int, ...]:
+        """Each layer's sliding window for a result that holds every weight, read off attnviz's attention modules
+        (a model on transformers' own attention marks none); () where no layer has one."""
+        windows = layer_windows(self.model) if self.lazy else ()
+        return windows if any(windows) else ()
 
     def forward(self, enc: Encoded, hooks: Hooks):
         """One pass over the text with these hooks (engines.hooks; CAPTURE_FAMILIES): the model's output."""
@@ -634,7 +639,10 @@ class HFDecoderEngine(HFEngine):
                     progress(step + 1, max_new_tokens)
                 if nxt in stop:
                     break
-            return make_generation(self, self.tokenizer, enc, ids, self.weights_of, stop, sinks=self.sinks)
+            windows = self.held_windows()
+            return make_generation(
+                self, self.tokenizer, enc, ids, self.weights_of, stop, sinks=self.sinks, windows=windows
+            )
 
 
 def open_engine(name: str, source: str, device=None, *, local_files_only: bool = False) -> HFEngine:

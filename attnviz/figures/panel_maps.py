@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnviz.escape import html_text
-from attnviz.figures.interactive import piece_hover
+from attnviz.figures.interactive import masked_cells, piece_hover
 from attnviz.figures.layout import (
     BAR_ACROSS_PX,
     CHAR,
@@ -57,20 +57,25 @@ class Panel:
 
 
 def panel(result: AttentionResult, layer: int, head: int, title: str) -> Panel:
-    """One head of a result as a panel; a causal result's future is marked masked, not zero."""
+    """One head of a result as a panel; what a causal result's mask forbids (its future, beyond the layer's sliding
+    window) is marked masked, not zero."""
     t = len(result.target_tokens)
-    masked = np.triu(np.ones((t, t), dtype=bool), k=1) if result.kind == "causal" else None
+    masked = masked_cells(t, t, window=result.layer_window(layer)) if result.kind == "causal" else None
     pieces = (result.target.pieces, result.source.pieces)
     return Panel(
         title, result.head(layer, head).numpy(), result.target_tokens, result.source_tokens, masked, pieces=pieces
     )
 
 
-def steps_panel(steps: np.ndarray, rows: tuple[str, ...], cols: tuple[str, ...], prompt: int, title: str) -> Panel:
-    """The steps of a writing (n, Tk): row s saw the prompt and s written tokens; the rest is masked (grey)."""
+def steps_panel(
+    steps: np.ndarray, rows: tuple[str, ...], cols: tuple[str, ...], prompt: int, title: str, window: int = 0
+) -> Panel:
+    """The steps of a writing (n, Tk): row s saw the prompt and s written tokens (within the layer's sliding
+    `window`, 0 none); the rest is masked (grey)."""
     n, tk = steps.shape
-    future = np.arange(tk)[None, :] > (prompt - 1 + np.arange(n))[:, None]  # (n, Tk)
-    return Panel(title, steps, rows, cols, masked=future, numbered_rows=True)
+    return Panel(
+        title, steps, rows, cols, masked=masked_cells(tk, tk, window=window)[prompt - 1 :][:n], numbered_rows=True
+    )
 
 
 def _label_fraction(labels: Sequence[str], font_size: int, narrowest: float = NARROWEST_PX) -> float:

@@ -146,3 +146,23 @@ def test_numbered_rows_take_the_room_of_the_labels_they_show_not_of_a_position_t
     assert fig.layout.margin.l == round(row_label_px(rows, 12) + 12 + 10)  # "step 12: word11", not "… ·12"
     plain = panel_maps.Panel("t", np.full((2, 2), 0.5), ("<a>", "b"), ("c", "d"))
     assert panel_maps.row_labels(plain) == ["&lt;a&gt; ·1", "b ·2"]
+
+
+def test_a_writings_steps_and_a_panel_mark_what_a_sliding_window_hides_beside_the_future():
+    """Row s of a writing is the query at prompt - 1 + s: it sees the keys up to it, and within a layer's window only
+    the nearest; the rest is masked (grey), not weight 0. A whole panel of a windowed result likewise."""
+    from attnviz.result import AttentionResult
+
+    prompt, n, tk, window = 4, 3, 6, 3  # queries at positions 3, 4, 5
+    p = panel_maps.steps_panel(np.full((n, tk), 0.5), ("a", "b", "c"), tuple("uvwxyz"), prompt, "t", window)
+    seen = [[k for k in range(tk) if not p.masked[s, k]] for s in range(n)]
+    assert seen == [[1, 2, 3], [2, 3, 4], [3, 4, 5]]
+    assert (
+        panel_maps.steps_panel(np.full((n, tk), 0.5), ("a", "b", "c"), tuple("uvwxyz"), prompt, "t").masked[0].tolist()
+        == [False] * 4 + [True] * 2
+    )
+    i, j = np.indices((5, 5))
+    w = torch.tensor(((j <= i) & (i - j < 2)) / np.minimum(np.arange(5) + 1, 2)[:, None], dtype=torch.float32)
+    axis = tuple("abcde")
+    r = AttentionResult(w[None, None], axis, axis, "causal", "m", windows=(2,))
+    assert np.array_equal(panel_maps.panel(r, 0, 0, "t").masked, (j > i) | (i - j >= 2))

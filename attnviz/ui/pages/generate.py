@@ -90,7 +90,8 @@ def draw(inputs: controls.Inputs, gen: api.Generation) -> None:
     head = widgets.pick("Head", "gen", "head", r.n_heads)
     state.show_head(layer, head)
     title = f"where each written token looked\nlayer {layer + 1}, head {head + 1}"
-    panel = panel_maps.steps_panel(gen.steps[layer, head].numpy(), tuple(rows), r.source_tokens, p, title)
+    window = r.layer_window(layer)
+    panel = panel_maps.steps_panel(gen.steps[layer, head].numpy(), tuple(rows), r.source_tokens, p, title, window)
     st.plotly_chart(panel_maps.side_by_side([panel], style=inputs.style), key="gen.steps")
     st.caption(
         f"Rows: the {len(rows)} steps of the writing; columns: the prompt ({p} tokens, the chat template's included) "
