@@ -17,6 +17,7 @@ import seaborn as sns
 from matplotlib.figure import Figure
 
 from attnviz.engines.registry import titled
+from attnviz.figures.interactive import layer_masked
 from attnviz.figures.style import MASKED_COLOUR, Style
 from attnviz.result import AttentionResult
 from attnviz.version import __version__
@@ -52,16 +53,6 @@ def _label(ax, rows, cols) -> None:
     it, 2026-11-29), and then turns them as the overlap says; these are always turned so."""
     ax.set_xticks(np.arange(len(cols)) + 0.5, [_plain_label(t) for t in cols], rotation=90, fontsize=7)
     ax.set_yticks(np.arange(len(rows)) + 0.5, [_plain_label(t) for t in rows], rotation=0, fontsize=7, va="center")
-
-
-def _future(result: AttentionResult, layer: int) -> np.ndarray | None:
-    """What a causal result's mask forbids in a layer (Tq, Tk): the future and beyond the layer's sliding window,
-    drawn grey as the app draws it (masked, not weight 0); else None."""
-    if result.kind != "causal":
-        return None
-    i, j = np.arange(result.weights.shape[-2])[:, None], np.arange(result.weights.shape[-1])[None, :]
-    window = result.layer_window(layer)
-    return (j > i) | (i - j >= window) if window else j > i
 
 
 def _draw(ax, matrix, rows, cols, cmap: str, vmax: float, labels: bool, cbar: bool, cbar_ax=None, masked=None) -> None:
@@ -100,7 +91,7 @@ def head_figure(result: AttentionResult, layer: int, head: int, *, cmap: str = D
         float(m.max()),
         labels,
         True,
-        masked=_future(result, layer),
+        masked=layer_masked(result, layer),
     )
     ax.set_title(_plain_label(f"{titled(result.model)} — layer {layer + 1}, head {head + 1} ({result.kind} attention)"))
     ax.set_xlabel("key (attended to)")
@@ -131,7 +122,7 @@ def grid_figure(result: AttentionResult, layer: int, *, cmap: str = DEFAULT_CMAP
             labels,
             h == 0,
             cbar_ax,
-            masked=_future(result, layer),
+            masked=layer_masked(result, layer),
         )
         ax.set_title(f"Head {h + 1}", fontsize=9)
         if labels and h % columns:
@@ -163,10 +154,31 @@ def matrix_csv(matrix: np.ndarray, rows, cols, row_start: int = 0, col_start: in
     )
 
 
-def bundle_json(weights: np.ndarray, rows, cols, manifest: Manifest, pieces: tuple | None = None) -> str:
+MASKED_NOTE = (
+    "masked: true where the model's mask forbids the cell (a causal future, or further back than a sliding window);"
+    " its weight is 0 and the app draws it grey"
+)
+
+
+def _finite(values: np.ndarray) -> list:
+    """A matrix as JSON lists: NaN (no value) as null, never as the invalid NaN literal."""
+    v = np.asarray(values, dtype=float)
+    return np.where(np.isnan(v), np.full(v.shape, None), v).tolist() if np.isnan(v).any() else v.tolist()
+
+
+def bundle_json(
+    weights: np.ndarray,
+    rows,
+    cols,
+    manifest: Manifest,
+    pieces: tuple | None = None,
+    masked: np.ndarray | None = None,
+) -> str:
     """The weights shown, their token labels, the tokenizer's raw pieces (`pieces`: rows', cols') where the
-    labels are tokens, and what produced them."""
+    labels are tokens, what produced them, and (`masked`: bool, the last two axes of `weights`, or each layer's for
+    an overview) the cells the model's mask forbids."""
     raw = {} if pieces is None else {"target_pieces": list(pieces[0]), "source_pieces": list(pieces[1])}
+    forbidden = {} if masked is None else {"masked": np.asarray(masked, dtype=bool).tolist(), "note": MASKED_NOTE}
     return json.dumps(
         {
             "manifest": asdict(manifest),
@@ -174,7 +186,8 @@ def bundle_json(weights: np.ndarray, rows, cols, manifest: Manifest, pieces: tup
             "source_tokens": list(cols),
             **raw,
             "shape": list(np.shape(weights)),
-            "weights": np.asarray(weights).tolist(),
+            "weights": _finite(weights),
+            **forbidden,
         },
         ensure_ascii=False,
     )
@@ -274,17 +287,19 @@ def panels_figure(panels, title: str, *, cmap: str = DEFAULT_CMAP) -> Figure:
 
 
 def panels_json(panels, manifest: Manifest) -> str:
-    """Every panel's matrix (masked cells as null), its tokens, and what produced them."""
+    """Every panel's matrix (its weights; a masked cell's is 0), its tokens, which cells its mask forbids, and what
+    produced them."""
     out = []
     for p in panels:
-        m = np.asarray(p.matrix, dtype=float)
-        values = np.where(p.masked, np.nan, m) if p.masked is not None else m
+        forbidden = {} if p.masked is None else {"masked": np.asarray(p.masked, dtype=bool).tolist()}
         out.append(
             {
                 "title": p.title.replace("\n", " "),
                 "target_tokens": list(p.rows),
                 "source_tokens": list(p.cols),
-                "weights": [[None if np.isnan(v) else v for v in row] for row in values.tolist()],
+                "weights": _finite(p.matrix),
+                **forbidden,
             }
         )
-    return json.dumps({"manifest": asdict(manifest), "panels": out}, ensure_ascii=False)
+    note = {"note": MASKED_NOTE} if any(p.masked is not None for p in panels) else {}
+    return json.dumps({"manifest": asdict(manifest), "panels": out, **note}, ensure_ascii=False)

@@ -85,6 +85,15 @@ def masked_cells(tq: int, tk: int, fq: int = 1, fk: int = 1, window: int = 0) ->
     return future | (q0[:, None] - k1[None, :] >= window) if window else future
 
 
+def layer_masked(result: Attention, layer: int) -> np.ndarray | None:
+    """(Tq, Tk) bool: what a causal result's mask forbids in one layer (the future; beyond the layer's sliding
+    window); None for attention that masks nothing."""
+    if result.kind != "causal":
+        return None
+    tq, tk = result.shape[-2:]
+    return masked_cells(tq, tk, window=result.layer_window(layer))
+
+
 def masked_future(maps: np.ndarray, tq: int, tk: int, fq: int, fk: int, causal: bool, window: int = 0) -> np.ndarray:
     """maps (..., Tq', Tk') with a causal map's masked cells NaN (plotly leaves them out: the grey ground shows)."""
     return np.where(masked_cells(tq, tk, fq, fk, window), np.nan, maps) if causal else maps

@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnviz.escape import html_text
-from attnviz.figures.interactive import masked_cells, piece_hover
+from attnviz.figures.interactive import layer_masked, masked_cells, piece_hover
 from attnviz.figures.layout import (
     BAR_ACROSS_PX,
     CHAR,
@@ -59,8 +59,7 @@ class Panel:
 def panel(result: AttentionResult, layer: int, head: int, title: str) -> Panel:
     """One head of a result as a panel; what a causal result's mask forbids (its future, beyond the layer's sliding
     window) is marked masked, not zero."""
-    t = len(result.target_tokens)
-    masked = masked_cells(t, t, window=result.layer_window(layer)) if result.kind == "causal" else None
+    masked = layer_masked(result, layer)
     pieces = (result.target.pieces, result.source.pieces)
     return Panel(
         title, result.head(layer, head).numpy(), result.target_tokens, result.source_tokens, masked, pieces=pieces

@@ -266,7 +266,11 @@ class View:
         """The one head's weights, its tokens and what produced it, as the app's JSON bundle."""
         r = self._eager("to_json")
         text = export.bundle_json(
-            r.weights[self.layer, self.head].numpy(), r.target_tokens, r.source_tokens, self._manifest(self.head)
+            r.weights[self.layer, self.head].numpy(),
+            r.target_tokens,
+            r.source_tokens,
+            self._manifest(self.head),
+            masked=interactive.layer_masked(r, self.layer),
         )
         out = Path(path)
         out.write_text(text, encoding="utf-8")

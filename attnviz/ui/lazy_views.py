@@ -220,7 +220,7 @@ def export_maps(inputs: Inputs, lazy: LazyAttention, maps: np.ndarray, f: int, l
     def bundle() -> str:
         options = {"view": what, "pooled_rows": f, "pooled_columns": f, "long_text": True}
         meta = widgets.manifest(inputs, lazy, lazy.kind, 0 if layer is None else layer + 1, None, options)
-        return export.bundle_json(maps, labels, labels, meta)
+        return export.bundle_json(maps, labels, labels, meta, masked=masked)
 
     widgets.download_row(
         f"attnviz_{what}",
@@ -256,7 +256,7 @@ def export_window(
     def bundle() -> str:
         meta = widgets.manifest(inputs, lazy, lazy.kind, layer + 1, head + 1, options)
         pieces = (lazy.target.pieces[q0 : q0 + r], lazy.source.pieces[k0 : k0 + c])
-        return export.bundle_json(w, rows, cols, meta, pieces)
+        return export.bundle_json(w, rows, cols, meta, pieces, masked)
 
     widgets.download_row(
         f"attnviz_L{layer + 1}_H{head + 1}_q{q0 + 1}_k{k0 + 1}",

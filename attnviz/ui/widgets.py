@@ -204,7 +204,7 @@ Fetch = Callable[[], AttentionResult]
 
 def export_buttons(inputs: Inputs, fetch: Fetch, layer: int, head: int | None, opts: Options, key: str) -> None:
     """PNG, SVG, CSV and JSON of what is shown; the files are only built when a button is pressed."""
-    from attnviz.figures import export  # seaborn and matplotlib load on the first export, not on page load
+    from attnviz.figures import export, interactive  # seaborn and matplotlib load on the first export
 
     cmap = inputs.style.cmap
     stem = f"attnviz_L{layer + 1}" + ("" if head is None else f"_H{head + 1}")
@@ -229,7 +229,8 @@ def export_buttons(inputs: Inputs, fetch: Fetch, layer: int, head: int | None, o
         result, m = shown()
         meta = manifest(inputs, result, result.kind, layer + 1, None if head is None else head + 1, options)
         pieces = (result.target.pieces, result.source.pieces)
-        return export.bundle_json(m, result.target_tokens, result.source_tokens, meta, pieces)
+        masked = interactive.layer_masked(result, layer)
+        return export.bundle_json(m, result.target_tokens, result.source_tokens, meta, pieces, masked)
 
     download_row(stem, key, figure, csv, bundle)
 
@@ -255,7 +256,8 @@ def export_overview(inputs: Inputs, fetch: Fetch, opts: Options, key: str) -> No
         rows = list(result.target_tokens) if fq == 1 else pooled_labels(result.target_tokens, fq)
         cols = list(result.source_tokens) if fk == 1 else pooled_labels(result.source_tokens, fk)
         pieces = (result.target.pieces, result.source.pieces) if fq == fk == 1 else None
-        return export.bundle_json(maps, rows, cols, manifest(inputs, result, result.kind, 0, None, options), pieces)
+        meta = manifest(inputs, result, result.kind, 0, None, options)
+        return export.bundle_json(maps, rows, cols, meta, pieces, interactive.layers_masked(result, fq, fk))
 
     download_row("attnviz_overview", key, figure, lambda: export.thumbs_csv(thumbs()[1]), bundle)
 

@@ -93,6 +93,27 @@ def test_json_bundle_has_weights_and_manifest(bundled_hf):
     assert np.allclose(np.array(d["weights"]), r.weights[0, 3].numpy()) and d["shape"] == [16, 16]
 
 
+def test_a_causal_heads_json_says_which_cells_its_mask_forbids_and_keeps_their_weight():
+    import torch
+
+    from attnviz.figures.interactive import layer_masked
+    from attnviz.result import AttentionResult
+
+    i, j = np.indices((5, 5))
+    w = torch.tensor(((j <= i) & (i - j < 2)) / np.minimum(np.arange(5) + 1, 2)[:, None], dtype=torch.float32)
+    axis = tuple("abcde")
+    r = AttentionResult(w[None, None].expand(1, 2, 5, 5).contiguous(), axis, axis, "causal", "m", windows=(2,))
+    man = export.Manifest("m", "hf", "cpu", "abcde", "causal", 1, 1)
+    d = json.loads(export.bundle_json(r.weights[0, 0].numpy(), axis, axis, man, masked=layer_masked(r, 0)))
+    assert d["masked"] == ((j > i) | (i - j >= 2)).tolist() and d["weights"] == w.tolist()
+    assert all(d["weights"][a][b] == 0 for a, b in zip(*np.nonzero(d["masked"]), strict=True))
+    plain = AttentionResult(torch.full((1, 1, 2, 2), 0.5), axis[:2], axis[:2], "self", "m")
+    assert layer_masked(plain, 0) is None and "masked" not in json.loads(export.bundle_json(w[:2, :2], "ab", "ab", man))
+    # A map with no value in a cell writes null, never the NaN literal that JSON readers refuse.
+    text = export.bundle_json(np.array([[0.5, np.nan]]), "a", "ab", man)
+    assert "NaN" not in text and json.loads(text)["weights"] == [[0.5, None]]
+
+
 @pytest.mark.slow  # matplotlib's export of every head
 def test_overview_export_is_what_the_overview_shows(bundled_hf):
     from attnviz.figures import interactive
@@ -118,7 +139,10 @@ def test_side_by_side_export_keeps_the_mask_as_masked():
     panels = [Panel("self", np.full((3, 3), 1 / 3), toks, toks), Panel("causal", causal, toks, toks, masked=masked)]
     man = export.Manifest("dates", "scratch", "cpu", "x", "self+causal+cross", 1, 1)
     d = json.loads(export.panels_json(panels, man))
-    assert d["panels"][1]["weights"][0] == [1.0, None, None] and d["manifest"]["model"] == "dates"
+    # A masked cell writes its weight (0, what the model computed) and says it is masked, as the Heads page's does.
+    assert d["panels"][1]["weights"][0] == [1.0, 0.0, 0.0] and d["manifest"]["model"] == "dates"
+    assert d["panels"][1]["masked"] == masked.tolist() and "masked" not in d["panels"][0] and "forbids" in d["note"]
+    assert np.allclose(np.sum(d["panels"][1]["weights"], axis=1), 1)
     assert export.figure_bytes(export.panels_figure(panels, "t"), "png")[:4] == b"\x89PNG"
 
 
@@ -161,6 +185,29 @@ def test_the_download_callables_keep_names_not_results(bundled_hf, monkeypatch):
             assert held == [], fn
     figure, csv = calls[1][2], calls[1][3]
     assert figure("png")[:4] == b"\x89PNG" and csv().startswith("query,")  # and they still build the files
+
+
+def test_the_heads_pages_json_buttons_say_what_a_causal_mask_forbids(monkeypatch):
+    import torch
+
+    from attnviz.figures.style import Style
+    from attnviz.result import AttentionResult
+    from attnviz.ui import controls, widgets
+
+    i, j = np.indices((5, 5))
+    w = torch.tensor(((j <= i) & (i - j < 2)) / np.minimum(np.arange(5) + 1, 2)[:, None], dtype=torch.float32)
+    axis = tuple("abcde")
+    r = AttentionResult(w.expand(2, 3, 5, 5).contiguous(), axis, axis, "causal", "m", windows=(2, 5))
+    calls = []
+    monkeypatch.setattr(widgets, "download_row", lambda *args, **kw: calls.append(args))
+    inputs, opts = controls.Inputs("default", "hf", "abcde", Style()), widgets.Options(False, False)
+    widgets.export_buttons(inputs, lambda: r, 0, 1, opts, "k")  # one head of layer 1 (window 2)
+    widgets.export_buttons(inputs, lambda: r, 1, None, opts, "k2")  # every head of layer 2 (window 5)
+    widgets.export_overview(inputs, lambda: r, opts, "k3")
+    head, layer, overview = (json.loads(c[4]()) for c in calls)
+    assert head["masked"] == ((j > i) | (i - j >= 2)).tolist() and head["weights"] == w.tolist()
+    assert layer["masked"] == (j > i).tolist() and layer["shape"] == [3, 5, 5]
+    assert overview["masked"] == [((j > i) | (i - j >= 2)).tolist(), (j > i).tolist()]
 
 
 @pytest.mark.slow  # matplotlib and seaborn's first figures
