@@ -126,6 +126,13 @@ def locate(case: PronounCase) -> Located:
     return Located(pron, spans, tuple(how for _, how in found))
 
 
+def differ_after_pronoun(a: PronounCase, b: PronounCase) -> bool:
+    """Whether two cases read the same up to and including their pronoun (the word that tells them apart comes
+    after it, as in every lesson pair): a causal model's attention from the pronoun cannot tell them apart."""
+    end = locate(a).pronoun[1]
+    return locate(b).pronoun[1] == end and a.text[:end] == b.text[:end] and a.text != b.text
+
+
 def _overlapping(axis: TokenAxis, span: tuple[int, int]) -> list[int]:
     """The tokens whose characters overlap [start, end)."""
     a, b = span

@@ -187,6 +187,18 @@ def test_lesson_has_twenty_minimal_pairs_that_flip_the_answer(bundled_hf):
     assert lesson[0].text == "The animal didn't cross the street because it was too tired."
 
 
+@pytest.mark.slow  # SmolLM2 on a pair
+def test_a_causal_model_scores_both_sentences_of_a_lesson_pair_the_same_and_bert_does_not(bundled_hf, smollm2_hf):
+    a, b = pronoun_cases.LESSON[:2]
+    lesson = pronoun_cases.LESSON
+    assert all(pronoun_cases.differ_after_pronoun(x, y) for x, y in zip(lesson[::2], lesson[1::2], strict=True))
+    dog = PronounCase(a.text.replace("animal", "dog"), "it", ("dog", "street"), "dog")
+    assert not pronoun_cases.differ_after_pronoun(a, dog)  # they differ before the pronoun
+    same = pronoun_scores.same_scores
+    assert same(*(service.pronoun_case(smollm2_hf, c, "vote") for c in (a, b)))
+    assert not same(*(service.pronoun_case(bundled_hf, c, "vote") for c in (a, b)))
+
+
 def test_candidates_on_the_same_tokens_are_skipped_with_the_reason_not_forced():
     text = "The old house was replaced by a new one because it was falling apart."
     words = [

@@ -144,6 +144,18 @@ def draw_pair(inputs: Inputs, index: int) -> None:
     st.markdown(
         f"*{escape.md(a.text)}* → **{escape.md(a.answer)}**  \n*{escape.md(b.text)}* → **{escape.md(b.answer)}**"
     )
+    causal = cache.load_engine_or_stop(inputs.model, inputs.backend).kinds == ("causal",)
+    if causal and pronoun_cases.differ_after_pronoun(a, b) and pronoun_scores.same_scores(ra, rb):
+        st.info(
+            f"This model reads left to right: when it reaches *{escape.md(a.pronoun)}*, the word that tells the two "
+            f"sentences apart has not come yet, so every head's attention from *{escape.md(a.pronoun)}* is the same "
+            "in both (checked here: equal to 1e-5), and no head can flip. A decoder can only use that word later, "
+            "after the pronoun. BERT reads the whole sentence both ways: its heads can flip."
+        )
+        st.button(
+            "Show this pair with BERT", key="pr.pair.bert", on_click=state.choose_model, args=(api.DEFAULT_MODEL,)
+        )
+        return
     # the key in words beside the chart, its title short: a one-line title of this length ran 850 px past a phone
     st.caption(
         "Green: the head's choice flips with the one word, both times right. Grey: it picks the same word both "

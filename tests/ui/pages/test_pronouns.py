@@ -59,6 +59,24 @@ def test_the_pronoun_benchmark_on_a_causal_model_offers_the_head_vote_only():
     assert any("not defined here" in i.value for i in at.info)
 
 
+@pytest.mark.slow  # SmolLM2 on both sentences of a pair
+def test_a_decoders_minimal_pair_says_why_no_head_can_flip_and_offers_bert(bundled_hf):
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params["model"], at.query_params["backend"] = "smollm2", "hf"
+    at.switch_page("app_pages/pronouns.py").run()
+    at.radio(key="pr.predict.guess").set_value("street").run()
+    at.button(key="pr.predict.reveal").click().run()
+    _ok(at)
+    assert len(_charts(at)) == 2  # the grid and the bars; no all-grey chart of picks that cannot move
+    assert any("reads left to right" in i.value and "equal to 1e-5" in i.value for i in at.info)
+    at.button(key="pr.pair.bert").click().run()
+    _ok(at)
+    assert at.query_params.get("model") in (None, ["default"], "default")
+    at.radio(key="pr.predict.guess").set_value("street").run()
+    at.button(key="pr.predict.reveal").click().run()
+    assert len(_charts(at)) == 3 and not any("reads left to right" in i.value for i in at.info)
+
+
 @pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_benchmark_keeps_its_result_apart_and_leaves_the_class_s_sentences_in_the_memo(bundled_hf):
     from attnviz import service
