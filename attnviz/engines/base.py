@@ -184,6 +184,7 @@ class Generation:
     written: tuple[str, ...]  # the written tokens as text to read, in order (the last may be the end token)
     text: str  # the written text, special tokens left out
     stopped: Literal["end token", "limit"]
+    chat: bool = False  # the prompt went in as a user message in the model's chat template
 
     def __repr__(self) -> str:
         text = self.text if len(self.text) <= 60 else self.text[:57] + "…"
@@ -209,10 +210,16 @@ class Generation:
 class GeneratingEngine(Engine, Protocol):
     """A decoder that can write after a prompt."""
 
+    @property
+    def has_chat_template(self) -> bool:
+        """Whether the model has a chat template to put a prompt in (a base model has none: its prompt goes as is)."""
+        ...
+
     def generate(
         self, prompt: str, max_new_tokens: int, *, chat: bool = True, progress: Callable[[int, int], None] | None = None
     ) -> Generation:
-        """Greedy decoding: up to max_new_tokens after the prompt (in the model's chat template when chat)."""
+        """Greedy decoding: up to max_new_tokens after the prompt (in the model's chat template when chat and it has
+        one)."""
         ...
 
 
@@ -226,6 +233,7 @@ def make_generation(
     *,
     sinks: bool = False,
     windows: tuple[int, ...] = (),
+    chat: bool = False,
 ) -> Generation:
     """A Generation from the ids after greedy decoding; `weights_of` runs the model on ids, (L, H, T, T) back (rows
     summing to less than 1 where the model has learned sinks; each layer's sliding window in `windows`)."""
@@ -238,7 +246,7 @@ def make_generation(
     result = AttentionResult(weights_of(reading), axis, axis, "causal", name, device, sinks=sinks, windows=windows)
     tokens = tokenizer.plain_axis(written).tokens
     stopped: Literal["end token", "limit"] = "end token" if written[-1] in stop_ids else "limit"
-    return Generation(result, len(prompt.ids), tokens, tokenizer.decode(written), stopped)
+    return Generation(result, len(prompt.ids), tokens, tokenizer.decode(written), stopped, chat)
 
 
 SHARED_PASSES = 2  # passes of one model at once, where a pass changes no state of the model

@@ -504,10 +504,15 @@ class HFDecoderEngine(HFEngine):
                 ids.add(hf.convert_tokens_to_ids(token))
         return ids
 
+    @property
+    def has_chat_template(self) -> bool:
+        """Whether the tokenizer carries a chat template (the bundled Gemma 3 270M, a base model, has none)."""
+        return bool(getattr(self.tokenizer.hf, "chat_template", None))
+
     def chat_prompt(self, prompt: str) -> str:
         """The prompt as a user message in the model's own chat template (the prompt as is without one)."""
         hf = self.tokenizer.hf
-        if not getattr(hf, "chat_template", None):
+        if not self.has_chat_template:
             return prompt
         messages = [{"role": "user", "content": prompt}]
         return hf.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
@@ -622,6 +627,7 @@ class HFDecoderEngine(HFEngine):
     def generate(self, prompt: str, max_new_tokens: int, *, chat: bool = True, progress=None) -> Generation:
         """Greedy decoding with a key/value cache, one token at a time; then the attention of every step."""
         limit = min(self.max_tokens, eager_tokens(self.n_layers, self.n_heads))  # the steps keep every weight
+        chat = chat and self.has_chat_template
         enc = self.tokenizer.encode(self.chat_prompt(prompt) if chat else prompt, limit, specials_by_id=chat)
         ids, stop = list(enc.ids), self.stop_ids
         with self._passes, torch.inference_mode():
@@ -641,7 +647,7 @@ class HFDecoderEngine(HFEngine):
                     break
             windows = self.held_windows()
             return make_generation(
-                self, self.tokenizer, enc, ids, self.weights_of, stop, sinks=self.sinks, windows=windows
+                self, self.tokenizer, enc, ids, self.weights_of, stop, sinks=self.sinks, windows=windows, chat=chat
             )
 
 

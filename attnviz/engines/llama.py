@@ -237,6 +237,7 @@ class ScratchLlamaEngine(RebuiltEngine):
         super().__init__(hf_engine, model, c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads)
         self.stop_ids = hf_engine.stop_ids
         self._chat = hf_engine.chat_prompt
+        self.has_chat_template = hf_engine.has_chat_template
 
     def run(self, enc: Encoded, target: str | None = None, progress=None) -> Results:
         """{"causal": ...}: every layer's weights and each head's value norms; a LazyAttention past the eager budget."""
@@ -325,6 +326,7 @@ class ScratchLlamaEngine(RebuiltEngine):
     ) -> Generation:
         """Greedy decoding on our own forward pass, one token at a time; then the attention of every step."""
         limit = min(self.max_tokens, eager_tokens(self.n_layers, self.n_heads))  # the steps keep every weight
+        chat = chat and self.has_chat_template
         enc = self.tokenizer.encode(self._chat(prompt) if chat else prompt, limit, specials_by_id=chat)
         ids = list(enc.ids)
         with self._passes, torch.inference_mode():
@@ -337,4 +339,4 @@ class ScratchLlamaEngine(RebuiltEngine):
                     progress(step + 1, max_new_tokens)
                 if ids[-1] in self.stop_ids:
                     break
-            return make_generation(self, self.tokenizer, enc, ids, self.weights_of, self.stop_ids)
+            return make_generation(self, self.tokenizer, enc, ids, self.weights_of, self.stop_ids, chat=chat)

@@ -144,6 +144,17 @@ def test_smollm2_writes_the_same_answer_on_both_backends_and_shows_every_step(sm
     p = a.prompt_tokens
     assert torch.equal(a.steps[:, :, 0], a.result.weights[:, :, p - 1])
     assert a.result.target.tokens[0] == "<|im_start|>" and a.result.target.special[0]  # the chat template's marker
+    assert smollm2_hf.has_chat_template and smollm2_scratch.has_chat_template and a.chat and b.chat
+
+
+def test_a_model_with_no_chat_template_writes_after_the_prompt_as_written_and_says_so(tiny):
+    """The Generate page's 'As a chat message' did nothing on Gemma 3 270M (a base model: no template) and its
+    caption said the template was included."""
+    for eng in tiny:
+        assert not eng.has_chat_template
+        asked, plain = eng.generate("a b c", 3, chat=True), eng.generate("a b c", 3, chat=False)
+        assert not asked.chat and asked.written == plain.written and asked.prompt_tokens == plain.prompt_tokens
+        assert asked.result.target.tokens[: asked.prompt_tokens] == eng.encode("a b c").axis.tokens
 
 
 @pytest.mark.slow  # loads SmolLM2 (about 20 s the first time)

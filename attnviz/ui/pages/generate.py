@@ -49,7 +49,16 @@ def render() -> None:
     prompt = state.bound(st.text_area, "Prompt", url="prompt", key="gen.prompt", default=DEFAULT_PROMPT, height=80)
     a, b = st.columns([3, 2])
     n = a.slider("Tokens to write, at most", 1, MAX_NEW_TOKENS, 24, key="gen.n")
-    chat = b.toggle("As a chat message", True, key="gen.chat", help="Wrap the prompt in the model's chat template")
+    if eng.has_chat_template:
+        chat = b.toggle("As a chat message", True, key="gen.chat", help="Wrap the prompt in the model's chat template")
+    else:  # a base model: the prompt goes in as written
+        chat = b.toggle(
+            "As a chat message",
+            False,
+            key="gen.chat.none",
+            disabled=True,
+            help=f"{cache.named(eng.name)} has no chat template (a base model): it continues the prompt as written",
+        )
     try:
         key = api.generation_work(eng, prompt, n, chat).key
     except ValueError as err:
@@ -94,8 +103,9 @@ def draw(inputs: controls.Inputs, gen: api.Generation) -> None:
     panel = panel_maps.steps_panel(gen.steps[layer, head].numpy(), tuple(rows), r.source_tokens, p, title, window)
     st.plotly_chart(panel_maps.side_by_side([panel], style=inputs.style), key="gen.steps")
     st.caption(
-        f"Rows: the {len(rows)} steps of the writing; columns: the prompt ({p} tokens, the chat template's included) "
-        "and what was written before. Grey: not written yet at that step."
+        f"Rows: the {len(rows)} steps of the writing; columns: the prompt ({p} tokens"
+        + (", the chat template's included" if gen.chat else ", as written: no chat template")
+        + ") and what was written before. Grey: not written yet at that step."
     )
     step = state.bound(
         st.select_slider,

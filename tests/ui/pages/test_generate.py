@@ -28,6 +28,26 @@ def test_the_generate_page_writes_and_shows_every_step(smollm2_hf):
     labels = "".join(steps["data"][0]["y"] + steps["data"][0]["x"] + heads["data"][0]["x"])
     assert "Paris" in gen.written and not set("ĠĊ▁") & set(labels)  # text, not byte-level pieces
     assert array(heads["data"][0]["z"]).shape == (30 * 9, gen.prompt_tokens)  # step 1 across every head
+    assert at.toggle(key="gen.chat").value and any("chat template's included" in c.value for c in at.caption)
+
+
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
+def test_a_model_with_no_chat_template_offers_none_and_says_its_prompt_went_as_written(tiny_llama_dir, monkeypatch):
+    """Gemma 3 270M (a base model) has no chat template: 'As a chat message' was on and did nothing, and the caption
+    said the template was included."""
+    monkeypatch.setenv("ATTNVIZ_MODEL_DIRS", str(tiny_llama_dir.parent))
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params["model"], at.query_params["backend"] = str(tiny_llama_dir), "hf"
+    at.switch_page("app_pages/generate.py").run()
+    _ok(at)
+    chat = at.toggle(key="gen.chat.none")
+    assert chat.value is False and chat.proto.disabled and "no chat template" in chat.help
+    at.text_area(key="gen.prompt").set_value("a b c").run()
+    at.slider(key="gen.n").set_value(3).run()
+    at.button(key="gen.go").click().run()
+    _ok(at)
+    assert any("as written: no chat template" in c.value for c in at.caption)
+    assert not any("chat template's included" in c.value for c in at.caption)
 
 
 @pytest.mark.slow  # loads SmolLM2 (about 20 s the first time)
