@@ -57,7 +57,7 @@ def render() -> None:
             False,
             key="gen.chat.none",
             disabled=True,
-            help=f"{cache.named(eng.name)} has no chat template (a base model): it continues the prompt as written",
+            help=f"{cache.named(eng.name)} has no chat template: it continues the prompt as written",
         )
     try:
         key = api.generation_work(eng, prompt, n, chat).key
