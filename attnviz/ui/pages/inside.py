@@ -149,6 +149,11 @@ def whole_pass_trace(inputs) -> None:
         )
 
 
+def dim_names(matrix) -> list[str]:
+    """d1 … dN for a (T, N) map's columns: its axis names them as every map of vectors does."""
+    return [f"d{i + 1}" for i in range(matrix.shape[-1])]
+
+
 def draw_decoder_parts(s: api.AttentionSteps, labels: list[str], head: int, style: Style) -> None:
     """What a modern decoder's layer adds, where it has it: the norm before attention, the norm of each head's Q and
     K, their rotation by position, and the key/value head this query head shares."""
@@ -160,7 +165,8 @@ def draw_decoder_parts(s: api.AttentionSteps, labels: list[str], head: int, styl
     by_dim = partial(interactive.matrix, rows=labels, cols=dims, style=style, width=px)
     figs = []
     if s.x_normed is not None:
-        figs.append(interactive.matrix(m(s.x_normed), f"{s.norm}(X)", rows=labels, style=style, width=px))
+        x = m(s.x_normed)
+        figs.append(interactive.matrix(x, f"{s.norm}(X)", rows=labels, cols=dim_names(x), style=style, width=px))
     if s.q_normed is not None and s.k_normed is not None:
         figs += [by_dim(m(s.q_normed)[head], f"Q, head {head + 1}, after its RMSNorm")]
         figs += [by_dim(m(s.k_normed)[kv], f"K, K/V head {kv + 1}, after its RMSNorm")]
@@ -208,7 +214,8 @@ def draw_steps(s: api.AttentionSteps, tokens: TokenAxis, head: int, style: Style
     if s.x_normed is not None or s.q_rotated is not None or s.q_normed is not None:
         draw_decoder_parts(s, labels, head, style)
     kv = s.kv_head(head)
-    figs = [interactive.matrix(m(s.x_query), "X: token vectors", rows=labels, style=style, width=dim_px)]
+    x = m(s.x_query)
+    figs = [interactive.matrix(x, "X: token vectors", rows=labels, cols=dim_names(x), style=style, width=dim_px)]
     figs += [by_dim(m(s.q_heads)[head], f"Q of head {head + 1} (T × {dh})")]
     figs += [
         by_dim(m(t)[kv], f"{n} of {'K/V head ' + str(kv + 1) if s.group > 1 else 'head ' + str(head + 1)} (T × {dh})")
@@ -222,10 +229,12 @@ def draw_steps(s: api.AttentionSteps, tokens: TokenAxis, head: int, style: Style
         by_token(m(s.weights)[head], "softmax: attention weights", signed=False),
     ]
     widgets.map_rows(figs, token_row, [f"in.attn{i}" for i in range(3)], token_px)
+    by_model = partial(interactive.matrix, rows=labels, style=style, width=dim_px)  # (T, d) maps
+    concat, output = m(s.concat), m(s.output)
     figs = [
         by_dim(m(s.head_outputs)[head], f"weights·V of head {head + 1}"),
-        interactive.matrix(m(s.concat), "concat of all heads", rows=labels, style=style, width=dim_px),
-        interactive.matrix(m(s.output), "output = concat·W_O", rows=labels, style=style, width=dim_px),
+        by_model(concat, "concat of all heads", cols=dim_names(concat)),
+        by_model(output, "output = concat·W_O", cols=dim_names(output)),
     ]
     widgets.map_rows(figs, min(3, dim_row), [f"in.out{i}" for i in range(3)])
 

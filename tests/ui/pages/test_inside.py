@@ -91,3 +91,18 @@ def test_a_text_past_the_step_maps_bound_is_refused_with_where_to_go(tiny_long_l
         _ok(at)
         refused = [i.value for i in at.info if "up to 512 tokens on this model" in i.value]
         assert bool(refused) == (n > 512), (n, page)
+
+
+def test_every_map_of_a_decoders_parts_names_what_runs_along_its_columns(tiny_llama_dir, monkeypatch):
+    """RMSNorm(X) had neither column labels nor an axis title (the maps beside it say "d1 … d12, too many to label")."""
+    monkeypatch.setenv("ATTNVIZ_MODEL_DIRS", str(tiny_llama_dir.parent))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["model"] = str(tiny_llama_dir)
+    at.switch_page("app_pages/inside.py").run()
+    _ok(at)
+    for chart in _charts(at):
+        x = chart["layout"].get("xaxis", {})
+        named = x.get("showticklabels", True) or (x.get("title") or {}).get("text")
+        assert named, chart["layout"]["title"]["text"]
+    norm = next(c for c in _charts(at) if c["layout"]["title"]["text"].endswith("Norm(X)"))
+    assert norm["layout"]["xaxis"]["title"]["text"].startswith("d1 … d")
