@@ -37,6 +37,7 @@ from attnviz.engines.base import (  # the capability types a front end names (re
     is_long,
 )
 from attnviz.engines.registry import BUNDLED as BUNDLED_MODELS
+from attnviz.engines.registry import BUNDLED_GGUF as BUNDLED_DECODERS
 from attnviz.engines.registry import DEFAULT as DEFAULT_MODEL
 from attnviz.engines.registry import MODELS_ENV, Policy, Source, shown_name, titled
 from attnviz.engines.scratch import describe_device, resolve_device
@@ -139,6 +140,7 @@ __all__ = [
     "AttentionSteps",
     "Backend",
     "benchmark_work",
+    "BUNDLED_DECODERS",
     "BUNDLED_MODELS",
     "can_rebuild",
     "corpus",

@@ -14,15 +14,16 @@ from attnviz.ui.halt import halt
 
 SOURCES = {
     "dates": "Our encoder-decoder, trained from scratch (dates)",
-    "llm": "Two real models: BERT's self-attention and SmolLM2's masked self-attention",
+    "llm": "Two real models: BERT's self-attention and a decoder's masked self-attention",
     "bert": "BERT: bidirectional vs causal, and a cross-attention what-if",
     "hub": "A Hugging Face encoder-decoder (Marian, T5, BART)",
 }
 LLM = (
     "Both maps are real attention of trained models on the same sentence: BERT was trained to see every token "
-    "(self-attention), SmolLM2 to see only what came before (masked self-attention: the grey triangle is its "
+    "(self-attention), {decoder} to see only what came before (masked self-attention: the grey triangle is its "
     "mask). Each model cuts the text into its own tokens. Cross-attention needs an encoder-decoder: pick the "
-    "dates model above."
+    "dates model above. The decoder is the sidebar's when it is one of the bundled decoders (SmolLM2, Gemma 3 "
+    "270M), else SmolLM2."
 )
 HUB_EXAMPLE = "Helsinki-NLP/opus-mt-en-de"
 DATE_EXAMPLES = ["saturday 22 november 2026", "Nov 22, 2026", "22/11/2026", "the 3rd of march 1999", "1st of May 1990"]
@@ -54,10 +55,10 @@ CROSS_NEVER_TRAINED = (
 
 def source_picker(inputs: Inputs) -> str:
     """Which model to compare with, in the URL. By default a real model's own attention of each kind: our
-    encoder-decoder's self, masked and cross attention (SmolLM2's masked attention beside BERT's when the sidebar
-    shows SmolLM2). It opened on BERT's what-ifs, whose first words were "A what-if, not a model"; they are one
+    encoder-decoder's self, masked and cross attention (a bundled decoder's masked attention beside BERT's when the
+    sidebar shows one). It opened on BERT's what-ifs, whose first words were "A what-if, not a model"; they are one
     click away."""
-    default = "llm" if inputs.model == "smollm2" else "dates"
+    default = "llm" if inputs.model in api.BUNDLED_DECODERS else "dates"
     return state.bound(
         st.radio,
         "Model",
@@ -141,22 +142,25 @@ def draw_dates(inputs: Inputs) -> None:
 
 
 def draw_llm(inputs: Inputs) -> None:
-    """BERT's real self-attention beside SmolLM2's real masked self-attention, on the same sentence."""
+    """BERT's real self-attention beside a decoder's real masked self-attention (the sidebar's, if it is a bundled
+    decoder; else SmolLM2), on the same sentence."""
+    decoder = inputs.model if inputs.model in api.BUNDLED_DECODERS else "smollm2"
+    name = api.shown_name(decoder)
     bert = cache.attention_or_stop(api.DEFAULT_MODEL, "hf", inputs.text).eager("self")
-    llm = cache.attention_or_stop("smollm2", "hf", inputs.text).eager("causal")
+    llm = cache.attention_or_stop(decoder, "hf", inputs.text).eager("causal")
     a, b = st.columns(2)
     with a:
         bl, bh = pickers(bert.n_layers, bert.n_heads, "bert_", "BERT: ")
     with b:
-        ll, lh = pickers(llm.n_layers, llm.n_heads, "", "SmolLM2: ")
+        ll, lh = pickers(llm.n_layers, llm.n_heads, "", f"{name}: ")
     panels = [
         panel_maps.panel(bert, bl, bh, f"BERT self-attention\nlayer {bl + 1}, head {bh + 1}"),
-        panel_maps.panel(llm, ll, lh, f"SmolLM2 masked self-attention\nlayer {ll + 1}, head {lh + 1}"),
+        panel_maps.panel(llm, ll, lh, f"{name} masked self-attention\nlayer {ll + 1}, head {lh + 1}"),
     ]
     with widgets.grid_box("cmp-llm"):  # each panel's row labels stay off the panel to its left
         st.plotly_chart(panel_maps.side_by_side(panels, style=inputs.style), key="cmp.llm.chart")
     export_panels(inputs, panels, inputs.text, llm, ll, lh, "cmp.llm.export")
-    st.markdown(LLM)
+    st.markdown(LLM.format(decoder=escape.md(name)))
 
 
 def draw_bert(inputs: Inputs) -> None:
