@@ -182,10 +182,10 @@ def best_heads(share: Tensor, k: int = 5) -> list[tuple[int, int, float]]:
 FLIP_NAMES = {2: "flips with the word", 1: "same pick both times", 0: "flips the wrong way"}
 
 
-def same_scores(a: CaseResult, b: CaseResult, atol: float = 1e-5) -> bool:
-    """Whether every head scores the candidates the same in both cases (to `atol`): what a causal model must do
-    on a pair whose differing word comes after the pronoun."""
-    return a.scores.shape == b.scores.shape and bool(torch.allclose(a.scores, b.scores, atol=atol))
+def same_scores(a: Tensor, b: Tensor, atol: float = 1e-5) -> bool:
+    """Whether every head scores the candidates the same in two cases, (L, H, C) each (to `atol`): what a causal
+    model must do on a pair whose differing word comes after the pronoun."""
+    return a.shape == b.shape and bool(torch.allclose(a, b, atol=atol))
 
 
 def flip_categories(a: CaseResult, b: CaseResult) -> Tensor:

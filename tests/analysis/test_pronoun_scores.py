@@ -195,8 +195,8 @@ def test_a_causal_model_scores_both_sentences_of_a_lesson_pair_the_same_and_bert
     dog = PronounCase(a.text.replace("animal", "dog"), "it", ("dog", "street"), "dog")
     assert not pronoun_cases.differ_after_pronoun(a, dog)  # they differ before the pronoun
     same = pronoun_scores.same_scores
-    assert same(*(service.pronoun_case(smollm2_hf, c, "vote") for c in (a, b)))
-    assert not same(*(service.pronoun_case(bundled_hf, c, "vote") for c in (a, b)))
+    assert same(*(service.pronoun_case(smollm2_hf, c, "vote").scores for c in (a, b)))
+    assert not same(*(service.pronoun_case(bundled_hf, c, "vote").scores for c in (a, b)))
 
 
 def test_candidates_on_the_same_tokens_are_skipped_with_the_reason_not_forced():

@@ -145,7 +145,7 @@ def draw_pair(inputs: Inputs, index: int) -> None:
         f"*{escape.md(a.text)}* → **{escape.md(a.answer)}**  \n*{escape.md(b.text)}* → **{escape.md(b.answer)}**"
     )
     causal = cache.load_engine_or_stop(inputs.model, inputs.backend).kinds == ("causal",)
-    if causal and pronoun_cases.differ_after_pronoun(a, b) and pronoun_scores.same_scores(ra, rb):
+    if causal and pronoun_cases.differ_after_pronoun(a, b) and pronoun_scores.same_scores(ra.scores, rb.scores):
         st.info(
             f"This model reads left to right: when it reaches *{escape.md(a.pronoun)}*, the word that tells the two "
             f"sentences apart has not come yet, so every head's attention from *{escape.md(a.pronoun)}* is the same "

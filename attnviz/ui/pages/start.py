@@ -5,7 +5,9 @@ reads the sentence, then one head large with the pronoun's row outlined, then wh
 same head after one word changes, then every head of the layer, then answers a question read off a map, and ends
 with where to go next. The head shown is picked on the two sentences it is shown on (the head whose "it" moves most
 from one noun to the other with the word), and the page says so. It reads the sidebar's model where that model reads
-the sentence as one text (BERT, a decoder); the date model's is not, and the lesson says it shows BERT instead.
+the sentence as one text and its "it" can see the word that changes (BERT); the date model does not read it as one
+text, and a decoder's "it" comes before the word (every head's scores equal in both sentences): on those the lesson
+says why and shows BERT.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ STEPS = {
     6: "Your turn",
     7: "Where next",
 }
+BLIND = (
+    "{model} reads left to right: its “it” comes before “tired” and “wide”, so where its “it” looks is the same in "
+    "both sentences (checked: every head's, to 1e-5) and this lesson's word could not move it. The lesson shows the "
+    "bundled BERT, which reads the sentence both ways; the Pronoun resolution page shows {model} on the same pair."
+)
 QUESTION_OPTIONS = 4  # words offered in step 6: the row's heaviest, in the sentence's order
 
 
@@ -44,6 +51,23 @@ def _result(inputs: Inputs, case: pronoun_cases.PronounCase) -> tuple[Attention,
         except ValueError:
             pass
     return cache.attention_or_stop(api.DEFAULT_MODEL, "hf", case.text).main, True
+
+
+def lesson_results(inputs: Inputs):
+    """Both sentences' attention and the pronoun's scores (L, H, 2) on the sidebar's model; on BERT, with a notice,
+    where that model does not read a sentence as one text or (a decoder) its "it" cannot see the word that changes."""
+    tired, fell_back = _result(inputs, TIRED)
+    wide, _ = _result(inputs, WIDE)
+    scores_tired = pronoun_scores.scores(tired, TIRED, "vote")
+    scores_wide = pronoun_scores.scores(wide, WIDE, "vote")
+    if fell_back:
+        st.info("This lesson reads one sentence at a time: it shows the bundled BERT, not the sidebar's model.")
+    elif pronoun_scores.same_scores(scores_tired, scores_wide):  # "it" comes before the word: no head's "it" moves
+        st.info(BLIND.format(model=cache.named(inputs.model)))
+        tired, wide = (cache.attention_or_stop(api.DEFAULT_MODEL, "hf", c.text).main for c in (TIRED, WIDE))
+        scores_tired = pronoun_scores.scores(tired, TIRED, "vote")
+        scores_wide = pronoun_scores.scores(wide, WIDE, "vote")
+    return tired, wide, scores_tired, scores_wide
 
 
 def moving_head(tired, wide) -> tuple[int, int]:
@@ -128,12 +152,7 @@ def render() -> None:
         format_func=lambda i: f"{i}. {STEPS[i]}",
     )
     step = step if step in STEPS else 1  # a step clicked off again: the first
-    tired, fell_back = _result(inputs, TIRED)
-    wide, _ = _result(inputs, WIDE)
-    if fell_back:
-        st.info("This lesson reads one sentence at a time: it shows the bundled BERT, not the sidebar's model.")
-    scores_tired = pronoun_scores.scores(tired, TIRED, "vote")
-    scores_wide = pronoun_scores.scores(wide, WIDE, "vote")
+    tired, wide, scores_tired, scores_wide = lesson_results(inputs)
     layer, head = moving_head(scores_tired, scores_wide)
     picked = (
         f"Layer {layer + 1}, head {head + 1} is the head of {tired.n_layers * tired.n_heads} whose “it” moves most "

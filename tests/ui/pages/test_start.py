@@ -86,3 +86,18 @@ def test_a_link_opens_its_step_and_a_bad_step_opens_the_first():
     assert at.segmented_control(key="start.step").value == 5
     at = _page(step="99")
     assert at.segmented_control(key="start.step").value == 1
+
+
+@pytest.mark.slow  # SmolLM2 on both sentences
+def test_on_a_decoder_the_lesson_says_its_it_cannot_move_and_shows_bert(bundled_hf):
+    """On SmolLM2 the lesson picked 'the head whose it moves most' among heads that all moved 0 (its "it" comes
+    before "tired"/"wide"), and step 4 said the same shares twice as a change."""
+    at = _page(model="smollm2", step="4")
+    _ok(at)
+    assert any("reads left to right" in i.value and "SmolLM2" in i.value for i in at.info)
+    wide = bundled_hf.run(bundled_hf.encode(start.WIDE.text)).main
+    s_tired = pronoun_scores.scores(bundled_hf.run(bundled_hf.encode(start.TIRED.text)).main, start.TIRED, "vote")
+    layer, head = start.moving_head(s_tired, pronoun_scores.scores(wide, start.WIDE, "vote"))
+    it = pronoun_cases.pronoun_piece(wide.source, pronoun_cases.locate(start.WIDE).pronoun)
+    (bars,) = _charts(at)
+    assert np.allclose(array(bars["data"][0]["y"]), wide.weights[layer, head, it].numpy(), atol=1e-6)  # BERT's
