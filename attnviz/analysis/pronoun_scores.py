@@ -36,7 +36,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from attnviz.analysis.pronoun_cases import PronounCase, content_pieces, locate, pronoun_piece
+from attnviz.analysis.pronoun_cases import PronounCase, content_pieces, differ_after_pronoun, locate, pronoun_piece
 from attnviz.result import Attention
 from attnviz.tokens import TokenAxis
 
@@ -228,6 +228,21 @@ class Benchmark:
     def head_ties(self) -> int:
         """Heads, over every case, whose top score was shared by two candidates or more."""
         return sum(r.head_ties for r in self.results)
+
+    def undecided_at_pronoun(self) -> int:
+        """Scored cases that read word for word like a twin of their group (groups()) up to and including the
+        pronoun, where the twin's answer is another: what decides between them comes after the pronoun, which a
+        causal model's pronoun has not read, so its vote is the same on both and at most one of them is right."""
+        cases = [r.case for r in self.results]
+        members: dict[int, list[PronounCase]] = {}
+        for g, case in zip(groups(cases), cases, strict=True):
+            members.setdefault(g, []).append(case)
+
+        def blind(a: PronounCase, twins: list[PronounCase]) -> bool:
+            other = [b for b in twins if b.answer.strip().lower() != a.answer.strip().lower()]
+            return any(differ_after_pronoun(a, b) for b in other)
+
+        return sum(blind(a, twins) for twins in members.values() for a in twins)
 
     def _hits(self, results: Sequence[CaseResult]) -> Tensor:
         """(N, L, H): whether each head's own pick is the right answer, case by case."""

@@ -199,6 +199,34 @@ def test_a_causal_model_scores_both_sentences_of_a_lesson_pair_the_same_and_bert
     assert not same(*(service.pronoun_case(bundled_hf, c, "vote").scores for c in (a, b)))
 
 
+def test_a_benchmark_counts_the_cases_a_decoders_pronoun_cannot_tell_from_their_twin():
+    def bench(cases):
+        results = [pronoun_scores.CaseResult(c, torch.zeros(1, 1, 2), "vote", c.candidates[0]) for c in cases]
+        return pronoun_scores.Benchmark(results, [], "vote")
+
+    lesson = pronoun_cases.LESSON
+    assert bench(lesson).undecided_at_pronoun() == len(lesson)  # every pair's word comes after "it"
+    a = lesson[0]
+    dog = PronounCase(a.text.replace("animal", "dog"), "it", ("dog", "street"), "street")
+    assert bench([a, dog]).undecided_at_pronoun() == 0  # twins that differ before the pronoun
+    same_answer = PronounCase(lesson[1].text, "it", a.candidates, "animal")
+    assert bench([a, same_answer]).undecided_at_pronoun() == 0  # a twin with the same answer
+
+
+def test_wsc273s_cases_undecided_at_the_pronoun_are_the_figure_docs_quote():
+    if not WSC.exists():
+        pytest.skip(f"the Winograd collection is not at {WSC}")
+    located = []
+    for case in pronoun_files.read_winograd_xml(WSC)[:273]:
+        try:
+            pronoun_cases.locate(case)
+        except ValueError:
+            continue
+        located.append(pronoun_scores.CaseResult(case, torch.zeros(1, 1, 2), "vote", case.candidates[0]))
+    assert (len(located), pronoun_scores.Benchmark(located, [], "vote").undecided_at_pronoun()) == (269, 200)
+    assert "200 of WSC273's 269 located cases" in (ROOT / "docs/pronouns.md").read_text().replace("\n  ", " ")
+
+
 def test_candidates_on_the_same_tokens_are_skipped_with_the_reason_not_forced():
     text = "The old house was replaced by a new one because it was falling apart."
     words = [

@@ -243,6 +243,13 @@ def draw_benchmark(inputs: Inputs) -> None:
         st.warning(f"None of the {len(bench.skipped)} cases could be scored: {escape.md(bench.skipped[0][1])}.")
         return
     draw_scores(inputs, bench, held_out, picked, permuted)
+    undecided = bench.undecided_at_pronoun() if causal else 0
+    if undecided:
+        st.info(
+            f"{undecided} of these {bench.n} cases read word for word like a twin with another answer up to the "
+            "pronoun: what decides between them comes after it, which this model's pronoun has not read yet. Its "
+            "vote is the same on both twins, so at most one of the two is right."
+        )
 
 
 def draw_scores(inputs: Inputs, bench: pronoun_scores.Benchmark, held_out: float, picked, permuted: float) -> None:

@@ -47,6 +47,7 @@ def test_pronoun_benchmark_tab_on_eight_cases(bundled_hf, method):
     assert at.metric[2].value == f"{bench.held_out_best_head()[0]:.1%}"
     assert at.metric[3].value == f"{bench.permutation_best_head():.1%}"
     assert any("8 cases scored" in c.value and "picked on these very cases" in c.value for c in at.caption)
+    assert not any("word for word like a twin" in i.value for i in at.info)  # BERT's pronoun reads both ways
 
 
 @pytest.mark.slow  # SmolLM2 on the pronoun page, 2.4 s
@@ -57,6 +58,10 @@ def test_the_pronoun_benchmark_on_a_causal_model_offers_the_head_vote_only():
     _ok(at)
     assert at.radio(key="pr.method").options == ["Head vote"]
     assert any("not defined here" in i.value for i in at.info)
+    at.number_input(key="pr.limit").set_value(4).run()
+    at.button(key="pr.run").click().run()
+    _ok(at)
+    assert any("4 of these 4 cases read word for word like a twin" in i.value for i in at.info)
 
 
 @pytest.mark.slow  # SmolLM2 on both sentences of a pair
