@@ -89,11 +89,12 @@ def weights_section(inputs, style: Style) -> None:
     weights = kernels.reweigh(steps, mask)[head].cpu().numpy()  # (T, T)
     labels = display_labels(enc.axis.tokens)
     own = steps.weights[0, head].float().cpu().numpy()
+    forbidden = ~steps.allowed().cpu().numpy()  # the model's own mask (a decoder's future, beyond its window): grey
     per_row, px = interactive.maps_a_row(labels, len(labels), style, most=3)  # every token labelled on each
     square = partial(interactive.matrix, rows=labels, cols=labels, style=style, signed=False, height=360, width=px)
     figs = [
         square(mask.float().numpy(), f"mask: {kind} (1 = may attend)", unit="may attend"),
-        square(own, f"the model's own weights, layer {layer + 1}, head {head + 1}"),
+        square(own, f"the model's own weights, layer {layer + 1}, head {head + 1}", masked=forbidden),
         square(weights, f"the same Q and K under the {kind} mask", masked=~mask.numpy()),
     ]
     widgets.map_rows(figs, per_row, ["mk.mask", "mk.own", "mk.new"], px)

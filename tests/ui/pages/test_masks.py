@@ -19,6 +19,7 @@ def test_masks_page_reweighs_the_models_own_queries_and_keys():
     bars = [f["data"][0]["colorbar"]["title"]["text"] for f in (mask_fig, own_fig, new_fig)]
     assert bars == ["may attend", "weight", "weight"]  # a mask is not a weight
     assert np.array_equal(array(mask_fig["data"][0]["z"]), kernels.sliding_window(n, 4, causal=False).float().numpy())
+    assert not np.isnan(array(own_fig["data"][0]["z"])).any()  # BERT masks nothing
     w = array(new_fig["data"][0]["z"])  # masked cells are gaps (NaN)
     allowed = kernels.sliding_window(n, 4, causal=False).numpy()
     assert np.isnan(w[~allowed]).all()
@@ -50,4 +51,7 @@ def test_on_a_decoder_the_mask_drawn_is_the_mask_applied_window_and_causal(smoll
     assert np.array_equal(drawn, applied) and not drawn[0, 1:].any()  # no key after the query: not a symmetric band
     w = array(new_fig["data"][0]["z"])
     assert np.array_equal(np.isnan(w), ~applied)  # the third panel's gaps are exactly the mask's zeros
+    own = array(own_fig["data"][0]["z"])  # the model's own weights: its causal future grey (NaN), as on Heads
+    assert np.array_equal(np.isnan(own), np.triu(np.ones((n, n), dtype=bool), 1))
+    assert np.allclose(np.nansum(own, axis=1), 1, atol=1e-4)
     assert not any("Ġ" in y for y in mask_fig["data"][0]["y"])  # tokens as text
