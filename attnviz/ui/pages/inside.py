@@ -223,10 +223,11 @@ def draw_steps(s: api.AttentionSteps, tokens: TokenAxis, head: int, style: Style
     ]
     widgets.map_rows(figs, dim_row, [f"in.{n}" for n in "XQKV"])
     masked = "" if s.mask is None else ", masked (grey)"
+    forbidden = None if s.mask is None else ~allowed  # grey on the scores and the weights alike
     figs = [
-        by_token(m(s.scores)[head], f"scores QKᵀ/√{dh}{masked}", masked=None if s.mask is None else ~allowed),
+        by_token(m(s.scores)[head], f"scores QKᵀ/√{dh}{masked}", masked=forbidden),
         by_token(allowed.astype("float32"), "mask (1 = may attend)", signed=False, unit="may attend"),
-        by_token(m(s.weights)[head], "softmax: attention weights", signed=False),
+        by_token(m(s.weights)[head], "softmax: attention weights", signed=False, masked=forbidden),
     ]
     widgets.map_rows(figs, token_row, [f"in.attn{i}" for i in range(3)], token_px)
     by_model = partial(interactive.matrix, rows=labels, style=style, width=dim_px)  # (T, d) maps

@@ -1,7 +1,9 @@
 """AppTest of the inside page: it runs on the bundled models and sends what the engines computed."""
 
+import numpy as np
 import pytest
 from apptest import APP, _charts, _ok
+from plotly_data import array
 from streamlit.testing.v1 import AppTest
 
 
@@ -106,3 +108,7 @@ def test_every_map_of_a_decoders_parts_names_what_runs_along_its_columns(tiny_ll
         assert named, chart["layout"]["title"]["text"]
     norm = next(c for c in _charts(at) if c["layout"]["title"]["text"].endswith("Norm(X)"))
     assert norm["layout"]["xaxis"]["title"]["text"].startswith("d1 … d")
+    weights = array(next(c for c in _charts(at) if c["layout"]["title"]["text"].startswith("softmax"))["data"][0]["z"])
+    n = weights.shape[0]  # a decoder's future is grey (NaN) on the weights as on the scores, not weight 0
+    assert np.array_equal(np.isnan(weights), np.triu(np.ones((n, n), dtype=bool), 1))
+    assert np.allclose(np.nansum(weights, axis=1), 1, atol=1e-5)
