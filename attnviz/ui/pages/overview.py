@@ -6,7 +6,7 @@ import streamlit as st
 
 from attnviz import api, escape
 from attnviz.api import head_stats, induction_scores, rollout, runs
-from attnviz.figures import panel_maps, stat_charts
+from attnviz.figures import interactive, panel_maps, stat_charts
 from attnviz.figures.panel_maps import Panel
 from attnviz.result import Attention, AttentionResult
 from attnviz.ui import cache, controls, state, widgets
@@ -205,9 +205,18 @@ def rollout_section(inputs: Inputs, result: AttentionResult) -> None:
     raw = rollout.residual_attention(result)[layer]  # (T, T)
     rolled = rollout.rollout(result)[layer]
     toks = result.target_tokens
+    # A decoder's future is masked (grey) on all three; past a sliding window only in the layer's own attention: the
+    # residual stream carries older tokens on through the layers, so rollout and flow reach beyond any one window.
+    future = interactive.masked_cells(len(toks), len(toks)) if result.kind == "causal" else None
     panels = [
-        Panel(f"raw attention, layer {layer + 1}\n(heads averaged, + residual)", raw.numpy(), toks, toks),
-        Panel(f"rollout up to layer {layer + 1}", rolled.numpy(), toks, toks),
+        Panel(
+            f"raw attention, layer {layer + 1}\n(heads averaged, + residual)",
+            raw.numpy(),
+            toks,
+            toks,
+            masked=interactive.layer_masked(result, layer),
+        ),
+        Panel(f"rollout up to layer {layer + 1}", rolled.numpy(), toks, toks, masked=future),
     ]
     want_flow = state.bound(
         st.toggle,
@@ -221,7 +230,7 @@ def rollout_section(inputs: Inputs, result: AttentionResult) -> None:
             asked = cache.prepare_or_stop(inputs.model, inputs.backend, inputs.text)  # this run's request
             with st.spinner("Solving the attention flow…"):
                 flowed = cache.get(api.flow_work(asked.key, result, layer))
-            panels.append(Panel(f"flow up to layer {layer + 1}", flowed.numpy(), toks, toks))
+            panels.append(Panel(f"flow up to layer {layer + 1}", flowed.numpy(), toks, toks, masked=future))
         except ValueError as err:
             st.info(escape.md(err))
     with widgets.grid_box("ov-rollout"):

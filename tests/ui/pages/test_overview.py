@@ -23,6 +23,7 @@ def test_overview_page_grid_table_and_rollout(bundled_hf):
     assert "share on [CLS]" in offered and "share on [SEP]" in offered
     assert not any("learned sink" in o for o in offered)  # BERT has none: not offered
     assert [d["type"] for d in rolled["data"]] == ["heatmap"] * 3  # raw, rollout, flow
+    assert not any(np.isnan(array(d["z"])).any() for d in rolled["data"])  # BERT masks nothing
     assert np.allclose(array(rolled["data"][1]["z"]), rollout.rollout(r)[1].numpy(), atol=1e-5)
     assert np.allclose(array(bars["data"][0]["y"]), rollout.rollout(r)[1][10].numpy(), atol=1e-5)  # "it"
 
@@ -75,6 +76,10 @@ def test_a_decoders_overview_calls_its_first_token_heads_sinks_and_none_cls(smol
         and "judged on the attention it gives to the other tokens" in caption
         and "count in no statistic" in caption
     )
+    future = np.triu(np.ones((len(r.target_tokens),) * 2, dtype=bool), 1)  # grey (NaN) on raw and rollout alike
+    raw, rolled = (array(d["z"]) for d in _charts(at)[1]["data"])
+    assert np.array_equal(np.isnan(raw), future) and np.array_equal(np.isnan(rolled), future)
+    assert np.allclose(np.nansum(rolled, axis=1), 1, atol=1e-4)
 
 
 @pytest.mark.slow  # builds and loads a tiny model: about 5 s
