@@ -179,14 +179,18 @@ def learned_section(inputs: Inputs, style: Style) -> None:
 def rotary_section(style: Style) -> None:
     """Each pair's rotary angle per position, and q·k against distance."""
     st.markdown(
-        "**Rotary** (RoPE, Su et al. 2021; SmolLM2, Llama): nothing is added to the token vectors. Instead each "
-        "pair of dimensions of every query and key is turned by an angle pos · θ^(−2i/d_head). A query at position p "
-        "and a key at q then score by how far apart they are, p − q, whatever p is."
+        "**Rotary** (RoPE, Su et al. 2021; SmolLM2, Llama, Gemma 3): nothing is added to the token vectors. Instead "
+        "each pair of dimensions of every query and key is turned by an angle pos · θ^(−2i/d_head). A query at "
+        "position p and a key at q then score by how far apart they are, p − q, whatever p is."
     )
     a, b = st.columns(2)
     n = a.slider("positions", 8, 512, 64, key="pos.rope_n")
     theta = b.select_slider(
-        "θ (SmolLM2: 100,000; Llama 2: 10,000)", [10000.0, 100000.0, 500000.0], SMOLLM2_THETA, key="pos.theta"
+        "θ (SmolLM2: 100,000; Llama 2: 10,000; Gemma 3: 10,000 on its windowed layers, 1,000,000 on its full ones)",
+        [10000.0, 100000.0, 500000.0, 1000000.0],
+        SMOLLM2_THETA,
+        key="pos.theta",
+        format_func=lambda v: f"{v:,.0f}",
     )
     angles = encodings.rotary_angles(n, SMOLLM2_HEAD_DIM, theta)
     pairs = [f"pair {i + 1}" for i in range(SMOLLM2_HEAD_DIM // 2)]
@@ -219,7 +223,7 @@ def rotary_section(style: Style) -> None:
         f"Pair 1 turns one radian per position; pair {SMOLLM2_HEAD_DIM // 2} turns θ^(−{SMOLLM2_HEAD_DIM - 2}/"
         f"{SMOLLM2_HEAD_DIM}) = {angles[1, -1].item():.2e} radians. The right-hand curve is Σ 2·cos(distance · w_i) "
         "for a query and key that were the same vector: it falls (unevenly) with distance, the long-term decay the "
-        "RoPE paper describes. The Inside page shows the same rotation on SmolLM2's real Q and K."
+        "RoPE paper describes. The Inside page shows the same rotation on SmolLM2's (or Gemma 3's) real Q and K."
     )
 
 

@@ -28,6 +28,11 @@ def test_positions_page_draws_the_formula_and_reveals_relative_position():
     assert any(pairs in s.value for s in at.success)
     assert any("positional" in m.value.lower() or "Positional" in m.value for m in at.markdown)
     assert any("previous-token" in m.value for m in at.markdown)  # the bundled BERT has such heads
+    at.select_slider(key="pos.theta").set_value(1000000.0).run()  # Gemma 3's full layers' θ
+    _ok(at)
+    rope = next(c for c in _charts(at) if c["layout"]["title"]["text"].startswith("cos(angle) of each pair"))
+    n = len(rope["data"][0]["y"])
+    assert np.allclose(array(rope["data"][0]["z"]), np.cos(encodings.rotary_angles(n, 64, 1e6).numpy()), atol=1e-6)
 
 
 def test_a_positional_head_opens_on_the_heads_page_with_the_shared_url_state():
