@@ -1,10 +1,11 @@
-"""Benchmark: what a head does, on the bundled SmolLM2 (270 heads), this machine's device.
+"""Benchmark: what a head does, on the bundled SmolLM2 (270 heads; --model gemma3: Gemma 3 270M, 72), this machine's
+device.
 
 - the per-head ablation grid (each head alone knocked out, zero ablation) on a 20-token text;
 - the patching grid (each head's clean output into the corrupted run) on the indirect-object pair;
 - induction: 50 random tokens twice, 10 seeded sequences: the loss on each copy and the best heads, with their
   spread and whether each is told apart from the next;
-- which built-in minimal pairs SmolLM2 gets right both ways (the clean and the corrupted logit difference have
+- which built-in minimal pairs the model gets right both ways (the clean and the corrupted logit difference have
   opposite signs): the indirect-object pairs and the pronoun lab's pairs written as continuations
   ("... The word 'it' means the" -> " animal" / " street").
 
@@ -12,7 +13,7 @@ Each grid runs `runs` times in this process (after one warm-up pass); the worst 
 float32 matrix speed is measured before and after, so that a time can be read against the machine it ran on.
 Heads are printed 1-based, as the pages name them.
 
-Usage: python bench/interventions.py [--backend hf|scratch] [--device cpu|cuda] [--runs 3]
+Usage: python bench/interventions.py [--model smollm2|gemma3] [--backend hf|scratch] [--device cpu|cuda] [--runs 3]
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def _pairs():
 def main() -> int:
     """Time the grids, report the pairs, print markdown."""
     parser = argparse.ArgumentParser()
+    parser.add_argument("--model", choices=("smollm2", "gemma3"), default="smollm2")
     parser.add_argument("--backend", choices=("hf", "scratch"), default="hf")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--runs", type=int, default=3)
@@ -52,11 +54,11 @@ def main() -> int:
     from attnviz.result import head_name
 
     torch.set_grad_enabled(False)
-    engine = registry.load("smollm2", args.backend, args.device)
+    engine = registry.load(args.model, args.backend, args.device)
     n = len(engine.encode(TEXT).ids)
     print(
-        f"SmolLM2 ({args.backend}) on {engine.device_name}; the ablation text is {n} tokens; float32 matrix "
-        f"speed {gflops(args.device):,.0f} GFLOP/s before the runs"
+        f"{registry.shown_name(args.model)} ({args.backend}) on {engine.device_name}; the ablation text is {n} "
+        f"tokens; float32 matrix speed {gflops(args.device):,.0f} GFLOP/s before the runs"
     )
     ablation.ablate(engine, TEXT, {0: [0]})  # warm-up
     name, clean, corrupt, answer, wrong = _pairs()[0]

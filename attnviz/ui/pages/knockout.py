@@ -30,13 +30,25 @@ MEAN = (
     "positions: that would carry what the later tokens wrote into the predictions of the earlier ones."
 )
 OWN = "your own pair"
-PRONOUNS = (
-    "The indirect-object pairs (Wang et al. 2022) are ones SmolLM2 gets right both ways (+6.3 clean, −3.3 with the "
-    "names swapped, measured: bench/RESULTS.md). The pronoun lab's pairs are asked as continuations (\"… The word "
-    "'it' means the\"): of the 22, one cannot be asked (' sofa' is two tokens) and two cannot be patched (the two "
-    "prompts differ in length in tokens: the river and the key), and the page says so; the model gets none of "
-    "the other 19 right both ways, so the share restored is undefined for them. They are here to see that."
+PAIRS = (
+    "The indirect-object pairs (Wang et al. 2022) and the pronoun lab's pairs, asked as continuations (\"… The word "
+    "'it' means the\"). Whether a pair can be asked (each answer one token) or patched (both prompts the same length "
+    "in tokens) depends on the model's tokenizer, and whether the model gets it right both ways on the model: the "
+    "page says so for the pair chosen."
 )
+MEASURED_PAIRS = {  # bench/interventions.py --model NAME; bench/RESULTS.md
+    "smollm2": (
+        "Measured on SmolLM2: it gets the indirect-object pairs right both ways (+6.3 clean, −3.3 with the names "
+        "swapped); of the 22 pronoun pairs one cannot be asked (' sofa' is two tokens), two cannot be patched (the "
+        "river and the key), and it gets none of the other 19 right both ways, so the share restored is undefined "
+        "for them. They are here to see that."
+    ),
+    "gemma3": (
+        "Measured on Gemma 3 270M: it gets the indirect-object pairs right both ways (+5.3 clean, −5.4 with the names "
+        "swapped); of the 22 pronoun pairs one cannot be patched (the river), and it gets none of the 22 right both "
+        "ways, so the share restored is undefined for them. They are here to see that."
+    ),
+}
 METRIC = (
     "**The metric.** d = logit(answer) − logit(wrong) at the last position; a head's share restored is "
     "(d_patched − d_corrupted) / (d_clean − d_corrupted), with the head's output at every position taken from the "
@@ -187,7 +199,7 @@ def patch_section(eng: api.InterveningEngine, inputs: Inputs) -> None:
     """A minimal pair: the logit difference clean and corrupted, every head's share restored, then by position."""
     pairs = {**patching.IOI_PAIRS, **patching.pronoun_pairs()}
     choice = st.selectbox("A pair", [*pairs, OWN], key="pa.pair")
-    st.caption(PRONOUNS)
+    st.caption(f"{PAIRS} {MEASURED_PAIRS.get(eng.name, '')}")
     if choice == OWN:
         a, b = st.columns(2)
         first = next(iter(patching.IOI_PAIRS.values()))

@@ -49,6 +49,9 @@ def test_patching_a_pair_of_one_s_own_shows_the_share_restored(tiny):
     _ok(at)
     clean, corrupt = at.text_input(key="pa.clean").value, at.text_input(key="pa.corrupt").value
     expected = patching.patch(engine, clean, corrupt, "anna", "peter")
+    # a model no one measured gets no figures of another's (they named SmolLM2's whatever the model)
+    assert any("depends on the model's tokenizer" in c.value for c in at.caption)
+    assert not any("Measured on" in c.value for c in at.caption)
     if expected.restored is None:  # a random model: it does not get the pair right both ways, and the page says so
         assert "undefined" in at.info[0].value and not _charts(at)
     else:
