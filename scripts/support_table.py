@@ -12,6 +12,8 @@ to a temporary folder, and every view is tried through attnviz's own entry point
   `attnviz.generate` on a few tokens;
 - corpus: the engine a corpus run measures with (corpus.models.batched);
 - query/key space: one head's queries and keys read for the space (corpus.qk.read_qk);
+- value-weighted: the Heads page's ||αf(x)|| (analysis.view_options.value_weighted) on the short text's result, on
+  the scratch backend where the page reads that one (a model it rebuilds: BERT, Llama);
 - scratch: the model rebuilt on attnviz's from-scratch engine (registry.scratch_engine).
 
 A cell is "yes" (or "lazy"/"eager"), or "no:" and the first sentence of what attnviz answers. The table is what the
@@ -47,6 +49,7 @@ VIEWS = (
     "generation",
     "corpus",
     "query/key space",
+    "value-weighted",
     "step by step",
     "scratch",
 )
@@ -213,6 +216,17 @@ def _row(family: str, folder: Path) -> dict[str, str]:
         return "yes (scratch backend)"
 
     attempt("query/key space", space)
+
+    def value_weighted():  # the Heads page's request_for: the scratch backend wherever it rebuilds the model
+        from attnviz.analysis import view_options
+
+        if registry.can_rebuild(engine):
+            view_options.value_weighted(attnviz.attention(TEXT, model=name, backend="scratch").main)
+            return "yes (scratch backend)"
+        view_options.value_weighted(attnviz.attention(TEXT, model=name).main)
+        return "yes"
+
+    attempt("value-weighted", value_weighted)
 
     def steps():  # the Inside page's choice: BERT and Llama rebuilt on the scratch backend, other decoders as loaded
         if registry.can_rebuild(engine):

@@ -66,8 +66,9 @@ def value_weighted_norms(result: AttentionResult) -> torch.Tensor:
     """(L, H, Tq, Tk): ||alpha_ij f(x_j)|| = alpha_ij ||f(x_j)|| (Kobayashi et al. 2020)."""
     if result.value_norms is None:
         raise ValueError(
-            "The value-weighted view needs each head's value vectors: it is available for the models attnviz "
-            "rebuilds on its own attention (BERT, SmolLM2), on either backend."
+            "The value-weighted view needs each head's value vectors: it is available for BERT and for decoders on "
+            "attnviz's attention (SmolLM2, Gemma 3, Llama, Qwen, Mistral, ...), on texts short enough to hold every "
+            "weight."
         )
     return result.weights * result.value_norms[:, :, None, :]  # (L, H, Tq, Tk) * (L, H, 1, Tk)
 

@@ -44,8 +44,8 @@ from attnviz.engines.base import (
     to_weights,
 )
 from attnviz.engines.hooks import HOOKS_KW, Hooks, point
-from attnviz.engines.layers import attention_module, decoder_layers, projects
-from attnviz.engines.scratch import attend, capped, causal_mask, describe_device, resolve_device
+from attnviz.engines.layers import attention_module, decoder_layers, out_weight, projects
+from attnviz.engines.scratch import attend, capped, causal_mask, describe_device, resolve_device, value_norms
 from attnviz.engines.steps import AttentionSteps
 from attnviz.lazy import LazyAttention, forward_reads, forward_stats, given_normalisers
 from attnviz.result import Attention, AttentionKind, AttentionResult, Results
@@ -118,12 +118,26 @@ def _attention(module, query, key, value, attention_mask, *, scaling=None, **kwa
     # Gemma 2's soft-capping and gpt-oss's learned sinks ("s_aux") come as keywords too
     softcap, sinks = kwargs.get("softcap"), kwargs.get("s_aux")
     z, weights = attend(q, k, v, mask, hooks, layer, scale=scaling, window=window, softcap=softcap, sinks=sinks)
+    if hooks is not None and hooks.reads("value_norms", layer):  # Kobayashi et al. 2020's ||f(x)||, when asked
+        w_o = out_weight(module)
+        if w_o is not None:
+            hooks.point("value_norms", layer, value_norms(v, w_o, q.shape[1]))
     if hooks is not None:
         hooks.finished(layer)
     return z.transpose(1, 2).contiguous(), weights
 
 
 AttentionInterface.register(ATTENTION, _attention)
+
+
+def _norms_read(hooks: Hooks | None, n_layers: int) -> torch.Tensor | None:
+    """(L, H, T) float32 on the CPU: the value norms a pass read in every layer, or None (not asked; a layer with no
+    W_O attnviz knows)."""
+    if hooks is None or sum(name == "value_norms" for name, _ in hooks.taken) != n_layers:
+        return None
+    return hooks.stacked("value_norms").float().cpu()
+
+
 AttentionMaskInterface.register(ATTENTION, sdpa_mask)
 
 
@@ -411,8 +425,10 @@ class HFDecoderEngine(HFEngine):
     def run(self, src: Encoded, target: str | None = None, progress=None) -> Results:
         """Causal attention: every weight for a short input, a LazyAttention past the eager budget."""
         if not is_long(self, len(src.ids)):
+            # on attnviz's attention, each key's ||f(x)|| too (the value-weighted view): a small share of the pass
+            hooks = Hooks(read=("value_norms",), n_layers=self.n_layers) if self.lazy else None
             with self._passes, torch.inference_mode():
-                weights = self.weights_of(src.ids)
+                weights = self.weights_of(src.ids, hooks)
             axis, device, windows = src.axis, self.device_name, self.held_windows()
             result = AttentionResult(
                 weights,
@@ -422,6 +438,7 @@ class HFDecoderEngine(HFEngine):
                 self.name,
                 device,
                 src.truncated,
+                value_norms=_norms_read(hooks, self.n_layers),
                 sinks=self.sinks,
                 windows=windows,
             )
@@ -618,9 +635,11 @@ class HFDecoderEngine(HFEngine):
             raise ValueError(f"'{self.name[:100]}' cannot be shown step by step: {why}.")
         return decoder_steps.decoder_steps(self, text, layer)
 
-    def weights_of(self, ids) -> torch.Tensor:
-        """(L, H, T, T): the attention of one pass over `ids` (inside self._passes)."""
-        out = self.model.base_model(input_ids=torch.tensor([list(ids)], device=self.device), output_attentions=True)
+    def weights_of(self, ids, hooks: Hooks | None = None) -> torch.Tensor:
+        """(L, H, T, T): the attention of one pass over `ids` (inside self._passes), through `hooks` if given."""
+        kw = {} if hooks is None else {HOOKS_KW: hooks}
+        ids_t = torch.tensor([list(ids)], device=self.device)
+        out = self.model.base_model(input_ids=ids_t, output_attentions=True, **kw)
         check_layers(self.name, "self", out.attentions, _layers(self.config, "num_hidden_layers", "n_layer"))
         return to_weights(out.attentions)
 

@@ -28,6 +28,15 @@ def out_projection(attn):
     return getattr(attn, "o_proj", None) or getattr(attn, "c_proj", None)
 
 
+def out_weight(attn) -> Tensor | None:
+    """An attention module's W_O as a (D, H*Dh) matrix (a Linear's weight; GPT-2's Conv1D stores it turned), or None."""
+    proj = out_projection(attn)
+    if proj is None:
+        return None
+    w = proj.weight
+    return w.T if type(proj).__name__ == "Conv1D" else w
+
+
 def projects(attn) -> bool:
     """Whether attnviz knows where this attention module projects Q, K and V (project) and where its W_O is."""
     return any(hasattr(attn, name) for name in ("q_proj", "qkv_proj", "c_attn")) and out_projection(attn) is not None

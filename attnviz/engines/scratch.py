@@ -275,7 +275,9 @@ def value_norms(v: Tensor, w_o: Tensor, num_heads: int) -> Tensor:
     """
     d_model, dh = w_o.shape[0], v.shape[-1]
     v = v.repeat_interleave(num_heads // v.shape[1], dim=1)  # (B, H, Tk, Dh): each query head's V
-    w = w_o.view(d_model, num_heads, dh).permute(1, 2, 0)  # (H, Dh, D)
+    w = w_o.reshape(d_model, num_heads, dh).permute(1, 2, 0)  # (H, Dh, D)
+    if v.shape[-2] <= dh:  # few keys: carry each through (H*Tk*Dh*D), cheaper than W W^T (H*Dh*Dh*D) is
+        return torch.linalg.vector_norm(torch.einsum("bhtd,hde->bhte", v, w), dim=-1)  # (B, H, Tk)
     gram = w @ w.transpose(1, 2)  # (H, Dh, Dh): ||v W||^2 = v (W W^T) v^T, without a (B, H, Tk, D) tensor
     return torch.einsum("bhtd,hde,bhte->bht", v, gram, v).clamp_min(0).sqrt()  # (B, H, Tk)
 

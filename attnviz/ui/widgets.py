@@ -70,8 +70,8 @@ TOGGLES = (  # field, URL key, label (plain words), help (the jargon, and what i
         "Count what each token passes on",
         "Multiply each attention weight α by the size of what that key sends through the head, the length of its "
         "value vector after the output projection, ‖f(x)‖ (Kobayashi et al. 2020: the map then shows ‖α f(x)‖), rows "
-        "renormalised. A key that is attended to but sends almost nothing fades. For the models attnviz rebuilds: "
-        "BERT and SmolLM2.",
+        "renormalised. A key that is attended to but sends almost nothing fades. For BERT and the decoders on "
+        "attnviz's attention (SmolLM2, Gemma 3, Llama, Qwen, ...).",
     ),
 )
 

@@ -193,6 +193,30 @@ def test_a_gpu_s_long_text_path_keeps_each_full_layer_s_normalisers(family_dir, 
     assert (lazy.received() - w.mean(-2)).abs().max() < TOL
 
 
+def test_a_family_s_result_carries_each_keys_value_norm_as_kobayashi_defines_it(family_dir):
+    """||f_h(x_j)|| = ||v_j W_O^h||, computed head by head from the module's own W_O and the V transformers passed
+    in; both ways the code computes it (few keys: carried through; more: through W W^T). The value-weighted view
+    said 'BERT and SmolLM2 only'."""
+    from attnviz.engines.layers import attention_module, decoder_layers, out_weight
+
+    family, folder = family_dir
+    engine = registry.load(str(folder), "hf", "cpu")
+    blocks = decoder_layers(engine.model)
+    for text in (TEXT[:18], TEXT[:200]):  # fewer keys than a head's 12 dimensions, then more
+        enc = engine.encode(text)
+        result = engine.run(enc)["causal"]
+        hooks = Hooks(read=("v",), n_layers=engine.n_layers)
+        engine.logits(enc.ids, hooks)
+        expected = torch.zeros(engine.n_layers, engine.n_heads, len(enc.ids))
+        for layer, block in enumerate(blocks):
+            v, w_o = hooks.get("v", layer)[0], out_weight(attention_module(block)).detach()  # (Hkv, T, Dh), (D, H*Dh)
+            dh, group = v.shape[-1], engine.n_heads // v.shape[0]
+            for h in range(engine.n_heads):
+                expected[layer, h] = (v[h // group] @ w_o[:, h * dh : (h + 1) * dh].T).norm(dim=-1)
+        assert result.value_norms is not None and result.value_norms.shape == expected.shape
+        assert torch.allclose(result.value_norms, expected, rtol=1e-4, atol=1e-5), (family, len(enc.ids))
+
+
 def test_a_family_s_head_can_be_knocked_out_through_the_hook_points(family_dir):
     family, folder = family_dir
     engine = registry.load(str(folder), "hf", "cpu")

@@ -128,6 +128,24 @@ def test_value_weighted_view_shows_the_raw_map_beside_alpha_f_x(smollm2_scratch)
     assert np.allclose(np.nan_to_num(norms), expected, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
+def test_value_weighted_view_of_a_decoder_attnviz_does_not_rebuild(tiny_gpt_oss_dir, monkeypatch):
+    """The view said 'BERT and SmolLM2 only' on every other decoder: on attnviz's attention the hf pass reads each
+    key's ||f(x)|| itself."""
+    from attnviz.engines import registry
+
+    monkeypatch.setenv("ATTNVIZ_MODEL_DIRS", str(tiny_gpt_oss_dir.parent))
+    at = _app(model=str(tiny_gpt_oss_dir), view="Head", layer="1", head="2", value="true")
+    _ok(at)
+    assert not at.warning
+    raw, norms = (array(d["z"]) for d in _charts(at)[0]["data"])
+    engine = registry.load(str(tiny_gpt_oss_dir), "hf", "cpu")
+    r = engine.run(engine.encode(SENTENCE))["causal"]
+    assert r.value_norms is not None and np.allclose(np.nan_to_num(raw), r.weights[0, 1].numpy(), atol=1e-5)
+    expected = (r.weights[0, 1] * r.value_norms[0, 1][None, :]).numpy()
+    assert np.allclose(np.nan_to_num(norms), expected, rtol=1e-4, atol=1e-6)
+
+
 def test_value_weighted_with_the_first_token_aside_is_still_alpha_f_x_unscaled(smollm2_scratch):
     at = _app(model="smollm2", backend="hf", view="Head", layer="10", head="3", value="true", sink="true")
     _ok(at)
