@@ -244,9 +244,9 @@ def phone_text_box() -> None:
 
 
 LONG_HELP = (
-    "For texts of thousands of tokens: SmolLM2 reads up to 8,192. Past a few hundred tokens attnviz keeps each "
-    "layer's queries and keys and computes exact weights only where a view asks (the Heads and Model overview "
-    "pages). Clear this box to go back to the short text."
+    "For texts of thousands of tokens: SmolLM2 reads up to 8,192, Gemma 3 270M up to 32,768. Past a few hundred "
+    "tokens attnviz keeps each layer's queries and keys and computes exact weights only where a view asks (the "
+    "Heads and Model overview pages). Clear this box to go back to the short text."
 )
 
 
