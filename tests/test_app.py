@@ -2,10 +2,14 @@
 
 import re
 
+import numpy as np
 import pytest
 from apptest import APP, PAGES_ALL, _charts, _ok, _tokens
+from conftest import SENTENCE
 from plotly_data import array
 from streamlit.testing.v1 import AppTest
+
+from attnviz.engines import registry
 
 
 def _labels(chart: dict) -> set[str]:
@@ -80,6 +84,17 @@ def test_every_page_runs_with_gemma3(page):
         assert any(re.search(r"K split into heads +\(1, 1, \d+, 256\)", c.value) for c in at.code)
     if page != "compare":  # the Compare page's what-ifs are BERT's own
         assert not set().union(*map(_labels, _charts(at))) & {"[CLS]", "[SEP]"}
+    else:  # it opens on BERT beside the sidebar's bundled decoder (it showed SmolLM2 whatever the sidebar said)
+        assert at.radio(key="cmp.source").value == "llm"
+        chart = _charts(at)[0]
+        titles = " ".join(a["text"].replace("<br>", " ") for a in chart["layout"]["annotations"])
+        assert "Gemma 3 270M masked self-attention" in titles and "SmolLM2" not in titles
+        eng = registry.load("gemma3", "hf", "cpu")
+        r = eng.run(eng.encode(SENTENCE))["causal"]
+        gemma = array(chart["data"][1]["z"])
+        assert np.array_equal(np.isnan(gemma), np.triu(np.ones(gemma.shape, dtype=bool), 1))
+        assert np.allclose(np.nan_to_num(gemma), r.weights[-1, 0].numpy(), atol=1e-6)
+        assert any("Gemma 3 270M to see only what came before" in m.value for m in at.markdown)
     if page == "masks":  # Gemma 3's own window too, twice 512 positions, against a full layer; the last query cell
         # (positions 960-1023) sees keys 449-1023 on a windowed layer, every one on a full layer
         maps = {c["layout"]["title"]["text"]: array(c["data"][0]["z"]) for c in _charts(at)}

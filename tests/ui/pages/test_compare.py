@@ -70,22 +70,3 @@ def test_the_compare_page_s_masked_panel_is_smollm2_s(smollm2_hf, bundled_hf):
     assert np.isnan(llm[np.triu_indices(llm.shape[0], 1)]).all()  # the mask drawn as masked
     assert np.allclose(np.nan_to_num(llm), r.weights[-1, 0].numpy(), atol=1e-6)  # last layer, head 1
     assert np.allclose(bert, bundled_hf.run(bundled_hf.encode(SENTENCE))["self"].weights[-1, 0].numpy(), atol=1e-6)
-
-
-@pytest.mark.slow  # loads Gemma 3 270M
-def test_the_compare_page_s_masked_panel_is_the_sidebar_s_bundled_decoder():
-    """With Gemma 3 in the sidebar the page opened on the dates model, and its 'two real models' showed SmolLM2."""
-    from attnviz.engines import registry
-
-    at = _compare(model="gemma3", backend="hf")
-    _ok(at)
-    assert at.radio(key="cmp.source").value == "llm"
-    chart = _charts(at)[0]
-    gemma = array(chart["data"][1]["z"])
-    eng = registry.load("gemma3", "hf", "cpu")
-    r = eng.run(eng.encode(SENTENCE))["causal"]
-    assert np.isnan(gemma[np.triu_indices(gemma.shape[0], 1)]).all()
-    assert np.allclose(np.nan_to_num(gemma), r.weights[-1, 0].numpy(), atol=1e-6)
-    titles = " ".join(a["text"].replace("<br>", " ") for a in chart["layout"]["annotations"])
-    assert "Gemma 3 270M masked self-attention" in titles and "SmolLM2" not in titles
-    assert any("Gemma 3 270M to see only what came before" in m.value for m in at.markdown)
