@@ -128,6 +128,7 @@ def _attention(module, query, key, value, attention_mask, *, scaling=None, **kwa
 
 
 AttentionInterface.register(ATTENTION, _attention)
+AttentionMaskInterface.register(ATTENTION, sdpa_mask)
 
 
 def _norms_read(hooks: Hooks | None, n_layers: int) -> torch.Tensor | None:
@@ -136,9 +137,6 @@ def _norms_read(hooks: Hooks | None, n_layers: int) -> torch.Tensor | None:
     if hooks is None or sum(name == "value_norms" for name, _ in hooks.taken) != n_layers:
         return None
     return hooks.stacked("value_norms").float().cpu()
-
-
-AttentionMaskInterface.register(ATTENTION, sdpa_mask)
 
 
 # Checked against transformers' eager weights (tests/test_lazy.py, tests/engines/test_families.py); others keep
