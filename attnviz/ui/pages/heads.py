@@ -34,15 +34,17 @@ def value_panels(raw: AttentionResult, layer: int, head: int, opts: widgets.Opti
     plain = widgets.with_options(raw, widgets.Options(opts.hide_special, opts.merge_words, opts.first_aside))
     shown = widgets.with_options(raw, widgets.Options(False, False))  # norms, as positions, on the head's own α
     norms = view_options.value_weighted_norms(shown)[layer, head].numpy()
+    masked = interactive.layer_masked(shown, layer)  # a decoder's future grey here too, as on α beside it
     rows, cols = shown.target_tokens, shown.source_tokens
     alpha_title, norm_title = "attention weights α", f"{NORM_TITLE}: α times the size of what the key sends"
     if opts.first_aside:
         norms, rows, cols = norms[1:, 1:], rows[1:], cols[1:]
+        masked = None if masked is None else masked[1:, 1:]
         alpha_title += " (first token set aside, rows renormalised)"
         norm_title += " (first token left out, nothing rescaled)"
     return [
         panel_maps.panel(plain, layer, head, f"{alpha_title}\nlayer {layer + 1}, head {head + 1}"),
-        Panel(f"{norm_title}\n(Kobayashi et al. 2020)", norms, rows, cols, own_scale=NORM_TITLE),
+        Panel(f"{norm_title}\n(Kobayashi et al. 2020)", norms, rows, cols, masked, own_scale=NORM_TITLE),
     ]
 
 

@@ -126,6 +126,8 @@ def test_value_weighted_view_shows_the_raw_map_beside_alpha_f_x(smollm2_scratch)
     expected = (r.weights[1, 2] * r.value_norms[1, 2][None, :]).numpy()
     assert np.allclose(np.nan_to_num(raw), r.weights[1, 2].numpy(), atol=1e-5)
     assert np.allclose(np.nan_to_num(norms), expected, rtol=1e-4, atol=1e-6)
+    future = np.triu(np.ones(norms.shape, dtype=bool), 1)  # grey on both maps, not 0 on the norms' (it was)
+    assert np.array_equal(np.isnan(norms), future) and np.array_equal(np.isnan(raw), future)
 
 
 @pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
@@ -154,6 +156,7 @@ def test_value_weighted_with_the_first_token_aside_is_still_alpha_f_x_unscaled(s
     w, f = r.weights[9, 2], r.value_norms[9, 2]
     expected = (w * f[None, :])[1:, 1:].numpy()  # the head's own alpha: no 1 / (1 - alpha_first)
     assert norms.shape == expected.shape == (len(r.target_tokens) - 1,) * 2
+    assert np.array_equal(np.isnan(norms), np.triu(np.ones(norms.shape, dtype=bool), 1))
     assert np.allclose(np.nan_to_num(norms), expected, rtol=1e-4, atol=1e-6)
     alpha = w[1:, 1:] / w[1:, 1:].sum(-1, keepdim=True)  # the alpha panel is renormalised, and says so
     assert np.allclose(np.nan_to_num(raw), alpha.numpy(), atol=1e-5)
