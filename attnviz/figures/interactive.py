@@ -556,7 +556,9 @@ def matrix(
         height=height + top - title_px(font + 1, 1),  # the map keeps its height
         margin={"l": 10, "r": 10, "t": top, "b": 10},
         font={"size": font},
-        plot_bgcolor=MASKED_COLOUR,  # masked cells show as grey gaps, not as low values
+        # masked cells show as grey gaps, not as low values; a map with none stands on white (a grey ground filled
+        # the theme's pad round it: a frame that read as "masked" round a PE matrix that masks nothing)
+        plot_bgcolor=MASKED_COLOUR if np.isnan(np.asarray(fig.data[0].z, dtype=float)).any() else "white",
     )
 
 

@@ -207,7 +207,8 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     # Room for the labels, measured here (as interactive.head_grid's): plotly's automargin is on only under
     # Streamlit's theme, and a figure drawn without it (theme=None, for our fonts) had its labels cut at both edges.
     margin = {"t": top, "l": round(left), "b": round(below) + 10}
-    fig.update_layout(plot_bgcolor=MASKED_COLOUR, height=round(height + top), margin=margin)
+    masked = any(np.isnan(np.asarray(t.z, dtype=float)).any() for t in traces)  # else white: no grey frame
+    fig.update_layout(plot_bgcolor=MASKED_COLOUR if masked else "white", height=round(height + top), margin=margin)
     return _bar_on_top(fig, style, top, bool(title), scales) if style.phone else fig
 
 

@@ -4,13 +4,14 @@ do not run (a notebook opened untrusted, GitHub's preview).
 The picture is laid out as plotly lays the figure out: the same size in pixels (the width a grid is laid out for,
 layout.GRID_WIDTH, where the figure has none), the same margins (widened where the tick labels need it, as plotly's
 automargin does), each heatmap in its axes' domain with its colour scale and range (a shared colour axis: one range
-for every map on it), its category labels where they are shown and few enough to read, the text a heatmap writes in
-its cells (black or white, whichever stands from the cell more: style.light_ink), a cell with no value left out (the
-plot's ground shows, or a map drawn before it on the same axes), the title, the paper-placed
-annotations (a grid's "Head 5") and one colour bar. Only heatmaps are drawn (a grid's click markers are invisible
-anyway). Drawn with Pillow, not matplotlib (a 12-head grid
-with its labels: 0.1 s, where matplotlib's axes took 2.8 s), in DejaVu Sans (matplotlib's copy); a PNG of at most 128
-colours: a figure's still is tens of kilobytes.
+for every map on it), its category labels where they are shown and few enough to read (an axis of positions,
+numbers: round values where they fall), rows in the direction the y axis runs (reversed, or a range from high to
+low), square cells where one axis is anchored to the other's scale, the text a heatmap writes in its cells (black or
+white, whichever stands from the cell more: style.light_ink), a cell with no value left out (the plot's ground
+shows, or a map drawn before it on the same axes), the title, the paper-placed annotations (a grid's "Head 5") and
+one colour bar (the masked grey over a map is not it). Only heatmaps are drawn (a grid's click markers are invisible
+anyway). Drawn with Pillow, not matplotlib (a 12-head grid with its labels: 0.1 s, where matplotlib's axes took
+2.8 s), in DejaVu Sans (matplotlib's copy); a PNG of at most 128 colours: a figure's still is tens of kilobytes.
 """
 
 from __future__ import annotations
@@ -92,11 +93,60 @@ def _ranges(fig: go.Figure) -> dict[str, tuple[float, float]]:
     return out
 
 
+def _numeric(values) -> bool:
+    """Whether an axis's values are numbers (positions: plotly draws a linear axis), not categories."""
+    return values is not None and len(values) > 0 and all(isinstance(v, int | float | np.number) for v in values)
+
+
 def _shown(values, axis) -> list[str]:
-    """An axis's category labels as plotly shows them: none where hidden or too many to read."""
-    if values is None or axis.showticklabels is False or len(values) > MOST_LABELS:
+    """An axis's category labels as plotly shows them: none where hidden or too many to read, or where the values
+    are numbers (a linear axis: `_ticks` labels it)."""
+    if values is None or axis.showticklabels is False or len(values) > MOST_LABELS or _numeric(values):
         return []
     return [plain(v) for v in values]
+
+
+def _span(values, axis, n: int) -> tuple[float, float]:
+    """The axis's range in its own units, from its first end to its second as plotly draws them (x: left to right;
+    y: bottom to top): the range where set, else the cells' extent (categories: -0.5 to n - 0.5), turned where the
+    axis is "reversed"."""
+    if axis.range is not None and len(axis.range) == 2 and None not in axis.range:
+        return float(axis.range[0]), float(axis.range[1])
+    if _numeric(values):
+        v = np.asarray(values, dtype=float)
+        half = (v[-1] - v[0]) / (2 * (len(v) - 1)) if len(v) > 1 else 0.5
+        lo, hi = float(v[0] - half), float(v[-1] + half)
+    else:
+        lo, hi = -0.5, n - 0.5
+    return (hi, lo) if axis.autorange == "reversed" else (lo, hi)
+
+
+def _ticks(ends: tuple[float, float]) -> list[float]:
+    """About five round values within a linear axis's range (plotly's steps: 1, 2 or 5 times a power of 10)."""
+    lo, hi = sorted(ends)
+    if not hi > lo:
+        return []
+    raw = (hi - lo) / 5
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(k * power for k in (1, 2, 5, 10) if k * power >= raw)
+    return [k * step for k in range(math.ceil(lo / step), math.floor(hi / step) + 1)]
+
+
+def _fit(box, xa, ya, xs: tuple[float, float], ys: tuple[float, float]):
+    """The box a map is drawn in where one axis is anchored to the other's scale (scaleanchor, plotly's square
+    cells): a unit as many px on both, the box shrunk on the longer side and placed as its constraintoward says
+    (plotly's default: the middle)."""
+    if ya.scaleanchor != "x" and xa.scaleanchor != "y":
+        return box
+    left, top, right, bottom = box
+    xu, yu = abs(xs[1] - xs[0]), abs(ys[1] - ys[0])
+    if not xu or not yu:
+        return box
+    px = min((right - left) / xu, (bottom - top) / yu)
+    w, h = xu * px, yu * px
+    x0 = {"left": left, "right": right - w}.get(xa.constraintoward or "center", (left + right - w) / 2)
+    y0 = {"top": top, "bottom": bottom - h}.get(ya.constraintoward or "middle", (top + bottom - h) / 2)
+    return x0, y0, x0 + w, y0 + h
 
 
 def _tick_size(axis, fig: go.Figure) -> int:
@@ -127,6 +177,10 @@ def _margins(fig: go.Figure) -> dict[str, float]:
             margin["b"] = max(
                 margin["b"], CHAR * _tick_size(xa, fig) * max(map(len, xs)) * turn + _tick_size(xa, fig) + 10
             )
+        if _numeric(trace.y) and ya.showticklabels is not False:  # _draw_map's round values, 10 px
+            margin["l"] = max(margin["l"], CHAR * 10 * len(f"{max(abs(float(v)) for v in trace.y):.0f}") + 14)
+        if _numeric(trace.x) and xa.showticklabels is not False:
+            margin["b"] = max(margin["b"], 10 + 14)
     margin["r"] = max(margin["r"], BAR_PX)  # plotly takes its colour bar's room from the plot where the margin lacks it
     return margin
 
@@ -170,10 +224,16 @@ def picture(fig: go.Figure) -> bytes:
     for trace, xa, ya in _maps(fig):
         (x0, x1), (y0, y1) = xa.domain or (0, 1), ya.domain or (0, 1)
         box = (plot[0] + x0 * plot[2], plot[1] - y1 * plot_h, plot[0] + x1 * plot[2], plot[1] - y0 * plot_h)
+        z = np.asarray(trace.z, dtype=float)
+        if z.ndim == 2:
+            box = _fit(box, xa, ya, _span(trace.x, xa, z.shape[1]), _span(trace.y, ya, z.shape[0]))
         if box not in grounded:  # a map's ground, once: a cell with no value shows it, or a map drawn under it
             ImageDraw.Draw(canvas).rectangle([round(v) for v in box], fill=ground)
             grounded.add(box)
-        bar = _draw_map(canvas, fig, trace, xa, ya, box, ranges) or bar
+        drawn = _draw_map(canvas, fig, trace, xa, ya, box, ranges)
+        # a trace with no scale of its own (the masked grey over a map) is not the colour bar: the still of a causal
+        # model's map had a grey bar marked 1 to 1
+        bar = drawn if drawn is not None and trace.showscale is not False else bar
     if lay.title and lay.title.text:
         _text(canvas, (8, 8), plain(lay.title.text), 14, "la")
     for note in lay.annotations or ():
@@ -200,7 +260,8 @@ def _draw_map(canvas: Image.Image, fig: go.Figure, trace, xa, ya, box, ranges):
         lo = trace.zmin if trace.zmin is not None else float(finite.min()) if finite.size else 0.0
         hi = trace.zmax if trace.zmax is not None else float(finite.max()) if finite.size else 1.0
     n_rows, n_cols = z.shape
-    down = ya.autorange == "reversed"  # the first row on top; else at the bottom, as plotly draws it
+    xs, ys = _span(trace.x, xa, n_cols), _span(trace.y, ya, n_rows)
+    down = ys[0] > ys[1]  # the first row on top (reversed, or a range from high to low); else at the bottom
     rgb = paint(z if down else z[::-1], scale, lo, hi)  # rows as they stand, top to bottom
     at = tuple(round(v) for v in box)
     cells = (at[2] - at[0], at[3] - at[1])
@@ -210,6 +271,8 @@ def _draw_map(canvas: Image.Image, fig: go.Figure, trace, xa, ya, box, ranges):
         at[:2],
         valued.resize(cells, Image.Resampling.NEAREST),
     )
+    if trace.name == "masked":  # interactive.masked_trace: grey cells over a map already labelled
+        return scale, lo, hi
     cell_w, cell_h = (right - left) / n_cols, (bottom - top) / n_rows
     row_y = [top + (i if down else n_rows - 1 - i) * cell_h + cell_h / 2 for i in range(n_rows)]
     for i, label in enumerate(_shown(trace.y, ya)[:n_rows]):
@@ -224,6 +287,12 @@ def _draw_map(canvas: Image.Image, fig: go.Figure, trace, xa, ya, box, ranges):
             "rt" if angle else "mt",
             angle=angle,
         )
+    if _numeric(trace.y) and ya.showticklabels is not False:  # a linear axis: round values where they fall
+        for v in _ticks(ys):
+            _text(canvas, (left - 4, bottom - (v - ys[0]) / (ys[1] - ys[0]) * (bottom - top)), f"{v:g}", 10, "rm")
+    if _numeric(trace.x) and xa.showticklabels is not False:
+        for v in _ticks(xs):
+            _text(canvas, (left + (v - xs[0]) / (xs[1] - xs[0]) * (right - left), bottom + 4), f"{v:g}", 10, "mt")
     if trace.text is not None and trace.texttemplate:
         size = round((trace.textfont.size if trace.textfont else None) or 10)
         white = light_ink(rgb)  # black or white, as the browser writes them (style.INKS), rows as they stand

@@ -27,6 +27,12 @@ def test_side_by_side_draws_the_mask_as_masked_not_as_zero():
     assert fig.layout.coloraxis.cmax == 1.0 and fig.layout.plot_bgcolor == interactive.MASKED_COLOUR
 
 
+def test_side_by_side_stands_on_white_where_no_panel_masks_anything():
+    toks = tuple("abc")
+    fig = panel_maps.side_by_side([panel_maps.Panel("self", np.full((3, 3), 1 / 3), toks, toks)] * 2)
+    assert fig.layout.plot_bgcolor == "white"  # the grey ground filled the theme's pad: a frame saying "masked"
+
+
 def test_side_by_side_puts_a_difference_on_its_own_diverging_scale():
     toks = ("a", "b")
     fig = panel_maps.side_by_side(

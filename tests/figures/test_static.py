@@ -106,3 +106,46 @@ def test_a_cell_with_no_value_shows_the_plots_ground_or_the_map_under_it_as_plot
         }
         assert cell[0, 0] == [0, 0, 0] and cell[0, 1] == [255, 0, 0]  # each map's values; the second's NaN left out
         assert cell[1, 0] == cell[1, 1] == expected  # no value in either: the ground
+
+
+def test_a_causal_maps_still_has_the_weights_colour_bar_not_the_masked_greys():
+    """The masked grey is a trace of its own over a causal map (no scale); drawn last, it became the still's colour
+    bar: a grey ramp marked 1 to 1 beside a notebook's map of a decoder."""
+    from attnviz.figures import lazy_maps
+    from attnviz.figures.style import MASKED_COLOUR
+
+    t = 12
+    w = torch.softmax(torch.randn(t, t).masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), -torch.inf), -1)
+    fig = lazy_maps.zoomable_map(w.numpy(), 1, t, "a causal head", causal=True)
+    assert fig.data[-1].name == "masked"
+    px = _rgb(static.picture(fig))
+    bar = px[round(fig.layout.margin.t or 100) + 5 :, px.shape[1] - static.BAR_PX + 8 + 7]  # down the bar's middle
+    grey = [int(MASKED_COLOUR[i : i + 2], 16) for i in (1, 3, 5)]
+    colours = {tuple(c) for c in bar.tolist()} - {(255, 255, 255)}
+    assert len(colours) > 10 and tuple(grey) not in colours  # the weights' ramp, and no grey
+
+
+def test_a_map_on_position_axes_stands_as_plotly_draws_it_first_row_on_top_and_square():
+    """The notebook's one-head map of a long text (lazy_maps.zoomable_map) runs its y axis by a range from high to
+    low, on positions (numbers), with square cells: its still was drawn upside down (the future's grey triangle at
+    the bottom left), stretched to the plot's width, its positions written "1.0" under every cell."""
+    from attnviz.figures import lazy_maps
+
+    t = 40
+    w = torch.softmax(torch.randn(t, t).masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), -torch.inf), -1)
+    fig = lazy_maps.zoomable_map(w.numpy(), 1, t, "a causal head", causal=True)
+    from attnviz.figures.style import MASKED_COLOUR
+
+    px = _rgb(static.picture(fig))
+    grey = [int(MASKED_COLOUR[i : i + 2], 16) for i in (1, 3, 5)]
+    t_px = round(fig.layout.margin.t)
+    plot = px[t_px:, : px.shape[1] - static.BAR_PX]  # under the title (its letters' edges can take the grey)
+    inked = (plot != 255).any(-1)
+    across = np.nonzero(inked[3])[0]  # the map's first row of pixels (no label stands on it): its width
+    left, right = across.min(), across.max()
+    down = inked[:, (left + right) // 2]  # down its middle to the first white: its height (a label stands below)
+    top, bottom = t_px, t_px + int(np.argmin(down)) - 1
+    assert abs((bottom - top) - (right - left)) <= 3  # square, as plotly keeps it (scaleanchor)
+    inset = (bottom - top) // 8
+    assert px[top + inset, right - inset].tolist() == grey  # the future: grey at the top right
+    assert px[bottom - inset, left + inset].tolist() != grey  # the past: a weight at the bottom left
