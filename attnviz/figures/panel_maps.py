@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnviz.escape import html_text
-from attnviz.figures.interactive import layer_masked, masked_cells, piece_hover
+from attnviz.figures.interactive import layer_masked, masked_cells, masked_trace, piece_hover
 from attnviz.figures.layout import (
     BAR_ACROSS_PX,
     CHAR,
@@ -29,7 +29,7 @@ from attnviz.figures.layout import (
     title_top,
     token_ticks,
 )
-from attnviz.figures.style import MASKED_COLOUR, Style
+from attnviz.figures.style import Style
 from attnviz.result import AttentionResult
 from attnviz.tokens import display_labels
 
@@ -195,6 +195,13 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
             title_over(headings[i], (x0 + x1) / 2, y1, font={"size": font + 1}, yshift=FRAME_PX)
         )
         traces.append(_panel_trace(p, sx))
+    # each panel's masked cells grey, a trace of their own: the ground stays white round every panel (one grey ground
+    # framed the encoder's panel, which masks nothing, beside the decoder's)
+    for t in list(traces):
+        gaps = np.isnan(np.asarray(t.z, dtype=float))
+        if gaps.any():
+            grey = masked_trace(np.where(gaps, 1.0, np.nan), t.x, t.y)
+            traces.append(grey.update(xaxis=t.xaxis, yaxis=t.yaxis))
     fig = go.Figure(data=traces, layout=layout)
     fig = style_layout(fig, style, zmax, title)
     _second_scale(fig, panels, style)
@@ -207,8 +214,7 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     # Room for the labels, measured here (as interactive.head_grid's): plotly's automargin is on only under
     # Streamlit's theme, and a figure drawn without it (theme=None, for our fonts) had its labels cut at both edges.
     margin = {"t": top, "l": round(left), "b": round(below) + 10}
-    masked = any(np.isnan(np.asarray(t.z, dtype=float)).any() for t in traces)  # else white: no grey frame
-    fig.update_layout(plot_bgcolor=MASKED_COLOUR if masked else "white", height=round(height + top), margin=margin)
+    fig.update_layout(plot_bgcolor="white", height=round(height + top), margin=margin)
     return _bar_on_top(fig, style, top, bool(title), scales) if style.phone else fig
 
 

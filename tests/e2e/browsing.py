@@ -63,7 +63,9 @@ READABLE_JS = r"""() => {
     if (el.offsetParent !== null && el.scrollWidth > el.clientWidth + 1) out.clipped.push(el.innerText.slice(0, 60));
   }
   for (const gd of document.querySelectorAll('[data-testid=stMain] .js-plotly-plot')) {
-    const lay = gd._fullLayout || {}, maps = (gd._fullData || []).filter(t => t.type === 'heatmap');
+    // a map's masked cells drawn grey by a trace of their own (interactive.masked_trace) are not a map of their own
+    const lay = gd._fullLayout || {};
+    const maps = (gd._fullData || []).filter(t => t.type === 'heatmap' && t.name !== 'masked');
     if (!maps.length) continue;
     out.bars.push(maps.some(t => t.coloraxis ? lay[t.coloraxis].showscale : t.showscale));
     const axisOf = a => lay[a.replace(/^x/, 'xaxis').replace(/^y/, 'yaxis')];

@@ -23,14 +23,17 @@ def test_side_by_side_draws_the_mask_as_masked_not_as_zero():
     fig = panel_maps.side_by_side(panels)
     z = np.asarray(fig.data[1].z, dtype=float)
     assert np.isnan(z[masked]).all() and not np.isnan(z[~masked]).any()
-    assert {d.coloraxis for d in fig.data} == {"coloraxis"}  # one colour scale
-    assert fig.layout.coloraxis.cmax == 1.0 and fig.layout.plot_bgcolor == interactive.MASKED_COLOUR
+    assert {d.coloraxis for d in fig.data[:3]} == {"coloraxis"}  # one colour scale
+    assert fig.layout.coloraxis.cmax == 1.0
+    grey = fig.data[3]  # the masked cells, grey, over the causal panel only: the ground white round every panel
+    assert len(fig.data) == 4 and grey.name == "masked" and (grey.xaxis, grey.yaxis) == (fig.data[1].xaxis, "y2")
+    assert np.array_equal(np.asarray(grey.z, dtype=float) == 1, masked) and fig.layout.plot_bgcolor == "white"
 
 
 def test_side_by_side_stands_on_white_where_no_panel_masks_anything():
     toks = tuple("abc")
     fig = panel_maps.side_by_side([panel_maps.Panel("self", np.full((3, 3), 1 / 3), toks, toks)] * 2)
-    assert fig.layout.plot_bgcolor == "white"  # the grey ground filled the theme's pad: a frame saying "masked"
+    assert fig.layout.plot_bgcolor == "white" and len(fig.data) == 2  # a grey ground: a frame saying "masked"
 
 
 def test_side_by_side_puts_a_difference_on_its_own_diverging_scale():
