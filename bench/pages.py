@@ -18,9 +18,9 @@ text, Generate's prompt), so the server's result memo never answers a round's fo
 earlier round; the work whose input does not follow the sentence (the pronoun benchmark's built-in cases, the
 patching pair, the corpus run) is timed on round 1 only.
 
-Figures go in bench/RESULTS.md beside the functions' own times (bench/interventions.py, bench/corpus.py), which
-measure the same work without the browser and the server. Usage: python bench/pages.py [--rounds 2] [--models
-default,smollm2] [--pages PAGE,...] [--screens docs/screens]
+Gemma 3 270M too with `--models gemma3`. Figures go in bench/RESULTS.md beside the functions' own times
+(bench/interventions.py, bench/corpus.py), which measure the same work without the browser and the server. Usage:
+python bench/pages.py [--rounds 2] [--models default,smollm2] [--pages PAGE,...] [--screens docs/screens]
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ PAGES = (
     "corpora",
     "classroom",
 )
-MODELS = {"default": "model=default", "smollm2": "model=smollm2&backend=hf"}
+MODELS = {"default": "model=default", "smollm2": "model=smollm2&backend=hf", "gemma3": "model=gemma3&backend=hf"}
 TEXTS = (  # one per round, so that a round's buttons never meet the memo of an earlier round's work
     "The animal didn't cross the street because it was too tired.",
     "The trophy didn't fit into the suitcase because it was too big.",

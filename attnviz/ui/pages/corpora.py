@@ -25,6 +25,10 @@ EXTRA_NAMES = {
 QK_TEXTS = 40  # windows whose tokens are placed in the query/key space (at most corpus.qk.MAX_TOKENS tokens)
 SHOWN_TOP = 5
 CONSTANT = 1e-6  # a head's examples whose values span no more than this: a constant statistic, no examples shown
+# The page's own run of 50 paragraphs, pressed in Chromium on a 2-core CPU (bench/pages.py --pages corpora, three
+# runs, the worst; bench/RESULTS.md): seconds from the press to the run drawn, the model loaded before.
+MEASURED_S = {"default": 3.26, "smollm2": 16.66, "gemma3": 19.42}  # 2026-11-30
+MEASURED_DOCS = 50
 
 
 def _label(run: api.CorpusRun) -> str:
@@ -42,11 +46,10 @@ def _start(inputs) -> None:
             st.select_slider, "Paragraphs", SIZES, url="size", key="co.size", default=SIZES[1], valid=SIZES.__contains__
         )
         st.caption(
-            "A run on BERT measures about 15 paragraphs a second on this server's CPU; SmolLM2 about 2. A "
-            "finished run is kept and listed below; the command line runs whole corpora "
-            "(`attnviz corpus FOLDER --model NAME`)."
+            f"{escape.md(speed(api.corpus_runs(), inputs.model))} A finished run is kept and listed below; the "
+            "command line runs whole corpora (`attnviz corpus FOLDER --model NAME`)."
         )
-        if not st.button(f"Run {inputs.model[:60]} on {size:,} paragraphs", key="co.start"):
+        if not st.button(f"Run {escape.md(api.shown_name(inputs.model)[:60])} on {size:,} paragraphs", key="co.start"):
             return
         bar = cache.LazyBar("measuring the corpus")
         try:
@@ -59,6 +62,29 @@ def _start(inputs) -> None:
             bar.done()
         st.session_state["co.run"] = run.folder.name
         state.remember("run", run.folder.name)
+
+
+def speed(runs: list[api.CorpusRun], model: str) -> str:
+    """How long a run of `model` takes, as measured: this server's last run of it on the built-in corpus (its
+    manifest's seconds), else the page's runs measured on the machine attnviz is built on (MEASURED_S), never a
+    figure for a model no one measured. Plain text."""
+    name = api.shown_name(model)
+    for run in runs:  # newest first
+        m = run.manifest
+        if m.get("model") == model and m["corpus"]["name"].startswith("builtin-") and m.get("seconds"):
+            docs, took = m["corpus"]["documents"], float(m["seconds"])
+            return (
+                f"This server's last run of {name} took {took:.0f} s for {docs:,} paragraphs "
+                f"({docs / took:.1f} a second)."
+            )
+    measured = ", ".join(
+        f"{s:.0f} s on {api.shown_name(k)}" for k, s in sorted(MEASURED_S.items(), key=lambda kv: kv[0] != model)
+    )
+    mine = "" if model in MEASURED_S else f" {name} was not measured."
+    return (
+        f"A run of {MEASURED_DOCS} paragraphs started from this page on a 2-core CPU took {measured} (the "
+        f"slowest of three runs). This server has not run {name} on the corpus yet.{mine}"
+    )
 
 
 def _examples(run: api.CorpusRun, stat: str, layer: int, head: int, texts) -> None:
@@ -149,7 +175,8 @@ def run_picker(runs: dict[str, api.CorpusRun]) -> str:
         f"{m['corpus']['documents']:,} documents{f' ({skipped:,} skipped)' if skipped else ''}, "
         f"{m['counts']['windows']:,} windows of at most {m['settings']['window']} tokens "
         f"({m['counts']['documents_cut']:,} documents cut into several), {m['counts']['tokens']:,} tokens; "
-        f"{m['engine']} run, attnviz {escape.md(m['attnviz'])}."
+        f"{m['engine']} run, attnviz {escape.md(m['attnviz'])}"
+        + (f", {float(m['seconds']):.0f} s." if m.get("seconds") else ".")
     )
     return name
 
