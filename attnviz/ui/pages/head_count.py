@@ -32,9 +32,9 @@ def curves_section(task: str, style: Style) -> None:
     """The training curves, the held-out accuracies recomputed now, and the curves as CSV."""
     record = head_models.shipped(task)
     series_acc = {
-        f"{m['heads']} head(s)": (m["curve"]["steps"], m["curve"]["held_out_accuracy"]) for m in record["models"]
+        heads_word(m["heads"]): (m["curve"]["steps"], m["curve"]["held_out_accuracy"]) for m in record["models"]
     }
-    series_loss = {f"{m['heads']} head(s)": (m["curve"]["steps"], m["curve"]["train_loss"]) for m in record["models"]}
+    series_loss = {heads_word(m["heads"]): (m["curve"]["steps"], m["curve"]["train_loss"]) for m in record["models"]}
     a, b = st.columns(2)
     a.plotly_chart(
         lesson_charts.lines(
@@ -129,7 +129,7 @@ def attention_section(task: str, style: Style, revealed: bool) -> None:
             if revealed
             else ""
         )
-        st.markdown(f"**{count} head(s)** {said}The answer needs: {needs}. Where the heads look: {share_text}.")
+        st.markdown(f"**{heads_word(count)}** {said}The answer needs: {needs}. Where the heads look: {share_text}.")
         per_row, px = interactive.maps_a_row(labels, len(labels), style, most=4)  # the same size for every count
         square = partial(interactive.matrix, rows=labels, cols=labels, style=style, signed=False, height=230, width=px)
         figs = [square(weights[0, h].numpy(), f"head {h + 1}") for h in range(count)]
@@ -201,12 +201,17 @@ def cost_section(style: Style) -> None:
     )
 
 
+def heads_word(n: int) -> str:
+    """ "1 head", "8 heads": a head count as the page says it."""
+    return f"{n} head" if n == 1 else f"{n} heads"
+
+
 def best_text(models: list[dict]) -> str:
     """The highest held-out accuracy, and every head count that reaches it (a tie is said to be one)."""
     top = max(m["accuracy"] for m in models)
     best = sorted(m["heads"] for m in models if m["accuracy"] == top)
     if len(best) == 1:
-        return f"Highest held-out accuracy: {best[0]} head(s), {top:.2%} of digits right."
+        return f"Highest held-out accuracy: {heads_word(best[0])}, {top:.2%} of digits right."
     counts = ", ".join(map(str, best[:-1])) + f" and {best[-1]}"
     return f"A tie: {counts} heads all reach the highest held-out accuracy, {top:.2%} of digits right."
 
@@ -233,7 +238,7 @@ def render() -> None:
     )
     guess = widgets.predict(
         f"Which head count learns {task} best in the same number of steps?",
-        [f"{c} head(s)" for c in head_models.HEAD_COUNTS],
+        [heads_word(c) for c in head_models.HEAD_COUNTS],
         f"hc.predict.{task}",
     )
     if guess is None:

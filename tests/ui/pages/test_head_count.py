@@ -1,5 +1,7 @@
 """AppTest of the head_count page: it runs on the bundled models and sends what the engines computed."""
 
+import re
+
 import pytest
 from apptest import APP, _ok
 from streamlit.testing.v1 import AppTest
@@ -14,10 +16,10 @@ def test_head_count_page_reveals_the_shipped_accuracies_and_checks_typed_digits(
     _ok(at)
     assert not at.dataframe  # nothing revealed before a guess
     # nor any model's score on the typed digits: "12/12 digits right" below the question answered it
-    scored = [m.value for m in at.markdown if "head(s)**" in m.value]
+    scored = [m.value for m in at.markdown if re.match(r"\*\*\d heads?\*\*", m.value)]
     assert len(scored) == 4 and not any("digits right" in m for m in scored), scored
     assert all("Where the heads look: head 1:" in m for m in scored)  # the maps and their shares stay
-    at.radio(key="hc.predict.mirror-sum.guess").set_value("8 head(s)").run()
+    at.radio(key="hc.predict.mirror-sum.guess").set_value("8 heads").run()
     at.button(key="hc.predict.mirror-sum.reveal").click().run()
     _ok(at)
     table = at.dataframe[0].value
@@ -25,8 +27,10 @@ def test_head_count_page_reveals_the_shipped_accuracies_and_checks_typed_digits(
     assert [float(v.rstrip("%")) / 100 for v in table["digit accuracy"]] == [
         pytest.approx(stated[h], abs=1e-4) for h in table["heads"]
     ]
-    assert any("2 head(s)" in s.value for s in at.success)
-    assert sum("digits right" in m.value for m in at.markdown if "head(s)**" in m.value) == 4  # revealed: scored
+    assert any("You guessed 8 heads. Highest held-out accuracy: 2 heads," in s.value for s in at.success)
+    assert (
+        sum("digits right" in m.value for m in at.markdown if re.match(r"\*\*\d heads?\*\*", m.value)) == 4
+    )  # revealed: scored
     at.text_input(key="hc.digits").set_value("12ab").run()
     assert any("digits 0-9" in w.value.replace("\\", "") for w in at.warning)  # shown escaped
     at.text_input(key="hc.digits").set_value("123456789012").run()
@@ -57,7 +61,7 @@ def test_a_tie_for_the_best_accuracy_is_said_to_be_one():
     tied = [m["heads"] for m in reversal if m["accuracy"] == top]
     assert len(tied) > 1 and best_text(reversal).startswith("A tie: ") and f"{tied[-1]} heads" in best_text(reversal)
     models = [{"heads": 1, "accuracy": 0.5}, {"heads": 2, "accuracy": 0.9}]
-    assert best_text(models) == "Highest held-out accuracy: 2 head(s), 90.00% of digits right."
+    assert best_text(models) == "Highest held-out accuracy: 2 heads, 90.00% of digits right."
 
 
 def test_the_tasks_text_counts_positions_from_1_as_the_maps_labels_do_and_says_what_the_models_answer():
