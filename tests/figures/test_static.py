@@ -149,3 +149,38 @@ def test_a_map_on_position_axes_stands_as_plotly_draws_it_first_row_on_top_and_s
     inset = (bottom - top) // 8
     assert px[top + inset, right - inset].tolist() == grey  # the future: grey at the top right
     assert px[bottom - inset, left + inset].tolist() != grey  # the past: a weight at the bottom left
+
+
+def test_a_stills_cells_take_their_values_colours_within_a_64th_of_the_scale():
+    """Each cell's colour from the picture's palette (the scale's own ramp): a palette matched 6 bits a channel (as
+    Pillow's quantize does) wrote white as 252."""
+    z = np.linspace(0.0, 1.0, 100).reshape(10, 10)
+    scale = [[0, "rgb(0,0,0)"], [1, "rgb(0,0,255)"]]  # blue from 0 to 255 as the value goes from 0 to 1
+    fig = go.Figure(
+        go.Heatmap(z=z, colorscale=scale, zmin=0, zmax=1, text=[["x"] * 10] * 10, texttemplate="%{text}"),
+        layout={"width": 600, "height": 600, "margin": {"l": 50, "r": 80, "t": 50, "b": 50}, "yaxis": {}},
+    )
+    px = _rgb(static.picture(fig))
+    plot_w, plot_h = 600 - 50 - max(80, static.BAR_PX), 600 - 100
+    blue = np.array(
+        [
+            [px[int(550 - (i + 0.2) / 10 * plot_h), int(50 + (j + 0.2) / 10 * plot_w)][2] for j in range(10)]
+            for i in range(10)
+        ]
+    )  # each cell's corner (its text in the middle); row 0 at the bottom (the axis not reversed)
+    assert np.abs(blue / 255 - z).max() <= 1 / 64 and len(np.unique(blue)) >= 90
+
+
+def test_a_labelled_grids_colour_bar_runs_in_fine_steps():
+    """A layer's 12 labelled maps of weights mostly near 0 (as a real model's): Pillow's median cut spent its 128
+    colours on the dark cells and the text's edges, and the bar's upper half came out in a few bands (24 colours)."""
+    torch.manual_seed(0)
+    labels = tuple(f"word{i}" for i in range(16))
+    axis = TokenAxis(labels, (False,) * 16, tuple(range(16)), ((0, 0),) * 16)
+    w = torch.softmax(6 * torch.randn(1, 12, 16, 16), -1)
+    fig = interactive.head_grid(AttentionResult(w, axis, axis, "self", "m"), 0)
+    px = _rgb(static.picture(fig))
+    top, bottom = round(fig.layout.margin.t), px.shape[0] - round(fig.layout.margin.b)
+    bar = px[top + 5 : bottom - 5, px.shape[1] - static.BAR_PX + 8 + 7]  # down the bar's middle
+    upper = bar[: len(bar) // 2]
+    assert len({tuple(c) for c in upper.tolist()}) >= 96  # every step of the scale's upper half
