@@ -9,10 +9,10 @@ numbers: round values where they fall), rows in the direction the y axis runs (r
 low), square cells where one axis is anchored to the other's scale, the text a heatmap writes in its cells (black or
 white, whichever stands from the cell more: style.light_ink), a cell with no value left out (the plot's ground
 shows, or a map drawn before it on the same axes), the title, the paper-placed annotations (a grid's "Head 5") and
-one colour bar (the masked grey over a map is not it). Only heatmaps are drawn (a grid's click markers are invisible
-anyway). Drawn with Pillow, not matplotlib (a 12-head grid with its labels: 0.1 s, where matplotlib's axes took
-2.8 s), in DejaVu Sans (matplotlib's copy); a PNG of a 256-colour palette (each colour scale's own ramp, greys for
-the text): a figure's still is tens of kilobytes.
+one colour bar with its title (the masked grey over a map is not it). Only heatmaps are drawn (a grid's click
+markers are invisible anyway). Drawn with Pillow, not matplotlib (a 12-head grid with its labels: 0.1 s, where
+matplotlib's axes took 2.8 s), in DejaVu Sans (matplotlib's copy); a PNG of a 256-colour palette (each colour
+scale's own ramp, greys for the text): a figure's still is tens of kilobytes.
 """
 
 from __future__ import annotations
@@ -220,7 +220,7 @@ def picture(fig: go.Figure) -> bytes:
     plot_h = max(1.0, height - margin["t"] - margin["b"])
     canvas = Image.new("RGB", (width, height), "white")
     ranges = _ranges(fig)
-    bar, grounded, scales = None, set(), []
+    bar, bar_title, grounded, scales = None, "", set(), []
     ground = tuple(round(v) for v in _colour(lay.plot_bgcolor or "white"))
     for trace, xa, ya in _maps(fig):
         (x0, x1), (y0, y1) = xa.domain or (0, 1), ya.domain or (0, 1)
@@ -236,7 +236,8 @@ def picture(fig: go.Figure) -> bytes:
             scales.append(drawn[0])
         # a trace with no scale of its own (the masked grey over a map) is not the colour bar: the still of a causal
         # model's map had a grey bar marked 1 to 1
-        bar = drawn if drawn is not None and trace.showscale is not False else bar
+        if drawn is not None and trace.showscale is not False:
+            bar, bar_title = drawn, _bar_title(fig, trace)
     if lay.title and lay.title.text:
         _text(canvas, (8, 8), plain(lay.title.text), 14, "la")
     for note in lay.annotations or ():
@@ -245,6 +246,8 @@ def picture(fig: go.Figure) -> bytes:
             _text(canvas, at, plain(note.text), round((note.font.size if note.font else None) or 12), "md")
     if bar is not None:
         _colour_bar(canvas, bar, (width - BAR_PX + 8, margin["t"], 14, plot_h))
+        if bar_title:  # what the colours measure ("entropy", "mean weight"), over the bar, ending at the edge
+            _text(canvas, (width - 4, margin["t"] - 6), bar_title, 11, "rd")
     return _small_png(canvas, [ground, *scales])
 
 
@@ -305,6 +308,12 @@ def _draw_map(canvas: Image.Image, fig: go.Figure, trace, xa, ya, box, ranges):
                 ink = (255, 255, 255) if white[i if down else n_rows - 1 - i, j] else (0, 0, 0)
                 _text(canvas, at_cell, plain(cell), size, "mm", ink)
     return scale, lo, hi
+
+
+def _bar_title(fig: go.Figure, trace) -> str:
+    """The colour bar's title, plain: its colour axis's (a shared one) or the trace's own."""
+    bar = fig.layout[trace.coloraxis].colorbar if trace.coloraxis else trace.colorbar
+    return plain(bar.title.text) if bar is not None and bar.title is not None else ""
 
 
 def _colour_bar(canvas: Image.Image, bar, box) -> None:

@@ -184,3 +184,18 @@ def test_a_labelled_grids_colour_bar_runs_in_fine_steps():
     bar = px[top + 5 : bottom - 5, px.shape[1] - static.BAR_PX + 8 + 7]  # down the bar's middle
     upper = bar[: len(bar) // 2]
     assert len({tuple(c) for c in upper.tolist()}) >= 96  # every step of the scale's upper half
+
+
+def test_a_stills_colour_bar_says_what_its_colours_measure():
+    """The still drew the bar and its numbers, not its title: a grid of numbers whose statistic the picture never
+    named (the notebook's first figure)."""
+    from attnviz.figures import stat_charts
+
+    fig = stat_charts.stat_grid(np.random.default_rng(0).random((4, 6)), [["x"] * 6] * 4, "entropy")
+    px = _rgb(static.picture(fig))
+    top = round(fig.layout.margin.t or 100)
+    over_bar = px[max(0, top - 22) : top - 4, px.shape[1] - static.BAR_PX :]
+    assert (over_bar.sum(-1) < 300).sum() > 20  # the title's dark letters over the bar
+    fig.data[0].colorbar.title.text = ""
+    px = _rgb(static.picture(fig))
+    assert (px[max(0, top - 22) : top - 4, px.shape[1] - static.BAR_PX :].sum(-1) < 300).sum() == 0  # none: blank
