@@ -20,6 +20,11 @@ def _charts(at):
     return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
+def _maps(chart):
+    """A chart's maps: its heatmaps less the masked grey drawn over them (interactive.masked_trace)."""
+    return [d for d in chart["data"] if d.get("type") == "heatmap" and d.get("name") != "masked"]
+
+
 def _tokens(labels):
     return [html.unescape(x.rsplit(" ·", 1)[0]) for x in labels]
 

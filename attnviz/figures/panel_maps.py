@@ -195,13 +195,7 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
             title_over(headings[i], (x0 + x1) / 2, y1, font={"size": font + 1}, yshift=FRAME_PX)
         )
         traces.append(_panel_trace(p, sx))
-    # each panel's masked cells grey, a trace of their own: the ground stays white round every panel (one grey ground
-    # framed the encoder's panel, which masks nothing, beside the decoder's)
-    for t in list(traces):
-        gaps = np.isnan(np.asarray(t.z, dtype=float))
-        if gaps.any():
-            grey = masked_trace(np.where(gaps, 1.0, np.nan), t.x, t.y)
-            traces.append(grey.update(xaxis=t.xaxis, yaxis=t.yaxis))
+    traces += _greys(traces)
     fig = go.Figure(data=traces, layout=layout)
     fig = style_layout(fig, style, zmax, title)
     _second_scale(fig, panels, style)
@@ -216,6 +210,17 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     margin = {"t": top, "l": round(left), "b": round(below) + 10}
     fig.update_layout(plot_bgcolor="white", height=round(height + top), margin=margin)
     return _bar_on_top(fig, style, top, bool(title), scales) if style.phone else fig
+
+
+def _greys(traces: list[go.Heatmap]) -> list[go.Heatmap]:
+    """Each panel's masked cells grey, a trace of their own on its axes: the ground stays white round every panel
+    (one grey ground framed the encoder's panel, which masks nothing, beside the decoder's)."""
+    out = []
+    for t in traces:
+        gaps = np.isnan(np.asarray(t.z, dtype=float))
+        if gaps.any():
+            out.append(masked_trace(np.where(gaps, 1.0, np.nan), t.x, t.y).update(xaxis=t.xaxis, yaxis=t.yaxis))
+    return out
 
 
 def _bar_on_top(fig: go.Figure, style: Style, top: int, titled: bool, scales: int) -> go.Figure:

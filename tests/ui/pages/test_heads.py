@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from apptest import _app, _charts, _ok, _tokens
+from apptest import _app, _charts, _maps, _ok, _tokens
 from conftest import SENTENCE
 from plotly_data import array
 
@@ -121,7 +121,7 @@ def test_smollm2_heads_are_its_real_causal_attention(smollm2_hf):
 def test_value_weighted_view_shows_the_raw_map_beside_alpha_f_x(smollm2_scratch):
     at = _app(model="smollm2", backend="hf", view="Head", layer="2", head="3", value="true")
     _ok(at)
-    raw, norms = (array(d["z"]) for d in _charts(at)[0]["data"])
+    raw, norms = (array(d["z"]) for d in _maps(_charts(at)[0]))
     r = smollm2_scratch.run(smollm2_scratch.encode(SENTENCE))["causal"]
     expected = (r.weights[1, 2] * r.value_norms[1, 2][None, :]).numpy()
     assert np.allclose(np.nan_to_num(raw), r.weights[1, 2].numpy(), atol=1e-5)
@@ -140,7 +140,7 @@ def test_value_weighted_view_of_a_decoder_attnviz_does_not_rebuild(tiny_gpt_oss_
     at = _app(model=str(tiny_gpt_oss_dir), view="Head", layer="1", head="2", value="true")
     _ok(at)
     assert not at.warning
-    raw, norms = (array(d["z"]) for d in _charts(at)[0]["data"])
+    raw, norms = (array(d["z"]) for d in _maps(_charts(at)[0]))
     engine = registry.load(str(tiny_gpt_oss_dir), "hf", "cpu")
     r = engine.run(engine.encode(SENTENCE))["causal"]
     assert r.value_norms is not None and np.allclose(np.nan_to_num(raw), r.weights[0, 1].numpy(), atol=1e-5)
@@ -151,7 +151,7 @@ def test_value_weighted_view_of_a_decoder_attnviz_does_not_rebuild(tiny_gpt_oss_
 def test_value_weighted_with_the_first_token_aside_is_still_alpha_f_x_unscaled(smollm2_scratch):
     at = _app(model="smollm2", backend="hf", view="Head", layer="10", head="3", value="true", sink="true")
     _ok(at)
-    raw, norms = (array(d["z"]) for d in _charts(at)[0]["data"])
+    raw, norms = (array(d["z"]) for d in _maps(_charts(at)[0]))
     r = smollm2_scratch.run(smollm2_scratch.encode(SENTENCE))["causal"]
     w, f = r.weights[9, 2], r.value_norms[9, 2]
     expected = (w * f[None, :])[1:, 1:].numpy()  # the head's own alpha: no 1 / (1 - alpha_first)

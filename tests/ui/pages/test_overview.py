@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from apptest import _charts, _ok, _overview
+from apptest import _charts, _maps, _ok, _overview
 from conftest import SENTENCE
 from plotly_data import array
 
@@ -77,7 +77,7 @@ def test_a_decoders_overview_calls_its_first_token_heads_sinks_and_none_cls(smol
         and "count in no statistic" in caption
     )
     future = np.triu(np.ones((len(r.target_tokens),) * 2, dtype=bool), 1)  # grey (NaN) on raw and rollout alike
-    raw, rolled = (array(d["z"]) for d in _charts(at)[1]["data"])
+    raw, rolled = (array(d["z"]) for d in _maps(_charts(at)[1]))
     assert np.array_equal(np.isnan(raw), future) and np.array_equal(np.isnan(rolled), future)
     assert np.allclose(np.nansum(rolled, axis=1), 1, atol=1e-4)
 
