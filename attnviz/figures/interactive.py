@@ -547,8 +547,11 @@ def matrix(
             ticktext=row_ticks[1],
             title={"text": html_text(row_ticks[2]), "font": {"size": font - 1}},
         )
-    fig.update_yaxes(autorange="reversed")
-    fig.update_xaxes(tickangle=-60)
+    fig.update_yaxes(autorange="reversed", showgrid=False)  # grid lines showed white through a masked cell's grey
+    fig.update_xaxes(tickangle=-60, showgrid=False)
+    gaps = np.isnan(np.asarray(fig.data[0].z, dtype=float))
+    if gaps.any():  # masked cells grey by a trace of their own, on a white ground: a grey ground filled the theme's
+        fig.add_trace(masked_trace(np.where(gaps, 1.0, np.nan), cols, rows))  # pad round the map, a frame
     return fig.update_layout(
         # the title's top at the figure's top and the map below its last line (plotly centres a title's first line
         # in the margin, so a wrapped title ran down over the map in projector mode)
@@ -556,9 +559,7 @@ def matrix(
         height=height + top - title_px(font + 1, 1),  # the map keeps its height
         margin={"l": 10, "r": 10, "t": top, "b": 10},
         font={"size": font},
-        # masked cells show as grey gaps, not as low values; a map with none stands on white (a grey ground filled
-        # the theme's pad round it: a frame that read as "masked" round a PE matrix that masks nothing)
-        plot_bgcolor=MASKED_COLOUR if np.isnan(np.asarray(fig.data[0].z, dtype=float)).any() else "white",
+        plot_bgcolor="white",
     )
 
 

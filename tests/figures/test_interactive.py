@@ -181,12 +181,16 @@ def test_projector_mode_scales_every_maps_labels_by_at_least_one_and_a_half():
 
 def test_a_matrix_stands_on_the_masked_grey_only_where_it_masks_cells():
     m = np.arange(16, dtype=np.float32).reshape(4, 4)
-    assert interactive.matrix(m, "PE").layout.plot_bgcolor == "white"  # a grey pad round it read as a masked frame
-    assert interactive.matrix(m, "PE", square=True).layout.plot_bgcolor == "white"
+    for fig in (interactive.matrix(m, "PE"), interactive.matrix(m, "PE", square=True)):
+        assert fig.layout.plot_bgcolor == "white" and len(fig.data) == 1  # a grey pad round it: a "masked" frame
     future = np.triu(np.ones((4, 4), dtype=bool), 1)
-    assert interactive.matrix(m, "scores", masked=future).layout.plot_bgcolor == interactive.MASKED_COLOUR
     scores = np.where(future, -np.inf, m)  # scores with the mask's -inf: those cells are masked too
-    assert interactive.matrix(scores, "scores").layout.plot_bgcolor == interactive.MASKED_COLOUR
+    toks = list("abcd")
+    for fig in (interactive.matrix(m, "w", masked=future, rows=toks, cols=toks), interactive.matrix(scores, "s")):
+        grey = fig.data[1]  # the masked cells' own grey trace, over the map, on the map's cells
+        assert fig.layout.plot_bgcolor == "white" and grey.name == "masked" and len(fig.data) == 2
+        assert np.array_equal(np.asarray(grey.z, dtype=float) == 1, future) and grey.x == fig.data[0].x
+        assert fig.layout.xaxis.showgrid is False and fig.layout.yaxis.showgrid is False  # white lines over grey
 
 
 def test_every_small_matrix_has_a_colour_bar_a_title_in_lines_and_a_stated_label_rule():
