@@ -35,6 +35,19 @@ NAMES = {  # each statistic as a page names it
     "first": "share on the first token (an attention sink)",
     "sink": "share on the learned sink (a logit with no token: gpt-oss)",
 }
+SHORT = {  # each statistic as a colour bar titles it: a phone's bar across the top gives its title about 12 characters
+    "entropy": "entropy",
+    "distance": "distance",
+    "cls": "on [CLS]",
+    "sep": "on [SEP]",
+    "punct": "on punct.",
+    "prev": "on previous",
+    "next": "on next",
+    "self": "on itself",
+    "confidence": "confidence",
+    "first": "on first",
+    "sink": "on the sink",
+}
 LABELS = ("previous-token", "next-token", "[SEP]", "[CLS]", "self", "first-token", "sink", "broad", "other")
 SHARE_THRESHOLD = 0.5  # a head is "previous-token" when more than half its attention goes to the previous token
 BROAD_THRESHOLD = 0.9  # a head is "broad" when its entropy is at least 90% of uniform attention's

@@ -17,6 +17,8 @@ def test_overview_page_grid_table_and_rollout(bundled_hf):
     assert r.source.special == (True,) + (False,) * 14 + (True,)
     expected = head_stats.head_stats(r)["prev"].numpy()
     assert np.allclose(array(grid["data"][0]["z"]), expected, atol=1e-5)
+    assert grid["data"][0]["colorbar"]["title"]["text"] == "on previous"  # it said "prev", the code's key
+    assert set(head_stats.SHORT) == set(head_stats.NAMES) and max(map(len, head_stats.SHORT.values())) <= 12
     assert len(at.dataframe) == 1 and len(at.dataframe[0].value) == 72
     assert list(at.dataframe[0].value.columns) == ["layer", "head", "label", *head_stats.STATS]  # BERT: every one
     offered = at.selectbox[0].options
