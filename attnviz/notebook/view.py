@@ -105,7 +105,12 @@ class View:
         else:
             stats = head_stats.with_sink(head_stats.head_stats(r), r)  # a learned sink's share: as the app labels
             labels = head_stats.labels(stats, head_stats.uniform_entropy(r), r.kind)
-            first = stat_charts.stat_grid(stats[self.statistic].numpy(), labels, self.statistic, style=self.style)
+            first = stat_charts.stat_grid(
+                stats[self.statistic].numpy(),
+                labels,
+                head_stats.SHORT.get(self.statistic, self.statistic),
+                style=self.style,
+            )
         if self.long:  # the app's long path: the first pass's pooled maps, one head pooled from its exact weights
             return [first, *self._long_maps()]
         eager = cast(AttentionResult, r)

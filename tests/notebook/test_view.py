@@ -8,6 +8,7 @@ import torch
 from conftest import SENTENCE
 from transformers import AutoModel, AutoTokenizer
 
+from attnviz.analysis import head_stats
 from attnviz.engines import registry
 from attnviz.notebook import view
 
@@ -37,6 +38,7 @@ def test_transformers_own_attentions_draw_the_apps_numbers(hf_outputs, bundled_h
     assert np.abs(np.array(grid.data[0].z, dtype=float) - app.weights[2, 0].numpy()).max() < 1e-6
     assert np.abs(np.array(one.data[0].z, dtype=float) - app.weights[2, 3].numpy()).max() < 1e-6
     assert list(figs[0].data[0].z.shape) == [app.n_layers, app.n_heads]  # the layer x head grid of a statistic
+    assert figs[0].data[0].colorbar.title.text == head_stats.SHORT[v.statistic] != v.statistic  # "prev": a key
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float64])
