@@ -234,7 +234,9 @@ def head_grid(run: api.CorpusRun, stat: str, value: str, computed: dict, style) 
     else:
         st.caption(f"This run computed {', '.join(computed)} only: the heads are not labelled.")
     event = st.plotly_chart(
-        stat_charts.stat_grid(run.grid(stat, value), labels, f"{stat} ({value})", style=style),
+        stat_charts.stat_grid(
+            run.grid(stat, value), labels, f"{head_stats.SHORT.get(stat, stat)} ({value})", style=style
+        ),
         key="co.grid",
         on_select="rerun",
         selection_mode="points",

@@ -38,6 +38,7 @@ def test_the_page_draws_a_runs_grid_histogram_and_examples_from_its_tables(run):
     _ok(at)
     grid, hist = _charts(at)[:2]
     assert np.allclose(array(grid["data"][0]["z"]), run.grid("prev"), atol=1e-6)
+    assert grid["data"][0]["colorbar"]["title"]["text"] == "on previous (mean)"  # was "prev (mean)": the code's key
     heads = run.heads
     row = heads[(heads["stat"] == "prev") & (heads["layer"] == 0) & (heads["head"] == 2)].iloc[0]
     assert array(hist["data"][0]["y"]).tolist() == list(row["hist"])
