@@ -62,6 +62,7 @@ def _start(inputs) -> None:
             bar.done()
         st.session_state["co.run"] = run.folder.name
         state.remember("run", run.folder.name)
+        st.rerun()  # the page again with the run listed, and the caption above saying what it took
 
 
 def speed(runs: list[api.CorpusRun], model: str) -> str:
