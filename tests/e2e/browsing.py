@@ -109,12 +109,17 @@ READABLE_PAGES = (
     "inside",
     "compare?date=5/6/21",  # the dates model's three maps in one row (a short date), a paragraph under each
     "compare?source=bert",  # the what-ifs' maps
+    "compare?source=llm",  # SmolLM2's masked map beside BERT's, what a decoder's sidebar opens on
     "overview",
     "positions",
     "head_count",
     "masks",
 )
-READABLE_ONCE = ("compare?date=5/6/21",)  # pages that draw the same whatever the sidebar's model: visited once
+# Pages that draw the same whatever the sidebar's model, visited once: the dates model's maps, BERT's what-ifs
+# (compare.draw_bert: the bundled BERT on the sidebar's text), SmolLM2 beside BERT (draw_llm: SmolLM2 where the
+# sidebar's model is not a bundled decoder) and the trained toy models of One head vs many (head_count.render reads
+# the style alone). A second visit with SmolLM2 drew the same maps again, 19 s of a worker.
+READABLE_ONCE = ("compare?date=5/6/21", "compare?source=bert", "compare?source=llm", "head_count")
 # What a person sees of every chart's labels (not what is in the DOM): each tick label and title's box, as the browser
 # lays it out, inside its figure and its chart element (not cut), off every plot area (not over a map), and no two
 # level tick labels of one axis over each other (turned ones: READABLE_JS's spacing). The one-head map's row labels
