@@ -385,7 +385,7 @@ TESTED_ELSEWHERE = {
     "service.py": "test_api.py (the door over it), test_admission.py, test_memo.py, ui/pages/test_heads.py",
     "streamlit_app.py": "ui/test_frame.py and e2e/test_serving.py (the packaged app under attnviz serve)",
     "ui/cache.py": "every page's AppTest in ui/pages/ (the page's calls into the door)",
-    "ui/room/panel.py": "ui/pages/test_classroom.py and e2e/test_browser_class.py (the teacher's link, a toggle)",
+    "ui/room/panel.py": "ui/pages/test_classroom.py and e2e/test_browser_pages.py (the teacher's link, a toggle)",
     "ui/controls.py": "test_app.py (the sidebar, URL state, the model picker)",
     "ui/halt.py": "ui/test_frame.py (a page's early end still finishes the frame)",
     "ui/lazy_views.py": "ui/pages/test_heads.py (a long text's views)",

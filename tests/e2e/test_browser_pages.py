@@ -1,11 +1,17 @@
 """The Corpus page without a run opened in Chromium on three models (the readability files open every other page on
-the default BERT and SmolLM2), and the lessons' predict, reveal and measure."""
+the default BERT and SmolLM2), the lessons' predict, reveal and measure, and the Class page's join screen (in this
+file's server: in test_browser_class.py, whose tests start servers of their own and run alone, it was the only
+test of a server started for it, and kept the lone tests waiting at the run's end)."""
 
 from __future__ import annotations
+
+import re
+import time
 
 import pytest
 from browsing import MAIN_CHARTS, SLOW_BROWSER
 
+from attnviz.ui import frame
 from harness.server import IDLE_JS, SETTLED_JS
 
 pytestmark = SLOW_BROWSER
@@ -63,3 +69,50 @@ def test_a_lesson_page_predict_reveal_and_measure_in_chromium(browser, server, p
         assert pg.locator("[data-testid=stAlertContentError]").count() == 0
     finally:
         pg.close()
+
+
+JOIN_JS = """() => {
+  const main = document.querySelector('[data-testid=stMain]'), img = main.querySelector('[data-testid=stImage] img');
+  const code = [...main.querySelectorAll('h1')].find(h => /^[A-Z0-9]{6}$/.test(h.innerText.trim()));
+  return {teacher: main.innerHTML.includes('teacher='), qr: img ? img.getBoundingClientRect().height : 0,
+          bottom: img ? img.getBoundingClientRect().bottom : 0, code: code ? code.innerText.trim() : null,
+          codePx: code ? parseFloat(getComputedStyle(code).fontSize) : 0, text: main.innerText,
+          first: document.querySelector('[data-testid=stSidebarNav] a').innerText};
+}"""
+
+
+@pytest.mark.parametrize("size", [(1280, 800, ""), (1920, 1080, "?projector=true")])
+def test_the_join_screen_shows_the_room_the_code_and_a_large_qr_code_and_never_the_teachers_link(browser, server, size):
+    """After Start a class, what the room may see: the six-letter code large, the QR code at least 40% of the screen's
+    height and inside it, the student address, the end in the teacher's own time (Asia/Yerevan here: UTC+4), and no
+    teacher link anywhere in the main area (it was there in large type: a projected laptop gave the class away). The
+    Class page is first in the navigation for the teacher, and every page is listed (Class was under "View 3 more")."""
+    width, height, query = size
+    ctx = browser.new_context(viewport={"width": width, "height": height}, timezone_id="Asia/Yerevan")
+    pg = ctx.new_page()
+    try:
+        pg.goto(f"{server}/classroom{query}")
+        started = time.time()
+        pg.get_by_role("button", name="Start a class").click()
+        pg.get_by_text("Your teacher link, which lets anyone lead the class").wait_for(timeout=60_000)
+        pg.wait_for_function(IDLE_JS, timeout=60_000)
+        pg.locator("[data-testid=stMain] [data-testid=stImage] img").wait_for(timeout=30_000)
+        pg.wait_for_function("() => document.querySelector('[data-testid=stMain] [data-testid=stImage] img').complete")
+        got = pg.evaluate(JOIN_JS)
+        secret = pg.evaluate("() => new URL(location.href).searchParams.get('teacher')")
+        assert secret and not got["teacher"] and secret not in got["text"], "the teacher's link is in the main area"
+        assert got["code"] == pg.evaluate("() => new URL(location.href).searchParams.get('class')")
+        assert got["codePx"] >= 40, got["codePx"]
+        assert 0.4 * height <= got["qr"] and got["bottom"] <= height, (got["qr"], got["bottom"], height)
+        assert "or open\n" in got["text"] and f"?class={got['code']}" in got["text"]
+        ends = re.search(r"The class ends at (\d\d:\d\d)\.", got["text"])  # 8 hours on, in Yerevan's time
+        could = {time.strftime("%H:%M", time.gmtime(t + (8 + 4) * 3600)) for t in (started, time.time())}
+        assert ends and ends[1] in could, (got["text"][-200:], could)
+        assert "Class" in got["first"]
+        nav = pg.inner_text("[data-testid=stSidebarNav]")
+        assert "View" not in nav and all(title in nav for _, title, _ in frame.PAGES), nav
+        pg.locator("[data-testid=stSidebar]").get_by_text("Your teacher link (keep it private)").click()
+        pg.get_by_text(f"teacher={secret}").wait_for(timeout=10_000)  # there, folded, for the teacher alone
+        assert not pg.evaluate(JOIN_JS)["teacher"]
+    finally:
+        ctx.close()
