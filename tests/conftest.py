@@ -105,6 +105,12 @@ def pytest_configure(config):
         config.option.loadscopereorder = False
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` (make test's), keeping two files with a lone test on two workers (tests/gate.py, apart)."""
+    return gate.apart(config, log) if config.getvalue("dist") == "loadfile" else None
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """A test marked `alone` runs with every other worker's tests paused (tests/gate.py says why)."""
@@ -121,9 +127,11 @@ def pytest_collection_modifyitems(config, items):
         if SLOW_FIXTURES & set(item.fixturenames) or SLOW_PARAMS & {v for v in params.values() if isinstance(v, str)}:
             item.add_marker(pytest.mark.slow)
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    # A file with a test marked `alone` goes last: its lone test then waits for the short tests of the run's end, not
-    # for a long one of its start (the wheel's install, 548 s beside the rest, 2026-11-29) with the other workers idle.
+    # The files with a test marked `alone` go last: a lone test then waits for the short tests of the run's end, not for
+    # a long one of its start (the wheel's install, 548 s beside the rest, 2026-11-29) with the other workers idle. The
+    # two class files are the last two: on two workers, their lone tests run beside each other (tests/gate.py).
     last = {item.path.name for item in items if item.get_closest_marker(gate.MARK)}
+    gate.note_lone_files({item.nodeid.split("::")[0] for item in items if item.get_closest_marker(gate.MARK)})
     items.sort(key=lambda item: len(rank) + 1 if item.path.name in last else rank.get(item.path.name, len(rank)))
 
 

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from harness.server import CHROMIUM, IDLE_JS, SETTLED_JS
+from harness.wire import Wire
 
 SLOW_BROWSER = [  # every browser file's pytestmark: slow, Chromium against a server
     pytest.mark.slow,
@@ -501,3 +502,115 @@ def _check_readable(path: str, plain: dict, big: dict, maps: bool) -> None:
             plain["tickFonts"],
             big["tickFonts"],
         )
+
+
+# A class in Chromium (test_browser_class.py, test_browser_class_replicas.py): a teacher's page and three students'.
+
+
+def _bars(pg) -> list[dict]:
+    """The poll's results chart's traces, as plotly holds them: [{x, y}]. Found by its key (classroom.results draws
+    it as class.results.<poll>; Streamlit's st-key- class), not as the first chart seen: the head's map is drawn
+    below it, and a page under load once had only that one drawn when the first visible chart was read."""
+    chart = "[data-testid=stMain] [class*=st-key-class-results-] .js-plotly-plot"
+    try:
+        pg.locator(chart).filter(visible=True).first.wait_for(timeout=30_000)
+    except Exception as e:  # a full suite once saw "The model:" but no chart in 30 s (2026-11-29): what was there
+        wire = "\n".join(_WIRES[pg].lines(150)) if pg in _WIRES else "(not recorded)"
+        raise AssertionError(
+            f"the poll's results chart never drew: {pg.evaluate(RESULTS_JS)}\nthe page: {pg.evaluate(PAGE_JS)}"
+            f"\nits last messages:\n{wire}"
+        ) from e
+    pg.wait_for_function(SETTLED_JS, polling=250, timeout=30_000)
+    return pg.evaluate(
+        f"() => [...document.querySelectorAll('{chart}')].find(p => p.offsetParent !== null)"
+        ".data.map(t => ({x: t.x, y: t.y}))"
+    )
+
+
+_WIRES: dict = {}  # {a page (each student's, each teacher's): its websocket messages}
+
+# the results chart's element, as the page holds it: its container, whether plotly drew in it, its box and styles
+RESULTS_JS = """() => [...document.querySelectorAll('[class*=st-key-class-results-]')].map(c => {
+  const p = c.querySelector('.js-plotly-plot'), r = c.getBoundingClientRect(), s = getComputedStyle(c);
+  return {cls: c.className.slice(0, 120), plot: !!p, drawn: !!(p && p._fullLayout), box: [r.width, r.height],
+          display: s.display, visibility: s.visibility, stale: !!c.closest('[data-stale=true]'),
+          html: c.innerHTML.slice(0, 300)};
+})"""
+
+
+def _teacher(browser):
+    """The teacher's page (1400x1400), its websocket messages recorded for a failure's message."""
+    pg = browser.new_page(viewport={"width": 1400, "height": 1400})
+    _WIRES[pg] = Wire(pg)
+    return pg
+
+
+def _students(browser, base: str, code: str, n: int = 3) -> list:
+    """n students open the student link on `base` and wait for the class panel."""
+    students = []
+    for _ in range(n):
+        pg = browser.new_page(viewport={"width": 1200, "height": 1000})
+        _WIRES[pg] = Wire(pg)  # what the page and its server said, for a failure's message
+        pg.goto(f"{base}/?class={code}")
+        pg.get_by_text("Follow the teacher").wait_for(timeout=60_000)
+        students.append(pg)
+    return students
+
+
+def _teacher_shows_a_head(teacher, base: str, code: str, secret: str, students: list, layer: int, head: int):
+    """The teacher opens one head's view through the URL's own state; every student takes it. Returns the waits."""
+    teacher.goto(f"{base}/?class={code}&teacher={secret}&view=Head&layer={layer}&head={head}")
+    teacher.locator("[data-testid=stMain] .js-plotly-plot").first.wait_for(timeout=60_000)
+    waits = [_wait_for_view(s, ("view=Head", f"layer={layer}", f"head={head}")) for s in students]
+    for s in students:
+        _shows(s, s.get_by_text(f"Layer {layer}, head {head}").first, 5_000, f"layer {layer}, head {head}")
+    return waits
+
+
+def _ask(teacher, base: str, code: str, secret: str, layer: int):
+    """The teacher goes to the Class page (the students follow) and asks what kind of head this is; its main area."""
+    teacher.goto(f"{base}/classroom?class={code}&teacher={secret}")
+    main = teacher.locator("[data-testid=stMain]")
+    main.get_by_text(f"Ask the class about layer {layer}").wait_for(timeout=60_000)
+    main.locator("[data-testid=stRadio]").filter(has_text="Question").get_by_text("What kind of head?").click()
+    main.get_by_role("button", name="Ask").click()
+    main.get_by_text("answered 0 of 3 following when it was asked").wait_for(timeout=10_000)
+    return main
+
+
+def _reveal(teacher, main) -> dict:
+    """The teacher reveals; the class's bars, which must count two "broad" and one "self"."""
+    main.get_by_role("button", name="Reveal").click()
+    main.get_by_text("The model:").wait_for(timeout=30_000)
+    bars = dict(zip(*_bars(teacher)[0].values(), strict=True))
+    assert bars["broad"] == 2 and bars["self"] == 1 and sum(bars.values()) == 3
+    return bars
+
+
+def _shows(pg, locator, timeout: float, what: str) -> None:
+    """Wait for a student's page to show `locator`; else fail with what the page shows instead (its URL, whether a
+    run is on, its text) and its last websocket messages (harness/wire.py): a full suite has seen a student's page
+    take the teacher's view into its address and never draw it (two servers and PostgreSQL, 2026-11-28, twice)."""
+    try:
+        locator.wait_for(timeout=timeout)
+    except Exception as e:
+        wire = "\n".join(_WIRES[pg].lines(150)) if pg in _WIRES else "(not recorded)"
+        raise AssertionError(
+            f"{what} never reached this student's page: {pg.evaluate(PAGE_JS)}\nits last messages:\n{wire}"
+        ) from e
+
+
+PAGE_JS = """() => ({href: location.href, running: !!document.querySelector('[data-testid=stStatusWidget]'),
+  stale: document.querySelectorAll('[data-testid=stMain] [data-stale=true]').length,
+  main: (document.querySelector('[data-testid=stMain]') || {innerText: 'no main area'}).innerText.slice(0, 400),
+  sidebar: (document.querySelector('[data-testid=stSidebar]') || {innerText: ''}).innerText.slice(-300)})"""
+
+
+def _answer(pg, choice: str, timeout: float = 15_000) -> None:
+    """A student picks an answer to the poll on their page and sends it; returns once the page says it was kept
+    (a page that never shows the poll fails as `_shows` says)."""
+    answer = pg.locator("[data-testid=stMain] [data-testid=stRadio]").filter(has_text="Your answer")
+    _shows(pg, answer, timeout, "the poll")
+    answer.get_by_text(choice, exact=True).click()
+    pg.locator("[data-testid=stMain]").get_by_role("button", name="Send").click()
+    pg.get_by_text("Waiting for the teacher to reveal").wait_for(timeout=15_000)
