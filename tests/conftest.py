@@ -107,8 +107,8 @@ def pytest_configure(config):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """`--dist loadfile` (make test's), keeping two files with a lone test on two workers (tests/gate.py, apart)."""
-    return gate.apart(config, log) if config.getvalue("dist") == "loadfile" else None
+    """`--dist loadfile` (make test's), files with a lone test first, beside each other (tests/gate.py, lone_first)."""
+    return gate.lone_first(config, log) if config.getvalue("dist") == "loadfile" else None
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -120,19 +120,20 @@ def pytest_runtest_protocol(item, nextitem):
 
 def pytest_collection_modifyitems(config, items):
     """Mark the tests that need a slow resource (SLOW_FIXTURES, SLOW_PARAMS): `make test-fast` leaves them out. Then
-    put the longest files first (LONGEST_FIRST) and the files with a lone test last, each file's tests in their own
+    put the files with a lone test first, the longest files next (LONGEST_FIRST), each file's tests in their own
     order."""
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         if SLOW_FIXTURES & set(item.fixturenames) or SLOW_PARAMS & {v for v in params.values() if isinstance(v, str)}:
             item.add_marker(pytest.mark.slow)
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    # The files with a test marked `alone` go last: a lone test then waits for the short tests of the run's end, not for
-    # a long one of its start (the wheel's install, 548 s beside the rest, 2026-11-29) with the other workers idle. The
-    # two class files are the last two: on two workers, their lone tests run beside each other (tests/gate.py).
-    last = {item.path.name for item in items if item.get_closest_marker(gate.MARK)}
+    # The files with a test marked `alone` go first: xdist's scheduler (pytest_xdist_make_scheduler) gives them a worker
+    # each and nothing else to any worker until their lone tests have ended, so those run beside each other at once.
+    # (Last, a lone test waited for another worker's tests to drain while the worker of the second lone test had tests
+    # before it, which the first held back: one after the other, a core idle for 100 s.)
+    first = {item.path.name for item in items if item.get_closest_marker(gate.MARK)}
     gate.note_lone_files({item.nodeid.split("::")[0] for item in items if item.get_closest_marker(gate.MARK)})
-    items.sort(key=lambda item: len(rank) + 1 if item.path.name in last else rank.get(item.path.name, len(rank)))
+    items.sort(key=lambda item: -1 if item.path.name in first else rank.get(item.path.name, len(rank)))
 
 
 ROOT = Path(__file__).resolve().parent.parent

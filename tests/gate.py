@@ -65,10 +65,12 @@ def held(alone: bool) -> Iterator[None]:
             fcntl.flock(room, fcntl.LOCK_UN)
 
 
-# Two lone tests run beside each other only from two workers: xdist's loadfile gives a worker a further file whenever
-# it has two tests or fewer to run, so the worker given one lone test's file was often given the other's too, and ran
-# them one after the other. The workers write the files with a lone test here as they collect (pytest_collection_
-# modifyitems); the controller, which collects nothing, reads them when it schedules.
+# Two lone tests run beside each other only from two workers at once. At the end of a run (their files were last) they
+# did not: the worker given the second still had tests of another file before it, which waited while the first lone
+# test ran (2026-11-30). So their files go first, each to a worker of its own, and no other file goes to any worker
+# until the lone tests have ended (`lone_first`): they run at the start, beside each other, the other workers idle
+# (make lint runs then, at nice 19). The workers write the files with a lone test here as they collect
+# (pytest_collection_modifyitems); xdist's controller, which collects nothing, reads them when it schedules.
 LONE_FILES = "lone-files"
 
 
@@ -86,19 +88,50 @@ def lone_files() -> set[str]:
     return set(path.read_text().split()) if path.exists() else set()
 
 
-def apart(config, log):
-    """xdist's loadfile scheduling, except that a worker with a lone test still to run is not given another lone test's
-    file while a worker without one may take it (so two lone tests run beside each other, not one after the other).
-    A worker is asked again each time it ends a test, so the file is given to it after its lone test at the latest."""
+def lone_first(config, log):
+    """xdist's loadfile scheduling, except that while a lone test is left (queued or running), a worker with none of
+    them is given only a file with one: a lone file goes to a worker each, first in line (a worker's crash puts its file
+    back in the queue: first again), and the other workers wait. A worker with a lone test to run is given files as
+    loadfile gives them (a worker runs a test once it knows the next, so it needs one behind its lone test; those wait
+    at the gate for the other lone test). When the last lone test ends, every worker is asked again."""
     from xdist.scheduler import LoadFileScheduling
 
-    class Apart(LoadFileScheduling):
-        def _reschedule(self, node) -> None:
-            lone = lone_files()
-            mine = self.assigned_work.get(node, {})
-            waiting = any(scope in lone and not all(done.values()) for scope, done in mine.items())
-            if waiting and self.workqueue and next(iter(self.workqueue)) in lone:
-                return
-            super()._reschedule(node)
+    class LoneFirst(LoadFileScheduling):
+        lone: set[str] | None = None
 
-    return Apart(config, log)
+        def _lone_left(self) -> bool:
+            if self.lone is None:
+                self.lone = lone_files()  # first asked in schedule(), when every worker has collected
+            queued = [scope for scope in self.workqueue if scope in self.lone]
+            for scope in reversed(queued):
+                self.workqueue.move_to_end(scope, last=False)
+            return bool(queued) or any(self._lone_pending(work) for work in self.assigned_work.values())
+
+        def _lone_pending(self, work: dict[str, dict[str, bool]]) -> bool:
+            return any(scope in (self.lone or ()) and not all(done.values()) for scope, done in work.items())
+
+        def _held_back(self, node) -> bool:
+            """Whether `node` waits: a lone test is left, none is the node's, and the next file in line has none."""
+            return (
+                bool(self.workqueue)
+                and self._lone_left()
+                and not self._lone_pending(self.assigned_work.get(node, {}))
+                and next(iter(self.workqueue)) not in (self.lone or ())
+            )
+
+        def _assign_work_unit(self, node) -> None:
+            if not self._held_back(node):
+                super()._assign_work_unit(node)
+
+        def _reschedule(self, node) -> None:
+            if not self._held_back(node):
+                super()._reschedule(node)
+
+        def mark_test_complete(self, node, item_index: int, duration: float = 0) -> None:
+            before = self._lone_left()
+            super().mark_test_complete(node, item_index, duration)
+            if before and not self._lone_left():  # the last lone test ended: the waiting workers are asked too
+                for other in self.nodes:
+                    self._reschedule(other)
+
+    return LoneFirst(config, log)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import threading
 import time
+from types import SimpleNamespace
 
 import gate
 
@@ -110,3 +111,53 @@ def test_lone_tests_run_side_by_side_and_the_others_wait_for_both(monkeypatch, t
     assert sorted(events[2:4]) == ["lone 1 starts", "lone 2 starts"]
     assert sorted(events[4:6]) == ["lone 1 ends", "lone 2 ends"]
     assert events[6:] == ["later starts", "later ends"]
+
+
+class _Worker:
+    """What xdist's scheduler asks of a worker: the tests it is sent (indices in its collection), and its shutdown."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.sent, self.shutting_down = name, [], False
+        self.gateway = SimpleNamespace(id=name)  # named in the scheduler's comparison of the collections
+
+    def send_runtest_some(self, indices) -> None:
+        self.sent += list(indices)
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+
+def test_lone_files_go_first_a_worker_each_and_the_other_workers_wait_for_both(monkeypatch, tmp_path):
+    """gate.lone_first with four workers: each lone file to a worker of its own at once, a file behind each (a worker
+    runs a test once it knows the next), nothing to the two others until both lone tests have ended; then every test
+    is sent exactly once and every worker is shut down (no worker left waiting for a next test)."""
+    monkeypatch.setenv(gate.ENV, str(tmp_path))
+    lone = ["t/test_class.py", "t/test_class_replicas.py"]
+    gate.note_lone_files(set(lone))
+    collection = [f"{f}::test" for f in lone] + [f"t/test_{n}.py::test_{i}" for n in "abcde" for i in range(3)]
+    config = SimpleNamespace(getvalue=lambda name: ["4*popen"], option=SimpleNamespace(loadscopereorder=False))
+    sched = gate.lone_first(config, None)
+    workers = [_Worker(f"gw{i}") for i in range(4)]
+    for w in workers:
+        sched.add_node(w)
+        sched.add_node_collection(w, collection)
+    sched.schedule()
+    firsts = {w.name: collection[w.sent[0]] for w in workers if w.sent}
+    assert sorted(firsts.values()) == sorted(f"{f}::test" for f in lone)  # two workers, a lone file each, first
+    assert all(len(w.sent) > 1 for w in workers if w.sent)  # and a file behind it
+    idle = [w for w in workers if not w.sent]
+    assert len(idle) == 2
+
+    done: list[str] = []
+    for step in range(100):  # each worker that may run a test (it knows the next, or it is shutting down) runs one
+        for w in workers:
+            pending = [i for i in w.sent if collection[i] not in done]
+            if pending and (len(pending) > 1 or w.shutting_down):
+                done.append(collection[pending[0]])
+                sched.mark_test_complete(w, pending[0])
+        if not all(f"{f}::test" in done for f in lone):
+            assert all(not w.sent for w in idle), step  # nothing for the idle workers while a lone test is left
+        if len(done) == len(collection):
+            break
+    assert sorted(done) == sorted(collection)  # each test once, none left waiting
+    assert all(w.shutting_down for w in workers) and sched.tests_finished
