@@ -95,10 +95,10 @@ def wait_healthy(
     it never will: it exited, used no CPU for STALL_S (it waits on a lock or a network), or used more than
     START_CPU_S without answering (it spins); `cpu_s` and `stall_s` put other bounds.
 
-    How long a start may take is counted in the server's own CPU, not the wall's: alone it is healthy after about
-    12 s of CPU (12-16 s of wall), but beside the suite's four workers on two cores, on a slow day, a class test's
-    second server had not answered after 90 s of wall (its first page took 36.7 s against 6.2 alone), and the test
-    failed though nothing was wrong."""
+    How long a start may take is counted in the server's own CPU, not the wall's: alone it was healthy after about
+    12 s of CPU (12-16 s of wall; 4.4-4.6 s of both on 2026-11-30, the default model's first page included), but beside
+    the suite's four workers on two cores, on a slow day, a class test's second server had not answered after 90 s of
+    wall (its first page took 36.7 s against 6.2 alone), and the test failed though nothing was wrong."""
     cpu_s, stall_s = cpu_s or START_CPU_S, stall_s or STALL_S
     cpu, still = _tree_cpu_seconds(proc.pid), time.monotonic()
     while proc.poll() is None:
@@ -117,7 +117,7 @@ def wait_healthy(
     return f"exited ({proc.returncode})"
 
 
-START_CPU_S = 120.0  # ten times a start's CPU alone
+START_CPU_S = 120.0  # ten times a start's CPU alone once (12 s; 4.5 s now)
 STALL_S = 60.0  # no CPU used for this long: it waits on something that will not come
 
 
