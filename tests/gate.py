@@ -12,10 +12,10 @@ How: three lock files (flock) in a folder this run's workers share (ENV). Every 
 at once let go) and holds `room` shared while it runs (setup, call and teardown: a module's server starts and stops
 inside its first and last test). A lone test takes `gate` exclusive, so no test starts after it asks, then `room`
 exclusive, so it waits for the tests already running; then it holds `lone` shared while it runs and lets the other two
-go. Another lone test may then join it (the two class tests, in two files, run at once: about 70 s, against 100 s one
-after the other, the machine's two cores each about half busy with one, 2026-11-30), but no test that is not alone:
-one finds `lone` held after taking `room`, lets `room` go and waits until no lone test runs. Without xdist the locks
-are one process's and cost nothing.
+go. Another lone test may then join it (the two class tests, a file each, run at once at the start of the run, as
+`lone_first` below schedules them: about 70 s, against 100 s one after the other, when each kept one of the two cores
+busy and the other idle, 2026-11-30), but no test that is not alone: one finds `lone` held after taking `room`, lets
+`room` go and waits until no lone test runs. Without xdist the locks are one process's and cost nothing.
 """
 
 from __future__ import annotations
