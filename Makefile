@@ -74,8 +74,9 @@ pytest: $(VENV)/.dev browser postgres
 
 # Lint and pytest at once, lint at the lowest priority (nice 19), its report after pytest's: mypy's first run in a fresh
 # clone (51 s of one core, as long as pip's installs before it) ran on its own before the suite, one core idle; beside
-# it, it takes what the workers leave idle (the class tests that run alone, the run's last minutes). Fails if either does;
-# an interrupt stops both (a background job of sh ignores SIGINT: mypy ran on after a Ctrl-C).
+# it, it takes what the workers leave idle (the two class tests that run first, beside each other, two workers waiting:
+# tests/gate.py). Fails if either does; an interrupt stops both (a background job of sh ignores SIGINT: mypy ran on
+# after a Ctrl-C).
 test: $(VENV)/.dev
 	@report=$$(mktemp); nice -n 19 $(MAKE) --no-print-directory lint > $$report 2>&1 & linting=$$!; \
 	trap 'kill $$linting 2>/dev/null; rm -f $$report; exit 130' INT TERM; \
