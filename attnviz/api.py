@@ -369,11 +369,11 @@ def decoded(result) -> str:
 
 
 def has_learned_positions(eng: Engine) -> bool:
-    """Whether the model is a BERT with a learned position table (the Positions page's second lesson)."""
-    from attnviz.engines.bert import ScratchBertEngine
-    from attnviz.engines.hf import HFEngine
+    """Whether the model has a learned position table (BERT's, GPT-2's: the Positions page's second lesson); a
+    rotary model (SmolLM2, Gemma 3, any Llama) has none, whichever engine class loaded it."""
+    from attnviz.lessons import encodings
 
-    return isinstance(eng, HFEngine | ScratchBertEngine)
+    return encodings.position_table(eng) is not None
 
 
 def shape_trace(eng: Engine, text: str) -> tuple[str, dict[str, int]]:

@@ -82,6 +82,7 @@ def test_every_page_runs_with_gemma3(page):
         assert "**one key/value head** that all 4 query heads share" in said and "**sliding window**" in said
         assert "**RMSNorm of their own**" in said
         assert any(re.search(r"K split into heads +\(1, 1, \d+, 256\)", c.value) for c in at.code)
+        assert "The whole forward pass of Gemma 3 270M (hf), module by module" in [e.label for e in at.expander]
     if page != "compare":  # the Compare page's what-ifs are BERT's own
         assert not set().union(*map(_labels, _charts(at))) & {"[CLS]", "[SEP]"}
     else:  # it opens on BERT beside the sidebar's bundled decoder (it showed SmolLM2 whatever the sidebar said)
@@ -95,6 +96,15 @@ def test_every_page_runs_with_gemma3(page):
         assert np.array_equal(np.isnan(gemma), np.triu(np.ones(gemma.shape, dtype=bool), 1))
         assert np.allclose(np.nan_to_num(gemma), r.weights[-1, 0].numpy(), atol=1e-6)
         assert any("Gemma 3 270M to see only what came before" in m.value for m in at.markdown)
+    if page == "positions":  # a rotary model has no table of learned positions: the page shows the bundled BERT's
+        # (it showed "gemma3 has no learned position table" instead, where SmolLM2 showed BERT's)
+        assert not any("no learned position table" in i.value for i in at.info)
+        learned = next(c for c in _charts(at) if "learned positions" in c["layout"]["title"]["text"])
+        assert (
+            learned["layout"]["title"]["text"]
+            .replace("<br>", " ")
+            .startswith("bundled BERT: learned positions (64 × 384)")
+        )
     if page == "masks":  # Gemma 3's own window too, twice 512 positions, against a full layer; the last query cell
         # (positions 960-1023) sees keys 449-1023 on a windowed layer, every one on a full layer
         maps = {c["layout"]["title"]["text"]: array(c["data"][0]["z"]) for c in _charts(at)}

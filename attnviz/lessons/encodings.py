@@ -71,6 +71,16 @@ def by_offset(sim: Tensor, max_offset: int) -> Tensor:
 POSITION_TABLES = ("position_embeddings", "embeddings.position", "wpe", "embed_positions")  # BERT, ours, GPT-2, BART
 
 
+def position_table(engine: Engine) -> torch.nn.Embedding | None:
+    """The engine's learned position table (see `learned_positions`), or None where it has none."""
+    for module_name, module in engine.model.named_modules():
+        named = any(module_name == t or module_name.endswith("." + t) for t in POSITION_TABLES)
+        fixed = "Sinusoidal" in type(module).__name__  # a formula stored as a table (Marian's), not learned
+        if named and isinstance(module, torch.nn.Embedding) and not fixed:
+            return module
+    return None
+
+
 def learned_positions(engine: Engine) -> Tensor:
     """(max_positions, d_model): an engine's learned position embeddings, a copy on the CPU.
 
@@ -79,11 +89,9 @@ def learned_positions(engine: Engine) -> Tensor:
     learned (Marian's `embed_positions` is a sinusoid: its class says so) does not count. A model without one
     (rotary, sinusoidal, relative positions) raises ValueError.
     """
-    for module_name, module in engine.model.named_modules():
-        named = any(module_name == t or module_name.endswith("." + t) for t in POSITION_TABLES)
-        fixed = "Sinusoidal" in type(module).__name__  # a formula stored as a table (Marian's), not learned
-        if named and isinstance(module, torch.nn.Embedding) and not fixed:
-            return module.weight.detach().float().cpu().clone()
+    table = position_table(engine)
+    if table is not None:
+        return table.weight.detach().float().cpu().clone()
     raise ValueError(
         f"{engine.name} has no learned position table: it places tokens another way (rotary positions turn Q and K; "
         "sinusoidal ones are a fixed formula)"

@@ -135,7 +135,9 @@ def shape_trail(s: api.AttentionSteps, head: int, phone: bool = False) -> str:
 def whole_pass_trace(inputs) -> None:
     """The chosen engine's whole forward pass, module by module: print(shape) without editing the model."""
     eng = cache.load_engine_or_stop(inputs.model, inputs.backend)
-    with st.expander(f"The whole forward pass of {escape.md(eng.name)} ({eng.backend}), module by module"):
+    with st.expander(
+        f"The whole forward pass of {escape.md(api.shown_name(eng.name))} ({eng.backend}), module by module"
+    ):
         if cache.request_is_long(inputs.model, inputs.backend, inputs.text):
             st.info("The trace is for texts short enough for this page; shorten the text to see it.")
             return

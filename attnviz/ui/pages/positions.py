@@ -134,9 +134,8 @@ def learned_section(inputs: Inputs, style: Style) -> None:
         "bundled BERT's table, and the cosine similarity of its positions beside the sinusoidal one's at the same "
         "size: learned, yet neighbours still come out alike."
     )
-    model = inputs.model if inputs.model != "smollm2" else "default"
-    eng = cache.load_engine_or_stop(model, inputs.backend)
-    if not api.has_learned_positions(eng):
+    eng = cache.load_engine_or_stop(inputs.model, inputs.backend)
+    if not api.has_learned_positions(eng):  # a rotary decoder's page shows the bundled BERT's table
         eng = cache.load_engine_or_stop("default", inputs.backend)
     try:
         table = encodings.learned_positions(eng)
