@@ -103,7 +103,7 @@ def predict_then_reveal(case: pronoun_cases.PronounCase, res: pronoun_scores.Cas
                 f"**{predicted}**, {right}."
             )
         else:
-            verdict = "You called it." if guess == res.predicted else f"Most heads looked at {predicted} instead."
+            verdict = "You called it." if guess == res.predicted else f"Not what you guessed ({escape.md(guess)})."
             st.success(f"{tally}. Most heads pick **{predicted}**, {right}. {verdict}")
     return revealed
 

@@ -26,6 +26,9 @@ def test_pronoun_lesson_predict_reveal_and_minimal_pair(bundled_hf):
     assert at.success and f"{int(votes[0])} pick **animal**, {int(votes[1])} pick **street**" in at.success[0].value
     assert ("split evenly" in at.success[0].value) == (votes[0] == votes[1]) == res.tie
     assert "Most heads pick" not in at.success[0].value or votes.max() > votes.min()
+    if not res.tie:  # the verdict names the guess once, not the heads' pick twice
+        verdict = "You called it." if res.predicted == "street" else "Not what you guessed (street)."
+        assert at.success[0].value.endswith(verdict) and at.success[0].value.count("Most heads") == 1
     assert array(pair["data"][0]["z"]).shape == (6, 12)
 
 
