@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import math
-import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -41,6 +40,7 @@ from attnviz.figures.layout import (
     ordinal,
     row_label_px,
     style_layout,
+    title_lines,
     title_over,
     title_px,
     title_top,
@@ -536,7 +536,7 @@ def matrix(
     elif rows is not None and len(rows) <= EVERY_LABEL:  # a line for each row's label, above the columns' labels
         height = max(height, round(labels_fit(len(rows), font) + 80 + below))  # turned 60°: sin 60° of its length
     # A title in lines that fit a narrow column (three maps a row on the Masks page): never cut.
-    lines = textwrap.wrap(title, max(16, int(0.85 * width / (CHAR * (font + 1))))) or [""]
+    lines = title_lines(title, width, font + 1)
     _label_axes(fig, rows, cols, cols_px if square else height - 60, cols_px, font)
     top = title_px(font + 1, len(lines)) + frame_px(style)  # the title's lines over the map's grey frame
     if row_ticks is not None:

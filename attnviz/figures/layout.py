@@ -4,6 +4,7 @@ needs, a title over a map, the colour axis and fonts a style gives. Shared by th
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from html import unescape
 
@@ -45,6 +46,12 @@ def title_top(font: int, lines: int = 1) -> dict[str, object]:
     for both, a one-line title stood 9 px lower than its margin allowed (14 in projector mode), on the map's frame."""
     pad = 8 + (round(0.3 * font) if lines == 1 else font)
     return {"y": 1.0, "yref": "container", "yanchor": "top", "pad": {"t": pad}}
+
+
+def title_lines(title: str, width: int, font: int) -> list[str]:
+    """`title` in lines that fit a figure `width` px wide at `font` px: never cut. One line at a time, a phone's 358 px
+    cut "'<bos>' after layer 18: rollout share per input token" (Gemma 3's Model overview) at both ends."""
+    return textwrap.wrap(title, max(16, int(0.85 * width / (CHAR * font)))) or [""]
 
 
 def frame_px(style: Style) -> int:

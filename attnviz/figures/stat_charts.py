@@ -15,7 +15,9 @@ from attnviz.figures.layout import (
     CHAR,
     EVERY_TICK,
     PHONE_WIDTH,
+    main_px,
     row_label_px,
+    title_lines,
     title_px,
     title_top,
 )
@@ -171,8 +173,14 @@ def bars(values: np.ndarray, tokens: tuple[str, ...], title: str, *, style: Styl
         )
     )
     fig.update_xaxes(tickangle=-60)
+    font = style.font_size
+    lines = title_lines(title, main_px(style), font + 1)  # the page's column wide (a phone's 358 px: two lines)
+    top = title_px(font + 1, len(lines))
     return fig.update_layout(
-        title=html_text(title), height=320, font={"size": style.font_size}, margin={"t": 50, "b": 10}
+        title={"text": html_text("\n".join(lines)), "font": {"size": font + 1}, **title_top(font + 1, len(lines))},
+        height=270 + top,  # the bars keep their height
+        font={"size": font},
+        margin={"t": top, "b": 10},
     )
 
 

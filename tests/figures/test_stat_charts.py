@@ -93,3 +93,27 @@ def test_a_phone_s_head_grid_stands_heads_down_where_they_outnumber_the_layers_a
     fig = stat_grid(np.ones((18, 4)), [["previous-token"] * 4] * 18, "entropy", style=phone)
     size = fig.data[0].textfont.size
     assert "previous-<" in fig.data[0].text[0][0] and size >= 8 and CHAR * size * len("previous-") <= 358 / 4 - 10
+
+
+def test_a_bar_charts_title_breaks_into_lines_its_column_holds_and_the_bars_keep_their_height():
+    """Gemma 3's Model overview titled its rollout bars "'<bos>' after layer 18: rollout share per input token", one
+    line 8 px wider than a phone's 358 px column (Chromium cut it at both ends): the title breaks into lines that fit
+    the page's column, and the bars' own height stays what it is under a title of one line."""
+    from html import unescape
+
+    from attnviz.figures.layout import CHAR, main_px
+    from attnviz.figures.stat_charts import bars
+    from attnviz.figures.style import Style
+
+    title = "'<bos>' after layer 18: rollout share per input token"
+    tokens = ("<bos>", "The", "animal")
+    heights = set()
+    for style, n_lines in ((Style(), 1), (Style(projector=True), 2), (Style(phone=True), 2)):
+        fig = bars(np.array([0.5, 0.3, 0.2]), tokens, title, style=style)
+        lines = fig.layout.title.text.split("<br>")
+        assert len(lines) == n_lines, (style, lines)
+        font = fig.layout.title.font.size
+        assert all(CHAR * font * len(unescape(line)) <= main_px(style) for line in lines)
+        assert fig.layout.title.text.startswith("&#x27;&lt;bos&gt;&#x27;")  # escaped: a token is plotly's text
+        heights.add(fig.layout.height - fig.layout.margin.t - fig.layout.margin.b)
+    assert heights == {270 - 10}
