@@ -118,9 +118,15 @@ READABLE_PAGES = (
 )
 # Pages that draw the same whatever the sidebar's model, visited once: the dates model's maps, BERT's what-ifs
 # (compare.draw_bert: the bundled BERT on the sidebar's text), SmolLM2 beside BERT (draw_llm: SmolLM2 where the
-# sidebar's model is not a bundled decoder) and the trained toy models of One head vs many (head_count.render reads
-# the style alone). A second visit with SmolLM2 drew the same maps again, 19 s of a worker.
-READABLE_ONCE = ("compare?date=5/6/21", "compare?source=bert", "compare?source=llm", "head_count")
+# sidebar's model is not a bundled decoder), the trained toy models of One head vs many (head_count.render reads
+# the style alone) and Positions' maps (formulas, and the bundled BERT's table where the model has none of its own:
+# its one part of the sidebar's model is a list of heads, text). A second visit with SmolLM2 drew the same maps
+# again, 19 s of a worker.
+READABLE_ONCE = ("compare?date=5/6/21", "compare?source=bert", "compare?source=llm", "head_count", "positions")
+# Gemma 3's pages whose layout its shape changes (18 layers of 4 heads, a <bos> token, its own steps and window):
+# its Model overview's rollout bars had a title 8 px wider than a phone's column, found when every page was read with
+# it (2026-11-30; the rest passed, the Heads page's one row of 4 maps among them). About 12 s of a worker a page.
+READABLE_GEMMA3 = ("overview", "inside", "masks")
 # What a person sees of every chart's labels (not what is in the DOM): each tick label and title's box, as the browser
 # lays it out, inside its figure and its chart element (not cut), off every plot area (not over a map), and no two
 # level tick labels of one axis over each other (turned ones: READABLE_JS's spacing). The one-head map's row labels
