@@ -93,7 +93,8 @@ def lone_first(config, log):
     them is given only a file with one: a lone file goes to a worker each, first in line (a worker's crash puts its file
     back in the queue: first again), and the other workers wait. A worker with a lone test to run is given files as
     loadfile gives them (a worker runs a test once it knows the next, so it needs one behind its lone test; those wait
-    at the gate for the other lone test). When the last lone test ends, every worker is asked again."""
+    at the gate for the other lone test). When the last lone test ends, every worker is asked again, twice, as xdist's
+    first round does: at least two files, or one of three tests or more."""
     from xdist.scheduler import LoadFileScheduling
 
     class LoneFirst(LoadFileScheduling):
@@ -130,8 +131,9 @@ def lone_first(config, log):
         def mark_test_complete(self, node, item_index: int, duration: float = 0) -> None:
             before = self._lone_left()
             super().mark_test_complete(node, item_index, duration)
-            if before and not self._lone_left():  # the last lone test ended: the waiting workers are asked too
-                for other in self.nodes:
-                    self._reschedule(other)
+            if before and not self._lone_left():  # the last lone test ended: the waiting workers are asked too,
+                for other in self.nodes:  # twice, as xdist's first round asks each (its #277): a worker given one
+                    self._reschedule(other)  # file of one test cannot run it (it knows no next), and waited until
+                    self._reschedule(other)  # the run's end (the wheel's test, 44 s at one core after the rest)
 
     return LoneFirst(config, log)

@@ -129,12 +129,17 @@ class _Worker:
 
 def test_lone_files_go_first_a_worker_each_and_the_other_workers_wait_for_both(monkeypatch, tmp_path):
     """gate.lone_first with four workers: each lone file to a worker of its own at once, a file behind each (a worker
-    runs a test once it knows the next), nothing to the two others until both lone tests have ended; then every test
-    is sent exactly once and every worker is shut down (no worker left waiting for a next test)."""
+    runs a test once it knows the next), nothing to the two others until both lone tests have ended; then two files
+    each, as xdist's own first round gives (a file of one test alone is a test its worker cannot run), every test sent
+    exactly once, and every worker shut down (no worker left waiting for a next test)."""
     monkeypatch.setenv(gate.ENV, str(tmp_path))
     lone = ["t/test_class.py", "t/test_class_replicas.py"]
     gate.note_lone_files(set(lone))
-    collection = [f"{f}::test" for f in lone] + [f"t/test_{n}.py::test_{i}" for n in "abcde" for i in range(3)]
+    # test_c.py holds one test, as test_package.py does: the first file a waiting worker is given once the lone tests
+    # end. Given it alone, that worker waited for a next test until the run's end (the wheel's test ran last, 44 s
+    # at one core, the fresh clone of e61d44f).
+    files = {n: 1 if n == "c" else 3 for n in "abcde"}
+    collection = [f"{f}::test" for f in lone] + [f"t/test_{n}.py::test_{i}" for n, k in files.items() for i in range(k)]
     config = SimpleNamespace(getvalue=lambda name: ["4*popen"], option=SimpleNamespace(loadscopereorder=False))
     sched = gate.lone_first(config, None)
     workers = [_Worker(f"gw{i}") for i in range(4)]
@@ -155,6 +160,9 @@ def test_lone_files_go_first_a_worker_each_and_the_other_workers_wait_for_both(m
             if pending and (len(pending) > 1 or w.shutting_down):
                 done.append(collection[pending[0]])
                 sched.mark_test_complete(w, pending[0])
+                for v in workers:  # no worker holds one test it cannot run (it knows no next) while files wait
+                    stuck = len([i for i in v.sent if collection[i] not in done]) == 1 and not v.shutting_down
+                    assert not (stuck and sched.workqueue), (step, v.name, list(sched.workqueue))
         if not all(f"{f}::test" in done for f in lone):
             assert all(not w.sent for w in idle), step  # nothing for the idle workers while a lone test is left
         if len(done) == len(collection):
