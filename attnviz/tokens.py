@@ -241,7 +241,11 @@ class Tokenizer:
         """Tokenize `text` with special tokens, keeping at most `max_tokens` of them.
 
         target=True encodes a decoder's text (the labels of an encoder-decoder). A special token's name typed in
-        the text ("[CLS]") is text, unless specials_by_id (a chat template, whose markers are written as text).
+        the text ("[CLS]", "<bos>") is cut as Hugging Face's tokenizer cuts it, into that marker's own id, which the
+        model reads as its marker; the axis flags only the markers the tokenizer adds (its special_tokens_mask), so
+        a typed one is drawn and counted as text ("Hide the model's markers" keeps it; the share on [SEP] and the
+        other markers leaves it out). specials_by_id flags every marker by its id (a chat template, whose markers
+        are written as text).
         """
         text = check_text(text)
         key = (text, max_tokens, target, specials_by_id)

@@ -39,8 +39,12 @@ def test_bert_words_spans_and_specials_come_from_the_tokenizer(tok):
 
 
 def test_typed_special_token_names_are_text_not_special_tokens(tok):
-    axis = tok.encode("[CLS] is a word here", 512).axis
+    """Typed, a marker's name is the marker's id for the model (Hugging Face's tokenizer gives it so), and text on
+    the axis: not flagged (the encode docstring says so; its ids were not checked, and are not text's)."""
+    enc = tok.encode("[CLS] is a word here", 512)
+    axis = enc.axis
     assert axis.tokens[1] == "[CLS]" and not axis.special[1] and axis.special[0]
+    assert enc.ids[1] == enc.ids[0] == tok.hf.cls_token_id
 
 
 def test_a_cut_text_counts_what_was_dropped(tok):
