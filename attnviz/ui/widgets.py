@@ -271,6 +271,12 @@ def predict(question: str, options: Sequence[str], key: str) -> str | None:
     return guess if guess is not None and st.session_state.get(f"{key}.revealed") else None
 
 
+def verdict(text: str, right: bool | None) -> None:
+    """A revealed answer's box: green for a right guess, amber for a wrong one (as the Start lesson's), blue where
+    nothing was right or wrong to guess (a tie)."""
+    (st.info if right is None else st.success if right else st.warning)(text)
+
+
 def two_places(projector: bool) -> tuple:
     """Two places side by side (two layer x head grids), or one under the other on a projector, where half the
     main column leaves a grid's head labels 12 px apart for 18 px text."""

@@ -206,6 +206,12 @@ def heads_word(n: int) -> str:
     return f"{n} head" if n == 1 else f"{n} heads"
 
 
+def best_words(models: list[dict]) -> list[str]:
+    """The head counts that reach the highest held-out accuracy, as the guesses say them."""
+    top = max(m["accuracy"] for m in models)
+    return [heads_word(m["heads"]) for m in models if m["accuracy"] == top]
+
+
 def best_text(models: list[dict]) -> str:
     """The highest held-out accuracy, and every head count that reaches it (a tie is said to be one)."""
     top = max(m["accuracy"] for m in models)
@@ -244,7 +250,8 @@ def render() -> None:
     if guess is None:
         st.caption("Make a guess and press Reveal to see the training curves and accuracies.")
     else:
-        st.success(f"You guessed {escape.md(guess)}. {best_text(cache.get(api.held_out_work(task))['models'])}")
+        models = cache.get(api.held_out_work(task))["models"]
+        widgets.verdict(f"You guessed {escape.md(guess)}. {best_text(models)}", guess in best_words(models))
         curves_section(task, inputs.style)
     st.subheader("Where each model's heads look")
     attention_section(task, inputs.style, revealed=guess is not None)

@@ -19,6 +19,7 @@ INTRO = (
     "course runs it: a sequence of random tokens, then the same tokens again. Nothing predicts the first copy; "
     "a model that copies predicts the second."
 )
+COPIES = 0.5  # nats: a second copy's mean loss this much lower is the model copying; within it, "about the same"
 SCORES = (
     "**Scores.** Each head's attention A (queries × keys) on a sequence `[start] r₁ … rₙ r₁ … rₙ` (the start "
     "token where the tokenizer names one), averaged over "
@@ -121,10 +122,14 @@ def render() -> None:
         st.caption("Make a guess and press Reveal to see the loss and the heads.")
         return
     first, second = run.first_copy_loss, run.second_copy_loss
-    st.success(
+    went = "go down" if second < first - COPIES else "go up" if second > first + COPIES else "stay about the same"
+    said = {"go down": "went down", "go up": "went up", "stay about the same": f"moved less than {COPIES} nats"}
+    widgets.verdict(
         f"You guessed {escape.md(guess)}. Mean loss on the first copy {first:.2f} nats, on the second "
-        f"{second:.2f} nats (averaged over {run.batch} sequences): the model "
-        f"{'copies' if second < first - 0.5 else 'does not copy much'}."
+        f"{second:.2f} nats (averaged over {run.batch} sequences): it {said[went]}, so the model "
+        f"{'copies' if went == 'go down' else 'does not copy much'}. "
+        f"{'You called it.' if guess == went else 'Not what you guessed.'}",
+        guess == went,
     )
     loss_section(run, n, eng, inputs.style)
     scores_section(run, inputs.style)

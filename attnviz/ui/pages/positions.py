@@ -100,12 +100,13 @@ def sinusoidal_section(style: Style) -> None:
     if guess is not None:
         asked = encodings.similarity(encodings.sinusoidal(33, d))  # the question's pairs, whatever the slider says
         shown = f"PE(10)·PE(12) = {float(asked[10, 12]):.4f}, PE(30)·PE(32) = {float(asked[30, 32]):.4f}"
-        verdict = "You called it." if guess == "the same" else "They are the same."
-        st.success(
+        verdict = "You called it." if guess == "the same" else "Not what you guessed: they are the same."
+        widgets.verdict(
             f"{verdict} Measured here: {shown}. sin(a)sin(b) + cos(a)cos(b) = cos(a − b), so PE(i)·PE(j) = "
             f"Σ cos((i − j)·w) over the {d // 2} frequencies: it depends on the offset i − j only, every diagonal of "
             f"the map is constant. That is the *relative position* the formula gives for free (2 apart is always "
-            "the same number)."
+            "the same number).",
+            guess == "the same",
         )
         offsets = encodings.by_offset(sim, min(n - 1, 40))
         xs = list(range(-(len(offsets) // 2), len(offsets) // 2 + 1))

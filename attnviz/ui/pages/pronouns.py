@@ -10,7 +10,7 @@ from attnviz import api, escape
 from attnviz.api import pronoun_cases, pronoun_files, pronoun_scores
 from attnviz.figures import stat_charts
 from attnviz.result import head_name
-from attnviz.ui import cache, controls, state
+from attnviz.ui import cache, controls, state, widgets
 from attnviz.ui.controls import Inputs
 from attnviz.ui.halt import halt
 
@@ -98,13 +98,15 @@ def predict_then_reveal(case: pronoun_cases.PronounCase, res: pronoun_scores.Cas
         right = "the right answer" if res.correct else f"not the right answer ({escape.md(case.answer)})"
         predicted = escape.md(res.predicted)
         if res.tie:
-            st.success(
+            widgets.verdict(
                 f"{tally}: the heads are split evenly, so neither guess wins. By their total attention the pick is "
-                f"**{predicted}**, {right}."
+                f"**{predicted}**, {right}.",
+                None,
             )
         else:
-            verdict = "You called it." if guess == res.predicted else f"Not what you guessed ({escape.md(guess)})."
-            st.success(f"{tally}. Most heads pick **{predicted}**, {right}. {verdict}")
+            called = guess == res.predicted
+            verdict = "You called it." if called else f"Not what you guessed ({escape.md(guess)})."
+            widgets.verdict(f"{tally}. Most heads pick **{predicted}**, {right}. {verdict}", called)
     return revealed
 
 

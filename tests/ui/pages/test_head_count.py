@@ -27,7 +27,9 @@ def test_head_count_page_reveals_the_shipped_accuracies_and_checks_typed_digits(
     assert [float(v.rstrip("%")) / 100 for v in table["digit accuracy"]] == [
         pytest.approx(stated[h], abs=1e-4) for h in table["heads"]
     ]
-    assert any("You guessed 8 heads. Highest held-out accuracy: 2 heads," in s.value for s in at.success)
+    # a wrong guess gets the amber box, not the green one a right guess gets
+    assert any("You guessed 8 heads. Highest held-out accuracy: 2 heads," in s.value for s in at.warning)
+    assert not any("You guessed" in s.value for s in at.success)
     assert (
         sum("digits right" in m.value for m in at.markdown if re.match(r"\*\*\d heads?\*\*", m.value)) == 4
     )  # revealed: scored

@@ -23,9 +23,10 @@ def test_positions_page_draws_the_formula_and_reveals_relative_position():
     at.button(key="pos.q1.reveal").click().run()
     _ok(at)
     pairs = "PE(10)·PE(12) = 28.3039, PE(30)·PE(32) = 28.3039"  # the same number: relative position
-    assert any("They are the same" in s.value and pairs in s.value for s in at.success)
+    assert any("Not what you guessed: they are the same" in s.value and pairs in s.value for s in at.warning)
+    assert not at.success  # a wrong guess's box is amber
     at.slider(key="pos.n").set_value(8).run()  # fewer positions on the map than the question names
-    assert any(pairs in s.value for s in at.success)
+    assert any(pairs in s.value for s in at.warning)
     assert any("positional" in m.value.lower() or "Positional" in m.value for m in at.markdown)
     assert any("previous-token" in m.value for m in at.markdown)  # the bundled BERT has such heads
     at.select_slider(key="pos.theta").set_value(1000000.0).run()  # Gemma 3's full layers' θ

@@ -23,12 +23,19 @@ def test_pronoun_lesson_predict_reveal_and_minimal_pair(bundled_hf):
     res = service.pronoun_case(bundled_hf, pronoun_cases.LESSON[0], "vote")  # the lesson: what "it" looks at
     assert np.allclose(array(grid["data"][0]["z"]), res.scores[..., 0].numpy(), atol=1e-6)  # "it" -> "animal"
     votes = torch.bincount(res.scores.argmax(-1).flatten(), minlength=2)
-    assert at.success and f"{int(votes[0])} pick **animal**, {int(votes[1])} pick **street**" in at.success[0].value
-    assert ("split evenly" in at.success[0].value) == (votes[0] == votes[1]) == res.tie
-    assert "Most heads pick" not in at.success[0].value or votes.max() > votes.min()
+    # the verdict's box: green for a right guess, amber for a wrong one, blue for a tie (nothing to guess right)
+    kind = "info" if res.tie else "success" if res.predicted == "street" else "warning"
+    boxes = {
+        k: [b.value for b in getattr(at, k) if "pick **animal**" in b.value] for k in ("success", "warning", "info")
+    }
+    assert [k for k, said in boxes.items() if said] == [kind], boxes
+    said = boxes[kind][0]
+    assert f"{int(votes[0])} pick **animal**, {int(votes[1])} pick **street**" in said
+    assert ("split evenly" in said) == (votes[0] == votes[1]) == res.tie
+    assert "Most heads pick" not in said or votes.max() > votes.min()
     if not res.tie:  # the verdict names the guess once, not the heads' pick twice
         verdict = "You called it." if res.predicted == "street" else "Not what you guessed (street)."
-        assert at.success[0].value.endswith(verdict) and at.success[0].value.count("Most heads") == 1
+        assert said.endswith(verdict) and said.count("Most heads") == 1
     assert array(pair["data"][0]["z"]).shape == (6, 12)
 
 
