@@ -262,7 +262,7 @@ def maps_grid(
     if one_screen and fq == fk == 1:
         pooling = f" — projector: {n_tok} {ONE_HEAD_LABELLED}"  # the grid on one screen
     elif not labelled and fq == fk == 1:
-        pooling = f" — {n_tok} tokens, too many to label on each map: hover, or pick a head"
+        pooling = f" — {n_tok} tokens, too many to label on each map: hover (tap) or pick a head"
     fig = style_layout(fig, style, top, f"Layer {layer + 1}: every head{pooling}{_note(note)}")
     # Room for the token labels, measured here: plotly's automargin would lay the figure out twice in the browser
     # (0.54 s against 0.35 s from Enter to 12 maps drawn), and the grid is drawn without Streamlit's theme.
@@ -338,14 +338,14 @@ def head_map(
         **(
             token_ticks(xs, x_px, font, x_title, HEAD_LABELS)
             if x_said
-            else {"showticklabels": False, "title": {"text": f"{x_title}: {len(xs)}, too many to label: hover"}}
+            else {"showticklabels": False, "title": {"text": f"{x_title}: {len(xs)}, too many to label: hover or tap"}}
         ),
     )
     fig.update_yaxes(
         **(
             token_ticks(ys, y_px, font, y_title, HEAD_LABELS)
             if y_said
-            else {"showticklabels": False, "title": {"text": f"{y_title}: {len(ys)}, too many to label: hover"}}
+            else {"showticklabels": False, "title": {"text": f"{y_title}: {len(ys)}, too many to label: hover or tap"}}
         )
     )
     fig = style_layout(fig, style, top, f"Layer {layer + 1}, head {head + 1}{_note(note)}")
@@ -436,7 +436,7 @@ def _label_axes(
     past EVERY_LABEL tokens, or with no labels, the axis names its ends instead."""
     for axis, labels, fit in ((fig.update_yaxes, rows, rows_px), (fig.update_xaxes, cols, cols_px)):
         if labels is None or len(labels) > EVERY_LABEL:  # too many: the axis says what runs along it
-            said = f"{labels[0]} … {labels[-1]}, too many to label: hover" if labels is not None else None
+            said = f"{labels[0]} … {labels[-1]}, too many to label: hover or tap" if labels is not None else None
             axis(showticklabels=False, title={"text": html_text(said), "font": {"size": font - 1}} if said else None)
             continue
         step = max(1, math.ceil(len(labels) / max(1, fit / (font + 1))))  # every label that has a line of its own

@@ -211,7 +211,8 @@ def test_every_small_matrix_has_a_colour_bar_a_title_in_lines_and_a_stated_label
     assert step > 1 and fig.layout.xaxis.title.text == f"every {step}{layout.ordinal(step)} labelled"
     pe = interactive.matrix(np.random.rand(8, 384), "PE", rows=list("abcdefgh"), cols=[f"d{i + 1}" for i in range(384)])
     assert (
-        pe.layout.xaxis.showticklabels is False and pe.layout.xaxis.title.text == "d1 … d384, too many to label: hover"
+        pe.layout.xaxis.showticklabels is False
+        and pe.layout.xaxis.title.text == "d1 … d384, too many to label: hover or tap"
     )
     small = interactive.matrix(np.eye(6), "m", rows=list("abcdef"), cols=list("abcdef"))
     assert list(small.layout.yaxis.tickvals) == list("abcdef") and list(small.layout.xaxis.tickvals) == list("abcdef")
