@@ -34,7 +34,9 @@ def test_every_page_runs_with_the_date_model_typed_as_a_hub_id(page):
     at.switch_page(f"app_pages/{page}.py").run()
     _ok(at)
     assert at.sidebar.selectbox(key="sb.choice").value == "hub"
-    assert at.sidebar.selectbox(key="sb.hub").value == "dates"
+    offered = at.sidebar.selectbox(key="sb.hub")
+    assert offered.value == "dates" and offered.label == "A model this server offers"  # a list: nothing to type
+    assert "attnviz's date model (dates)" in offered.options  # a bundled one by what it is
     assert at.query_params["model"] == "dates"
     if page in ("heads", "overview"):
         labels = set().union(*map(_labels, _charts(at)))

@@ -20,7 +20,7 @@ CHOICES: dict[str, tuple[str, str | None, api.Backend]] = {  # choice -> (what t
     "smollm2": ("SmolLM2-135M · a decoder LLM (bundled, Hugging Face)", "smollm2", "hf"),
     "smollm2-scratch": ("SmolLM2 · rebuilt on attnviz's from-scratch attention", "smollm2", "scratch"),
     "gemma3": ("Gemma 3 270M · a decoder with sliding windows (bundled, Hugging Face)", "gemma3", "hf"),
-    "hub": ("Another model (Hugging Face hub id)…", None, "hf"),
+    "hub": ("Another model…", None, "hf"),  # the box under it says which: typed, or a list
 }
 GLOSSARY = (  # the words a student meets on the pages, each once, in plain words (the sidebar's "Words" popover)
     (
@@ -181,7 +181,10 @@ def sidebar() -> Inputs:
         _, model, backend = CHOICES[choice]
         if choice == "hub":
             menu = {m for _, m, _ in CHOICES.values()}  # BERT and SmolLM2; the bundled date model is offered here
-            model = model_picker("Hub id or model folder", "sb.hub", besides=menu) or api.DEFAULT_MODEL
+            model = (
+                model_picker("Hub id or model folder", "sb.hub", besides=menu, listed="A model this server offers")
+                or api.DEFAULT_MODEL
+            )
         text = st.text_input("Text", key="sb.text", help="Press Enter to see its attention.")
         long_text = long_text_input()
         palette = st.selectbox("Palette", list(PALETTES), key="sb.palette")
@@ -280,10 +283,15 @@ def long_text_input() -> str:
 
 
 def model_picker(
-    label: str, key: str, help_text: str = "e.g. bert-base-uncased, gpt2, t5-small", besides=api.BUNDLED_MODELS
+    label: str,
+    key: str,
+    help_text: str = "e.g. bert-base-uncased, gpt2, t5-small",
+    besides=api.BUNDLED_MODELS,
+    listed: str | None = None,
 ) -> str | None:
-    """A model this server offers besides `besides` (the bundled ones): typed when it may download, else picked from
-    a list.
+    """A model this server offers besides `besides` (the bundled ones): typed when it may download (`label`), else
+    picked from a list (`listed`, default `label`: a list holds no folder or hub id to type), a bundled one by what
+    it is ("attnviz's date model (dates)").
 
     None when it offers none (the page says so).
     """
@@ -299,7 +307,13 @@ def model_picker(
         return None
     if st.session_state.get(key) not in options:
         st.session_state[key] = options[0]
-    return st.selectbox(label, options, key=key)
+    return st.selectbox(
+        listed or label,
+        options,
+        key=key,
+        format_func=lambda m: m if api.titled(m) == m else f"{api.titled(m)} ({m})",
+        help="The models the person running this server lets it load.",
+    )
 
 
 def show_device() -> None:
