@@ -29,6 +29,14 @@ def _tokens(labels):
     return [html.unescape(x.rsplit(" ·", 1)[0]) for x in labels]
 
 
+def _guess(at, value, prefix):
+    """Guess `value` in the predict-then-reveal question whose key starts with `prefix` (widgets.predict: the pronoun
+    lesson's key names the model and the case), then press Reveal."""
+    radio = next(r for r in at.radio if r.key and r.key.startswith(prefix) and r.key.endswith(".guess"))
+    radio.set_value(value).run()
+    at.button(key=radio.key.removesuffix(".guess") + ".reveal").click().run()
+
+
 def _ok(at):
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]

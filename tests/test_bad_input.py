@@ -5,6 +5,7 @@ import re
 
 import pytest
 import torch
+from apptest import _guess
 from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
@@ -291,7 +292,6 @@ def test_markdown_typed_into_the_pronoun_lab_never_becomes_markup():
     ).run()
     at.multiselect(key="pr.own_cands").set_value(["dog", "cat"]).run()
     assert not at.exception
-    at.radio(key="pr.predict.guess").set_value("dog").run()
-    at.button(key="pr.predict.reveal").click().run()
+    _guess(at, "dog", "pr.predict.")
     assert not at.exception, [e.value for e in at.exception]
     assert at.get("plotly_chart") and _shown_as_markup(at) == []

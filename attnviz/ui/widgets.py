@@ -262,13 +262,36 @@ def export_overview(inputs: Inputs, fetch: Fetch, opts: Options, key: str) -> No
     download_row("attnviz_overview", key, figure, lambda: export.thumbs_csv(thumbs()[1]), bundle)
 
 
-def predict(question: str, options: Sequence[str], key: str) -> str | None:
-    """Predict, then reveal: the question, a choice, a Reveal button. The guess once revealed, else None."""
+def predict(question: str, options: Sequence[str], key: str, format_func: Callable[[str], str] = str) -> str | None:
+    """Predict, then reveal: the question, a choice, a Reveal button. The guess once revealed, else None.
+
+    A revealed guess is locked (its choice disabled, the button gone, the guess kept as it was revealed): changed
+    after the answer showed, it would be told it had called what it had just been shown. A change only a script can
+    send to the disabled choice is put back. A new question (another key, other options) asks again, and so does the
+    page when it is opened again (Streamlit drops the choice of a page left)."""
+    guess_key, locked_key = f"{key}.guess", f"{key}.revealed"
+    locked = st.session_state.get(locked_key)
+    if st.session_state.get(guess_key) is None or locked not in options:  # no guess yet, or its choice was dropped
+        locked = st.session_state[locked_key] = None
+    elif st.session_state[guess_key] != locked:
+        st.session_state[guess_key] = locked
     st.markdown(f"**Predict first.** {question}")
-    guess = st.radio("Your guess", options, index=None, key=f"{key}.guess", horizontal=True)
-    if st.button("Reveal", key=f"{key}.reveal", disabled=guess is None):
-        st.session_state[f"{key}.revealed"] = True
-    return guess if guess is not None and st.session_state.get(f"{key}.revealed") else None
+    guess = st.radio(
+        "Your guess",
+        options,
+        index=None,
+        key=guess_key,
+        horizontal=True,
+        format_func=format_func,
+        disabled=locked is not None,
+    )
+    if locked is None:  # the click's callback runs before the page does: the choice is drawn locked in that run
+        st.button("Reveal", key=f"{key}.reveal", disabled=guess is None, on_click=_lock, args=(guess_key, locked_key))
+    return locked
+
+
+def _lock(guess_key: str, locked_key: str) -> None:
+    st.session_state[locked_key] = st.session_state.get(guess_key)
 
 
 def verdict(text: str, right: bool | None) -> None:

@@ -113,7 +113,9 @@ def render() -> None:
     eng = cache.decoder_or_stop(inputs.model, inputs.backend)
     n, seed = sequence_controls()
     guess = widgets.predict(
-        "On the second copy, the model's loss per token will…", ["go down", "stay about the same", "go up"], "ind.q"
+        "On the second copy, the model's loss per token will…",
+        ["go down", "stay about the same", "go up"],
+        f"ind.q.{inputs.model}.{inputs.backend}",  # another model: a question asked again
     )
     with st.spinner(f"Reading {induction_scores.BATCH} sequences of {2 * n} random tokens through the model…"):
         run = cache.get(api.induction_work(eng, n, seed))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import zlib
 
 import streamlit as st
 
@@ -81,18 +82,17 @@ def score_or_stop(
 
 
 def predict_then_reveal(case: pronoun_cases.PronounCase, res: pronoun_scores.CaseResult, key: str) -> bool:
-    """Ask for a guess first; reveal the heads' votes once one is made. True once revealed."""
-    st.markdown(
-        f"**Predict first.** {res.scores.shape[0] * res.scores.shape[1]} heads each look from "
-        f"*{escape.md(case.pronoun)}* at the candidates. Which word do you think most of them look at most?"
+    """Ask for a guess first; reveal the heads' votes once one is made. True once revealed. Each case on each model is
+    a question of its own (`key` names the model; the case is added): a minimal pair's twin, with the same candidates,
+    is guessed again, and so is the same case on another model."""
+    guess = widgets.predict(
+        f"{res.scores.shape[0] * res.scores.shape[1]} heads each look from *{escape.md(case.pronoun)}* at the "
+        "candidates. Which word do you think most of them look at most?",
+        case.candidates,
+        f"{key}.{zlib.crc32(repr(case).encode()):08x}",
+        format_func=escape.md,
     )
-    guess = st.radio(
-        "Your guess", case.candidates, index=None, key=f"{key}.guess", horizontal=True, format_func=escape.md
-    )
-    revealed = st.session_state.get(f"{key}.revealed", False)
-    if st.button("Reveal", key=f"{key}.reveal", disabled=guess is None):
-        st.session_state[f"{key}.revealed"] = revealed = True
-    if revealed and guess is not None:
+    if guess is not None:
         votes = pronoun_scores.vote_counts(res.scores)
         tally = ", ".join(f"{int(v)} pick **{escape.md(c)}**" for c, v in zip(case.candidates, votes, strict=True))
         right = "the right answer" if res.correct else f"not the right answer ({escape.md(case.answer)})"
@@ -107,7 +107,7 @@ def predict_then_reveal(case: pronoun_cases.PronounCase, res: pronoun_scores.Cas
             called = guess == res.predicted
             verdict = "You called it." if called else f"Not what you guessed ({escape.md(guess)})."
             widgets.verdict(f"{tally}. Most heads pick **{predicted}**, {right}. {verdict}", called)
-    return revealed
+    return guess is not None
 
 
 def draw_case(inputs: Inputs, case: pronoun_cases.PronounCase, res: pronoun_scores.CaseResult) -> None:
@@ -303,7 +303,7 @@ def render() -> None:
         case, index = pick_case()
         if case is not None:
             result = score_or_stop(inputs, case)
-            if predict_then_reveal(case, result, "pr.predict"):
+            if predict_then_reveal(case, result, f"pr.predict.{inputs.model}.{inputs.backend}"):
                 draw_case(inputs, case, result)
                 if index is not None:
                     st.subheader("The minimal pair: one word flips the answer")

@@ -1,7 +1,7 @@
 """AppTest of the Induction heads page: predict, reveal, and the grid is the package's scores."""
 
 import pytest
-from apptest import APP, _charts, _ok
+from apptest import APP, _charts, _guess, _ok
 from plotly_data import array
 from streamlit.testing.v1 import AppTest
 
@@ -20,8 +20,7 @@ def test_the_page_reveals_the_loss_and_every_head_s_induction_score(smollm2_hf):
     at = _page(model="smollm2", backend="hf", length="20", seed="3")
     _ok(at)
     assert not _charts(at)  # nothing before the guess
-    at.radio(key="ind.q.guess").set_value("go down").run()
-    at.button(key="ind.q.reveal").click().run()
+    _guess(at, "go down", "ind.q.")
     _ok(at)
     charts = _charts(at)
     expected = induction_scores.run(smollm2_hf, 20, 3)

@@ -25,6 +25,12 @@ def test_positions_page_draws_the_formula_and_reveals_relative_position():
     pairs = "PE(10)·PE(12) = 28.3039, PE(30)·PE(32) = 28.3039"  # the same number: relative position
     assert any("Not what you guessed: they are the same" in s.value and pairs in s.value for s in at.warning)
     assert not at.success  # a wrong guess's box is amber
+    # the guess is locked once revealed: no button, its choice disabled, and a change sent anyway is put back
+    assert at.radio(key="pos.q1.guess").disabled and not [b for b in at.button if b.key == "pos.q1.reveal"]
+    at.session_state["pos.q1.guess"] = "the same"  # as a script on the websocket could send (AppTest will not)
+    at.run()
+    assert at.radio(key="pos.q1.guess").value == "different" and not at.success
+    assert any("Not what you guessed" in s.value for s in at.warning)
     at.slider(key="pos.n").set_value(8).run()  # fewer positions on the map than the question names
     assert any(pairs in s.value for s in at.warning)
     assert any("positional" in m.value.lower() or "Positional" in m.value for m in at.markdown)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import torch
-from apptest import APP, _charts, _ok
+from apptest import APP, _charts, _guess, _ok
 from plotly_data import array
 from streamlit.testing.v1 import AppTest
 
@@ -16,8 +16,7 @@ def test_pronoun_lesson_predict_reveal_and_minimal_pair(bundled_hf):
     at.switch_page("app_pages/pronouns.py").run()
     _ok(at)
     assert not _charts(at)  # nothing is revealed before a guess
-    at.radio(key="pr.predict.guess").set_value("street").run()
-    at.button(key="pr.predict.reveal").click().run()
+    _guess(at, "street", "pr.predict.")
     _ok(at)
     grid, bars, pair = _charts(at)
     res = service.pronoun_case(bundled_hf, pronoun_cases.LESSON[0], "vote")  # the lesson: what "it" looks at
@@ -79,16 +78,14 @@ def test_a_decoders_minimal_pair_says_why_no_head_can_flip_and_offers_bert(bundl
     at = AppTest.from_file(APP, default_timeout=180)
     at.query_params["model"], at.query_params["backend"] = "smollm2", "hf"
     at.switch_page("app_pages/pronouns.py").run()
-    at.radio(key="pr.predict.guess").set_value("street").run()
-    at.button(key="pr.predict.reveal").click().run()
+    _guess(at, "street", "pr.predict.")
     _ok(at)
     assert len(_charts(at)) == 2  # the grid and the bars; no all-grey chart of picks that cannot move
     assert any("reads left to right" in i.value and "equal to 1e-5" in i.value for i in at.info)
     at.button(key="pr.pair.bert").click().run()
     _ok(at)
     assert at.query_params.get("model") in (None, ["default"], "default")
-    at.radio(key="pr.predict.guess").set_value("street").run()
-    at.button(key="pr.predict.reveal").click().run()
+    _guess(at, "street", "pr.predict.")
     assert len(_charts(at)) == 3 and not any("reads left to right" in i.value for i in at.info)
 
 
