@@ -6,8 +6,10 @@ The folder a run writes:
     parts/NNNNN.npz    one batch's partial results (measure.Partial), written whole or not at all
     heads.parquet, examples.parquet, texts.parquet, text_stats.parquet   (corpus.tables), once every batch is done
 A run started again on the same folder, corpus, model and settings skips the batches whose parts are written
-(resumed); a folder holding another run is refused. Both executors run measure.measure on the same batches, and the
-tables are made from the parts in batch order, so an embedded run and a Ray run write the same rows.
+(resumed), or, finished, is read back as it is; a folder holding another run is refused. One process at a time runs
+in a folder (a lock file, .lock, in it): another that starts the same run (a second server on the same runs, a
+second test worker) waits, then reads the finished run back. Both executors run measure.measure on the same batches,
+and the tables are made from the parts in batch order, so an embedded run and a Ray run write the same rows.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +36,7 @@ from attnviz.version import __version__
 EXECUTORS = ("embedded", "ray")  # what runs the measuring (the manifest's "engine", the CLI's --engine)
 RUNS_ENV = "ATTNVIZ_CORPUS_DIR"  # where runs go when no folder is named (and where the Corpus page looks)
 MANIFEST = "manifest.json"
+LOCK = ".lock"  # in a run's folder: held by the one process running in it (run's _locked)
 TABLES = ("heads", "examples", "texts", "text_stats")
 Progress = Callable[[float, str], None]  # (fraction done, what) for a bar
 
@@ -148,6 +152,37 @@ def write_part(folder: Path, index: int, data: bytes) -> None:
     tmp.replace(path)
 
 
+@contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """This process alone runs in `folder` until the block ends; another waits here (fcntl's lock on its LOCK file,
+    released by the system if the process dies). Where there is no fcntl (Windows), runs are not locked."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on Linux or macOS
+        yield
+        return
+    if folder.exists() and not folder.is_dir():
+        raise CorpusError(f"{folder.name[:100]!r} is a file: name a folder for the run's tables")
+    if folder.is_dir() and not (folder / MANIFEST).exists() and any(p.name != LOCK for p in folder.iterdir()):
+        _prepare(folder, {})  # a folder of other files: refused before a lock file is left in it
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / LOCK, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _finished_same(folder: Path, manifest: dict) -> CorpusRun | None:
+    """The run in `folder` if it is finished and the same run (model, settings, corpus) as `manifest`'s."""
+    try:
+        done = CorpusRun.open(folder)
+    except CorpusError:
+        return None
+    return done if all(done.manifest.get(k) == manifest[k] for k in ("model", "settings", "fingerprint")) else None
+
+
 def _prepare(folder: Path, manifest: dict) -> None:
     """A new run's folder, or the same run's (resumed); another run's is refused."""
     old_path = folder / MANIFEST
@@ -164,7 +199,7 @@ def _prepare(folder: Path, manifest: dict) -> None:
                 f"{folder.name[:100]!r} holds another run (another model, corpus or settings): name a "
                 "new folder (out= in Python, --out on the command line), or delete that one"
             )
-    elif folder.exists() and any(folder.iterdir()):
+    elif folder.exists() and any(p.name != LOCK for p in folder.iterdir()):
         raise CorpusError(
             f"{folder.name[:100]!r} is not empty and holds no run: name a new folder (out= in Python, --out on "
             "the command line)"
@@ -198,12 +233,47 @@ def run(
     if actors < 1 or threads < 1:
         raise ValueError("a Ray run needs at least one actor and one thread per actor")
     settings = settings or Settings()
-    folder = Path(out).expanduser()
-    started = time.time()
+    folder, started = Path(out).expanduser(), time.time()
     engine_of = engine_of or (lambda: load(model, device))
-    eng = batched(engine_of(), model) if executor == "embedded" else None
-    batches = measure.batches(corpus.documents, settings.batch_chars)
-    manifest = _started_manifest(corpus, model, executor, settings, len(batches))
+    eng = batched(engine_of(), model) if executor == "embedded" else None  # a model it cannot run: before any folder
+    with _locked(folder):
+        batches = measure.batches(corpus.documents, settings.batch_chars)
+        manifest = _started_manifest(corpus, model, executor, settings, len(batches))
+        done = _finished_same(folder, manifest)
+        if done is not None:  # finished before (by this process or another): read back, nothing measured again
+            if progress:
+                progress(1.0, "read back: this run had finished before")
+            return done
+        return _run(
+            eng,
+            model,
+            folder,
+            batches,
+            manifest,
+            settings,
+            (device, actors, threads),
+            progress,
+            extras,
+            engine_of,
+            started,
+        )
+
+
+def _run(
+    eng,
+    model: str,
+    folder: Path,
+    batches: list,
+    manifest: dict,
+    settings: Settings,
+    where: tuple[str | None, int, int],
+    progress: Progress | None,
+    extras: bool,
+    engine_of: Callable,
+    started: float,
+) -> CorpusRun:
+    """run's measuring, in its locked folder, on `eng` (embedded) or on Ray (None)."""
+    device, actors, threads = where
     _prepare(folder, manifest)
     _write_json(folder / MANIFEST, manifest)
     todo = [b for b in batches if not _part(folder, b.index).exists()]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 
 import numpy as np
 import pytest
@@ -170,6 +171,44 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, bert_run):
     resumed = corpus_run.run(corpus, "default", tmp_path / "r", settings=SMALL)
     for name in corpus_run.TABLES:
         assert resumed.table(name).equals(bert_run.table(name)), name
+
+
+def test_a_finished_run_started_again_is_read_back_and_waits_for_a_run_in_its_folder(tmp_path, bert_run, bundled_hf):
+    """The Positions page and the Model overview's corpus average, in two test workers, ran the same run into one
+    folder at once: each measured it again, wrote the other's temporary files and set the finished manifest back to
+    "running" while the other read it (the overview's test failed once, 2026-11-30). One process runs in a folder
+    at a time, and a finished run started again is read back: nothing measured or written."""
+    from attnviz.corpus import models as corpus_models
+
+    corpus, eng = readers.from_texts(DOCS), corpus_models.corpus_engine(bundled_hf)
+    shutil.copytree(bert_run.folder, tmp_path / "r")
+    written = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "r").iterdir() if p.name != corpus_run.LOCK}
+    said: list[str] = []
+    got: list = []
+
+    def again() -> None:
+        run = corpus_run.run(
+            corpus,
+            "default",
+            tmp_path / "r",
+            settings=SMALL,
+            engine_of=lambda: eng,
+            progress=lambda f, what: said.append(what),
+        )
+        got.append(run)
+
+    with corpus_run._locked(tmp_path / "r"):  # another process's run in the folder
+        second = threading.Thread(target=again)
+        second.start()
+        second.join(1.0)
+        assert second.is_alive() and not said and not got  # it waits for the folder
+    second.join(60)
+    assert said == ["read back: this run had finished before"] and got[0].manifest == json.loads(
+        (bert_run.folder / "manifest.json").read_text()
+    )
+    assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "r").iterdir() if p.name != corpus_run.LOCK} == written
+    for name in corpus_run.TABLES:
+        assert got[0].table(name).equals(bert_run.table(name)), name
 
 
 def test_a_folder_holding_another_run_or_other_files_is_refused(tmp_path, bert_run):
