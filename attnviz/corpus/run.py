@@ -31,6 +31,7 @@ from attnviz.corpus import measure, readers, tables
 from attnviz.corpus.measure import Partial, Settings
 from attnviz.corpus.models import batched, info_of, load
 from attnviz.corpus.readers import Corpus, CorpusError
+from attnviz.engines.base import BatchedEngine
 from attnviz.version import __version__
 
 EXECUTORS = ("embedded", "ray")  # what runs the measuring (the manifest's "engine", the CLI's --engine)
@@ -260,7 +261,7 @@ def run(
 
 
 def _run(
-    eng,
+    eng: BatchedEngine | None,
     model: str,
     folder: Path,
     batches: list,
