@@ -167,7 +167,12 @@ def _locked(folder: Path) -> Iterator[None]:
     if folder.is_dir() and not (folder / MANIFEST).exists() and any(p.name != LOCK for p in folder.iterdir()):
         _prepare(folder, {})  # a folder of other files: refused before a lock file is left in it
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / LOCK, "a") as handle:
+    try:
+        handle = open(folder / LOCK, "a")  # noqa: SIM115  (closed below, after the block)
+    except OSError:  # a folder this process cannot write in (a read-only mount): a finished run is read back as it is
+        yield
+        return
+    with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
