@@ -287,7 +287,12 @@ def predict(question: str, options: Sequence[str], key: str, format_func: Callab
     )
     if locked is None:  # the click's callback runs before the page does: the choice is drawn locked in that run
         st.button("Reveal", key=f"{key}.reveal", disabled=guess is None, on_click=_lock, args=(guess_key, locked_key))
+    else:
+        st.caption(LOCKED)
     return locked
+
+
+LOCKED = "Your guess is locked in: it stays as it was when you pressed Reveal."
 
 
 def _lock(guess_key: str, locked_key: str) -> None:

@@ -27,6 +27,7 @@ def test_positions_page_draws_the_formula_and_reveals_relative_position():
     assert not at.success  # a wrong guess's box is amber
     # the guess is locked once revealed: no button, its choice disabled, and a change sent anyway is put back
     assert at.radio(key="pos.q1.guess").disabled and not [b for b in at.button if b.key == "pos.q1.reveal"]
+    assert any(c.value.startswith("Your guess is locked in") for c in at.caption)
     at.session_state["pos.q1.guess"] = "the same"  # as a script on the websocket could send (AppTest will not)
     at.run()
     assert at.radio(key="pos.q1.guess").value == "different" and not at.success
