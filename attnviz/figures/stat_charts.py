@@ -29,6 +29,11 @@ from attnviz.tokens import display_labels
 # in projector mode, at the 1920x1080 screen projector mode is laid out for (the Model overview's grid: 1,198 px), so
 # that its cells' words are 16 px or more there (they stayed about 8 px, sized for the least width).
 STAT_GRID_PX = {False: 480, True: 1150}
+# The least width of the figure that holds such a plot: the plot, its layer or head names and its colour bar (about
+# 140 px beside the plot in Chromium at 900-1280 px, 202 px in projector mode at 1920x1080). Narrower, the cells'
+# words, sized for the plot, ran out of their cells: the pronoun lesson's "animal" 29 px in 26 px cells in a 900 px
+# window, its sidebar open (widgets.stat_box keeps it this wide, scrolled sideways in a narrower column).
+STAT_GRID_MIN_PX = {False: STAT_GRID_PX[False] + 140, True: STAT_GRID_PX[True] + 210}
 FLIP_COLOURS = [  # flips the wrong way (orange), never moves (grey), flips right (green): three flat bands
     [0, "#d95f02"],
     [1 / 3, "#d95f02"],

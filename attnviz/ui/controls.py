@@ -8,6 +8,7 @@ import streamlit as st
 
 from attnviz import api, escape
 from attnviz.figures.layout import MAIN_PX
+from attnviz.figures.stat_charts import STAT_GRID_MIN_PX
 from attnviz.figures.style import DEFAULT_PALETTE, PALETTES, Style
 from attnviz.tokens import MAX_CHARS, check_text
 from attnviz.ui import cache, state
@@ -102,10 +103,17 @@ WRAP_CSS = (  # our own constant CSS: a page's name and a widget's label wrap on
     "[class*=st-key-under-] [data-testid=stElementContainer] { min-width: 0; }"
     # a row of figures (widgets.wide_columns) the same way: its columns share the laptop column's width, no less
     f"[class*=st-key-wide-row-] {{ overflow-x: auto; }} "
-    f"[class*=st-key-wide-row-] [data-testid=stHorizontalBlock] {{ min-width: {GRID_MIN_PX}px; }}</style>"
+    f"[class*=st-key-wide-row-] [data-testid=stHorizontalBlock] {{ min-width: {GRID_MIN_PX}px; }}"
+    # a layer x head grid of words (widgets.stat_box) never narrower than the plot its words were sized for
+    f"[class*=st-key-stat-grid-] {{ overflow-x: auto; }} "
+    f"[class*=st-key-stat-grid-] [data-testid=stElementContainer] {{ min-width: {STAT_GRID_MIN_PX[False]}px; }}</style>"
 )
 # Streamlit sizes text in rem, so raising the root font size scales every label and heading together.
-PROJECTOR_CSS = "<style>html { font-size: 24px; }</style>"  # 1.5x the browser's 16 px: every label, a chart's ticks
+PROJECTOR_CSS = (  # 1.5x the browser's 16 px: every label, a chart's ticks; a projector's grid of words as wide as its
+    # plot was laid out for (stat_charts.STAT_GRID_MIN_PX)
+    "<style>html { font-size: 24px; } "
+    f"[class*=st-key-stat-grid-] [data-testid=stElementContainer] {{ min-width: {STAT_GRID_MIN_PX[True]}px; }}</style>"
+)
 
 
 @dataclass(frozen=True)

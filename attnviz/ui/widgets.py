@@ -477,6 +477,14 @@ def grid_box(name: str):
     return contextlib.nullcontext() if on_phone() else st.container(key=f"wide-grid-{name}")
 
 
+def stat_box(name: str):
+    """Where a layer x head grid of words (stat_charts.stat_grid) is drawn (`with widgets.stat_box(name):`): on a
+    browser that is not a phone's, a box that keeps it as wide as the plot its cells' words were sized for
+    (stat_charts.STAT_GRID_MIN_PX) and scrolls it sideways in a narrower column (controls.WRAP_CSS); a phone's grid is
+    laid out for the phone."""
+    return contextlib.nullcontext() if on_phone() else st.container(key=f"stat-grid-{name}")
+
+
 def under(name: str):
     """Where columns of text that belong under grid_box(name)'s panels are drawn, inside that box (`with
     widgets.under(name):`): they scroll sideways with the panels, so each column stays under its own panel (Compare's

@@ -234,14 +234,15 @@ def head_grid(run: api.CorpusRun, stat: str, value: str, computed: dict, style) 
         labels = head_stats.labels(means, uniform, m["kind"])
     else:
         st.caption(f"This run computed {', '.join(computed)} only: the heads are not labelled.")
-    event = st.plotly_chart(
-        stat_charts.stat_grid(
-            run.grid(stat, value), labels, f"{head_stats.SHORT.get(stat, stat)} ({value})", style=style
-        ),
-        key="co.grid",
-        on_select="rerun",
-        selection_mode="points",
-    )
+    with widgets.stat_box("co"):
+        event = st.plotly_chart(
+            stat_charts.stat_grid(
+                run.grid(stat, value), labels, f"{head_stats.SHORT.get(stat, stat)} ({value})", style=style
+            ),
+            key="co.grid",
+            on_select="rerun",
+            selection_mode="points",
+        )
     st.caption(
         "Each cell: the head's label from its mean statistics over the corpus (the Model overview's rule) and "
         "the value chosen. A mean here is per window first (its queries averaged, as the Model overview does for "

@@ -92,12 +92,13 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
         above = induction > induction_scores.THRESHOLD  # (L, H)
         labels = [["induction" if above[i, h] else lab for h, lab in enumerate(row)] for i, row in enumerate(labels)]
     st.caption(labels_caption(result, uniform, averaged is not None, induction is not None))
-    event = st.plotly_chart(
-        stat_charts.stat_grid(stats[stat].numpy(), labels, head_stats.SHORT.get(stat, stat), style=inputs.style),
-        key="ov.grid",
-        on_select="rerun",
-        selection_mode="points",
-    )
+    with widgets.stat_box("ov"):
+        event = st.plotly_chart(
+            stat_charts.stat_grid(stats[stat].numpy(), labels, head_stats.SHORT.get(stat, stat), style=inputs.style),
+            key="ov.grid",
+            on_select="rerun",
+            selection_mode="points",
+        )
     points = event.get("selection", {}).get("points", []) if event else []
     if points:
         widgets.open_head(*stat_charts.head_at(points[0]))

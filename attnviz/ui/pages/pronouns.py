@@ -127,7 +127,8 @@ def draw_case(inputs: Inputs, case: pronoun_cases.PronounCase, res: pronoun_scor
         "direction, from the candidates to the pronoun: the Maximum Attention Score of Klein & Nabi (2019)."
     )
     grid = stat_charts.stat_grid(share.numpy(), names, f"on {case.answer}", style=inputs.style)
-    st.plotly_chart(grid, key="pr.grid")
+    with widgets.stat_box("pr"):
+        st.plotly_chart(grid, key="pr.grid")
     best = pronoun_scores.best_heads(share, BEST_SHOWN)
     st.markdown("Best heads: " + ", ".join(f"layer {lay + 1} head {h + 1} ({v:.2f})" for lay, h, v in best))
     layer, head, _ = best[0]
@@ -291,7 +292,8 @@ def draw_scores(inputs: Inputs, bench: pronoun_scores.Benchmark, held_out: float
     labels = [[f"{acc[i, j]:.0%}" for j in range(acc.shape[1])] for i in range(acc.shape[0])]
     st.caption("Each head's own accuracy on these cases (its top candidate against the answer).")
     grid = stat_charts.stat_grid(acc, labels, "accuracy", style=inputs.style, show_values=False)
-    st.plotly_chart(grid, key="pr.bench.grid")
+    with widgets.stat_box("pr-bench"):
+        st.plotly_chart(grid, key="pr.bench.grid")
 
 
 def render() -> None:
