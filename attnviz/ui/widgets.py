@@ -305,10 +305,11 @@ def verdict(text: str, right: bool | None) -> None:
     (st.info if right is None else st.success if right else st.warning)(text)
 
 
-def two_places(projector: bool) -> tuple:
+def two_places(projector: bool, name: str) -> tuple:
     """Two places side by side (two layer x head grids), or one under the other on a projector, where half the
-    main column leaves a grid's head labels 12 px apart for 18 px text."""
-    return (st.container(), st.container()) if projector else tuple(st.columns(2))
+    main column leaves a grid's head labels 12 px apart for 18 px text. Side by side, they keep the laptop's width
+    (wide_columns): in a 900 px window SmolLM2's two grids on the Knock out page had their layer names cut."""
+    return (st.container(), st.container()) if projector else tuple(wide_columns(f"two-{name}", 2))
 
 
 def map_rows(figs: Sequence, per_row: int, keys: Sequence[str], px: int | None = None) -> None:
@@ -317,8 +318,9 @@ def map_rows(figs: Sequence, per_row: int, keys: Sequence[str], px: int | None =
     1920x1080 projector the column is 1,380 px, and BERT's 16 x 16 mask stood 3:1). A phone's fills its column."""
     alone = px is not None and per_row == 1 and not on_phone()
     for i, (fig, key) in enumerate(zip(figs, keys, strict=True)):
-        if i % per_row == 0:
-            cols = st.columns(per_row)
+        if i % per_row == 0:  # a row keeps the laptop's width it was laid out for (wide_columns): squeezed into a
+            # 900 px window's column, the Masks page's maps stood 60 px wide under titles cut at both ends
+            cols = wide_columns(key, per_row) if per_row > 1 else st.columns(1)
         cols[i % per_row].plotly_chart(fig, key=key, width=int(px) if alone and px else "stretch")
 
 

@@ -317,10 +317,12 @@ THIN_JS = r"""() => {
   return out;
 }"""
 PHONE = {"width": 390, "height": 844}
-# A laptop's browser window not at full width (a half of a 1920 px screen and a bit): the main column is 660 px, less
-# than the 820 px a figure is laid out for. Positions' three learned maps had their titles cut at both ends there,
-# and SmolLM2's row labels fell on BERT's map beside them on Self vs masked vs cross.
-NARROW = {"width": 1000, "height": 800}
+# A laptop's browser window not at full width (less than half a 1920 px screen), its sidebar open: the main column is
+# 440 px, about half the 820 px a figure is laid out for. Positions' three learned maps had their titles cut at both
+# ends at 1,000 px, and SmolLM2's row labels fell on BERT's map beside them on Self vs masked vs cross; at 900 px the
+# Masks page's maps stood 60 px wide under cut titles, Knock out's two grids cut their layer names and the grids of
+# words ran out of their cells (every "animal" of the pronoun lesson), which 1,000 px had held (2026-11-30).
+NARROW = {"width": 900, "height": 800}
 PHONE_AGENT = (  # an Android phone's Chrome: "Mobile" in it is what the server takes for a phone
     "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) "
     "Chrome/131.0.0.0 Mobile Safari/537.36"
@@ -436,7 +438,7 @@ def _readable(
     maps: bool = True,
 ) -> tuple[dict, dict]:
     """(plain, projector): the page's READABLE_JS and VISIBLE_JS once it has drawn after `clicks`, at 1280x800, with
-    VISIBLE_JS of the same page opened by a phone (_phone_visible) and narrowed to 1000 px (NARROW); then at 1920x1080
+    VISIBLE_JS of the same page opened by a phone (_phone_visible) and narrowed to 900 px (NARROW); then at 1920x1080
     with Projector mode switched on in the sidebar, as a teacher does at the front of the room (the page runs again,
     draws every chart anew, and the clicks are pressed again where what they drew is gone): the laptop and the projector
     are one page, not two (a fresh page spent about 4 s of Chromium's time loading Streamlit before the app drew
@@ -451,7 +453,7 @@ def _readable(
         plain["phone"] = _phone_visible(browser, url, clicks, drawn, maps)
         pg.set_viewport_size(NARROW)  # a laptop's window not at full width: its figures squeezed, or scrolled
         pg.wait_for_function(RESIZED_JS, polling=250, timeout=30_000)
-        plain["narrow"] = pg.evaluate(VISIBLE_JS) + pg.evaluate(UNDER_JS)
+        plain["narrow"] = pg.evaluate(VISIBLE_JS) + pg.evaluate(UNDER_JS) + pg.evaluate(CELLS_JS)["over"]
         pg.set_viewport_size({"width": 1920, "height": 1080})
         pg.wait_for_function(RESIZED_JS, polling=250, timeout=30_000)
         pg.locator("[data-testid=stSidebar]").get_by_text("Projector mode", exact=True).click()
@@ -485,10 +487,10 @@ def _phone_visible(browser, url: str, clicks: tuple, drawn: str | None, maps: bo
 def _check_readable(path: str, plain: dict, big: dict, maps: bool) -> None:
     """Every heatmap figure has a colour bar, every token axis of up to 64 tokens a label for each with room for it (no
     two run together), no label is clipped, every chart's labels and titles are visible where a person looks (1280x800,
-    a 1000x800 window, a projector's 1920x1080, a 390x844 phone), the projector's tick labels are at least 1.5x, and the
-    words a heatmap writes in its cells stay in their cells (1280x800, projector), stand from their cell's colour by
-    4.5:1 or more (WCAG's least for small text), and are 16 px or more on a projector; every map's names stand next
-    to its cells (NAMES_JS; a phone's too); a phone's maps are not thin strips (THIN_JS)."""
+    a 900x800 window, a projector's 1920x1080, a 390x844 phone), the projector's tick labels are at least 1.5x, and the
+    words a heatmap writes in its cells stay in their cells (1280x800, 900x800, projector), stand from their cell's
+    colour by 4.5:1 or more (WCAG's least for small text), and are 16 px or more on a projector; every map's names
+    stand next to its cells (NAMES_JS; a phone's too); a phone's maps are not thin strips (THIN_JS)."""
     assert plain["phone"] == [], (path, "phone", plain["phone"])
     assert plain["narrow"] == [], (path, "narrow", plain["narrow"])
     for mode, got in (("plain", plain), ("projector", big)):

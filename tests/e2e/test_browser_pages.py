@@ -9,7 +9,7 @@ import re
 import time
 
 import pytest
-from browsing import CELLS_JS, MAIN_CHARTS, SLOW_BROWSER, _draw
+from browsing import MAIN_CHARTS, SLOW_BROWSER
 
 from attnviz.ui import frame
 from harness.server import IDLE_JS, SETTLED_JS
@@ -81,21 +81,6 @@ JOIN_JS = """() => {
           codePx: code ? parseFloat(getComputedStyle(code).fontSize) : 0, text: main.innerText,
           first: document.querySelector('[data-testid=stSidebarNav] a').innerText};
 }"""
-
-
-def test_a_grid_of_words_in_a_window_narrower_than_a_laptops_keeps_its_words_in_their_cells(browser, server):
-    """A layer x head grid's words are sized for its plot at 1280x800 (stat_charts.STAT_GRID_PX); in a 900 px window,
-    its sidebar open, the Model overview's "previous-token" ran 5 px out of its cell and the pronoun lesson's every
-    "animal" 3 px (the readability visits' narrow window, 1,000 px, held them). The grid keeps its width and scrolls
-    sideways (widgets.stat_box)."""
-    pg = browser.new_page(viewport={"width": 900, "height": 1000})
-    try:
-        pg.goto(f"{server}/overview")
-        _draw(pg, (), None, True)
-        cells = pg.evaluate(CELLS_JS)
-        assert cells["sizes"] and cells["over"] == [], cells["over"]
-    finally:
-        pg.close()
 
 
 @pytest.mark.parametrize("size", [(1280, 800, ""), (1920, 1080, "?projector=true")])

@@ -142,14 +142,15 @@ def scores_section(run: induction_scores.Induction, style) -> None:
     """Every head's induction, prefix-matching and duplicate-token scores."""
     st.markdown(SCORES)
     ind = run.induction.numpy()
-    st.plotly_chart(
-        stat_charts.stat_grid(
-            ind, _labels(ind, "induction", induction_scores.THRESHOLD), "induction score", style=style
-        ),
-        key="ind.grid",
-        on_select="ignore",
-    )
-    c1, c2 = widgets.two_places(style.projector)
+    with widgets.stat_box("ind"):
+        st.plotly_chart(
+            stat_charts.stat_grid(
+                ind, _labels(ind, "induction", induction_scores.THRESHOLD), "induction score", style=style
+            ),
+            key="ind.grid",
+            on_select="ignore",
+        )
+    c1, c2 = widgets.two_places(style.projector, "ind")
     for col, values, name in ((c1, run.prefix.numpy(), "prefix matching"), (c2, run.duplicate.numpy(), "duplicate")):
         col.plotly_chart(
             stat_charts.stat_grid(values, _labels(values, "", 1.0), name, style=style, show_values=False),

@@ -152,7 +152,7 @@ def importance_section(eng: api.InterveningEngine, inputs: Inputs, mode: api.Mod
         return
     grid, _ = got
     stats = cache.attention_or_stop(inputs.model, inputs.backend, inputs.text).main.stats()
-    c1, c2 = widgets.two_places(inputs.style.projector)
+    c1, c2 = widgets.two_places(inputs.style.projector, "ko")
     values = grid.numpy()
     c1.plotly_chart(
         stat_charts.stat_grid(
