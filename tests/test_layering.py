@@ -373,7 +373,7 @@ TESTED_ELSEWHERE = {
     "corpus/tables.py": "corpus/test_run.py (the heads, examples and texts tables read back)",
     "engines/date_training.py": "engines/test_seq2seq.py (the date model trained and checked)",
     "engines/smollm2.py": "engines/test_llama.py (SmolLM2's loading and parity with Hugging Face)",
-    "engines/bundles.py": "engines/test_gemma3.py (converted once, then read from its folder), engines/test_llama.py",
+    "locks.py": "engines/test_bundles.py (three processes, one conversion), corpus/test_run.py (a run waits its turn)",
     "engines/steps.py": "engines/test_scratch.py (each step of the scratch engine against its forward pass)",
     "figures/corpus_charts.py": "ui/pages/test_corpora.py and e2e/test_browser_after_clicks.py (the Corpus page)",
     "figures/layout.py": "figures/test_interactive.py, test_panel_maps.py, test_stat_charts.py (labels, widths)",

@@ -32,6 +32,7 @@ from attnviz.corpus.measure import Partial, Settings
 from attnviz.corpus.models import batched, info_of, load
 from attnviz.corpus.readers import Corpus, CorpusError
 from attnviz.engines.base import BatchedEngine
+from attnviz.locks import one_at_a_time
 from attnviz.version import __version__
 
 EXECUTORS = ("embedded", "ray")  # what runs the measuring (the manifest's "engine", the CLI's --engine)
@@ -155,29 +156,16 @@ def write_part(folder: Path, index: int, data: bytes) -> None:
 
 @contextmanager
 def _locked(folder: Path) -> Iterator[None]:
-    """This process alone runs in `folder` until the block ends; another waits here (fcntl's lock on its LOCK file,
-    released by the system if the process dies). Where there is no fcntl (Windows), runs are not locked."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not on Linux or macOS
-        yield
-        return
+    """This process alone runs in `folder` until the block ends; another waits here (locks.one_at_a_time on its LOCK
+    file). A folder this process cannot write in (a read-only mount) is not locked: a finished run is read back as it
+    is. Where there is no fcntl (Windows), runs are not locked."""
     if folder.exists() and not folder.is_dir():
         raise CorpusError(f"{folder.name[:100]!r} is a file: name a folder for the run's tables")
     if folder.is_dir() and not (folder / MANIFEST).exists() and any(p.name != LOCK for p in folder.iterdir()):
         _prepare(folder, {})  # a folder of other files: refused before a lock file is left in it
     folder.mkdir(parents=True, exist_ok=True)
-    try:
-        handle = open(folder / LOCK, "a")  # noqa: SIM115  (closed below, after the block)
-    except OSError:  # a folder this process cannot write in (a read-only mount): a finished run is read back as it is
+    with one_at_a_time(folder / LOCK):
         yield
-        return
-    with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _finished_same(folder: Path, manifest: dict) -> CorpusRun | None:

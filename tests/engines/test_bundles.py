@@ -1,0 +1,54 @@
+"""A bundled model's conversion (engines/bundles.py): one process converts while another waits, then reads it;
+converted once, then read from its folder, is engines/test_gemma3.py's and engines/test_llama.py's (the real models)."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import time
+from pathlib import Path
+
+from attnviz.engines import bundles
+
+FAKE = bundles.Bundle(
+    name="fake",
+    label="Fake",
+    folder="fake-model",
+    install="(nothing to install)",
+    takes="a second",
+    fingerprint=lambda: {"fake": 1},
+    gguf=lambda scratch: scratch / "fake.gguf",
+)
+
+
+def _slow_convert(bundle: bundles.Bundle, fingerprint: dict) -> None:
+    """The conversion's shape without transformers: note who converted, take a while, then write the finished folder
+    (its marker last) as _convert does."""
+    with open(bundle.path.parent / "conversions.log", "a") as log:
+        log.write(f"{os.getpid()}\n")
+    time.sleep(0.5)
+    bundle.path.mkdir(parents=True, exist_ok=True)
+    (bundle.path / bundles.MARKER).write_text(json.dumps(fingerprint))
+
+
+def _converts(out) -> None:
+    out.put(str(FAKE.converted()))
+
+
+def test_three_processes_asking_for_one_model_at_once_convert_it_once(tmp_path, monkeypatch):
+    """Without the lock beside the folder each process converted (a server and two test workers each made Gemma 3's
+    folder at once on a fresh machine); now one converts and the others wait, then return the folder it made."""
+    monkeypatch.setenv(bundles.CACHE_ENV, str(tmp_path))
+    monkeypatch.setattr(bundles, "_convert", _slow_convert)
+    forked = multiprocessing.get_context("fork")  # the children see the patched _convert
+    out = forked.Queue()
+    procs = [forked.Process(target=_converts, args=(out,)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=30)
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    assert sorted(out.get(timeout=5) for _ in procs) == [str(tmp_path / FAKE.folder)] * 3
+    assert len((tmp_path / "conversions.log").read_text().split()) == 1
+    assert FAKE.ready() and Path(tmp_path / f".{FAKE.folder}.lock").exists()
