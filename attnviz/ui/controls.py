@@ -106,13 +106,24 @@ WRAP_CSS = (  # our own constant CSS: a page's name and a widget's label wrap on
     f"[class*=st-key-wide-row-] [data-testid=stHorizontalBlock] {{ min-width: {GRID_MIN_PX}px; }}"
     # a layer x head grid of words (widgets.stat_box) never narrower than the plot its words were sized for
     f"[class*=st-key-stat-grid-] {{ overflow-x: auto; }} "
-    f"[class*=st-key-stat-grid-] [data-testid=stElementContainer] {{ min-width: {STAT_GRID_MIN_PX[False]}px; }}</style>"
+    f"[class*=st-key-stat-grid-] [data-testid=stElementContainer] {{ min-width: {STAT_GRID_MIN_PX[False]}px; }}"
+    # the line over each of those that says it scrolls (widgets._scrolls: its box's first child, the line's wrapper,
+    # hidden whole, or the box's gap stays), shown where the box is narrower than the figure by a pixel or more: a
+    # container query on the box's own width
+    "[class*=st-key-scrolls-] { container-type: inline-size; } "
+    "[class*=st-key-scrolls-] > :first-child { display: none; } "
+    f"@container (width < {GRID_MIN_PX - 1}px) {{ [class*=st-key-scrolls-grid-] > :first-child {{ display: flex; }} }}"
+    f"@container (width < {STAT_GRID_MIN_PX[False] - 1}px) {{ [class*=st-key-scrolls-stat-] > :first-child "
+    "{ display: flex; } }</style>"
 )
 # Streamlit sizes text in rem, so raising the root font size scales every label and heading together.
 PROJECTOR_CSS = (  # 1.5x the browser's 16 px: every label, a chart's ticks; a projector's grid of words as wide as its
     # plot was laid out for (stat_charts.STAT_GRID_MIN_PX)
     "<style>html { font-size: 24px; } "
-    f"[class*=st-key-stat-grid-] [data-testid=stElementContainer] {{ min-width: {STAT_GRID_MIN_PX[True]}px; }}</style>"
+    f"[class*=st-key-stat-grid-] [data-testid=stElementContainer] {{ min-width: {STAT_GRID_MIN_PX[True]}px; }} "
+    f"@container (width < {STAT_GRID_MIN_PX[True] - 1}px) {{ [class*=st-key-scrolls-stat-] > :first-child "
+    "{ display: flex; } }"
+    "</style>"
 )
 
 

@@ -476,7 +476,7 @@ def grid_box(name: str):
     """Where a layer grid is drawn (`with widgets.grid_box(name):`): on a browser that is not a phone's, a box that
     keeps the grid at least as wide as the column it is laid out for and scrolls it sideways in a narrower window
     (controls.WRAP_CSS); a phone's grid is laid out for the phone (one map a row) and stands as it is."""
-    return contextlib.nullcontext() if on_phone() else st.container(key=f"wide-grid-{name}")
+    return contextlib.nullcontext() if on_phone() else _scrolls("grid", name).container(key=f"wide-grid-{name}")
 
 
 def stat_box(name: str):
@@ -484,7 +484,7 @@ def stat_box(name: str):
     browser that is not a phone's, a box that keeps it as wide as the plot its cells' words were sized for
     (stat_charts.STAT_GRID_MIN_PX) and scrolls it sideways in a narrower column (controls.WRAP_CSS); a phone's grid is
     laid out for the phone."""
-    return contextlib.nullcontext() if on_phone() else st.container(key=f"stat-grid-{name}")
+    return contextlib.nullcontext() if on_phone() else _scrolls("stat", name).container(key=f"stat-grid-{name}")
 
 
 def under(name: str):
@@ -498,4 +498,19 @@ def wide_columns(name: str, spec: int | list[int]) -> list:
     """`st.columns(spec)` for a row of figures: on a browser that is not a phone's, the row keeps the width of the
     laptop's column it is laid out for and scrolls sideways in a narrower window (controls.WRAP_CSS), as grid_box's
     grid does; squeezed, each figure's title was cut at both ends. A phone's columns stack, as Streamlit's do."""
-    return list(st.columns(spec) if on_phone() else st.container(key=f"wide-row-{name}").columns(spec))
+    if on_phone():
+        return list(st.columns(spec))
+    return list(_scrolls("grid", name).container(key=f"wide-row-{name}").columns(spec))
+
+
+SCROLL_HINT = "↔ Wider than this window: scroll sideways to see the rest, or widen the window."
+
+
+def _scrolls(kind: str, name: str):
+    """The box around a figure that may scroll sideways (grid_box, stat_box, wide_columns): first in it a line that
+    says so, shown only where the window is narrower than the figure (controls.WRAP_CSS: a container query on this
+    box's width against the figure's least, `kind` "grid" or "stat"). Without it the right of a grid was hidden
+    with the browser's scroll bar its only sign, and none where scroll bars show only while scrolling (a Mac's)."""
+    box = st.container(key=f"scrolls-{kind}-{name}")
+    box.container(key=f"scroll-hint-{kind}-{name}").caption(SCROLL_HINT)
+    return box

@@ -269,6 +269,23 @@ NAMES_JS = r"""() => {
   }
   return out;
 }"""
+# A figure wider than its window says so (widgets._scrolls): each box that scrolls sideways (by more than 3 px) has its
+# line above it, shown, inside the window, and a box that does not scroll shows none (1-3 px: either). Its right part
+# was hidden with the browser's scroll bar its only sign (2026-11-30).
+HINT_JS = r"""() => {
+  const out = [];
+  for (const outer of document.querySelectorAll('[data-testid=stMain] [class*=st-key-scrolls-]')) {
+    const name = [...outer.classList].find(c => c.startsWith('st-key-scrolls-')).slice('st-key-scrolls-'.length);
+    const hint = outer.querySelector('[class*=st-key-scroll-hint-]');
+    const box = outer.querySelector('[class*=st-key-wide-], [class*=st-key-stat-grid-]');
+    if (!hint || !box) { out.push(`${name}: hint ${!!hint}, box ${!!box}`); continue; }
+    const hidden = box.scrollWidth - box.clientWidth, h = hint.getBoundingClientRect();
+    const shown = h.height > 0 && h.width > 0 && h.left >= 0 && h.right <= window.innerWidth + 1;
+    if ((hidden > 3 && !shown) || (hidden < 1 && shown))
+      out.push(`${name}: ${hidden} px hidden to the right, its line shown ${shown}`);
+  }
+  return out;
+}"""
 # Columns of text that belong under a row of panels (widgets.under(name), under grid_box(name)'s figure: Compare's
 # paragraph for each kind of attention): each column's middle over its own panel, as the browser lays them out, with
 # the box scrolled to its left end and to its right end (panels one under another make no row to check). Drawn after
@@ -425,6 +442,7 @@ def _seen(pg, where: tuple) -> dict:
         "visible": pg.evaluate(VISIBLE_JS),
         "cells": pg.evaluate(CELLS_JS),
         "apart": pg.evaluate(NAMES_JS),
+        "hints": pg.evaluate(HINT_JS),
     }
 
 
@@ -453,7 +471,8 @@ def _readable(
         plain["phone"] = _phone_visible(browser, url, clicks, drawn, maps)
         pg.set_viewport_size(NARROW)  # a laptop's window not at full width: its figures squeezed, or scrolled
         pg.wait_for_function(RESIZED_JS, polling=250, timeout=30_000)
-        plain["narrow"] = pg.evaluate(VISIBLE_JS) + pg.evaluate(UNDER_JS) + pg.evaluate(CELLS_JS)["over"]
+        plain["narrow"] = [*pg.evaluate(VISIBLE_JS), *pg.evaluate(UNDER_JS), *pg.evaluate(CELLS_JS)["over"]]
+        plain["narrow"] += pg.evaluate(HINT_JS)
         pg.set_viewport_size({"width": 1920, "height": 1080})
         pg.wait_for_function(RESIZED_JS, polling=250, timeout=30_000)
         pg.locator("[data-testid=stSidebar]").get_by_text("Projector mode", exact=True).click()
@@ -502,6 +521,7 @@ def _check_readable(path: str, plain: dict, big: dict, maps: bool) -> None:
     for mode, got in (("plain", plain), ("projector", big)):  # a cell's words stay in their cell
         assert got["cells"]["over"] == [], (path, mode, got["cells"]["over"])
         assert got["apart"] == [], (path, mode, got["apart"])
+        assert got["hints"] == [], (path, mode, got["hints"])
         assert got["cells"]["faint"] == [], (path, mode, got["cells"]["faint"][:6], len(got["cells"]["faint"]))
     assert min(big["cells"]["sizes"], default=16) >= 16, (path, "projector", sorted(set(big["cells"]["sizes"])))
     if maps and big["tickFonts"]:  # a projector's Layer grid alone labels no token (see READABLE_JS's oneScreen)
