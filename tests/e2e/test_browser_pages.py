@@ -9,7 +9,7 @@ import re
 import time
 
 import pytest
-from browsing import MAIN_CHARTS, SLOW_BROWSER
+from browsing import MAIN_CHARTS, SLOW_BROWSER, converted_first
 
 from attnviz.ui import frame
 from harness.server import IDLE_JS, SETTLED_JS
@@ -33,6 +33,7 @@ OPENED = ["model=default", "model=smollm2&backend=hf", "model=smollm2&backend=sc
 @pytest.mark.parametrize("model", OPENED)
 def test_the_corpus_page_without_a_run_opens_in_chromium_without_an_exception(browser, server, model):
     """The server's Corpus page before any run: its grid of a finished run, or the note that there is none yet."""
+    converted_first(model)
     pg = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
         pg.goto(f"{server}/corpora?{model}")

@@ -4,7 +4,15 @@
 from __future__ import annotations
 
 import pytest
-from browsing import READABLE_GEMMA3, READABLE_ONCE, READABLE_PAGES, SLOW_BROWSER, _check_readable, _readable
+from browsing import (
+    READABLE_GEMMA3,
+    READABLE_ONCE,
+    READABLE_PAGES,
+    SLOW_BROWSER,
+    _check_readable,
+    _readable,
+    converted_first,
+)
 
 pytestmark = SLOW_BROWSER
 
@@ -14,6 +22,7 @@ def test_every_map_has_a_colour_bar_no_label_is_cut_and_a_projector_enlarges_tic
     """Each page's first draw at 1280x800, then in projector mode (switched on in the same page): every heatmap figure
     has a colour bar (a grid's maps share one), no heading or widget label is clipped, and the projector's tick labels
     are at least 1.5x."""
+    converted_first(model)
     for path in READABLE_PAGES:
         if path in READABLE_ONCE and model != "model=default":
             continue

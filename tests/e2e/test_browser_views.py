@@ -20,6 +20,7 @@ from browsing import (
     VISIBLE_JS,
     _type,
     _wait_for_token,
+    converted_first,
 )
 from conftest import ROOT, SENTENCE
 
@@ -166,6 +167,7 @@ def test_a_long_text_pasted_in_chromium_draws_pooled_maps_an_exact_window_and_th
     proc = start_server(port, tmp_path / "streamlit.log", env={"ATTNVIZ_EAGER_MB": "64"})
     url = f"http://127.0.0.1:{port}"
     text = (ROOT / "README.md").read_text(encoding="utf-8")[:4000]  # ~1,200 SmolLM2 tokens of prose and markup
+    converted_first("model=smollm2")
     pg = browser.new_page(viewport={"width": 1400, "height": 2600})
     try:
         pg.goto(f"{url}/?model=smollm2&view=Head")

@@ -56,6 +56,20 @@ def test_three_processes_asking_for_one_model_at_once_convert_it_once(tmp_path, 
     assert FAKE.ready() and Path(tmp_path / f".{FAKE.folder}.lock").exists()
 
 
+def test_a_conversion_killed_halfway_leaves_nothing_once_the_next_one_runs(tmp_path, monkeypatch):
+    """A server stopped while it converted Gemma 3 left its temporary folders (the joined 253 MB file among them);
+    the next conversion of that model removes them, and another model's, which may be converting, stays."""
+    monkeypatch.setenv(bundles.CACHE_ENV, str(tmp_path))
+    monkeypatch.setattr(bundles, "_convert", _slow_convert)
+    left = [tmp_path / f"{prefix}abc123" for prefix in FAKE.scratch_prefixes]
+    other = tmp_path / ".gguf-another-model-xyz"
+    for folder in (*left, other):
+        folder.mkdir()
+        (folder / "part.gguf").write_bytes(b"half")
+    assert FAKE.converted() == tmp_path / FAKE.folder
+    assert [f.exists() for f in left] == [False, False] and other.exists()
+
+
 @pytest.mark.slow  # reads SmolLM2's GGUF file twice (about 3 s)
 def test_the_shared_reader_reads_every_field_and_tensor_as_gguf_s_own_reader_does():
     """_one_reading's reader slices the file's map as a plain array, not a numpy memmap (Gemma 3's header: 3.0 s
