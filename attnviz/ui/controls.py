@@ -14,15 +14,24 @@ from attnviz.tokens import MAX_CHARS, check_text
 from attnviz.ui import cache, state
 
 DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
-CHOICES: dict[str, tuple[str, str | None, api.Backend]] = {  # choice -> (what the menu says, model, backend); "hub"
-    # takes its model from a second box
-    "default": ("BERT · all-MiniLM-L6-v2 (bundled, Hugging Face)", api.DEFAULT_MODEL, "hf"),
-    "scratch": ("BERT · rebuilt on attnviz's from-scratch attention", api.DEFAULT_MODEL, "scratch"),
-    "smollm2": ("SmolLM2-135M · a decoder LLM (bundled, Hugging Face)", "smollm2", "hf"),
-    "smollm2-scratch": ("SmolLM2 · rebuilt on attnviz's from-scratch attention", "smollm2", "scratch"),
-    "gemma3": ("Gemma 3 270M · a decoder with sliding windows (bundled, Hugging Face)", "gemma3", "hf"),
+# choice -> (what the menu says, model, backend); "hub" takes its model from a second box. What the menu says is
+# short enough to be read whole in the sidebar's box at 16 px (its 300 px): "BERT · all-MiniLM-L6-v2 (bundled,
+# Hugging Face)" showed as "BERT · all-MiniLM-L6-v2 (bundled". MODEL_HELP says the rest. A projector's 1.5x fonts
+# still cut them (146 px of room): a sidebar wider by as much took the room a projector's Model overview grid needs.
+CHOICES: dict[str, tuple[str, str | None, api.Backend]] = {
+    "default": ("BERT · all-MiniLM-L6-v2", api.DEFAULT_MODEL, "hf"),
+    "scratch": ("BERT · from scratch", api.DEFAULT_MODEL, "scratch"),
+    "smollm2": ("SmolLM2-135M (decoder)", "smollm2", "hf"),
+    "smollm2-scratch": ("SmolLM2 · from scratch", "smollm2", "scratch"),
+    "gemma3": ("Gemma 3 270M (decoder)", "gemma3", "hf"),
     "hub": ("Another model…", None, "hf"),  # the box under it says which: typed, or a list
 }
+MODEL_HELP = (
+    "**BERT · all-MiniLM-L6-v2**: an encoder, bundled, run by Hugging Face transformers. **SmolLM2-135M** and "
+    "**Gemma 3 270M** (with sliding windows): decoder LLMs, bundled. **From scratch**: the same weights run on "
+    "attnviz's own multi-head attention, written from Q, K and V up. **Another model**: one of those the person "
+    "running this server lets it load."
+)
 GLOSSARY = (  # the words a student meets on the pages, each once, in plain words (the sidebar's "Words" popover)
     (
         "Token",
@@ -196,7 +205,9 @@ def sidebar() -> Inputs:
     state.restore("sb.projector", "projector", False)
     with st.sidebar:
         st.title("attnviz")
-        choice = st.selectbox("Model", list(CHOICES), format_func=lambda c: CHOICES[c][0], key=state.MODEL_KEY)
+        choice = st.selectbox(
+            "Model", list(CHOICES), format_func=lambda c: CHOICES[c][0], key=state.MODEL_KEY, help=MODEL_HELP
+        )
         _, model, backend = CHOICES[choice]
         if choice == "hub":
             menu = {m for _, m, _ in CHOICES.values()}  # BERT and SmolLM2; the bundled date model is offered here

@@ -16,7 +16,7 @@ from attnviz.figures.style import pooled_labels
 from attnviz.result import Attention, AttentionResult
 from attnviz.tokens import TokenAxis
 from attnviz.ui import cache, routes, state
-from attnviz.ui.controls import Inputs, on_phone
+from attnviz.ui.controls import Inputs, current, on_phone
 from attnviz.ui.halt import halt
 
 
@@ -514,3 +514,20 @@ def _scrolls(kind: str, name: str):
     box = st.container(key=f"scrolls-{kind}-{name}")
     box.container(key=f"scroll-hint-{kind}-{name}").caption(SCROLL_HINT)
     return box
+
+
+CONTROL_PX = 240  # a control's width in a control_row: "the end token (Voita et al. 2019)" shown whole
+
+
+def control_row(name: str):
+    """A row of controls (`row = widgets.control_row(name)`, then `row.selectbox(..., width=widgets.control_px())`):
+    each keeps its width, and where the window is too narrow for them side by side the next stands under the last,
+    whole. In st.columns they were squeezed with the window: at 900 px a select showed "the end tok" of its choice and
+    a toggle's label broke "sentences" in two (2026-11-30). A toggle or checkbox in it is as wide as its label."""
+    return st.container(horizontal=True, key=f"controls-{name}", vertical_alignment="bottom", gap="medium")
+
+
+def control_px(share: float = 1.0) -> int:
+    """The width of a select, slider or number box in a control_row, `share` of CONTROL_PX: 1.5x on a projector, as
+    its fonts are (controls.PROJECTOR_CSS)."""
+    return round(CONTROL_PX * share * (1.5 if current().style.projector else 1.0))

@@ -286,6 +286,45 @@ HINT_JS = r"""() => {
   }
   return out;
 }"""
+# What a person reads of the widgets themselves (READABLE_JS's `clipped` reads their labels' boxes): a select's choice
+# shown whole in its box (the text's width in the box's font against the box's room), or else whole in the page's text
+# (the pronoun lesson quotes its case's sentence; a corpus run's caption starts with its name); and no word of a
+# widget's label broken across two lines (a word whose parts lie on two lines). In st.columns, at 900 px, the Model
+# overview's select showed "the end tok" of "the end token (Voita et al. 2019)" and a toggle's label read "sentence"
+# over "s"; the sidebar's model box showed "BERT · all-MiniLM-L6-v2 (bundled" at every width (2026-11-30). Not the
+# sidebar's boxes in projector mode: its 1.5x fonts in its 300 px leave 146 px (about 14 characters), and a wider
+# sidebar took the room the Model overview's grid needs there (controls.CHOICES).
+WIDGETS_JS = r"""() => {
+  const out = [], ctx = document.createElement('canvas').getContext('2d');
+  const shown = r => r.width > 0 && r.right > 0 && r.left < window.innerWidth;  // a closed sidebar lies off screen
+  const said = (document.querySelector('[data-testid=stMain]') || document.body).innerText;
+  const projector = parseFloat(getComputedStyle(document.documentElement).fontSize) > 16;
+  for (const input of document.querySelectorAll('[data-testid=stSelectbox] input')) {
+    if (input.offsetParent === null || !input.value || !shown(input.getBoundingClientRect())) continue;
+    if (projector && input.closest('[data-testid=stSidebar]')) continue;
+    const css = getComputedStyle(input);
+    ctx.font = css.font;
+    const room = input.clientWidth - parseFloat(css.paddingLeft) - parseFloat(css.paddingRight);
+    const need = ctx.measureText(input.value).width;
+    if (need > room + 1 && !said.includes(input.value))
+      out.push(`a choice cut: ${input.value.slice(0, 40)} (${Math.round(room)} px of ${Math.round(need)})`);
+  }
+  for (const label of document.querySelectorAll('[data-testid=stWidgetLabel]')) {
+    if (label.offsetParent === null || !shown(label.getBoundingClientRect())) continue;
+    const walker = document.createTreeWalker(label, NodeFilter.SHOW_TEXT);
+    for (let node; (node = walker.nextNode());) {
+      const words = /\S+/g;
+      for (let m; (m = words.exec(node.data));) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const lines = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+        if (lines.size > 1) out.push(`a word broken: ${m[0]} (in "${label.innerText.slice(0, 40)}")`);
+      }
+    }
+  }
+  return out;
+}"""
 # Columns of text that belong under a row of panels (widgets.under(name), under grid_box(name)'s figure: Compare's
 # paragraph for each kind of attention): each column's middle over its own panel, as the browser lays them out, with
 # the box scrolled to its left end and to its right end (panels one under another make no row to check). Drawn after
@@ -455,6 +494,7 @@ def _seen(pg, where: tuple) -> dict:
         "cells": pg.evaluate(CELLS_JS),
         "apart": pg.evaluate(NAMES_JS),
         "hints": pg.evaluate(HINT_JS),
+        "widgets": pg.evaluate(WIDGETS_JS),
     }
 
 
@@ -484,7 +524,7 @@ def _readable(
         pg.set_viewport_size(NARROW)  # a laptop's window not at full width: its figures squeezed, or scrolled
         pg.wait_for_function(RESIZED_JS, polling=250, timeout=30_000)
         plain["narrow"] = [*pg.evaluate(VISIBLE_JS), *pg.evaluate(UNDER_JS), *pg.evaluate(CELLS_JS)["over"]]
-        plain["narrow"] += pg.evaluate(HINT_JS)
+        plain["narrow"] += pg.evaluate(HINT_JS) + pg.evaluate(WIDGETS_JS)
         pg.set_viewport_size({"width": 1920, "height": 1080})
         pg.wait_for_function(RESIZED_JS, polling=250, timeout=30_000)
         pg.locator("[data-testid=stSidebar]").get_by_text("Projector mode", exact=True).click()
@@ -510,7 +550,8 @@ def _phone_visible(browser, url: str, clicks: tuple, drawn: str | None, maps: bo
         _draw(pg, clicks, drawn, maps, sockets)
         cells = pg.evaluate(CELLS_JS)  # a head grid's words in its cells: a phone's 12 heads ran them together
         crowded, thin, apart = pg.evaluate(READABLE_JS)["crowded"], pg.evaluate(THIN_JS), pg.evaluate(NAMES_JS)
-        return pg.evaluate(VISIBLE_JS) + crowded + cells["over"] + cells["faint"] + apart + thin
+        said = pg.evaluate(WIDGETS_JS)  # a phone's boxes the narrowest
+        return pg.evaluate(VISIBLE_JS) + crowded + cells["over"] + cells["faint"] + apart + thin + said
     finally:
         pg.close()
 
@@ -521,7 +562,8 @@ def _check_readable(path: str, plain: dict, big: dict, maps: bool) -> None:
     a 900x800 window, a projector's 1920x1080, a 390x844 phone), the projector's tick labels are at least 1.5x, and the
     words a heatmap writes in its cells stay in their cells (1280x800, 900x800, projector), stand from their cell's
     colour by 4.5:1 or more (WCAG's least for small text), and are 16 px or more on a projector; every map's names
-    stand next to its cells (NAMES_JS; a phone's too); a phone's maps are not thin strips (THIN_JS)."""
+    stand next to its cells (NAMES_JS; a phone's too); a phone's maps are not thin strips (THIN_JS); every select's
+    choice is read whole and no word of a widget's label is broken in two (WIDGETS_JS: at all four sizes)."""
     assert plain["phone"] == [], (path, "phone", plain["phone"])
     assert plain["narrow"] == [], (path, "narrow", plain["narrow"])
     for mode, got in (("plain", plain), ("projector", big)):
@@ -534,6 +576,7 @@ def _check_readable(path: str, plain: dict, big: dict, maps: bool) -> None:
         assert got["cells"]["over"] == [], (path, mode, got["cells"]["over"])
         assert got["apart"] == [], (path, mode, got["apart"])
         assert got["hints"] == [], (path, mode, got["hints"])
+        assert got["widgets"] == [], (path, mode, got["widgets"])
         assert got["cells"]["faint"] == [], (path, mode, got["cells"]["faint"][:6], len(got["cells"]["faint"]))
     assert min(big["cells"]["sizes"], default=16) >= 16, (path, "projector", sorted(set(big["cells"]["sizes"])))
     if maps and big["tickFonts"]:  # a projector's Layer grid alone labels no token (see READABLE_JS's oneScreen)

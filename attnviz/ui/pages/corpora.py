@@ -33,10 +33,9 @@ MEASURED_DOCS = 50
 
 def _label(run: api.CorpusRun) -> str:
     m = run.manifest
-    return (
-        f"{m['model']} · {m['corpus']['name']} · {m['counts']['windows']:,} windows · "
-        f"{m.get('finished', '')[:16].replace('T', ' ')}"
-    )
+    finished = m.get("finished", "")[:16].replace("T", " ")
+    parts = (m["model"], m["corpus"]["name"], f"{m['counts']['windows']:,} windows", finished)
+    return " · ".join(p for p in parts if p)
 
 
 def _start(inputs) -> None:
@@ -171,8 +170,9 @@ def run_picker(runs: dict[str, api.CorpusRun]) -> str:
     )
     m = runs[name].manifest
     skipped = sum(m["corpus"]["skipped"].values())
-    st.caption(
-        f"{escape.md(m['model'])} ({escape.md(m.get('revision', ''))}) on {escape.md(m['corpus']['described'])}: "
+    st.caption(  # the run's name whole first: a phone's box cuts it
+        f"**{escape.md(_label(runs[name]))}**: {escape.md(m['model'])} ({escape.md(m.get('revision', ''))}) on "
+        f"{escape.md(m['corpus']['described'])}: "
         f"{m['corpus']['documents']:,} documents{f' ({skipped:,} skipped)' if skipped else ''}, "
         f"{m['counts']['windows']:,} windows of at most {m['settings']['window']} tokens "
         f"({m['counts']['documents_cut']:,} documents cut into several), {m['counts']['tokens']:,} tokens; "
@@ -193,9 +193,9 @@ def stat_pickers(run: api.CorpusRun) -> tuple[str, str, dict[str, str], dict[str
     shown = head_stats.shown_of(m.get("kind", "self"), later_special)
     names = {k: v for k, v in computed.items() if k in shown}
     names |= {k: v for k, v in EXTRA_NAMES.items() if k in m.get("extras", [])}
-    a, b = st.columns([3, 2])
+    row = widgets.control_row("co")
     stat = state.bound(
-        a.selectbox,
+        row.selectbox,
         "Colour by",
         list(names),
         url="stat",
@@ -203,9 +203,10 @@ def stat_pickers(run: api.CorpusRun) -> tuple[str, str, dict[str, str], dict[str
         default="entropy" if "entropy" in names else next(iter(names)),
         valid=lambda v: v in names,
         format_func=names.get,
+        width=widgets.control_px(),
     )
     value = state.bound(
-        b.selectbox,
+        row.selectbox,
         "Value",
         list(VALUES),
         url="value",
@@ -213,6 +214,7 @@ def stat_pickers(run: api.CorpusRun) -> tuple[str, str, dict[str, str], dict[str
         default="mean",
         valid=lambda v: v in VALUES,
         format_func=VALUES.get,
+        width=widgets.control_px(),
         disabled=stat in EXTRA_NAMES,
     )
     return stat, "mean" if stat in EXTRA_NAMES else value, names, computed
@@ -253,11 +255,11 @@ def head_grid(run: api.CorpusRun, stat: str, value: str, computed: dict, style) 
     n_l, n_h = m["layers"], m["heads"]
     if points:  # a clicked cell (L3, H5) picks its head: restored values are checked as the URL's are
         st.session_state["co.layer"], st.session_state["co.head"] = stat_charts.head_at(points[0])
-    a, b, _ = st.columns([1, 1, 3])
+    row, px = widgets.control_row("co-head"), widgets.control_px(0.5)
     in_l, in_h = (lambda v: 1 <= v <= n_l), (lambda v: 1 <= v <= n_h)
-    layer = state.bound(a.number_input, "Layer", 1, n_l, url="layer", key="co.layer", default=1, valid=in_l) - 1
-    head = state.bound(b.number_input, "Head", 1, n_h, url="head", key="co.head", default=1, valid=in_h) - 1
-    return layer, head
+    layer = state.bound(row.number_input, "Layer", 1, n_l, url="layer", key="co.layer", default=1, valid=in_l, width=px)
+    head = state.bound(row.number_input, "Head", 1, n_h, url="head", key="co.head", default=1, valid=in_h, width=px)
+    return layer - 1, head - 1
 
 
 def head_section(run: api.CorpusRun, stat: str, names: dict[str, str], layer: int, head: int, style) -> None:

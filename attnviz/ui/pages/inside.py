@@ -91,9 +91,9 @@ def model_name(eng: api.Engine) -> str:
 
 def step_controls(eng: api.SteppingEngine, decoder: bool) -> tuple[int, int, bool]:
     """Layer, head (0-based) and the causal toggle (always on for a decoder); their values live in the URL."""
-    a, b, c = st.columns([2, 2, 1])
+    row = widgets.control_row("inside")
     layer = state.bound(
-        a.slider,
+        row.slider,
         "Layer",
         1,
         eng.n_layers,
@@ -101,9 +101,10 @@ def step_controls(eng: api.SteppingEngine, decoder: bool) -> tuple[int, int, boo
         key="inside.layer",
         default=1,
         valid=lambda v: 1 <= v <= eng.n_layers,
+        width=widgets.control_px(),
     )
     head = state.bound(
-        b.slider,
+        row.slider,
         "Head",
         1,
         eng.n_heads,
@@ -111,12 +112,13 @@ def step_controls(eng: api.SteppingEngine, decoder: bool) -> tuple[int, int, boo
         key="inside.head",
         default=1,
         valid=lambda v: 1 <= v <= eng.n_heads,
+        width=widgets.control_px(),
     )
     help_text = "A decoder is trained with the mask: it is always on." if decoder else "Hide every later token"
     if decoder:
         st.session_state["inside.causal"] = True
     causal = state.bound(
-        c.toggle, "Causal mask", url="causal", key="inside.causal", default=False, help=help_text, disabled=decoder
+        row.toggle, "Causal mask", url="causal", key="inside.causal", default=False, help=help_text, disabled=decoder
     )
     state.show_head(layer - 1, head - 1)
     return layer - 1, head - 1, causal

@@ -102,10 +102,10 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
     points = event.get("selection", {}).get("points", []) if event else []
     if points:
         widgets.open_head(*stat_charts.head_at(points[0]))
-    a, b, c = st.columns([1, 1, 2])
-    layer = a.number_input("Layer", 1, result.n_layers, 1, key="ov.open_layer")
-    head = b.number_input("Head", 1, result.n_heads, 1, key="ov.open_head")
-    if c.button("Open this head on the Heads page", key="ov.open"):
+    row = widgets.control_row("ov-open")
+    layer = row.number_input("Layer", 1, result.n_layers, 1, key="ov.open_layer", width=widgets.control_px(0.5))
+    head = row.number_input("Head", 1, result.n_heads, 1, key="ov.open_head", width=widgets.control_px(0.5))
+    if row.button("Open this head on the Heads page", key="ov.open"):
         widgets.open_head(layer, head)
     st.dataframe(head_stats.table(stats, labels, shown), hide_index=True, key="ov.table")
 
@@ -120,9 +120,9 @@ SINKS_UNMEASURED = (
 def stat_controls(names: dict[str, str]) -> tuple[str, bool, str]:
     """What colours the grid, whether to average over the built-in sentences, and which keys confidence leaves
     out; each kept in the URL."""
-    a, b, c = st.columns([3, 2, 2])
+    row = widgets.control_row("ov")
     stat = state.bound(
-        a.selectbox,
+        row.selectbox,
         "Colour by",
         list(names),
         url="stat",
@@ -130,9 +130,10 @@ def stat_controls(names: dict[str, str]) -> tuple[str, bool, str]:
         default="entropy",
         valid=lambda v: v in names,
         format_func=lambda s: names[s],
+        width=widgets.control_px(),
     )
     corpus = state.bound(
-        b.toggle,
+        row.toggle,
         f"Corpus average ({len(head_stats.CORPUS)} sentences)",
         url="corpus",
         key="ov.corpus",
@@ -141,7 +142,7 @@ def stat_controls(names: dict[str, str]) -> tuple[str, bool, str]:
         "(the Corpus page lists it), each sentence measured as this page measures a text.",
     )
     excludes = state.bound(
-        c.selectbox,
+        row.selectbox,
         "Confidence leaves out",
         list(head_stats.CONFIDENCE_EXCLUDES),
         url="confidence",
@@ -149,6 +150,7 @@ def stat_controls(names: dict[str, str]) -> tuple[str, bool, str]:
         default="end",
         valid=lambda v: v in head_stats.CONFIDENCE_EXCLUDES,
         format_func=lambda e: head_stats.CONFIDENCE_EXCLUDES[e],
+        width=widgets.control_px(),
         help="Which keys each row's largest weight may not be: Voita et al. (2019) leave out the end token.",
     )
     return stat, bool(corpus), excludes

@@ -35,8 +35,8 @@ CAVEAT = (
 
 
 def _label(i: int) -> str:
-    c = pronoun_cases.LESSON[i]
-    return f"{c.text}  →  {c.pronoun} = {c.answer}"
+    """A lesson case as its menu lists it: its sentence (the question quotes it whole, where a phone's box cuts it)."""
+    return pronoun_cases.LESSON[i].text
 
 
 def pick_case() -> tuple[pronoun_cases.PronounCase | None, int | None]:
@@ -86,8 +86,8 @@ def predict_then_reveal(case: pronoun_cases.PronounCase, res: pronoun_scores.Cas
     a question of its own (`key` names the model; the case is added): a minimal pair's twin, with the same candidates,
     is guessed again, and so is the same case on another model."""
     guess = widgets.predict(
-        f"{res.scores.shape[0] * res.scores.shape[1]} heads each look from *{escape.md(case.pronoun)}* at the "
-        "candidates. Which word do you think most of them look at most?",
+        f"“{escape.md(case.text)}” {res.scores.shape[0] * res.scores.shape[1]} heads each look from "
+        f"*{escape.md(case.pronoun)}* at the candidates. Which word do you think most of them look at most?",
         case.candidates,
         f"{key}.{zlib.crc32(repr(case).encode()):08x}",
         format_func=escape.md,
