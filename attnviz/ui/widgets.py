@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import streamlit as st
@@ -523,11 +523,16 @@ def control_row(name: str):
     """A row of controls (`row = widgets.control_row(name)`, then `row.selectbox(..., width=widgets.control_px())`):
     each keeps its width, and where the window is too narrow for them side by side the next stands under the last,
     whole. In st.columns they were squeezed with the window: at 900 px a select showed "the end tok" of its choice and
-    a toggle's label broke "sentences" in two (2026-11-30). A toggle or checkbox in it is as wide as its label."""
+    a toggle's label broke "sentences" in two (2026-11-30). A toggle or checkbox in it is as wide as its label. On a
+    phone the controls stand one under another, each as wide as the column (control_px), as a phone's columns do."""
+    if on_phone():
+        return st.container(key=f"controls-{name}")
     return st.container(horizontal=True, key=f"controls-{name}", vertical_alignment="bottom", gap="medium")
 
 
-def control_px(share: float = 1.0) -> int:
+def control_px(share: float = 1.0) -> int | Literal["stretch"]:
     """The width of a select, slider or number box in a control_row, `share` of CONTROL_PX: 1.5x on a projector, as
-    its fonts are (controls.PROJECTOR_CSS)."""
+    its fonts are (controls.PROJECTOR_CSS); on a phone the column's width."""
+    if on_phone():
+        return "stretch"
     return round(CONTROL_PX * share * (1.5 if current().style.projector else 1.0))
