@@ -178,15 +178,15 @@ def download_row(
     """
     if following_a_class() and not st.toggle("Export this view", key=f"{key}.open", value=False):
         return
-    cols = st.columns(4)
+    row = control_row(f"download-{key}")  # each button as wide as its name: in four columns, 900 px cut them
     files: tuple[tuple[str, Callable[[], str | bytes], str, str], ...] = (
         ("PNG", lambda: figure("png"), "png", "image/png"),
         ("SVG", lambda: figure("svg"), "svg", "image/svg+xml"),
         (csv_label, csv, "csv", "text/csv"),
         ("JSON", bundle, "json", "application/json"),
     )
-    for col, (label, data, ext, mime) in zip(cols, files, strict=True):
-        col.download_button(label, data, f"{stem}.{ext}", mime, key=f"{key}.{ext}", on_click="ignore")
+    for label, data, ext, mime in files:
+        row.download_button(label, data, f"{stem}.{ext}", mime, key=f"{key}.{ext}", on_click="ignore")
 
 
 def manifest(inputs: Inputs, result: Attention, kind: str, layer: int, head: int | None, options: dict):
@@ -519,15 +519,17 @@ def _scrolls(kind: str, name: str):
 CONTROL_PX = 240  # a control's width in a control_row: "the end token (Voita et al. 2019)" shown whole
 
 
-def control_row(name: str):
+def control_row(name: str, align: Literal["top", "center", "bottom"] = "bottom"):
     """A row of controls (`row = widgets.control_row(name)`, then `row.selectbox(..., width=widgets.control_px())`):
     each keeps its width, and where the window is too narrow for them side by side the next stands under the last,
     whole. In st.columns they were squeezed with the window: at 900 px a select showed "the end tok" of its choice and
     a toggle's label broke "sentences" in two (2026-11-30). A toggle or checkbox in it is as wide as its label. On a
-    phone the controls stand one under another, each as wide as the column (control_px), as a phone's columns do."""
+    phone the controls stand one under another, each as wide as the column (control_px), as a phone's columns do.
+    `align`: "bottom" puts the boxes of controls whose labels differ in height on one line; "top", figures'
+    (st.metric's) values, where only some have a line under them; "center", a line of text and its button."""
     if on_phone():
         return st.container(key=f"controls-{name}")
-    return st.container(horizontal=True, key=f"controls-{name}", vertical_alignment="bottom", gap="medium")
+    return st.container(horizontal=True, key=f"controls-{name}", vertical_alignment=align, gap="medium")
 
 
 def control_px(share: float = 1.0) -> int | Literal["stretch"]:

@@ -289,7 +289,8 @@ HINT_JS = r"""() => {
 # What a person reads of the widgets themselves (READABLE_JS's `clipped` reads their labels' boxes): a select's choice
 # shown whole in its box (the text's width in the box's font against the box's room), or else whole in the page's text
 # (the pronoun lesson quotes its case's sentence; a corpus run's caption starts with its name); and no word of a
-# widget's label broken across two lines (a word whose parts lie on two lines). In st.columns, at 900 px, the Model
+# widget's label broken across two lines (a word whose parts lie on two lines); and no other text ended in an ellipsis
+# (the export row's "CSV (last panel)" at 900 px). In st.columns, at 900 px, the Model
 # overview's select showed "the end tok" of "the end token (Voita et al. 2019)" and a toggle's label read "sentence"
 # over "s"; the sidebar's model box showed "BERT · all-MiniLM-L6-v2 (bundled" at every width (2026-11-30). Not the
 # sidebar's boxes in projector mode: its 1.5x fonts in its 300 px leave 146 px (about 14 characters), and a wider
@@ -310,6 +311,13 @@ WIDGETS_JS = r"""() => {
       said = (document.querySelector('[data-testid=stMain]') || document.body).innerText;
     if (need > room + 1 && !said.includes(input.value))
       out.push(`a choice cut: ${input.value.slice(0, 40)} (${Math.round(room)} px of ${Math.round(need)})`);
+  }
+  // any other text the page ends in an ellipsis where its box is too narrow (a figure's label, st.metric's)
+  for (const el of document.querySelectorAll('[data-testid=stMain] *, [data-testid=stSidebar] *')) {
+    if (el instanceof SVGElement || el.tagName === 'INPUT' || el.scrollWidth <= el.clientWidth + 1) continue;
+    if (getComputedStyle(el).textOverflow !== 'ellipsis' || !el.innerText || !shown(el.getBoundingClientRect()))
+      continue;
+    out.push(`a text cut: ${el.innerText.slice(0, 40)} (${el.clientWidth} px of ${el.scrollWidth})`);
   }
   for (const label of document.querySelectorAll('[data-testid=stWidgetLabel]')) {
     if (label.offsetParent === null || !shown(label.getBoundingClientRect())) continue;

@@ -246,9 +246,10 @@ def positional_heads_section(inputs: Inputs) -> None:
         st.info(f"No head of {model} puts more than half its attention on a neighbour.")
         return
     for i, h in enumerate(found[:12]):
-        a, b = st.columns([3, 1])
-        a.markdown(f"Layer {h.layer + 1}, head {h.head + 1}: **{h.kind}**, {h.share:.0%} of its attention")
-        if b.button("Open in Heads", key=f"pos.open{i}"):
+        row = widgets.control_row(f"pos-open{i}", "center")  # the button whole beside its line, or under it
+        said = f"Layer {h.layer + 1}, head {h.head + 1}: **{h.kind}**, {h.share:.0%} of its attention"
+        row.markdown(said, width="content")
+        if row.button("Open in Heads", key=f"pos.open{i}"):
             widgets.open_head(h.layer + 1, h.head + 1)
     if len(found) > 12:
         st.caption(f"…and {len(found) - 12} more (the Model overview lists every head).")

@@ -258,10 +258,11 @@ def draw_benchmark(inputs: Inputs) -> None:
 def draw_scores(inputs: Inputs, bench: pronoun_scores.Benchmark, held_out: float, picked, permuted: float) -> None:
     """The benchmark's accuracy, its baselines and each head's accuracy."""
     layer, head, best = bench.best_head
-    a, b, c, d = st.columns(4)
+    row = widgets.control_row("pr-scores", "top")  # each figure as wide as its words: four columns cut them at 900 px
+    a = b = c = d = row
     name = pronoun_scores.METHOD_NAMES[bench.method]
-    a.metric(name, f"{bench.accuracy:.1%}", f"{bench.accuracy - bench.chance:+.1%} vs chance")
-    b.metric("Chance", f"{bench.chance:.1%}")
+    a.metric(name, f"{bench.accuracy:.1%}", f"{bench.accuracy - bench.chance:+.1%} vs chance", width="content")
+    b.metric("Chance", f"{bench.chance:.1%}", width="content")
     c.metric(
         "Best head, held out",
         f"{held_out:.1%}",
@@ -269,6 +270,7 @@ def draw_scores(inputs: Inputs, bench: pronoun_scores.Benchmark, held_out: float
         "(a schema and its twins stay together: neighbouring cases with the same candidates or texts 80% alike). "
         "No choice is made on the cases it is scored on, so compare it with chance. The heads picked: "
         f"{', '.join(head_name(lay, h) for lay, h in picked)}.",
+        width="content",
     )
     d.metric(
         "Best head, random answers",
@@ -276,6 +278,7 @@ def draw_scores(inputs: Inputs, bench: pronoun_scores.Benchmark, held_out: float
         help=f"What the best of {bench.per_head.numel()} heads reaches when every answer is drawn at random "
         f"(the mean of {pronoun_scores.PERMUTATIONS:,} runs): the yardstick for the best head picked on these very "
         "cases; a best head below this has found nothing.",
+        width="content",
     )
     skipped = "; ".join(f"{n} because the {escape.md(why)}" for why, n in bench.skip_reasons().items())
     st.caption(
