@@ -9,7 +9,7 @@ import re
 import time
 
 import pytest
-from browsing import MAIN_CHARTS, SLOW_BROWSER, converted_first
+from browsing import MAIN_CHARTS, NARROW, SLOW_BROWSER, WIDGETS_JS, converted_first
 
 from attnviz.ui import frame
 from harness.server import IDLE_JS, SETTLED_JS
@@ -70,6 +70,28 @@ def test_a_lesson_page_predict_reveal_and_measure_in_chromium(browser, server, p
         pg.wait_for_function(IDLE_JS, timeout=120_000)
         assert pg.locator("[data-testid=stException]").count() == 0
         assert pg.locator("[data-testid=stAlertContentError]").count() == 0
+    finally:
+        pg.close()
+
+
+def test_the_pronoun_benchmarks_figures_are_read_whole_in_a_narrow_window(browser, server):
+    """The benchmark's four figures (behind its button, where no readability visit goes) in a laptop's window not at
+    full width: every label and value whole (WIDGETS_JS). In four columns they read "Maximum Atte…" and "Best
+    head,…"."""
+    pg = browser.new_page(viewport=NARROW)
+    try:
+        pg.goto(f"{server}/pronouns")
+        pg.get_by_role("tab", name="Benchmark").click()
+        cases = pg.get_by_label(re.compile("Cases to score"))
+        cases.fill("8")  # every figure drawn; their values: tests/ui/pages/test_pronouns.py
+        cases.press("Enter")
+        pg.wait_for_function(IDLE_JS, timeout=60_000)
+        pg.get_by_role("button", name="Run the benchmark").click()
+        pg.locator("[data-testid=stMain] [data-testid=stMetric]").nth(3).wait_for(timeout=120_000)
+        pg.wait_for_function(IDLE_JS, timeout=60_000)
+        assert pg.locator("[data-testid=stMain] [data-testid=stMetric]").count() == 4
+        assert pg.evaluate(WIDGETS_JS) == []
+        assert pg.locator("[data-testid=stException], [data-testid=stAlertContentError]").count() == 0
     finally:
         pg.close()
 
