@@ -259,11 +259,10 @@ def draw_scores(inputs: Inputs, bench: pronoun_scores.Benchmark, held_out: float
     """The benchmark's accuracy, its baselines and each head's accuracy."""
     layer, head, best = bench.best_head
     row = widgets.control_row("pr-scores", "top")  # each figure as wide as its words: four columns cut them at 900 px
-    a = b = c = d = row
     name = pronoun_scores.METHOD_NAMES[bench.method]
-    a.metric(name, f"{bench.accuracy:.1%}", f"{bench.accuracy - bench.chance:+.1%} vs chance", width="content")
-    b.metric("Chance", f"{bench.chance:.1%}", width="content")
-    c.metric(
+    row.metric(name, f"{bench.accuracy:.1%}", f"{bench.accuracy - bench.chance:+.1%} vs chance", width="content")
+    row.metric("Chance", f"{bench.chance:.1%}", width="content")
+    row.metric(
         "Best head, held out",
         f"{held_out:.1%}",
         help="The best head picked on one half of the cases and scored on the other, and the reverse, averaged "
@@ -272,7 +271,7 @@ def draw_scores(inputs: Inputs, bench: pronoun_scores.Benchmark, held_out: float
         f"{', '.join(head_name(lay, h) for lay, h in picked)}.",
         width="content",
     )
-    d.metric(
+    row.metric(
         "Best head, random answers",
         f"{permuted:.1%}",
         help=f"What the best of {bench.per_head.numel()} heads reaches when every answer is drawn at random "
