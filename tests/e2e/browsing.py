@@ -312,6 +312,12 @@ WIDGETS_JS = r"""() => {
     if (need > room + 1 && !said.includes(input.value))
       out.push(`a choice cut: ${input.value.slice(0, 40)} (${Math.round(room)} px of ${Math.round(need)})`);
   }
+  // a multiselect's chosen items all in its box (a box too narrow scrolls them out of sight: the pronoun lesson's
+  // own sentence showed its two candidates as one red "×" at 900 px)
+  for (const tags of document.querySelectorAll('[data-testid=stMultiSelectTagsContainer]'))
+    if (tags.scrollWidth > tags.clientWidth + 1 && shown(tags.getBoundingClientRect()))
+      out.push(`chosen items hidden: ${tags.innerText.replace(/\s+/g, ' ').slice(0, 40)} (${tags.clientWidth} px of `
+        + `${tags.scrollWidth})`);
   // any other text the page ends in an ellipsis where its box is too narrow (a figure's label, st.metric's)
   for (const el of document.querySelectorAll('[data-testid=stMain] *, [data-testid=stSidebar] *')) {
     if (el instanceof SVGElement || el.tagName === 'INPUT' || el.scrollWidth <= el.clientWidth + 1) continue;

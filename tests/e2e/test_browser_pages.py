@@ -96,6 +96,33 @@ def test_the_pronoun_benchmarks_figures_are_read_whole_in_a_narrow_window(browse
         pg.close()
 
 
+def test_a_sentence_of_ones_own_shows_its_chosen_candidates_in_a_narrow_window(browser, server):
+    """The pronoun lesson's own sentence, its two candidates picked, in a 900 px window: each chosen candidate in sight
+    in its box (WIDGETS_JS). In three columns the box scrolled both out of sight, one red "×" left."""
+    pg = browser.new_page(viewport=NARROW)
+    try:
+        pg.goto(f"{server}/pronouns")
+        pg.wait_for_selector("[data-testid=stMain] h2", timeout=90_000)
+        pg.wait_for_function(IDLE_JS, timeout=90_000)
+        pg.locator("[data-testid=stSelectbox]").filter(has_text="Case").locator("input").click()
+        pg.keyboard.type("Type your own")
+        pg.keyboard.press("Enter")
+        pg.locator("[data-testid=stMultiSelect]").wait_for(timeout=60_000)
+        pg.wait_for_function(IDLE_JS, timeout=60_000)
+        pg.locator("[data-testid=stMultiSelect] input").click()
+        for word in ("dog", "cat"):  # the default sentence's: "The dog chased the cat because it was bored."
+            pg.keyboard.type(word)
+            pg.keyboard.press("Enter")
+        pg.keyboard.press("Escape")
+        pg.get_by_text("Your guess").wait_for(timeout=60_000)  # two candidates: the question is asked
+        pg.wait_for_function(IDLE_JS, timeout=60_000)
+        assert pg.locator("[data-testid=stMultiSelect] [data-testid=stMultiSelectTagsContainer]").inner_text().split()
+        assert pg.evaluate(WIDGETS_JS) == []
+        assert pg.locator("[data-testid=stException], [data-testid=stAlertContentError]").count() == 0
+    finally:
+        pg.close()
+
+
 JOIN_JS = """() => {
   const main = document.querySelector('[data-testid=stMain]'), img = main.querySelector('[data-testid=stImage] img');
   const code = [...main.querySelectorAll('h1')].find(h => /^[A-Z0-9]{6}$/.test(h.innerText.trim()));

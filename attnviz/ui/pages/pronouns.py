@@ -52,14 +52,16 @@ def pick_case() -> tuple[pronoun_cases.PronounCase | None, int | None]:
     if len(words) < 3:
         st.warning("Type a sentence with a pronoun and at least two nouns.")
         return None, None
-    a, b, c = st.columns(3)
+    row = widgets.control_row("pr-own")  # in three columns, at 900 px, the chosen candidates scrolled out of sight
     default_pron = next((w for w in words if w.lower() in PRONOUNS), words[-1])
-    pron = a.selectbox("Pronoun", words, index=words.index(default_pron), key="pr.own_pron")
-    cands = b.multiselect("Candidates", [w for w in words if w != pron], max_selections=4, key="pr.own_cands")
+    narrow, wide = widgets.control_px(0.6), widgets.control_px(1.5)
+    pron = row.selectbox("Pronoun", words, index=words.index(default_pron), key="pr.own_pron", width=narrow)
+    others = [w for w in words if w != pron]
+    cands = row.multiselect("Candidates", others, max_selections=4, key="pr.own_cands", width=wide)
     if len(cands) < 2:
         st.info("Pick at least two candidates the pronoun could refer to.")
         return None, None
-    answer = c.selectbox("Right answer", cands, key="pr.own_answer")
+    answer = row.selectbox("Right answer", cands, key="pr.own_answer", width=narrow)
     try:
         case = pronoun_cases.PronounCase(text, pron, tuple(cands), answer)
         pronoun_cases.locate(case)
