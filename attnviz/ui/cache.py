@@ -233,11 +233,9 @@ def decoder_or_stop(model: str, backend: Backend) -> InterveningEngine:
             f"{runs.DECODER_ONLY} Two such decoders come bundled with attnviz: SmolLM2 and Gemma 3 270M (the "
             "sidebar's model box, or a button below)."
         )
-        left, right = st.columns(2)
-        left.button(
-            "Show this page with SmolLM2", key="decoder.smollm2", on_click=state.choose_model, args=("smollm2",)
-        )
-        right.button("With Gemma 3 270M", key="decoder.gemma3", on_click=state.choose_model, args=("gemma3",))
+        row = st.container(horizontal=True, key="controls-decoders")  # side by side, as wide as their words
+        row.button("Show this page with SmolLM2", key="decoder.smollm2", on_click=state.choose_model, args=("smollm2",))
+        row.button("With Gemma 3 270M", key="decoder.gemma3", on_click=state.choose_model, args=("gemma3",))
         halt()
     return runs.decoder(eng)
 
