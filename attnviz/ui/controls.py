@@ -126,9 +126,21 @@ WRAP_CSS = (  # our own constant CSS: a page's name and a widget's label wrap on
     "{ display: flex; } }</style>"
 )
 # Streamlit sizes text in rem, so raising the root font size scales every label and heading together.
+# On a projector the open sidebar is SIDEBAR_PX[True] wide, not Streamlit's 300 px, and the main column's side padding
+# (Streamlit's 5rem, 120 px at 24 px) is less by as much, so the page's own column keeps its width: at 1.5x in 300 px
+# the model box read "BERT · all-MiniL" and the palette "Viridis (colour-bli" (2026-11-30), and a sidebar widened
+# alone took the room the Model overview's grid needs at 1920 px. Where the sidebar lies over the page (a narrow
+# window) it is left as it is.
+SIDEBAR_PX = {False: 300, True: 450}
+_OPEN_SIDEBAR = "[data-testid=stSidebar][data-collapsed=false]"
 PROJECTOR_CSS = (  # 1.5x the browser's 16 px: every label, a chart's ticks; a projector's grid of words as wide as its
     # plot was laid out for (stat_charts.STAT_GRID_MIN_PX)
     "<style>html { font-size: 24px; } "
+    f"@media (min-width: 768px) {{ {_OPEN_SIDEBAR} {{ width: {SIDEBAR_PX[True]}px !important; "
+    f"min-width: {SIDEBAR_PX[True]}px !important; max-width: {SIDEBAR_PX[True]}px !important; }} "
+    f"[data-testid=stAppViewContainer]:has({_OPEN_SIDEBAR}) [data-testid=stMainBlockContainer] {{ "
+    f"padding-left: calc(5rem - {(SIDEBAR_PX[True] - SIDEBAR_PX[False]) // 2}px); "
+    f"padding-right: calc(5rem - {(SIDEBAR_PX[True] - SIDEBAR_PX[False]) // 2}px); }} }} "
     f"[class*=st-key-stat-grid-] [data-testid=stElementContainer] {{ min-width: {STAT_GRID_MIN_PX[True]}px; }} "
     f"@container (width < {STAT_GRID_MIN_PX[True] - 1}px) {{ [class*=st-key-scrolls-stat-] > :first-child "
     "{ display: flex; } }"

@@ -292,17 +292,14 @@ HINT_JS = r"""() => {
 # widget's label broken across two lines (a word whose parts lie on two lines); and no other text ended in an ellipsis
 # (the export row's "CSV (last panel)" at 900 px). In st.columns, at 900 px, the Model
 # overview's select showed "the end tok" of "the end token (Voita et al. 2019)" and a toggle's label read "sentence"
-# over "s"; the sidebar's model box showed "BERT · all-MiniLM-L6-v2 (bundled" at every width (2026-11-30). Not the
-# sidebar's boxes in projector mode: its 1.5x fonts in its 300 px leave 146 px (about 14 characters), and a wider
-# sidebar took the room the Model overview's grid needs there (controls.CHOICES).
+# over "s"; the sidebar's model box showed "BERT · all-MiniLM-L6-v2 (bundled" at every width, and in projector mode
+# "BERT · all-MiniL" (its 1.5x fonts in 300 px: controls.SIDEBAR_PX) (2026-11-30).
 WIDGETS_JS = r"""() => {
   const out = [], ctx = document.createElement('canvas').getContext('2d');
   const shown = r => r.width > 0 && r.right > 0 && r.left < window.innerWidth;  // a closed sidebar lies off screen
   let said;  // the page's text, read once and only for a choice cut in its box (innerText lays out: 0.4 s on Inside)
-  const projector = parseFloat(getComputedStyle(document.documentElement).fontSize) > 16;
   for (const input of document.querySelectorAll('[data-testid=stSelectbox] input')) {
     if (input.offsetParent === null || !input.value || !shown(input.getBoundingClientRect())) continue;
-    if (projector && input.closest('[data-testid=stSidebar]')) continue;
     const css = getComputedStyle(input);
     ctx.font = css.font;
     const room = input.clientWidth - parseFloat(css.paddingLeft) - parseFloat(css.paddingRight);
