@@ -101,6 +101,10 @@ WRAP_CSS = (  # our own constant CSS: a page's name and a widget's label wrap on
     # plotly's toolbar, which a tap shows over a figure's top, would cover its title (the page has its own exports)
     f"@media (min-width: {PHONE_MAX_PX + 1}px) {{ .st-key-phone-text {{ display: none; }} }}"
     f"@media (max-width: {PHONE_MAX_PX}px) {{ [data-testid=stMain] .modebar-container {{ display: none; }} }}"
+    # the Class page's QR code (classroom.join_screen) 2rem under its box's heading: the image's toolbar, which a
+    # pointer over the image shows 2.75rem above it, covered the heading's last words, on a projector too (the pointer
+    # rests there after Start a class)
+    ".st-key-join-qr { padding-top: 2rem; } "
     # a layer grid where the browser is not a phone's (widgets.grid_box): never narrower than the laptop's column it
     # is laid out for, or plotly's gutters, fractions of its width, shrink under each map's row labels and put them
     # on the map to their left (a 1,100 px window: 18 px over); a narrower window scrolls it sideways instead
@@ -136,7 +140,7 @@ _OPEN_SIDEBAR = "[data-testid=stSidebar][data-collapsed=false]"
 PROJECTOR_CSS = (  # 1.5x the browser's 16 px: every label, a chart's ticks; a projector's grid of words as wide as its
     # plot was laid out for (stat_charts.STAT_GRID_MIN_PX)
     "<style>html { font-size: 24px; } "
-    f"@media (min-width: 768px) {{ {_OPEN_SIDEBAR} {{ width: {SIDEBAR_PX[True]}px !important; "
+    f"@media (min-width: {PHONE_MAX_PX + 1}px) {{ {_OPEN_SIDEBAR} {{ width: {SIDEBAR_PX[True]}px !important; "
     f"min-width: {SIDEBAR_PX[True]}px !important; max-width: {SIDEBAR_PX[True]}px !important; }} "
     f"[data-testid=stAppViewContainer]:has({_OPEN_SIDEBAR}) [data-testid=stMainBlockContainer] {{ "
     f"padding-left: calc(5rem - {(SIDEBAR_PX[True] - SIDEBAR_PX[False]) // 2}px); "

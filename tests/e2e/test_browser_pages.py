@@ -133,6 +133,14 @@ JOIN_JS = """() => {
 }"""
 
 
+TOOLBAR_JS = """() => {  // the toolbar's top and the heading's bottom, once the toolbar has slid in (0.3 s) and shows
+  const bar = document.querySelector('[data-testid=stMain] [data-testid=stElementToolbar]');
+  const heading = document.querySelector('[data-testid=stMain] [data-testid=stExpander] summary');
+  if (!bar || !heading || getComputedStyle(bar).opacity !== '1') return null;
+  return [bar.getBoundingClientRect().top, heading.getBoundingClientRect().bottom];
+}"""
+
+
 @pytest.mark.parametrize("size", [(1280, 800, ""), (1920, 1080, "?projector=true")])
 def test_the_join_screen_shows_the_room_the_code_and_a_large_qr_code_and_never_the_teachers_link(browser, server, size):
     """After Start a class, what the room may see: the six-letter code large, the QR code at least 40% of the screen's
@@ -161,6 +169,11 @@ def test_the_join_screen_shows_the_room_the_code_and_a_large_qr_code_and_never_t
         could = {time.strftime("%H:%M", time.gmtime(t + (8 + 4) * 3600)) for t in (started, time.time())}
         assert ends and ends[1] in could, (got["text"][-200:], could)
         assert "Class" in got["first"]
+        # the pointer over the QR code (where it rests after Start a class): the image's toolbar, shown then above the
+        # image, stays under the join screen's heading (it covered "the address" at both sizes, 2026-11-30)
+        pg.locator("[data-testid=stMain] [data-testid=stImage] img").hover()
+        bar, heading = pg.wait_for_function(TOOLBAR_JS, timeout=10_000).json_value()
+        assert bar >= heading - 0.5, (bar, heading)
         nav = pg.inner_text("[data-testid=stSidebarNav]")
         assert "View" not in nav and all(title in nav for _, title, _ in frame.PAGES), nav
         pg.locator("[data-testid=stSidebar]").get_by_text("Your teacher link (keep it private)").click()

@@ -96,7 +96,8 @@ def join_screen(here: Seat) -> None:
     teacher's own time."""
     url = seat.links(here.code)["student_url"]
     a, b = st.columns([1, 1], vertical_alignment="center")
-    a.image(panel.qr_png(url, QR_PX), width="content", caption="Scan to join")  # a phone: its column's width
+    qr = a.container(key="join-qr")  # room above it for the image's toolbar (controls.WRAP_CSS)
+    qr.image(panel.qr_png(url, QR_PX), width="content", caption="Scan to join")  # a phone: its column's width
     with b:
         st.markdown("Class code")
         st.title(here.code, anchor=False)  # letters and digits only (records.clean_code)
