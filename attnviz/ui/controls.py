@@ -101,6 +101,12 @@ WRAP_CSS = (  # our own constant CSS: a page's name and a widget's label wrap on
     # plotly's toolbar, which a tap shows over a figure's top, would cover its title (the page has its own exports)
     f"@media (min-width: {PHONE_MAX_PX + 1}px) {{ .st-key-phone-text {{ display: none; }} }}"
     f"@media (max-width: {PHONE_MAX_PX}px) {{ [data-testid=stMain] .modebar-container {{ display: none; }} }}"
+    # plotly's bar of buttons over a chart, which a pointer over the chart shows at its top right, with three buttons,
+    # not eight: a PNG, back to the whole map, full screen. Eight covered the right end of a title in 18 charts of ten
+    # pages at 1280 px ("mask: sliding window (1 = may att…", One head vs many's "head 2"), the room's view of a map
+    # its teacher points at; a drag still zooms (plotly's default), a double click still resets
+    "[data-testid=stMain] .modebar-group:has(> .modebar-btn[data-attr=dragmode]) { display: none; } "
+    "[data-testid=stMain] .modebar-btn:is([data-val=in], [data-val=out], [data-val=auto]) { display: none; } "
     # the Class page's QR code (classroom.join_screen) 2rem under its box's heading: the image's toolbar, which a
     # pointer over the image shows 2.75rem above it, covered the heading's last words, on a projector too (the pointer
     # rests there after Start a class)

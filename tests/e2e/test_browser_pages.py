@@ -45,6 +45,45 @@ def test_the_corpus_page_without_a_run_opens_in_chromium_without_an_exception(br
         pg.close()
 
 
+# The words of a chart under plotly's bar of buttons, which a pointer over the chart shows at its top right (the room's
+# view of a map its teacher points at), once the bar has faded in; a hover's own label aside
+MODEBAR_JS = """(i) => {
+  const gd = document.querySelectorAll('[data-testid=stMain] .js-plotly-plot')[i], bar = gd?.querySelector('.modebar');
+  if (!bar || getComputedStyle(bar).opacity !== '1') return null;
+  const b = bar.getBoundingClientRect();
+  return [...gd.querySelectorAll('text')].filter(t => {
+    const r = t.getBoundingClientRect();
+    return t.textContent.trim() && !t.closest('.hoverlayer') && r.width && r.right > b.left && r.left < b.right
+      && r.bottom > b.top && r.top < b.bottom;
+  }).map(t => t.textContent.trim());
+}"""
+
+
+def test_plotlys_buttons_over_a_chart_cover_none_of_its_words(browser, server):
+    """The pointer over each chart of three pages at 1280x800: plotly's buttons, shown then, stand clear of the chart's
+    title and labels. Its eight covered the right end of a title on all three ("mask: sliding window (1 = may att",
+    One head vs many's "head 2", Positions' "PE: 48 positions × 64 dimensions": 18 charts of ten pages); three are
+    left (controls.WRAP_CSS)."""
+    pg = browser.new_page(viewport={"width": 1280, "height": 800})
+    covered = []
+    try:
+        for path in ("masks", "positions", "head_count"):
+            pg.goto(f"{server}/{path}")
+            charts = pg.locator("[data-testid=stMain] .js-plotly-plot")
+            charts.first.wait_for(timeout=90_000)
+            pg.wait_for_function(IDLE_JS, timeout=120_000)
+            for i in range(min(charts.count(), 7)):
+                charts.nth(i).scroll_into_view_if_needed()
+                box = charts.nth(i).bounding_box()
+                pg.mouse.move(box["x"] + box["width"] / 2, min(max(box["y"] + box["height"] / 2, 5), 795))
+                words = pg.wait_for_function(MODEBAR_JS, arg=i, polling=100, timeout=10_000).json_value()
+                covered += [(path, i, w) for w in words]
+                pg.mouse.move(0, 0)
+    finally:
+        pg.close()
+    assert covered == [], covered
+
+
 @pytest.mark.parametrize("path", ["positions", "head_count", "masks"])
 def test_a_lesson_page_predict_reveal_and_measure_in_chromium(browser, server, path):
     """Guess, reveal, press Measure: the revealed figure and the live measurement draw, no traceback."""

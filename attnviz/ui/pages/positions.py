@@ -211,7 +211,7 @@ def rotary_section(style: Style) -> None:
     c2.plotly_chart(
         lesson_charts.lines(
             {"q·k": (list(range(len(score))), score.tolist())},
-            "the same query and key, turned: q·k against their distance",
+            "turned: q·k against their distance",  # short: plotly's buttons, on hover, stand at its right
             "distance (positions)",
             "q·k",
             style=style,
