@@ -111,6 +111,9 @@ WRAP_CSS = (  # our own constant CSS: a page's name and a widget's label wrap on
     # pointer over the image shows 2.75rem above it, covered the heading's last words, on a projector too (the pointer
     # rests there after Start a class)
     ".st-key-join-qr { padding-top: 2rem; } "
+    # a table 2rem lower, for the same toolbar (search, download, full screen) over its top right: in half the
+    # column on a projector it covered "before:" of Knock out's "Next token after ‘.’, before:" (2026-11-30)
+    "[data-testid=stMain] [data-testid=stElementContainer]:has([data-testid=stDataFrame]) { margin-top: 2rem; } "
     # a layer grid where the browser is not a phone's (widgets.grid_box): never narrower than the laptop's column it
     # is laid out for, or plotly's gutters, fractions of its width, shrink under each map's row labels and put them
     # on the map to their left (a 1,100 px window: 18 px over); a narrower window scrolls it sideways instead

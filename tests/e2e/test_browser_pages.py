@@ -109,6 +109,56 @@ def test_a_lesson_page_predict_reveal_and_measure_in_chromium(browser, server, p
         pg.wait_for_function(IDLE_JS, timeout=120_000)
         assert pg.locator("[data-testid=stException]").count() == 0
         assert pg.locator("[data-testid=stAlertContentError]").count() == 0
+        tables = main.locator("[data-testid=stDataFrame]")
+        covered = [_table_toolbar_covers(pg, tables, i) for i in range(tables.count())]
+        assert not any(covered), covered
+    finally:
+        pg.close()
+
+
+# The words of the page under a table's toolbar (Streamlit's, shown above the table's top right while a pointer is over
+# it), once it has faded in
+TABLE_TOOLBAR_JS = """(i) => {
+  const el = [...document.querySelectorAll('[data-testid=stMain] [data-testid=stElementContainer]')]
+    .filter(e => e.querySelector('[data-testid=stDataFrame]'))[i];
+  const bar = el?.querySelector('[data-testid=stElementToolbar]');
+  if (!bar || getComputedStyle(bar).opacity !== '1') return null;
+  const b = bar.getBoundingClientRect(), out = [];
+  const walker = document.createTreeWalker(document.querySelector('[data-testid=stMain]'), NodeFilter.SHOW_TEXT);
+  for (let n; (n = walker.nextNode());) {
+    if (!n.data.trim() || el.contains(n)) continue;
+    const range = document.createRange();
+    range.selectNodeContents(n);
+    if ([...range.getClientRects()].some(r => r.width && r.right > b.left && r.left < b.right && r.bottom > b.top
+      && r.top < b.bottom)) out.push(n.data.trim().slice(0, 50));
+  }
+  return out;
+}"""
+
+
+def _table_toolbar_covers(pg, tables, i: int) -> list[str]:
+    """What table i's toolbar covers with the pointer over the table (TABLE_TOOLBAR_JS)."""
+    tables.nth(i).scroll_into_view_if_needed()
+    box = tables.nth(i).bounding_box()
+    pg.mouse.move(box["x"] + box["width"] / 2, box["y"] + min(box["height"] / 2, 60))
+    covered = pg.wait_for_function(TABLE_TOOLBAR_JS, arg=i, polling=100, timeout=10_000).json_value()
+    pg.mouse.move(0, 0)
+    return covered
+
+
+def test_a_tables_toolbar_covers_none_of_the_words_over_it_on_a_projector(browser, server):
+    """Knock out on SmolLM2 in projector mode at 1280x800: the pointer over each of its two tables of next tokens (in
+    half the column each) shows Streamlit's toolbar above the table, clear of the line that names the table. It
+    covered "before:" of "Next token after ‘.’, before:" (2026-11-30)."""
+    converted_first("model=smollm2&backend=hf")
+    pg = browser.new_page(viewport={"width": 1280, "height": 800})
+    try:
+        pg.goto(f"{server}/knockout?model=smollm2&backend=hf&projector=true")
+        tables = pg.locator("[data-testid=stMain] [data-testid=stDataFrame]")
+        tables.nth(1).wait_for(timeout=120_000)
+        pg.wait_for_function(IDLE_JS, timeout=120_000)
+        covered = [_table_toolbar_covers(pg, tables, i) for i in range(tables.count())]
+        assert covered == [[], []], covered
     finally:
         pg.close()
 
