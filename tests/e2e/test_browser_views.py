@@ -191,8 +191,9 @@ def test_a_long_text_pasted_in_chromium_draws_pooled_maps_an_exact_window_and_th
         assert n > eager_tokens(30, 9) * 3
         title = "() => [...document.querySelectorAll('.gtitle')].map(t => t.textContent).find(t => t.includes('exact'))"
         assert f"queries {n - 63}–{n}" in pg.evaluate(title)  # the window starts at the text's end
-        box_ = pg.locator(".js-plotly-plot").first.bounding_box()  # the pooled head map: click near its top-left
-        pg.mouse.click(box_["x"] + box_["width"] * 0.2, box_["y"] + box_["height"] * 0.3)
+        pooled = pg.locator(".js-plotly-plot").first  # the pooled head map: clicked near its top-left, held still
+        box_ = pooled.bounding_box()
+        pooled.click(position={"x": box_["width"] * 0.2, "y": box_["height"] * 0.3})
         pg.wait_for_function(f"() => !({title})().includes('queries {n - 63}–')", timeout=60_000)
         assert re.search(r"queries (\d+)–", pg.evaluate(title)).group(1) != str(n - 63)
         pg.locator("[data-testid=stMain] button").filter(has_text="Overview").first.click()
