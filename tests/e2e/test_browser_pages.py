@@ -151,7 +151,7 @@ def _table_toolbar_covers(pg, tables, i: int) -> list[str]:
     on its table's CSS :hover. Playwright's hover scrolls the table into view, waits until its box holds still for two
     frames and checks the table is what the pointer would touch, then moves there: a mouse.move to a box read a moment
     before could land beside a table that moved (in CI on 2026-11-30 one toolbar of the head_count lesson did not
-    show in 10 s; not reproduced here in 13 runs, alone, under load and with Chromium's CPU throttled). A toolbar that
+    show in 10 s; not reproduced here in 12 runs, alone, under load, with Chromium's CPU throttled). A toolbar that
     does not show fails with what the pointer is over."""
     table = tables.nth(i)
     table.scroll_into_view_if_needed()
