@@ -322,12 +322,12 @@ def per_layer(n: int, backend: str, device: str, model: str) -> dict:
     return {"n": n, "seconds": seconds, "kernel": kernel if len(kernel) == len(windows) else [], "windows": windows}
 
 
-def profile(n: int, backend: str, device: str, model: str, precision: str = "exact") -> str:
+def profile(n: int, backend: str, device: str, model: str, precision: str = "exact", forward: str = "float32") -> str:
     """Where a lazy request's time goes at n tokens: the forward pass and the analysis, each by operator."""
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
-    engine = _engine(backend, device, model)
+    engine = _engine(backend, device, model, forward)
     enc = _encode(engine, n)
     engine.lazy_run(_encode(engine, 32)).analyse()
     if device.startswith("cuda"):
@@ -485,7 +485,7 @@ def main() -> None:
         if args.positions > 8192:
             label += " (synthetic: SmolLM2 was trained to 8,192)"
     if args.profile:
-        print(profile(args.profile, args.backend, args.device, model, args.precision))
+        print(profile(args.profile, args.backend, args.device, model, args.precision, args.forward))
         return
     if args.per_layer:
         print(
@@ -560,24 +560,24 @@ def main() -> None:
             if mode == "eager" and weights_gb > args.eager_gb:
                 table[mode].append({"n": n, "skipped": f"not run: its weights alone are {weights_gb:.0f} GB"})
                 continue
-            runs = [
-                _run_child(
+            runs = []
+            for i in range(args.repeats if mode == "lazy" else 1):  # each in a fresh process; the slowest reported
+                x = _run_child(
                     mode, str(n), args.backend, args.device, model, precision=args.precision, forward=args.forward
                 )
-                for _ in range(args.repeats if mode == "lazy" else 1)
-            ]  # each in a fresh process; the slowest is the one reported
+                runs.append(x)
+                shown = (
+                    f"{x['total_s']:.2f} s (forward {x['forward_s']:.2f} s), +{x['added_bytes'] / 2**30:.2f} GiB "
+                    f"(Triton's compile before it: {x['compile_s']:.1f} s)"
+                    if "total_s" in x
+                    else x["error"]
+                )  # each run as it ends: a run cut by a time limit keeps the ones before it
+                print(f"  {mode} N={n} run {i + 1}: {shown}", file=sys.stderr, flush=True)
             done = [x for x in runs if "total_s" in x]
             r = max(done, key=lambda x: x["total_s"]) if done else runs[0]
             r["n"] = n
             r["runs"] = [x["total_s"] for x in done]
             table[mode].append(r)
-            shown = (
-                f"{r['total_s']:.2f} s, +{r['added_bytes'] / 2**30:.2f} GiB (Triton's compile before it: "
-                f"{r['compile_s']:.1f} s)"
-                if "total_s" in r
-                else r["error"]
-            )
-            print(f"  {mode} N={n}: {shown}", file=sys.stderr, flush=True)
     after = gflops(args.device)  # again after the runs: the floor is what the device can do, its faster measurement
     print(f"\nfloat32 matrix products before and after the runs: {speed:,.0f} and {after:,.0f} GFLOP/s (the floor's)")
     speed = max(speed, after)
