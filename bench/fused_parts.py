@@ -14,8 +14,9 @@ head size 64, causal, both pooled maps of a long text: 96 and 32 cells a side, p
 - the products' precision: ieee (exact float32), tf32x3 (three TF32 products, about float32's accuracy on the
   tensor cores), tf32, bf16, each with its largest difference from ieee (row statistics, column sums, pooled cells);
 - tile shapes (rows, keys, warps, stages) of the second pass alone (what a long text's analysis runs) for ieee and
-  bf16: the fastest of each is printed as `best <precision> tile at N = n: R,K,W,S`, which scripts/gpu-check.sh
-  hands to bench/long_inputs.py (ATTNVIZ_FUSED_TILES) for that precision's runs.
+  bf16: each time one is the fastest of its precision so far it is printed as `best <precision> tile at N = n:
+  R,K,W,S` (the last such line is the best, and a sweep cut short keeps its best so far), which
+  scripts/gpu-check.sh hands to bench/long_inputs.py (ATTNVIZ_FUSED_TILES) for that precision's runs.
 
 The floor: the two QK^T products over the pairs a causal query sees (2 x 2 x Dh x pairs x heads flops) at this
 device's measured float32 and bf16 matrix-product speeds; a variant that makes one pass over the keys (the second
@@ -206,7 +207,7 @@ def main() -> None:
                 for tile in TILES:
                     kw = {"precision": precision, "tile": tile, "given": True}  # the pass a long text runs
                     variants.append((f"second pass, {precision} tile {tile}", stats_kernel, kw))
-        best: dict[str, tuple[float, str]] = {}
+        best: dict[str, float] = {}
         ref = None
         for label, module, kw in variants:  # each built, compiled, timed and printed in turn: a cut run keeps its rows
             started = time.perf_counter()
@@ -228,10 +229,9 @@ def main() -> None:
             )
             if "tile" in kw:
                 precision = kw["precision"]
-                if precision not in best or t < best[precision][0]:
-                    best[precision] = (t, kw["tile"])
-        for precision, (t, tile) in best.items():
-            print(f"\nbest {precision} tile at N = {n:,}: {tile} ({t * 1e3:.2f} ms)")
+                if precision not in best or t < best[precision]:  # printed as found: a sweep cut keeps its best
+                    best[precision] = t
+                    print(f"best {precision} tile at N = {n:,}: {kw['tile']} ({t * 1e3:.2f} ms)", flush=True)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ transformers.__version__, torch.cuda.get_device_name(0), torch.cuda.is_available
 } >"$OUT/machine.log" 2>&1
 cat "$OUT/machine.log"
 
-step sweep 120 $PY bench/fused_parts.py --sizes 32768 --sweep --no-parts
+step sweep 140 $PY bench/fused_parts.py --sizes 32768 --sweep --no-parts
 grep -E "^\| |^best" "$OUT/sweep.log"
 best() { grep -oP "^best $1 tile at N = [0-9,]+: \K[0-9,]+" "$OUT/sweep.log" | tail -n 1; }
 IEEE=$(best ieee) BF16=$(best bf16)
