@@ -48,7 +48,7 @@ from attnviz.interventions.ablation import Ablation, Mode
 from attnviz.interventions.induction_scores import Induction
 from attnviz.interventions.patching import Patching
 from attnviz.interventions.runs import parse_heads
-from attnviz.result import AttentionResult, Results
+from attnviz.result import AttentionResult, Results, whole
 from attnviz.service import ANALYSING, READING, Phases, WhatIf
 from attnviz.tokens import Encoded, TokenAxis
 from attnviz.work import (  # the kept computations (re-exported: the door is a front end's one import)
@@ -432,11 +432,22 @@ def induction(
 
 
 def _heads(eng: Engine, heads) -> dict[int, list[int]]:
+    """{layer: [heads]}, 0-based, from "3.1,L4H2", {layer: [heads]} (a layer's key may be a string of digits, as a
+    JSON file's keys are) or [(layer, head)]: every head checked against the model (a layer past its last, or -1,
+    named a head that is not there, and the run went on without it)."""
     if isinstance(heads, str):
         return parse_heads(heads, eng.n_layers, eng.n_heads)
     if isinstance(heads, dict):
-        return {int(k): sorted(int(h) for h in v) for k, v in heads.items()}
-    return parse_heads(",".join(f"{a}.{b}" for a, b in heads), eng.n_layers, eng.n_heads)
+        digits = lambda k: int(k) if isinstance(k, str) and k.strip().isdigit() else k  # noqa: E731
+        heads = [(digits(k), h) for k, v in heads.items() for h in v]
+    pairs = [(whole("a layer", a), whole("a head", b)) for a, b in heads]
+    for a, b in pairs:
+        if not (0 <= a < eng.n_layers and 0 <= b < eng.n_heads):
+            raise ValueError(
+                f"layer {a}, head {b}: this model has layers 0-{eng.n_layers - 1} and heads 0-{eng.n_heads - 1} "
+                "(0-based)"
+            )
+    return parse_heads(",".join(f"{a}.{b}" for a, b in pairs), eng.n_layers, eng.n_heads)
 
 
 def ablate(
@@ -452,7 +463,7 @@ def ablate(
     token and the next tokens at `position`, before and after. mode "mean": each head's mean output over a
     reference corpus (ablation.REFERENCE)."""
     eng = _engine(model, backend)
-    return ablation_work(eng, text, _heads(eng, heads), mode, position).get()
+    return ablation_work(eng, text, _heads(eng, heads), mode, whole("position", position)).get()
 
 
 def importance(
@@ -480,7 +491,7 @@ def generate(
     backend: Backend = "hf",
 ) -> Generation:
     """A decoder writes after the prompt (greedily), and the attention of every step of the writing."""
-    return generation_work(_engine(model, backend), prompt, max_new_tokens, chat).get()
+    return generation_work(_engine(model, backend), prompt, whole("max_new_tokens", max_new_tokens), chat).get()
 
 
 def show(
@@ -507,8 +518,13 @@ def show(
       are another text's (cross-attention). Raw pieces ("Ġanimal", "▁animal") are shown as text.
     Nothing is fetched when it renders: plotly.js is inlined from the installed package.
     """
-    from attnviz.notebook.view import View, as_result, result_of
+    from attnviz.notebook.view import STATISTICS, View, as_result, result_of
 
+    layer, head = whole("layer", layer), whole("head", head)  # said before a model runs, not after
+    if layer < 0 or head < 0:
+        raise ValueError(f"layer and head are 0-based here, from 0 (got layer {layer}, head {head})")
+    if statistic not in STATISTICS:
+        raise ValueError(f"statistic is one of {', '.join(STATISTICS)} (got {statistic!r})")
     if isinstance(attention, str) and text is None:
         attention, text = None, attention
     if text is not None:
@@ -597,6 +613,7 @@ def corpus_runs(folder=None) -> list[CorpusRun]:
 def qk_space(texts, layer: int, head: int, model: str = "default", *, method: str = "pca"):
     """A head's queries and keys on a text (or a list of texts), normalised as AttentionViz does and projected
     jointly to 2-D (corpus.qk.Space: the points, the tokens, and how faithful the plot is). 0-based layer, head."""
+    layer, head = whole("layer", layer), whole("head", head)
     return qk_work(local_source(model), [texts] if isinstance(texts, str) else list(texts), layer, head, method).get()
 
 

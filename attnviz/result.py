@@ -27,6 +27,7 @@ word each belongs to and its characters in the text. Views read it; none re-pars
 
 from __future__ import annotations
 
+import operator
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -44,6 +45,18 @@ AttentionKind = Literal["self", "causal", "cross"]
 ATTENTION_KINDS: tuple[str, ...] = get_args(AttentionKind)
 Progress = Callable[[int, int], None]  # (done, total): work reported layer by layer
 GRID_SIDE, THUMB_SIDE = 96, 32  # the pooled sizes a first pass makes: a layer's grid, the whole-model overview
+
+
+def whole(name: str, value) -> int:
+    """A layer's, a head's or a position's index as an int (a numpy integer too), or a TypeError that says what is
+    wrong: a "2" from a notebook's widget or a 2.0 from arithmetic would otherwise fail deep inside (comparing an int
+    with a str) or be cut to a whole number unseen."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} is a whole number (got {value!r})")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} is a whole number (got {value!r}, a {type(value).__name__})") from None
 
 
 class Attention(Protocol):

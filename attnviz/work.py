@@ -159,6 +159,8 @@ def generation_work(eng: Engine, prompt: str, max_new_tokens: int, chat: bool = 
     """A decoder writing after a prompt (admitted: it holds every step's weights)."""
     if not isinstance(eng, GeneratingEngine):
         raise ValueError(f"'{eng.name}' does not write text: generate needs a decoder such as smollm2")
+    if max_new_tokens < 1:  # else the engine wrote nothing and said the prompt filled the model's limit
+        raise ValueError(f"max_new_tokens is how many tokens to write: 1 or more (got {max_new_tokens})")
     writer = eng
     tokens = len(eng.encode(prompt).ids) + max_new_tokens + 32  # the prompt, what is written, a template's markers
     return Work(

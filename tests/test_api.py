@@ -68,6 +68,30 @@ def test_bad_input_through_the_door_is_a_clear_error(tiny_llama_dir):
         attnviz.corpus(["a text"], engine="ray")
 
 
+def test_the_doors_indices_are_checked_whole_and_in_range_before_anything_is_knocked_out(tiny_llama_dir):
+    """Heads, positions and lengths given to the door as a script or a notebook has them. Before: {99: [0]} knocked
+    out a head that is not there (the loss unchanged, "L100H1" reported), {0: [-1]} the last head as "L1H0",
+    position=999 read the 999 % n-th token, and max_new_tokens=0 said the prompt filled the model's limit."""
+    folder, text = str(tiny_llama_dir), "When Anna and Peter went to the market"
+    n = len(attnviz.engine(folder).encode(text).ids)
+    assert attnviz.ablate(text, {"1": [0]}, model=folder).heads == {1: [0]}  # a JSON file's keys are strings
+    for heads in ({9: [0]}, {0: [-1]}, [(0, 9)], [(-1, 0)]):
+        with pytest.raises(ValueError, match=r"this model has layers 0-1 and heads 0-\d+ \(0-based\)"):
+            attnviz.ablate(text, heads, model=folder)
+    with pytest.raises(TypeError, match=r"a head is a whole number \(got 1\.0, a float\)"):
+        attnviz.ablate(text, [(0, 1.0)], model=folder)
+    assert attnviz.ablate(text, "0.1", model=folder, position=-n).position == 0
+    for position in (n, -n - 1, 999):
+        with pytest.raises(ValueError, match=f"position is 0-{n - 1} here .this text has {n} tokens"):
+            attnviz.ablate(text, "0.1", model=folder, position=position)
+    with pytest.raises(ValueError, match=r"max_new_tokens is how many tokens to write: 1 or more \(got 0\)"):
+        attnviz.generate("Hi", model=folder, max_new_tokens=0)
+    with pytest.raises(TypeError, match="max_new_tokens is a whole number"):
+        attnviz.generate("Hi", model=folder, max_new_tokens=2.5)
+    with pytest.raises(ValueError, match="has layers 0-1 and heads 0-5, 0-based .L1H1 to L2H6 as the pages name"):
+        attnviz.qk_space(text, 2, 0, model=folder)  # it said "layers 1-2" of a 0-based argument
+
+
 def test_the_doors_names_stay_its_functions_after_its_subpackages_are_imported():
     """The README's sequence: `attnviz.show(...)` then `attnviz.corpus([...])`. Importing the subpackage
     attnviz.corpus set the package's `corpus` to that module ("'module' object is not callable")."""

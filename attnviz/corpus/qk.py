@@ -211,7 +211,10 @@ def read_qk(eng: Engine, text: str, layer: int, head: int) -> tuple[Encoded, tor
             "GPT-2, gpt-oss)"
         )
     if not (0 <= layer < eng.n_layers and 0 <= head < eng.n_heads):
-        raise ValueError(f"'{eng.name}' has layers 1-{eng.n_layers} and heads 1-{eng.n_heads}")
+        raise ValueError(
+            f"'{eng.name}' has layers 0-{eng.n_layers - 1} and heads 0-{eng.n_heads - 1}, 0-based (L1H1 to "
+            f"L{eng.n_layers}H{eng.n_heads} as the pages name them); got layer {layer}, head {head}"
+        )
     enc = eng.encode(text)
     hooks = Hooks(read=("q", "k", "q_unturned", "k_unturned"), layers=(layer,))
     eng.forward(enc, hooks)

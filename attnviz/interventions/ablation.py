@@ -119,6 +119,11 @@ def ablate(
     ids = list(engine.encode(text).ids)
     if len(ids) < 2:
         raise ValueError("the text needs at least two tokens: the loss of a token is read from the one before it")
+    if not -len(ids) <= position < len(ids):  # 999 was read as 999 % 13 = 11, with nothing said
+        raise ValueError(
+            f"position is 0-{len(ids) - 1} here (this text has {len(ids)} tokens), or counted back from the end "
+            f"(-1 the last token); got {position}"
+        )
     position = position % len(ids)
     if mode == "mean" and means is None:
         means = reference_means(engine, heads, text)

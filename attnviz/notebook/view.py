@@ -33,7 +33,7 @@ from attnviz.analysis import head_stats
 from attnviz.figures import export, interactive, lazy_maps, stat_charts, static
 from attnviz.figures.snapshot import plotly_js
 from attnviz.figures.style import Style
-from attnviz.result import Attention, AttentionKind, AttentionResult
+from attnviz.result import Attention, AttentionKind, AttentionResult, whole
 from attnviz.tokens import TokenAxis, named_special, shown
 
 # Draws the view's figures once plotly.js is on the page (a notebook's later views wait for the first one's copy),
@@ -88,6 +88,7 @@ class View:
     long: bool = False  # a long text's attention: pooled maps from the first pass, one head pooled exactly
 
     def __post_init__(self) -> None:
+        self.layer, self.head = whole("layer", self.layer), whole("head", self.head)
         n_l, n_h = self.result.n_layers, self.result.n_heads
         if not 0 <= self.layer < n_l or not 0 <= self.head < n_h:
             raise ValueError(

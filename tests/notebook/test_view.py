@@ -157,6 +157,32 @@ def test_a_causal_pattern_is_recognised_and_bad_input_says_what_to_pass():
         view.result_of(torch.full((1, 2, 5), 1 / 5))
     with pytest.raises(ValueError, match="0-based"):
         view.View(view.result_of(causal, list("abcd")), layer=2)
+    assert view.View(view.result_of(causal, list("abcd")), layer=np.int64(1)).layer == 1  # a numpy index is one
+
+
+@pytest.mark.parametrize(
+    ("kw", "error", "said"),
+    [
+        ({"layer": "1"}, TypeError, "layer is a whole number .got '1', a str"),  # a widget's text
+        ({"head": 1.0}, TypeError, "head is a whole number .got 1.0, a float"),
+        ({"head": True}, TypeError, "head is a whole number"),
+        ({"layer": -1}, ValueError, "0-based here, from 0"),
+        ({"statistic": "entropy "}, ValueError, "statistic is one of prev, first, self, entropy"),
+    ],
+)
+def test_show_says_what_is_wrong_with_its_layer_head_and_statistic_before_a_model_runs(monkeypatch, kw, error, said):
+    """attnviz.show's layer, head and statistic checked first: a "1" from a notebook's widget failed after the model
+    ran, comparing an int with a str deep inside. Nothing runs: the model's door is replaced by one that fails."""
+    import attnviz
+    from attnviz import api
+
+    def ran(*_a, **_k):
+        raise AssertionError("the model ran before the arguments were checked")
+
+    monkeypatch.setattr(api, "_results", ran)
+    assert attnviz.show is api.show
+    with pytest.raises(error, match=said):
+        attnviz.show("The animal didn't cross the street.", **kw)
 
 
 @pytest.mark.slow  # every export format of a notebook view
