@@ -411,7 +411,14 @@ def attention(text: str, model: str = "default", *, backend: Backend = "hf", tar
 
     A long text (its weights past ATTNVIZ_EAGER_MB) comes back as queries and keys, weights computed on demand.
     `target`: an encoder-decoder's decoder text."""
-    return _results(text, model, backend, target)
+    if target is None:
+        return _results(text, model, backend)
+    prepared = prepare(model, backend, text, target)
+    if "cross" not in prepared.engine.kinds:  # an encoder's or a decoder's run had no use for it and said nothing
+        raise ValueError(
+            f"target is the decoder's text of an encoder-decoder (such as 'dates'); {model!r} has none to read it"
+        )
+    return prepared.results()
 
 
 def _results(text: str, model: str, backend: Backend, target: str | None = None) -> Results:
@@ -428,6 +435,7 @@ def induction(
 ) -> Induction:
     """Induction heads on `batch` repeated random sequences (ARENA's test): loss per token and every head's scores
     (induction, prefix matching, duplicate token) averaged, with their spread."""
+    length, seed, batch = whole("length", length), whole("seed", seed), whole("batch", batch)
     return induction_work(_engine(model, backend), length, seed, batch).get()
 
 
@@ -521,6 +529,8 @@ def show(
     from attnviz.notebook.view import STATISTICS, View, as_result, result_of
 
     layer, head = whole("layer", layer), whole("head", head)  # said before a model runs, not after
+    if not isinstance(projector, bool):
+        raise TypeError(f"projector is True or False (got {projector!r})")
     if layer < 0 or head < 0:
         raise ValueError(f"layer and head are 0-based here, from 0 (got layer {layer}, head {head})")
     if statistic not in STATISTICS:

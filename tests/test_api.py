@@ -68,10 +68,11 @@ def test_bad_input_through_the_door_is_a_clear_error(tiny_llama_dir):
         attnviz.corpus(["a text"], engine="ray")
 
 
-def test_the_doors_indices_are_checked_whole_and_in_range_before_anything_is_knocked_out(tiny_llama_dir):
-    """Heads, positions and lengths given to the door as a script or a notebook has them. Before: {99: [0]} knocked
-    out a head that is not there (the loss unchanged, "L100H1" reported), {0: [-1]} the last head as "L1H0",
-    position=999 read the 999 % n-th token, and max_new_tokens=0 said the prompt filled the model's limit."""
+def test_the_doors_arguments_are_checked_whole_and_in_range_before_anything_runs(tiny_llama_dir):
+    """Heads, positions, lengths and choices given to the door as a script or a notebook has them. Before: {99: [0]}
+    knocked out a head that is not there (the loss unchanged, "L100H1" reported), {0: [-1]} the last head as "L1H0",
+    position=999 read the 999 % n-th token, max_new_tokens=0 said the prompt filled the model's limit, a decoder
+    given a target ignored it, and a string where a number or a bool goes failed deep inside, in torch's words."""
     folder, text = str(tiny_llama_dir), "When Anna and Peter went to the market"
     n = len(attnviz.engine(folder).encode(text).ids)
     assert attnviz.ablate(text, {"1": [0]}, model=folder).heads == {1: [0]}  # a JSON file's keys are strings
@@ -90,6 +91,16 @@ def test_the_doors_indices_are_checked_whole_and_in_range_before_anything_is_kno
         attnviz.generate("Hi", model=folder, max_new_tokens=2.5)
     with pytest.raises(ValueError, match="has layers 0-1 and heads 0-5, 0-based .L1H1 to L2H6 as the pages name"):
         attnviz.qk_space(text, 2, 0, model=folder)  # it said "layers 1-2" of a 0-based argument
+    with pytest.raises(TypeError, match=r"seed is a whole number \(got 'x', a str\)"):  # torch's RuntimeError
+        attnviz.induction(folder, length=6, batch=1, seed="x")
+    with pytest.raises(TypeError, match=r"length is a whole number \(got 3\.5"):  # torch's randint's TypeError
+        attnviz.induction(folder, length=3.5, batch=1)
+    with pytest.raises(ValueError, match="ablation is 'zero' or 'mean', not 'max'"):  # was KeyError: 0
+        attnviz.importance(text, model=folder, mode="max")
+    with pytest.raises(ValueError, match="target is the decoder's text of an encoder-decoder"):  # was ignored
+        attnviz.attention(text, model=folder, target="a decoder's text")
+    with pytest.raises(TypeError, match=r"projector is True or False \(got 'yes'\)"):  # was KeyError: 'yes'
+        attnviz.show(text, model=folder, projector="yes")
 
 
 def test_the_doors_names_stay_its_functions_after_its_subpackages_are_imported():

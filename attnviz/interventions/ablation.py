@@ -171,6 +171,8 @@ def importance(
     One batched pass per layer: item b knocks out head b, starting at that layer from the clean residual stream.
     Mean ablation takes `means` (reference_means of every layer) or computes them.
     """
+    if mode not in MODES:  # else a KeyError (0) from the means' table, deep inside
+        raise ValueError(f"ablation is 'zero' or 'mean', not {mode!r}")
     eng = decoder(engine)
     ids = list(engine.encode(text).ids)
     if len(ids) < 2:
