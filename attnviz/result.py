@@ -47,6 +47,11 @@ Progress = Callable[[int, int], None]  # (done, total): work reported layer by l
 GRID_SIDE, THUMB_SIDE = 96, 32  # the pooled sizes a first pass makes: a layer's grid, the whole-model overview
 
 
+def counted(n: int, noun: str) -> str:
+    """ "1 layer", "6 layers": a count with its noun (a one-head toy model's overview said "All 1 layers × 1 heads")."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def whole(name: str, value) -> int:
     """A layer's, a head's or a position's index as an int (a numpy integer too), or a TypeError that says what is
     wrong: a "2" from a notebook's widget or a 2.0 from arithmetic would otherwise fail deep inside (comparing an int
@@ -458,7 +463,7 @@ def described(a: Attention, how: str) -> str:
     shown = " ".join(a.target_tokens[:6]) + (" …" if len(a.target_tokens) > 6 else "")
     cut = f", {a.truncated:,} tokens cut" if a.truncated else ""
     return (
-        f"{type(a).__name__}({a.kind}, {a.model}: {a.n_layers} layers × {a.n_heads} heads × "
+        f"{type(a).__name__}({a.kind}, {a.model}: {counted(a.n_layers, 'layer')} × {counted(a.n_heads, 'head')} × "
         f"{len(a.target_tokens):,} × {len(a.source_tokens):,} tokens{', ' + how if how else ''}, "
         f"on {a.device}{cut}; {shown!r})"
     )

@@ -19,6 +19,7 @@ from attnviz.cli.common import (
 def cmd_attention(args: argparse.Namespace) -> int:
     """Per-head attention of one text, printed and optionally written as JSON (all of it, or chosen rows)."""
     from attnviz import api
+    from attnviz.result import counted
 
     text = read_text(args)  # fail in milliseconds, before a model loads
     rows = parse_rows(args.rows)
@@ -37,7 +38,7 @@ def cmd_attention(args: argparse.Namespace) -> int:
     how = " (kept as queries and keys: weights computed on demand)" if results.lazy else ""
     for kind, r in results.items():
         print(
-            f"{kind}: {r.n_layers} layers x {r.n_heads} heads, "
+            f"{kind}: {counted(r.n_layers, 'layer')} x {counted(r.n_heads, 'head')}, "
             f"{len(r.target_tokens)} x {len(r.source_tokens)} tokens{how}"
         )
     first = results.main

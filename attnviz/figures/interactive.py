@@ -47,7 +47,7 @@ from attnviz.figures.layout import (
     token_ticks,
 )
 from attnviz.figures.style import MASKED_COLOUR, Style, pooled_labels
-from attnviz.result import Attention, AttentionResult
+from attnviz.result import Attention, AttentionResult, counted
 
 HOVER = "query %{y}<br>key %{x}<br>weight %{z:.4f}<extra>%{fullData.name}</extra>"
 PIECE_HOVER_CELLS = 96 * 96  # a one-head map this small carries each cell's raw pieces in its hover
@@ -420,7 +420,8 @@ def overview_maps(
     # names stood 69 px below them; on a phone the tiles were 108 px tall in 428.
     fig.update_xaxes(**_tile_ticks(n_h, s2, "H"), constrain="domain")
     fig.update_yaxes(**_tile_ticks(n_l, s, "L"), scaleanchor="x", constrain="domain")
-    fig = style_layout(fig, style, float(np.nanmax(tile)), f"All {n_l} layers × {n_h} heads{_note(note)}")
+    title = f"All {counted(n_l, 'layer')} × {counted(n_h, 'head')}{_note(note)}"
+    fig = style_layout(fig, style, float(np.nanmax(tile)), title)
     font = style.font_size
     plot_w = main_px(style) - 20 - 4 * font - (0 if style.phone else bar_px(font))  # less "L12" and the colour bar
     plot_h = min(plot_w * tile.shape[0] / tile.shape[1], 70 * n_l)

@@ -33,7 +33,7 @@ from attnviz.analysis import head_stats
 from attnviz.figures import export, interactive, lazy_maps, stat_charts, static
 from attnviz.figures.snapshot import plotly_js
 from attnviz.figures.style import Style
-from attnviz.result import Attention, AttentionKind, AttentionResult, whole
+from attnviz.result import Attention, AttentionKind, AttentionResult, counted, whole
 from attnviz.tokens import TokenAxis, named_special, shown
 
 # Draws the view's figures once plotly.js is on the page (a notebook's later views wait for the first one's copy),
@@ -171,7 +171,8 @@ class View:
             "not run, a still picture of each figure shows"
         )
         return (
-            f"attnviz · {escape_html(r.model)} · {r.kind} · {r.n_layers} layers × {r.n_heads} heads · "
+            f"attnviz · {escape_html(r.model)} · {r.kind} · {counted(r.n_layers, 'layer')} × "
+            f"{counted(r.n_heads, 'head')} · "
             f"{len(r.target_tokens)} × {len(r.source_tokens)} tokens"
             f"{cut}{' (a long text: maps pooled from its exact weights)' if self.long else ''}"
             f" · layer {self.layer + 1}, head {self.head + 1} · this output is {{size}} MB ({js}); maps pool past "
@@ -204,7 +205,8 @@ class View:
     def __repr__(self) -> str:
         r = self.result
         return (
-            f"View of {r.model} ({r.kind}, {r.n_layers} layers × {r.n_heads} heads, {len(r.target_tokens)} tokens): "
+            f"View of {r.model} ({r.kind}, {counted(r.n_layers, 'layer')} × {counted(r.n_heads, 'head')}, "
+            f"{counted(len(r.target_tokens), 'token')}): "
             f"layer {self.layer}, head {self.head} (0-based), statistic {self.statistic!r}; "
             f"{self.size / 2**20:.1f} MB of HTML with plotly.js, {len(self.html(plotly=False).encode()) / 2**20:.2f} "
             "MB without (a notebook's later views)"

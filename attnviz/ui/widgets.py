@@ -13,7 +13,7 @@ import streamlit as st
 from attnviz import api, escape
 from attnviz.api import view_options
 from attnviz.figures.style import pooled_labels
-from attnviz.result import Attention, AttentionResult
+from attnviz.result import Attention, AttentionResult, counted
 from attnviz.tokens import TokenAxis
 from attnviz.ui import cache, routes, state
 from attnviz.ui.controls import Inputs, current, on_phone
@@ -246,7 +246,8 @@ def export_overview(inputs: Inputs, fetch: Fetch, opts: Options, key: str) -> No
     def figure(fmt: str) -> bytes:
         result, maps, fq, fk = thumbs()
         pooled_note = "" if fq == fk == 1 else f", pooled {fq}x{fk} tokens a cell"
-        title = f"{api.titled(result.model)}: {result.n_layers} layers x {result.n_heads} heads{pooled_note}"
+        shape = f"{counted(result.n_layers, 'layer')} x {counted(result.n_heads, 'head')}"
+        title = f"{api.titled(result.model)}: {shape}{pooled_note}"
         masked = interactive.layers_masked(result, fq, fk)
         return export.figure_bytes(export.overview_figure(maps, title, cmap=inputs.style.cmap, masked=masked), fmt)
 

@@ -136,7 +136,7 @@ def test_cross_attention_with_other_key_tokens_and_a_single_layer_array():
     r = view.result_of(weights, ["a", "b", "c"], key_tokens=["v", "w", "x", "y", "z"])
     assert r.kind == "cross" and r.weights.shape == (1, 4, 3, 5)
     figs = view.View(r).figures()
-    assert len(figs) == 3 and figs[0].layout.title.text.startswith("All 1 layers")
+    assert len(figs) == 3 and figs[0].layout.title.text.startswith("All 1 layer × 4 heads")
 
 
 def test_a_causal_pattern_is_recognised_and_bad_input_says_what_to_pass():
