@@ -499,6 +499,8 @@ def generate(
     backend: Backend = "hf",
 ) -> Generation:
     """A decoder writes after the prompt (greedily), and the attention of every step of the writing."""
+    if not isinstance(chat, bool):  # chat="no" is true, and wrapped the prompt in the chat template
+        raise TypeError(f"chat is True or False (got {chat!r})")
     return generation_work(_engine(model, backend), prompt, whole("max_new_tokens", max_new_tokens), chat).get()
 
 

@@ -89,6 +89,8 @@ def test_the_doors_arguments_are_checked_whole_and_in_range_before_anything_runs
         attnviz.generate("Hi", model=folder, max_new_tokens=0)
     with pytest.raises(TypeError, match="max_new_tokens is a whole number"):
         attnviz.generate("Hi", model=folder, max_new_tokens=2.5)
+    with pytest.raises(TypeError, match=r"chat is True or False \(got 'no'\)"):
+        attnviz.generate("Hi", model=folder, max_new_tokens=2, chat="no")
     with pytest.raises(ValueError, match="has layers 0-1 and heads 0-5, 0-based .L1H1 to L2H6 as the pages name"):
         attnviz.qk_space(text, 2, 0, model=folder)  # it said "layers 1-2" of a 0-based argument
     with pytest.raises(TypeError, match=r"seed is a whole number \(got 'x', a str\)"):  # torch's RuntimeError
