@@ -586,6 +586,10 @@ def corpus(
     docs = corpus_run.read(source, text_column)
     if statistics is not None:
         settings["statistics"] = statistics
+    unknown = sorted(set(settings) - {f.name for f in dataclasses.fields(measure.Settings)})
+    if unknown:  # else Settings.__init__'s own words, which name no setting that exists
+        names = ", ".join(f.name for f in dataclasses.fields(measure.Settings) if f.name != "window")
+        raise TypeError(f"attnviz.corpus has no setting {', '.join(map(repr, unknown))}: its settings are {names}")
     chosen = measure.Settings(window=window, **settings)
     folder = out if out is not None and not server else corpus_run.default_folder(model, docs, chosen)
     source = server_source(model) if server else local_source(model)

