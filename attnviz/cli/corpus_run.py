@@ -40,6 +40,7 @@ def corpus_printer():
 def cmd_corpus(args: argparse.Namespace) -> int:
     """What every head does across a corpus: a run's Parquet tables (resumable)."""
     from attnviz import api
+    from attnviz.result import counted
 
     run = api.corpus(
         args.path,
@@ -59,9 +60,10 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     c = m["counts"]
     skipped = sum(m["corpus"]["skipped"].values())
     print(
-        f"wrote {run.folder}: {c['windows']:,} windows ({c['tokens']:,} tokens) of {m['corpus']['documents']:,} "
-        f"documents{f' ({skipped:,} skipped: see manifest.json)' if skipped else ''}, {m['layers']} layers x "
-        f"{m['heads']} heads, {m['engine']}, {m['seconds']:,.1f} s"
+        f"wrote {run.folder}: {counted(c['windows'], 'window')} ({counted(c['tokens'], 'token')}) of "
+        f"{counted(m['corpus']['documents'], 'document')}"
+        f"{f' ({skipped:,} skipped: see manifest.json)' if skipped else ''}, "
+        f"{counted(m['layers'], 'layer')} x {counted(m['heads'], 'head')}, {m['engine']}, {m['seconds']:,.1f} s"
     )
     print("tables: " + ", ".join(f"{t}.parquet" for t in ("heads", "examples", "texts", "text_stats")))
     heads = run.heads

@@ -70,8 +70,11 @@ class CorpusRun:
 
     def __repr__(self) -> str:
         m, corpus = self.manifest, self.manifest.get("corpus", {})
+        skipped = corpus.get("skipped") or {}  # said where a notebook shows the run: lines dropped are not silent
+        left = f" ({sum(skipped.values()):,} skipped: {', '.join(f'{k} {v:,}' for k, v in skipped.items())})"
         return (
-            f"CorpusRun({m.get('model')} over {_count(corpus.get('documents'), 'text')} of {corpus.get('name', '?')}: "
+            f"CorpusRun({m.get('model')} over {_count(corpus.get('documents'), 'text')} of {corpus.get('name', '?')}"
+            f"{left if skipped else ''}: "
             f"{_count(m.get('layers'), 'layer')} × {_count(m.get('heads'), 'head')}; tables {', '.join(TABLES)}; "
             f"in {self.folder})"
         )

@@ -48,6 +48,10 @@ def test_the_run_says_what_it_did(bert_run):
     assert f"over {len(DOCS)} texts of " in repr(bert_run) and "6 layers × 12 heads; tables" in repr(bert_run)
     one = corpus_run.CorpusRun(bert_run.folder, {**m, "corpus": {"name": "x", "documents": 1}, "layers": 1})
     assert "over 1 text of x: 1 layer × 12 heads" in repr(one)  # "1 texts", "1 layers" before
+    some = {"name": "x.jsonl", "documents": 3, "skipped": {"no text": 1, "not a JSON line": 2}}
+    assert "over 3 texts of x.jsonl (3 skipped: no text 1, not a JSON line 2): 6 layers" in repr(
+        corpus_run.CorpusRun(bert_run.folder, {**m, "corpus": some})
+    )  # a line dropped was said only in the manifest
 
 
 @pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
