@@ -7,7 +7,7 @@ import streamlit as st
 from attnviz import api, escape
 from attnviz.api import corpus_measure, head_stats
 from attnviz.figures import corpus_charts, stat_charts
-from attnviz.result import head_name
+from attnviz.result import counted, head_name
 from attnviz.ui import cache, controls, state, widgets
 
 VALUES = {
@@ -173,9 +173,9 @@ def run_picker(runs: dict[str, api.CorpusRun]) -> str:
     st.caption(  # the run's name whole first: a phone's box cuts it
         f"**{escape.md(_label(runs[name]))}**: {escape.md(m['model'])} ({escape.md(m.get('revision', ''))}) on "
         f"{escape.md(m['corpus']['described'])}: "
-        f"{m['corpus']['documents']:,} documents{f' ({skipped:,} skipped)' if skipped else ''}, "
-        f"{m['counts']['windows']:,} windows of at most {m['settings']['window']} tokens "
-        f"({m['counts']['documents_cut']:,} documents cut into several), {m['counts']['tokens']:,} tokens; "
+        f"{counted(m['corpus']['documents'], 'document')}{f' ({skipped:,} skipped)' if skipped else ''}, "
+        f"{counted(m['counts']['windows'], 'window')} of at most {m['settings']['window']} tokens "
+        f"({m['counts']['documents_cut']:,} cut into several), {counted(m['counts']['tokens'], 'token')}; "
         f"{m['engine']} run, attnviz {escape.md(m['attnviz'])}"
         + (f", {float(m['seconds']):.0f} s." if m.get("seconds") else ".")
     )
