@@ -129,7 +129,8 @@ def grid_figure(result: AttentionResult, layer: int, *, cmap: str = DEFAULT_CMAP
             ax.set_yticklabels([])
         if labels and h // columns < rows - 1 and h + columns < n:
             ax.set_xticklabels([])
-    fig.suptitle(_plain_label(f"{titled(result.model)} — layer {layer + 1}, all {n} heads ({result.kind} attention)"))
+    heads = "its one head" if n == 1 else f"all {n} heads"
+    fig.suptitle(_plain_label(f"{titled(result.model)} — layer {layer + 1}, {heads} ({result.kind} attention)"))
     return fig
 
 

@@ -65,6 +65,8 @@ def test_a_figure_names_a_bundled_model_by_the_model_it_is_not_its_name_in_the_a
         r = AttentionResult(torch.full((1, 2, 2, 2), 0.5), toks, toks, "self", name)
         assert export.head_figure(r, 0, 1).axes[0].get_title() == f"{shown} — layer 1, head 2 (self attention)"
         assert export.grid_figure(r, 0).get_suptitle() == f"{shown} — layer 1, all 2 heads (self attention)"
+    one = AttentionResult(torch.full((1, 1, 2, 2), 0.5), toks, toks, "self", "org/model")  # a one-head toy model
+    assert export.grid_figure(one, 0).get_suptitle() == "org/model — layer 1, its one head (self attention)"
 
 
 def test_csv_values_equal_the_weights(bundled_hf):

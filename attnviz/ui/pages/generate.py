@@ -6,7 +6,7 @@ import streamlit as st
 
 from attnviz import api, escape
 from attnviz.figures import interactive, layout, panel_maps
-from attnviz.result import head_name
+from attnviz.result import counted, head_name
 from attnviz.tokens import display_labels
 from attnviz.ui import cache, controls, state, widgets
 from attnviz.ui.halt import halt
@@ -132,7 +132,7 @@ def draw(inputs: controls.Inputs, gen: api.Generation) -> None:
         row_ticks=(
             heads[:: r.n_heads],
             [f"layer {lay + 1}" for lay in range(r.n_layers)],
-            f"rows: the {r.n_heads} heads of each layer, in order (hover for one)",
+            f"rows: the {counted(r.n_heads, 'head')} of each layer, in order (hover for one)",
         ),
     )
     st.plotly_chart(fig, key="gen.step.heads")

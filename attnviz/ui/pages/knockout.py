@@ -9,7 +9,7 @@ import streamlit as st
 from attnviz import api, escape
 from attnviz.api import ablation, head_stats, patching, runs
 from attnviz.figures import interactive, lesson_charts, stat_charts
-from attnviz.result import AttentionResult, head_index, head_name
+from attnviz.result import AttentionResult, counted, head_index, head_name
 from attnviz.ui import cache, controls, state, widgets
 from attnviz.ui.controls import Inputs
 
@@ -84,7 +84,7 @@ def _pick_heads(eng: api.InterveningEngine, inputs: Inputs) -> dict[int, list[in
     heads = {}
     for i in flat.topk(k).indices.tolist():
         heads.setdefault(i // n_h, []).append(i % n_h)
-    st.caption(f"The {k} heads with the highest {escape.md(stat)} on this text: {_heads_label(heads)}.")
+    st.caption(f"The {counted(k, 'head')} with the highest {escape.md(stat)} on this text: {_heads_label(heads)}.")
     return heads
 
 
@@ -143,7 +143,7 @@ def importance_section(eng: api.InterveningEngine, inputs: Inputs, mode: api.Mod
     n = eng.n_layers * eng.n_heads
     got = cache.on_demand(
         lambda step: api.importance_work(eng, inputs.text, mode, step),
-        f"Knock out each of the {n} heads alone ({eng.n_layers} batched passes)",
+        f"Knock out each of the {counted(n, 'head')} alone ({eng.n_layers} batched passes)",
         "ko.grid",
         note="One pass per layer, its heads in one batch, each starting from the clean run at that layer.",
         bar=cache.IMPORTANCE_BAR,
