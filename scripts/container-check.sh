@@ -63,6 +63,8 @@ echo "== no network at all: a fresh container with --network none computes atten
   python -m attnviz attention "No network is needed to see attention." --engine scratch
 "${ENGINE[@]}" run --rm --network none "$TAG" \
   python -m attnviz attention "A decoder reads left to right." --model smollm2 --backend scratch
+"${ENGINE[@]}" run --rm --network none "$TAG" \
+  python -m attnviz attention "Sliding windows, one shared key and value head." --model gemma3
 
 echo "== two replicas, one PostgreSQL, a sticky proxy (compose.yaml)"
 COMPOSE=(); UP=(up -d --build)
