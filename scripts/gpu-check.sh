@@ -5,9 +5,10 @@
 # from the fourth session's costs (bench/RESULTS.md, 2026-11-30: each bench process 15-20 s beyond its request, a
 # tile's compile 3-9 s; the default tile's figures at 8k and 32k in every mode are there to compare with):
 #   1. bench/fused_parts.py --sweep --no-parts at 32,768 tokens: the second pass alone (what a long text's analysis
-#      runs) at each tile shape, ieee and bf16, each row printed as it is timed; the best of each precision goes
-#      to steps 2 and 3 (ATTNVIZ_FUSED_TILES). The ieee kernel at 64 x 64 spills its registers (scripts/
-#      kernel_compile.py) and ran at 5.4x its products' floor: whether 32-row tiles help is the open question;
+#      runs) at each tile shape, ieee's and bf16's taking turns, most likely first, each row printed as it is
+#      timed; the best of each precision goes to steps 2 and 3 (ATTNVIZ_FUSED_TILES). The ieee kernel at 64 x 64
+#      with 4 warps spills its registers (scripts/kernel_compile.py) and ran at 5.4x its products' floor; with 8
+#      warps it compiles without spills: whether that (or 32-row tiles) is faster is the open question;
 #   2. bench/long_inputs.py --device cuda --model shaped --positions 32768 at 8,192 and 32,768 tokens, three runs
 #      each (--repeats 3, each in its own process, each printed as it ends), exact (float32), with the best ieee
 #      tile; a line counts the layers whose normalisers were refused;
