@@ -10,7 +10,9 @@ DIR writes each variant's SASS there.
 This is no measurement of time: a lent GPU (scripts/gpu-check.sh) measures that. It is the check that a change to the
 kernel compiles, made before that GPU, and a count to reason with.
 
-Usage: python scripts/kernel_compile.py [--variants both,given,narrow] [--sass DIR] [--kernel FILE]
+Usage: python scripts/kernel_compile.py [--variants both,given,narrow] [--tiles "R,K,W,S;..."] [--sass DIR]
+       [--kernel FILE]
+(--tiles: each variant at each tile, e.g. --variants given-ieee --tiles "64,64,4,2;64,64,8,2", the sweep's shapes.)
 (--kernel: another version of stats_kernel.py, e.g. `git show REV:attnviz/stats_kernel.py > FILE`, to compare.)
 """
 
@@ -47,14 +49,19 @@ VARIANTS = {
 COUNTED = ("MUFU", "BAR", "SHFL", "REDG", "ATOMG", "HGMMA", "FFMA", "FADD", "FSEL", "LDL", "STL")  # LDL, STL: spills
 
 
-def compile_variant(name: str, sass_dir: Path | None, module=None) -> dict:
+def compile_variant(name: str, sass_dir: Path | None, module=None, tile: str = "") -> dict:
+    """One variant's compile and counts; `tile` "R,K,W,S" (rows, keys, warps, stages, as ATTNVIZ_FUSED_TILES) replaces
+    its rows and keys a program and the compile's warps and stages (else 4 warps, 2 stages)."""
     import triton
     from triton.backends.compiler import GPUTarget
 
     from attnviz import stats_kernel
 
     kernel = (module or stats_kernel)._stats_kernel
-    const = {k: v for k, v in {**BASE, **VARIANTS[name]}.items() if k in kernel.arg_names}  # an older kernel has fewer
+    bm, bn, warps, stages = (int(x) for x in tile.split(",")) if tile else (0, 0, 4, 2)
+    shape = {"BM": bm, "BN": bn} if tile else {}
+    wanted = {**BASE, **VARIANTS[name], **shape}
+    const = {k: v for k, v in wanted.items() if k in kernel.arg_names}  # an older kernel has fewer
     types = {"CODES": "*i32", "scale": "fp32"}
     signature = {
         arg: "constexpr" if arg in const else types.get(arg, "*fp32" if arg.isupper() else "i32")
@@ -62,7 +69,8 @@ def compile_variant(name: str, sass_dir: Path | None, module=None) -> dict:
     }
     started = time.perf_counter()
     source = triton.compiler.ASTSource(fn=kernel, signature=signature, constexprs=const)
-    binary = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "num_stages": 2})
+    options = {"num_warps": warps, "num_stages": stages}
+    binary = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
     seconds = time.perf_counter() - started
     cubin = binary.asm["cubin"]
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
@@ -77,9 +85,10 @@ def compile_variant(name: str, sass_dir: Path | None, module=None) -> dict:
             ops[m.group(1)] += 1
     if sass_dir is not None:
         sass_dir.mkdir(parents=True, exist_ok=True)
-        (sass_dir / f"{name}.sass").write_text(sass)
+        (sass_dir / f"{name}{'-' + tile.replace(',', 'x') if tile else ''}.sass").write_text(sass)
     return {
         "variant": name,
+        **({"tile": tile} if tile else {}),
         "name": binary.metadata.name,
         "elf": cubin[:4] == b"\x7fELF",
         "cubin_bytes": len(cubin),
@@ -93,6 +102,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--variants", default="both,given,narrow", help=f"any of {', '.join(VARIANTS)}")
     parser.add_argument("--sass", type=Path, default=None, help="write each variant's SASS into this folder")
+    parser.add_argument("--tiles", default="", help="R,K,W,S;...: each variant at each of these tiles (as the sweep's)")
     parser.add_argument("--kernel", type=Path, default=None, help="another stats_kernel.py to compile instead")
     args = parser.parse_args()
     module = None
@@ -101,7 +111,8 @@ def main() -> None:
         module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
         spec.loader.exec_module(module)  # type: ignore[union-attr]
     for name in args.variants.split(","):
-        print(json.dumps(compile_variant(name, args.sass, module)), flush=True)
+        for tile in args.tiles.split(";"):
+            print(json.dumps(compile_variant(name, args.sass, module, tile.strip())), flush=True)
 
 
 if __name__ == "__main__":
