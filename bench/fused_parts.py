@@ -44,14 +44,16 @@ HEADS, KV, DH, LAYERS = 9, 3, 64, 30
 DEVICE = "cuda"  # "cpu" under Triton's interpreter (TRITON_INTERPRET=1, --dry-run): this script's own check
 SIDES = (96, 32)
 # Each precision's tiles, most likely first (a sweep cut by its time limit keeps the first of each: they alternate).
-# The order is from compiling for sm_90 here (scripts/kernel_compile.py, 2026-12-01: the given-lse pass's SASS): the
-# ieee kernel at the default 64 x 64 with 4 warps spills (1,244 loads from local memory in its code), with 8 warps
-# almost none (7), and at 32 x 64 / 64 x 32 / 32 x 32 with 4 warps 52 / 19 / 0; bf16's spills a little at 64 x 64 with
-# 4 warps (27), none with 8 or at 128 x 64 with 8. Not yet timed on a GPU: the order is a guess the sweep tests.
+# The order weighs the one timing there is against spill counts for sm_90 (`python scripts/kernel_compile.py
+# --variants given-ieee,given --tiles "64,64,4,2;64,64,8,2;..."`, 2026-12-01, the given-lse pass; bench/RESULTS.md):
+# the ieee kernel at the default 64 x 64 with 4 warps spills (1,244 loads from local memory in its code), at 32 x 64 /
+# 64 x 32 / 32 x 32 52 / 19 / 0, with 8 warps 7; yet on the H200 (2026-11-27, the whole kernel) 8 warps took 208.7 ms
+# to the default's 125.5, so the spill-free 8 warps come after the smaller tiles. bf16 spills a little at 64 x 64 with
+# 4 warps (27), none with 8 or at 128 x 64 with 8; none of bf16's shapes has been timed.
 TILES = {
-    "ieee": ("64,64,8,2", "32,64,4,2", "64,32,4,2", "64,64,4,2", "32,32,4,2", "64,128,8,2", "128,64,8,2",
+    "ieee": ("32,64,4,2", "64,32,4,2", "64,64,4,2", "32,32,4,2", "64,64,8,2", "64,128,8,2", "128,64,8,2",
              "64,64,4,3", "128,64,4,2", "128,128,8,2"),
-    "bf16": ("64,64,8,2", "128,64,8,2", "64,64,4,2", "64,64,4,3", "64,128,8,2", "128,32,4,2", "32,64,4,2",
+    "bf16": ("64,64,4,2", "128,64,8,2", "64,64,8,2", "64,64,4,3", "64,128,8,2", "128,32,4,2", "32,64,4,2",
              "128,64,4,2", "128,128,8,2"),
 }  # fmt: skip
 
