@@ -88,6 +88,16 @@ def request_is_long(model: str, backend: Backend, text: str) -> bool:
     return _long(prepare_or_stop(model, backend, text))
 
 
+def encoded_or_stop(model: str, backend: Backend, text: str) -> Encoded:
+    """The text as this run's request encodes it (once a run, request_is_long's encoding), or what is wrong with it
+    said as results_or_stop says it (an empty text from a link's ?text=) and the page stops."""
+    try:
+        return prepare_or_stop(model, backend, text).encoded
+    except ValueError as err:
+        st.warning(escape.md(err))
+        halt()
+
+
 def attention(
     model: str, backend: Backend, text: str, target: str | None = None, what_if: WhatIf | None = None
 ) -> Results:

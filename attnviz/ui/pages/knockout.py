@@ -94,7 +94,7 @@ def knockout_section(eng: api.InterveningEngine, inputs: Inputs) -> None:
     mode = st.radio("How", list(MODES), format_func=lambda m: MODES[m], key="ko.mode")
     if mode == "mean":
         st.caption(MEAN)
-    ids = list(eng.encode(inputs.text).ids)
+    ids = list(cache.encoded_or_stop(inputs.model, inputs.backend, inputs.text).ids)
     if len(ids) < 2 or not heads:
         st.info("Type a text of at least two tokens in the sidebar and pick at least one head.")
         return

@@ -58,6 +58,15 @@ def test_patching_a_pair_of_one_s_own_shows_the_share_restored(tiny):
         assert abs(array(_charts(at)[0]["data"][0]["z"]) - expected.restored.numpy()).max() < 1e-4
 
 
+def test_an_empty_text_from_a_link_is_a_message_not_a_traceback(tiny):
+    """A shared link's ?text= empty: the knock-out section encodes the sidebar's text (this run's request, once) and
+    says what is wrong; it raised ValueError into "Something went wrong" (scripts/hostile.py urls, on Gemma 3)."""
+    folder, _ = tiny
+    at = _page(model=folder, text="")
+    assert not at.exception and not at.error
+    assert any("The text is empty" in w.value for w in at.warning)
+
+
 def test_a_pair_of_different_lengths_is_a_message_not_a_traceback(tiny):
     folder, _ = tiny
     at = _page(model=folder, tab="patch")
