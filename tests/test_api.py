@@ -175,3 +175,4 @@ def test_every_result_prints_in_one_to_five_lines(tiny_llama_dir, tmp_path):
     assert "faithfulness" in _short(attnviz.qk_space(["The cat sat.", "A dog ran."], 1, 1))
     run = attnviz.corpus(["The cat sat.", "A dog ran."], "default", tmp_path / "run")
     assert "over 2 texts" in _short(run) and "tables heads" in repr(run)
+    assert [r.folder for r in attnviz.corpus_runs(tmp_path)] == [run.folder]  # the finished runs under a folder
