@@ -232,10 +232,11 @@ def test_windows_and_sinks_equal_dense_weights(engine, window, sink, monkeypatch
 
 @needs_triton
 @pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
-def test_a_fast_precision_rounds_only_the_products_inputs():
+def test_a_fast_precision_rounds_only_the_products_inputs(monkeypatch, caplog):
     """tf32 and bf16 round the products' inputs; sums stay float32. bf16 equals the plain pass on inputs rounded the
-    same way; tf32 is close to exact; tf32x3 (three TF32 products) equals exact within 1e-5 (Triton's interpreter
-    rounds none of them: there the tf32 cases are exact and the bf16 one is not run)."""
+    same way, with its own first pass and (the fast mode's long text) with the second pass alone from normalisers a
+    forward pass gave; tf32 is close to exact; tf32x3 (three TF32 products) equals exact within 1e-5 (Triton's
+    interpreter rounds none of them: there the tf32 cases are exact and the bf16 ones are not run)."""
     n, dh = 200, 64
     q, k = _qk(1, 2, 1, n, dh, seed=5)
     axis = _axis(n)
@@ -257,6 +258,12 @@ def test_a_fast_precision_rounds_only_the_products_inputs():
     finally:
         del os.environ["ATTNVIZ_FUSED"]
     _assert_equal(bf16, rounded, (96,))
+    # the rounded inputs' normalisers, as a bf16 forward pass gives them: taken (each row's weights sum to 1 within
+    # fused.LSE_TOL), not refused for a first pass of its own, and the same sums
+    monkeypatch.setattr(fused, "_lse_refused", False)
+    given = _analysed(q, k, axis, "causal", (96,), on=True, precision="bf16", normalisers=tuple(rounded.lse()))
+    _assert_equal(given, rounded, (96,))
+    assert "row normalisers are off" not in caplog.text
 
 
 @needs_cc
