@@ -75,6 +75,9 @@ def logit_diff(logits: Tensor, answer: int, wrong: int) -> Tensor:
 
 
 def _pair(engine: Engine, clean: str, corrupt: str) -> tuple[list[int], list[int]]:
+    for name, text in (("clean", clean), ("corrupted", corrupt)):
+        if isinstance(text, str) and not text.strip():  # the encoder's own words do not say which of the two
+            raise ValueError(f"the {name} prompt is empty: patching needs two prompts that differ in a word")
     a, b = list(engine.encode(clean).ids), list(engine.encode(corrupt).ids)
     if len(a) != len(b):
         raise ValueError(

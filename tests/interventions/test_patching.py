@@ -73,3 +73,6 @@ def test_prompts_of_different_lengths_or_a_many_token_answer_are_refused_with_a_
         patching.patch(hf, CLEAN, CLEAN + " again", "anna", "peter")
     with pytest.raises(ValueError, match="is 2 tokens here|is 3 tokens here"):
         patching.patch(hf, CLEAN, CORRUPT, "anna peter", "peter")
+    for clean, corrupt, name in ((CLEAN, " ", "corrupted"), ("", CORRUPT, "clean")):  # which one, not "the text"
+        with pytest.raises(ValueError, match=f"the {name} prompt is empty"):
+            patching.patch(hf, clean, corrupt, "anna", "peter")
