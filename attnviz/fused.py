@@ -80,6 +80,29 @@ def available(device: torch.device) -> bool:
     return device.type == "cpu" and cpu_kernel.load() is not None
 
 
+def check(device: torch.device) -> tuple[bool, str]:
+    """(runs, what): whether a long text's statistics on `device` take the fused pass, tried on a small one (Triton
+    compiles its launcher with the machine's C compiler at the first launch, after `available` said yes), and which
+    kernel runs them or why the plain path does: `attnviz doctor`'s line, and a container's check of its compiler."""
+    if os.environ.get("ATTNVIZ_FUSED", "") == "0":
+        return False, "turned off (ATTNVIZ_FUSED=0)"
+    if not available(device):
+        return False, _failed or (cpu_kernel.error() if device.type == "cpu" else _kernel_error) or "not available"
+    n, heads = 64, 2
+    gen = torch.Generator().manual_seed(0)
+    q, k = (torch.randn(heads, n, 16, generator=gen).to(device) for _ in range(2))
+    try:
+        layer_stats(
+            q, k, torch.zeros(n, dtype=torch.int32), scale=0.25, causal=True, pools=(),
+            received=torch.zeros(heads, n, device=device),
+        )  # fmt: skip
+    except Exception as e:  # no C compiler for Triton's launcher, a driver too old: what failed() would log
+        return False, f"the fused pass failed: {type(e).__name__}: {str(e)[:200]}"
+    if device.type == "cuda":
+        return True, f"Triton's fused statistics kernel on {torch.cuda.get_device_name(device)}"
+    return True, "attnviz's CPU kernel (attnviz/cpu_stats.c, compiled for this machine)"
+
+
 def key_codes(axis: TokenAxis, excluded: Tensor, kind: str) -> Tensor:
     """(N,) int32: each key's flags for the kernel: [CLS], another special token, punctuation, the first token (as
     blocks.key_columns marks them for this kind of attention), and left out of a row's maximum (`excluded`, as

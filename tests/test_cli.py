@@ -85,6 +85,7 @@ def test_doctor_reports_versions_models_and_a_passing_check():
     assert p.returncode == 0, p.stderr
     for needle in ("torch", "transformers", "streamlit", "CUDA", "models offline", "default", "max |diff|", "(ok,"):
         assert needle in p.stdout, needle
+    assert "long texts    the fused statistics pass: attnviz's CPU kernel" in p.stdout  # this machine has a cc
 
 
 def test_doctor_runs_where_streamlit_is_not_installed(monkeypatch, capsys):

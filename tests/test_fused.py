@@ -166,12 +166,23 @@ def test_without_a_compiler_the_cpu_takes_the_plain_path_and_says_why(tmp_path):
     statistics come from the plain path, the same values."""
     code = (
         "import torch; from attnviz import cpu_kernel, fused; "
-        "print(cpu_kernel.load() is None, fused.available(torch.device('cpu')), cpu_kernel.error())"
+        "print(cpu_kernel.load() is None, fused.available(torch.device('cpu')), cpu_kernel.error()); "
+        "print(fused.check(torch.device('cpu')))"
     )
     env = {**os.environ, "CC": str(tmp_path / "no-such-cc"), "ATTNVIZ_CACHE_DIR": str(tmp_path), "ATTNVIZ_FUSED": ""}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
-    missing, available, why = out.stdout.strip().split(" ", 2)
+    first, checked = out.stdout.strip().splitlines()
+    missing, available, why = first.split(" ", 2)
     assert (missing, available) == ("True", "False") and "no-such-cc" in why
+    assert checked.startswith("(False, ") and "no-such-cc" in checked  # what `attnviz doctor` says
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="Triton's launcher is compiled at a GPU's first launch")
+def test_a_gpu_s_check_launches_triton_s_kernel():
+    """`attnviz doctor`'s line on a GPU: the check launches the kernel (Triton compiles its launcher then, with the
+    machine's C compiler: a slim container without one fails here, not at `available`)."""
+    runs, what = fused.check(torch.device("cuda"))
+    assert runs and what.startswith("Triton's fused statistics kernel on "), what
 
 
 def _dense(q, k, scale, window, sinks):

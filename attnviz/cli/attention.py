@@ -100,6 +100,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print("models offline:")
     for name in offline_models():
         print(f"  {name}")
+    from attnviz import fused
+
+    runs, what = fused.check(torch.device(device))
+    print(f"long texts    {'the fused statistics pass' if runs else 'the plain path, slower'}: {what}")
     ours, theirs = registry.load("default", "scratch", device), registry.load("default", "hf", "cpu")
     scratch = ours.run(ours.encode(DOCTOR_TEXT))["self"]
     reference = theirs.run(theirs.encode(DOCTOR_TEXT))["self"]
