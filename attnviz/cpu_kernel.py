@@ -9,8 +9,8 @@ arguments and gets the same (8, H, N) rows.
 
 The C file is compiled the first time a process asks (`load`) with the machine's C compiler (`cc`, or $CC) into
 $ATTNVIZ_CACHE_DIR/kernels (default ~/.cache/attnviz/kernels), named by the source's and the machine's hash, so a
-later process loads it in milliseconds. Where no compiler runs (the container image has none), `load` returns None
-and the plain path (blocks.BlockPass) runs, as before.
+later process loads it in milliseconds. Where no compiler runs (a slim image without gcc: the Dockerfile installs it),
+`load` returns None and the plain path (blocks.BlockPass) runs, as before; `fused.check` (`attnviz doctor`) says so.
 """
 
 from __future__ import annotations

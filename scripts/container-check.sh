@@ -56,7 +56,13 @@ echo "exec uid: $uid, server (pid 1) uid: $server_uid"
 [ "$uid" != 0 ] && [ "$server_uid" != 0 ] || { echo "the server runs as root" >&2; exit 1; }
 
 echo "== doctor inside the running container"
-"${ENGINE[@]}" exec "$NAME" python -m attnviz doctor
+doctor=$("${ENGINE[@]}" exec "$NAME" python -m attnviz doctor)
+echo "$doctor"
+# long texts' statistics by attnviz's CPU kernel (compiled at build), not the plain path a slim image without a C
+# compiler took; and the app's user can compile it again (a host whose processor is not the build machine's)
+grep -q "^long texts    the fused statistics pass" <<<"$doctor" || { echo "no fused pass in the image" >&2; exit 1; }
+"${ENGINE[@]}" exec "$NAME" python -c "from attnviz import cpu_kernel as c
+t = c._target().with_name('probe.so'); c._compile(t); t.unlink(); print('the app user compiles the CPU kernel:', t.parent)"
 
 echo "== no network at all: a fresh container with --network none computes attention"
 "${ENGINE[@]}" run --rm --network none "$TAG" \
