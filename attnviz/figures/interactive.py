@@ -153,6 +153,7 @@ def _grid_layout(n: int, columns: int, gap_x: float, gap_y: float, labelled: boo
             "tickangle": -60,
             "showticklabels": labelled,
             "type": "category",
+            **({} if labelled else {"ticks": ""}),  # no marks where no label says what they mark
         }
         layout[f"yaxis{sx}"] = {
             "domain": [clamp(y1 - h), clamp(y1)],
@@ -160,6 +161,7 @@ def _grid_layout(n: int, columns: int, gap_x: float, gap_y: float, labelled: boo
             "autorange": "reversed",
             "showticklabels": labelled,
             "type": "category",
+            **({} if labelled else {"ticks": ""}),
         }
         if labelled:  # every token, not every other one: plotly thins category labels it thinks too close
             for ax in (f"xaxis{sx}", f"yaxis{sx}"):
