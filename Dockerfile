@@ -9,8 +9,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /app
 
 # A C compiler: attnviz compiles its CPU kernel for long texts (attnviz/cpu_stats.c) and Triton, on a GPU host, its
-# kernels' launcher, each at first use. Without one both take the plain path: 2-3x slower on a long text. Not pinned:
-# the base image's Debian release decides the version, and a pin would break the build when the base image moves.
+# kernels' launcher, each at first use. Without one both take the plain path (on a 2-core CPU 1.6x slower at 4,096
+# tokens, 2.0x at 8,192: bench/RESULTS.md). Not pinned: the base image's Debian release decides the version, and a
+# pin would break the build when the base image moves.
 # hadolint ignore=DL3008
 RUN apt-get update -q && apt-get install -y -q --no-install-recommends gcc libc6-dev \
  && rm -rf /var/lib/apt/lists/*
