@@ -12,7 +12,7 @@ import json
 import numpy as np
 import streamlit as st
 
-from attnviz import api
+from attnviz import api, fused
 from attnviz.blocks import block_mean, pool_factor
 from attnviz.figures import interactive, lazy_maps
 from attnviz.figures.panel_maps import Panel
@@ -39,6 +39,12 @@ def intro(lazy: LazyAttention) -> None:
     )
     if lazy.notice:  # the GPU ran out of memory while its weights were computed: they moved to the CPU
         st.info(lazy.notice)
+    if not fused.available(lazy.q.device):  # said to whoever runs the server, not why (its log and doctor say that)
+        st.caption(
+            "This server analyses long texts with plain PyTorch operations, not attnviz's fused kernel (it has no C "
+            "compiler, or the kernel is turned off): the same numbers, up to 2x slower on a CPU. `attnviz doctor` "
+            "on the server says why."
+        )
 
 
 def options_note(engine_layers: int, engine_heads: int) -> None:

@@ -422,3 +422,20 @@ def test_an_address_asking_for_what_the_page_does_not_offer_says_so_and_what_it_
     at = _app(view="<b>Grid</b>")
     assert any("view=\\<b\\>Grid\\</b\\>" in i.value for i in at.info), [i.value for i in at.info]
     assert not _app(view="Head", layer="2").info  # what it offers: nothing to say
+
+
+@pytest.mark.parametrize("kernel", ["", "0"], ids=["the fused kernel", "the plain path"])
+def test_a_long_text_says_when_the_fused_kernel_does_not_run(tiny_long_llama_dir, kernel, monkeypatch):
+    """A server with no C compiler (a laptop without one, a slim image) analyses long texts by the plain path, up to
+    2x slower: the page says so, and where to look; where the kernel runs it says nothing."""
+    monkeypatch.setenv("ATTNVIZ_MODEL_DIRS", str(tiny_long_llama_dir.parent))
+    monkeypatch.setenv("ATTNVIZ_EAGER_MB", "1")  # the tiny Llama: texts past 181 tokens are long
+    monkeypatch.setenv("ATTNVIZ_FUSED", kernel)
+    at = _app(model=str(tiny_long_llama_dir), text="The animal didn't cross the street because it was tired. " * 30)
+    _ok(at)
+    assert any("A long text" in i.value for i in at.info)
+    said = [c.value for c in at.caption if "plain PyTorch operations" in c.value]
+    if kernel == "":
+        assert not said
+    else:
+        assert len(said) == 1 and "`attnviz doctor` on the server says why" in said[0]
