@@ -3,6 +3,7 @@ decoder families on their own layers with attnviz's attention function: engines/
 
 from __future__ import annotations
 
+import math
 from functools import partial
 
 import streamlit as st
@@ -303,11 +304,13 @@ def draw_cost(d_model: int, heads: int, style: Style) -> None:
         if time_growth < weights_growth
         else "the time grew as fast as the weights: here the N² part dominates."
     )
+    exactly_n2 = math.isclose(weights_growth, (last.n / first.n) ** 2)  # H·N² numbers: on the ∝ N² line, hiding it
+    squared = " (N², so their line hides the ∝ N² line)" if exactly_n2 else ""
     st.caption(
         f"Measured live on this server ({'GPU' if first.peak_mb is not None else 'CPU'}), median of "
         f"{cost.DEFAULT_REPEATS} passes, d_model = {d_model}. From N = {first.n} to {last.n} "
-        f"({last.n // first.n}× the tokens) the weights grew {weights_growth:.0f}× and the time {time_growth:.0f}×: "
-        f"{why}"
+        f"({last.n // first.n}× the tokens) the weights grew {weights_growth:.0f}×{squared} and the time "
+        f"{time_growth:.0f}×: {why}"
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import streamlit as st
 
 from attnviz import api, escape
@@ -156,11 +158,19 @@ def stat_controls(names: dict[str, str]) -> tuple[str, bool, str]:
     return stat, bool(corpus), excludes
 
 
+def _punctuation_mark(token: str) -> str:
+    """A punctuation token as the caption lists it: quoted, and a single character named too (an apostrophe between
+    quotes, ‘'’, is hard to read on a projector)."""
+    mark = token.strip()
+    name = unicodedata.name(mark, "") if len(mark) == 1 else ""
+    return escape.quoted(token) + (f" ({name.lower()})" if name else "")
+
+
 def labels_caption(result: Attention, uniform: float, averaged: bool, induction: bool) -> str:
     """How the labels are given: the thresholds, what a decoder's sink changes, what counts as punctuation."""
     seen = "i + 1 keys for query i, from the third (causal)" if result.kind == "causal" else "every key"
     marks = head_stats.punctuation_tokens(result.source)
-    punct = ", ".join(escape.quoted(t) for t in marks[:MAX_LISTED]) or "none in this text"
+    punct = ", ".join(_punctuation_mark(t) for t in marks[:MAX_LISTED]) or "none in this text"
     if len(marks) > MAX_LISTED:
         punct += f" and {len(marks) - MAX_LISTED:,} more"
     shown = head_stats.shown_stats(result)  # a decoder is never next-token, nor [SEP] where its text has none

@@ -22,6 +22,8 @@ def test_inside_page_runs_and_shows_the_shapes():
     _ok(at)
     assert any("64 / 4 = **16**" in m.value for m in at.markdown)
     assert any("O(N²·d + N·d²)" in m.value for m in at.markdown)
+    # the weights' growth is exactly N²: their line hides the dashed N² line, and the caption says so
+    assert any("weights grew 1024× (N², so their line hides the ∝ N² line)" in c.value for c in at.caption)
     assert not any("never trained with a causal mask" in c.value for c in at.caption)
     at.toggle(key="inside.causal").set_value(True).run()
     assert any("never trained with a causal mask" in c.value for c in at.caption)

@@ -49,6 +49,14 @@ def test_a_learned_sink_in_the_url_of_a_model_without_one_falls_back_to_entropy(
     assert at.selectbox[0].value == "entropy" and not at.error
 
 
+def test_the_caption_names_each_one_character_punctuation_mark():
+    """‘'’ alone was hard to read on a projector: a one-character mark is named too."""
+    at = _overview()
+    _ok(at)
+    caption = " ".join(c.value for c in at.caption)
+    assert "all Unicode punctuation: ‘'’ (apostrophe), ‘\\.’ (full stop)." in caption, caption
+
+
 def test_overview_computes_flow_only_when_asked():
     at = _overview()
     _ok(at)
