@@ -74,7 +74,7 @@ def speed(runs: list[api.CorpusRun], model: str) -> str:
         if m.get("model") == model and m["corpus"]["name"].startswith("builtin-") and m.get("seconds"):
             docs, took = m["corpus"]["documents"], float(m["seconds"])
             return (
-                f"This server's last run of {name} took {took:.0f} s for {docs:,} paragraphs "
+                f"This server's last run of {name} took {_seconds(took)} for {docs:,} paragraphs "
                 f"({docs / took:.1f} a second)."
             )
     measured = ", ".join(
@@ -177,9 +177,14 @@ def run_picker(runs: dict[str, api.CorpusRun]) -> str:
         f"{counted(m['counts']['windows'], 'window')} of at most {m['settings']['window']} tokens "
         f"({m['counts']['documents_cut']:,} cut into several), {counted(m['counts']['tokens'], 'token')}; "
         f"{m['engine']} run, attnviz {escape.md(m['attnviz'])}"
-        + (f", {float(m['seconds']):.0f} s." if m.get("seconds") else ".")
+        + (f", {_seconds(float(m['seconds']))}." if m.get("seconds") else ".")
     )
     return name
+
+
+def _seconds(t: float) -> str:
+    """A run's time as the caption gives it: a run of a few short texts takes less than a second, not "0 s"."""
+    return f"{t:.1f} s" if t < 9.95 else f"{t:,.0f} s"
 
 
 def stat_pickers(run: api.CorpusRun) -> tuple[str, str, dict[str, str], dict[str, str]]:

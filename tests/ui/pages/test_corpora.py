@@ -95,13 +95,24 @@ def test_the_run_speed_said_is_this_servers_last_run_else_what_was_measured_neve
     runs = [made("smollm2", "builtin-200", 200, 80.0), made("default", "built-in sentences", 8, 0.2)]
     runs.append(made("default", "builtin-50", 50, 4.0))
     assert corpora.speed(runs, "default") == (
-        "This server's last run of the bundled BERT took 4 s for 50 paragraphs (12.5 a second)."
+        "This server's last run of the bundled BERT took 4.0 s for 50 paragraphs (12.5 a second)."
     )  # the Model overview's sentences are not paragraphs: not counted
     assert "took 80 s for 200 paragraphs (2.5 a second)" in corpora.speed(runs, "smollm2")
+    # a run of a few short texts took less than a second: said as such, not "0 s"
+    assert [corpora._seconds(t) for t in (0.04, 0.4, 9.9, 9.96, 80.4, 1234.0)] == [
+        "0.0 s",
+        "0.4 s",
+        "9.9 s",
+        "10 s",
+        "80 s",
+        "1,234 s",
+    ]
 
 
 @pytest.mark.slow  # a corpus run
 def test_a_small_run_on_the_builtin_corpus_starts_from_the_page(tmp_path, monkeypatch):
+    from attnviz.ui.pages import corpora
+
     shutil.rmtree(RUNS / "x", ignore_errors=True)
     at = _page()
     at.select_slider(key="co.size").set_value(50).run()
@@ -110,7 +121,7 @@ def test_a_small_run_on_the_builtin_corpus_starts_from_the_page(tmp_path, monkey
     made = [r for r in api.corpus_runs() if r.manifest["corpus"]["name"] == "builtin-50"]
     assert made and made[0].manifest["corpus"]["documents"] == 50
     assert at.selectbox(key="co.run").value == made[0].folder.name
-    took = f"{made[0].manifest['seconds']:.0f} s"
+    took = corpora._seconds(made[0].manifest["seconds"])  # "0.4 s" under 10 s, never "0 s"
     assert any(c.value.endswith(f", {took}.") for c in at.caption)  # the run picker says what it took
     assert any(f"took {took} for 50 paragraphs" in c.value for c in at.caption)  # what the next one may take
 
