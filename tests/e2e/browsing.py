@@ -684,21 +684,22 @@ def _reveal(teacher, main) -> dict:
 
 
 def _shows(pg, locator, timeout: float, what: str) -> None:
-    """Wait for a student's page to show `locator`; else fail with what the page shows instead (its URL, whether a
-    run is on, its text) and its last websocket messages (harness/wire.py): a full suite has seen a student's page
-    take the teacher's view into its address and never draw it (two servers and PostgreSQL, 2026-11-28, twice)."""
+    """Wait for a page to show `locator`; else fail with what the page shows instead (its URL, whether a run is on,
+    its text) and its last websocket messages (harness/wire.py): a full suite has seen a student's page take the
+    teacher's view into its address and never draw it (two servers and PostgreSQL, 2026-11-28, twice), and a lesson
+    page never say "Measured just now" after its Measure button was pressed (2026-12-01, once)."""
     try:
         locator.wait_for(timeout=timeout)
     except Exception as e:
         wire = "\n".join(_WIRES[pg].lines(150)) if pg in _WIRES else "(not recorded)"
-        raise AssertionError(
-            f"{what} never reached this student's page: {pg.evaluate(PAGE_JS)}\nits last messages:\n{wire}"
-        ) from e
+        seen = pg.evaluate(PAGE_JS)
+        raise AssertionError(f"{what} never reached the page: {seen}\nits last messages:\n{wire}") from e
 
 
 PAGE_JS = """() => ({href: location.href, running: !!document.querySelector('[data-testid=stStatusWidget]'),
   stale: document.querySelectorAll('[data-testid=stMain] [data-stale=true]').length,
   main: (document.querySelector('[data-testid=stMain]') || {innerText: 'no main area'}).innerText.slice(0, 400),
+  end: (document.querySelector('[data-testid=stMain]') || {innerText: ''}).innerText.slice(-600),
   sidebar: (document.querySelector('[data-testid=stSidebar]') || {innerText: ''}).innerText.slice(-300)})"""
 
 
