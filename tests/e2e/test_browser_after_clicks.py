@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from browsing import MAPLESS, READABLE_CLICKS, SLOW_BROWSER, _check_readable, _readable
 
+from harness.server import IDLE_JS
+
 pytestmark = SLOW_BROWSER
 
 
@@ -38,6 +40,7 @@ def test_the_corpus_page_draws_a_run_its_examples_and_a_heads_query_key_space_in
         pg.wait_for_selector("[data-testid=stMain] .js-plotly-plot", timeout=90_000)
         pg.get_by_text("#1", exact=False).first.wait_for(timeout=60_000)  # the top example's line
         assert pg.evaluate("() => document.querySelectorAll('[data-testid=stMain] .js-plotly-plot').length") == 2
+        pg.wait_for_function(IDLE_JS, timeout=120_000)  # every element in: a button moved by a later one misses
         pg.get_by_role("button", name="Place this head's queries and keys").click()
         pg.get_by_text("Faithfulness", exact=False).wait_for(timeout=90_000)
         assert pg.evaluate("() => document.querySelectorAll('[data-testid=stMain] .js-plotly-plot').length") == 3
