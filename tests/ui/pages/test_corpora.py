@@ -13,7 +13,7 @@ from apptest import APP, _charts, _ok
 from plotly_data import array
 from streamlit.testing.v1 import AppTest
 
-from attnviz import api
+from attnviz import api, escape
 from attnviz.analysis import head_stats
 
 RUNS = Path(os.environ["ATTNVIZ_CORPUS_DIR"])
@@ -122,8 +122,10 @@ def test_a_small_run_on_the_builtin_corpus_starts_from_the_page(tmp_path, monkey
     assert made and made[0].manifest["corpus"]["documents"] == 50
     assert at.selectbox(key="co.run").value == made[0].folder.name
     took = corpora._seconds(made[0].manifest["seconds"])  # "0.4 s" under 10 s, never "0 s"
-    assert any(c.value.endswith(f", {took}.") for c in at.caption)  # the run picker says what it took
-    assert any(f"took {took} for 50 paragraphs" in c.value for c in at.caption)  # what the next one may take
+    said = [c.value for c in at.caption]
+    assert any(c.endswith(f", {took}.") for c in said), (took, said)  # the run picker says what it took
+    # what the next one may take (that caption is escaped markdown: "2\\.8 s")
+    assert any(f"took {escape.md(took)} for 50 paragraphs" in c for c in said), (took, said)
 
 
 @pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
