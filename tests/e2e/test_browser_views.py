@@ -225,6 +225,7 @@ def test_an_html_snapshot_of_a_view_opens_offline_and_draws_its_heatmaps(browser
         pg.goto(f"{server}/?view=Head&layer=2&head=3")
         main = pg.locator("[data-testid=stMain]")
         main.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
+        pg.wait_for_function(IDLE_JS, timeout=120_000)  # the button below the maps stays where it is from here
         main.get_by_role("button", name="Prepare an HTML snapshot").click()
         save = main.get_by_role("button", name="Save the snapshot (HTML")
         save.wait_for(timeout=30_000)
