@@ -10,12 +10,18 @@ Each program loads its queries once and reads the keys its rows may see twice, t
 2. from lse = m + log l, each weight p = exp(s - lse) again, and in the same tile: sum p (s - m) (entropy), sum
    p |i - j| (distance), the shares on the flagged keys (cls, other special, punctuation, first), the column sums
    (attention received, added atomically) and the pooled maps' cells.
-No weight is written to memory: what leaves a program is one number per row and statistic, the column sums and
-the pooled cells. What runs once a tile is kept small: where a pooled cell is a tile wide or more (a long text), each
-row's sum over the current column bin is carried from tile to tile and summed across the rows only when the bin
-ends (`_pool_wide`); the flags a tile's keys carry are one OR across it; in a causal tile every row sees whole, the
-distance is (i - start) x the row's mass - sum p (j - start). A sliding window (keys within `window` positions)
-skips the tiles outside it.
+No weight is written to memory: what leaves a program is one number per row and statistic, the column sums and the
+pooled cells. With bf16 products the keys arrive in bfloat16 (`layer_pass` rounds them once a layer): each program reads
+the keys its rows see, so that halves what every program reads. What runs once a tile is kept small: where a pooled cell
+is a tile wide or more (a long text), each row's sum over the current column bin is carried from tile to tile and summed
+across the rows only when the bin ends (`_pool_wide`); the flags a tile's keys carry are one OR across it; in a causal
+tile every row sees whole, the distance is (i - start) x the row's mass - sum p (j - start). A sliding window (keys
+within `window` positions) skips the tiles outside it.
+Query heads sharing a key/value head: a program holds one query head's rows, so a K tile is read once a query head,
+not once a group. Stacking a group's heads in one program's rows would not read less per row: a program reads each
+tile of keys once for the rows it holds, whichever heads they belong to, so the bytes a row costs fall with more rows a
+program (the sweep's 128-row tiles, bench/fused_parts.py) and fewer bytes a key (bf16's keys), not with the rows'
+heads; and a group of 3 (SmolLM2's) leaves lanes idle in a power-of-two tile.
 Where the forward pass's own fused kernel gave each row's log-sum-exp (`lse`: torch's SDPA kernels compute it), the
 first pass is skipped: the second takes that lse, finds "confidence"'s largest score as it goes, and divides each
 row's sums by its mass (its weights' sum, 1 within rounding), so that the row statistics are those of the
@@ -223,7 +229,7 @@ def _sums(
 @triton.jit
 def _stats_kernel(
     Q,  # (H, N, D) this layer's queries, float32
-    K,  # (H_kv, N, D) its keys
+    K,  # (H_kv, N, D) its keys: float32, or bfloat16 with bf16 products (rounded once a layer by layer_pass)
     CODES,  # (N,) int32 key flags
     SINK,  # (H,) float32 sink logits (read when HAS_SINK)
     LSE,  # (H, N) float32 each row's log-sum-exp from the forward pass (read when LSE_GIVEN)
@@ -410,14 +416,20 @@ def layer_pass(
     lse: torch.Tensor | None = None,
     tile: tuple[int, int, int, int] | None = None,
     skip: int = 0,
+    round_keys: bool = True,
 ) -> torch.Tensor:
     """One layer: q (H, N, Dh), k (H_kv, N, Dh), contiguous float32 on one device; codes (N,) int32. Adds the
     column sums to `received` (H, N) and each pooled map's cells to its (H, P, P) sums (pools: (sums, f) pairs);
     returns (8, H, N): ROW_STATS of each row. `lse` (H, N), where the forward pass gave the rows' normalisers (not
     with `sinks`): the first pass is skipped, and the returned lse is lse + log(each row's mass). `tile` (rows, keys,
     warps, stages) overrides `tiles`; `skip` leaves parts out (1 distance and shares, 2 column sums, 4 pooled maps,
-    8 the whole second pass): for timing only."""
+    8 the whole second pass): for timing only. With bf16 products the keys are rounded to bfloat16 here, once a layer,
+    as the kernel would round each tile it loads (round to nearest even, both): the same products from half the bytes,
+    which each program reads again for its block of rows; `round_keys=False` hands the kernel float32 keys to round
+    as it loads them, as before 2026-12-01 (bench/fused_parts.py's comparison)."""
     n_h, n, dh = q.shape
+    if precision == "bf16" and round_keys and k.dtype == torch.float32:
+        k = k.to(torch.bfloat16)
     group = n_h // k.shape[0]
     d = max(16, 1 << (dh - 1).bit_length())
     bm, bn, warps, stages = tile or tiles(dh)

@@ -13,6 +13,9 @@ head size 64, causal, both pooled maps of a long text: 96 and 32 cells a side, p
   takes it from there: `LazyAttention.normalisers`), in each precision: what a long text's analysis costs now;
 - the products' precision: ieee (exact float32), tf32x3 (three TF32 products, about float32's accuracy on the
   tensor cores), tf32, bf16, each with its largest difference from ieee (row statistics, column sums, pooled cells);
+- the keys' bytes: bf16's second pass from float32 keys that each tile rounds as it loads them (as before 2026-12-01),
+  beside the same from keys rounded to bfloat16 once a layer (stats_kernel.layer_pass, now): in the parts, and in
+  the sweep at bf16's first tile;
 - tile shapes (rows, keys, warps, stages) of the second pass alone (what a long text's analysis runs) for ieee and
   bf16: each time one is the fastest of its precision so far it is printed as `best <precision> tile at N = n:
   R,K,W,S` (the last such line is the best, and a sweep cut short keeps its best so far), which
@@ -45,11 +48,12 @@ DEVICE = "cuda"  # "cpu" under Triton's interpreter (TRITON_INTERPRET=1, --dry-r
 SIDES = (96, 32)
 # Each precision's tiles, most likely first (a sweep cut by its time limit keeps the first of each: they alternate).
 # The order weighs the one timing there is against spill counts for sm_90 (`python scripts/kernel_compile.py
-# --variants given-ieee,given --tiles "64,64,4,2;64,64,8,2;..."`, 2026-12-01, the given-lse pass; bench/RESULTS.md):
-# the ieee kernel at the default 64 x 64 with 4 warps spills (1,244 loads from local memory in its code), at 32 x 64 /
-# 64 x 32 / 32 x 32 52 / 19 / 0, with 8 warps 7; yet on the H200 (2026-11-27, the whole kernel) 8 warps took 208.7 ms
-# to the default's 125.5, so the spill-free 8 warps come after the smaller tiles. bf16 spills a little at 64 x 64 with
-# 4 warps (27), none with 8 or at 128 x 64 with 8; none of bf16's shapes has been timed.
+# --variants given-ieee,given --tiles "64,64,4,2;64,64,8,2;..."`, the given-lse pass, compiled as a launch at 32,768
+# tokens specializes it; bench/RESULTS.md, 2026-12-01): the ieee kernel at the default 64 x 64 with 4 warps spills
+# (1,133 loads from local memory in its code), at 32 x 64 / 64 x 32 / 32 x 32 0 / 11 / 0, with 8 warps 0; yet on the
+# H200 (2026-11-27, the whole kernel) 8 warps took 208.7 ms to the default's 125.5, so the spill-free 8 warps come
+# after the smaller tiles. bf16 (bf16 keys) spills at none of these but 128 x 64 with 4 warps (169) and 128 x 128
+# (252); none of bf16's shapes has been timed.
 TILES = {
     "ieee": ("32,64,4,2", "64,32,4,2", "64,64,4,2", "32,32,4,2", "64,64,8,2", "64,128,8,2", "128,64,8,2",
              "64,64,4,3", "128,64,4,2", "128,128,8,2"),
@@ -105,14 +109,20 @@ def _time(call, repeats: int) -> float:
     return sorted(times)[len(times) // 2]
 
 
-def _run(module, n: int, precision: str = "ieee", tile: str | None = None, skip: int = 0, seed: int = 0, given=False):
+def _run(
+    module, n: int, precision: str = "ieee", tile: str | None = None, skip: int = 0, seed: int = 0, given=False,
+    round_keys: bool = True,
+):  # fmt: skip
     """One layer's pass: (out rows, received, pools) and a closure that runs it again into the same buffers. `given`:
-    the rows' normalisers are handed in (as the forward pass's kernel gives them), so only the second pass runs."""
+    the rows' normalisers are handed in (as the forward pass's kernel gives them), so only the second pass runs.
+    `round_keys=False`: bf16 products from float32 keys, rounded by the kernel as it loads them (before 2026-12-01)."""
     q, k, codes = _inputs(n, seed)
     received, pools = _buffers(n)
     kw = {"scale": DH**-0.5, "causal": True, "pools": pools, "received": received, "precision": precision}
     if module.__name__ == "attnviz.stats_kernel":
         kw.update(tile=tuple(int(x) for x in tile.split(",")) if tile else None, skip=skip)
+        if not round_keys:
+            kw["round_keys"] = False
     if given:
         # exact normalisers, from the default tile: the same for every tile swept, and one compile fewer a variant
         exact = {**kw, "precision": "ieee"} | ({"tile": None} if "tile" in kw else {})
@@ -197,6 +207,9 @@ def main() -> None:
                 variants.append((f"the kernel before this round, {precision}", old, {"precision": precision}))
             variants.append((f"second pass alone (lse given), {precision}", stats_kernel,
                              {"precision": precision, "given": True}))  # fmt: skip
+            if precision == "bf16":  # the keys read as float32 and rounded in each tile, as before 2026-12-01
+                variants.append(("second pass alone (lse given), bf16, float32 keys", stats_kernel,
+                                 {"precision": precision, "given": True, "round_keys": False}))  # fmt: skip
         parts = (
             ("without distance and shares", 1),
             ("without column sums", 2),
@@ -219,6 +232,10 @@ def main() -> None:
                         continue
                     kw = {"precision": precision, "tile": tile, "given": True}  # the pass a long text runs
                     variants.append((f"second pass, {precision} tile {tile}", stats_kernel, kw))
+                    if precision == "bf16" and tile == TILES["bf16"][0]:  # and once from float32 keys: what the
+                        # keys' bytes cost (layer_pass rounds them to bf16 once a layer since 2026-12-01)
+                        kw = {**kw, "round_keys": False}
+                        variants.append((f"second pass, bf16 tile {tile}, float32 keys", stats_kernel, kw))
         best: dict[str, float] = {}
         ref = None
         for label, module, kw in variants:  # each built, compiled, timed and printed in turn: a cut run keeps its rows
@@ -241,7 +258,7 @@ def main() -> None:
                 f"{built:.1f} s |",
                 flush=True,
             )
-            if "tile" in kw:
+            if "tile" in kw and kw.get("round_keys", True):
                 precision = kw["precision"]
                 if precision not in best or t < best[precision]:  # printed as found: a sweep cut keeps its best
                     best[precision] = t

@@ -8,7 +8,9 @@
 #      runs) at each tile shape, ieee's and bf16's taking turns, most likely first, each row printed as it is
 #      timed; the best of each precision goes to steps 2 and 3 (ATTNVIZ_FUSED_TILES). The ieee kernel at 64 x 64
 #      with 4 warps spills its registers (scripts/kernel_compile.py) and ran at 5.4x its products' floor; with 8
-#      warps it compiles without spills: whether that (or 32-row tiles) is faster is the open question;
+#      warps it compiles without spills: whether that (or 32-row tiles) is faster is the open question. bf16's first
+#      tile runs twice: from keys rounded to bfloat16 once a layer (since 2026-12-01) and from float32 keys each tile
+#      rounds as it loads (before): what halving the keys' bytes gained;
 #   2. bench/long_inputs.py --device cuda --model shaped --positions 32768 at 8,192 and 32,768 tokens, three runs
 #      each (--repeats 3, each in its own process, each printed as it ends), exact (float32), with the best ieee
 #      tile; a line counts the layers whose normalisers were refused;

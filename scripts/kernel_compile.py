@@ -45,11 +45,14 @@ VARIANTS = {
     "given-ieee": {"PRECISION": "ieee", "LSE_GIVEN": True},
     "given-tf32x3": {"PRECISION": "tf32x3", "LSE_GIVEN": True},
     "given-ieee-32": {"PRECISION": "ieee", "LSE_GIVEN": True, "BM": 32},  # 32 rows a program: fewer registers
+    "given-k32": {"LSE_GIVEN": True},  # bf16 products from float32 keys, rounded as loaded (before 2026-12-01)
 }
-COUNTED = ("MUFU", "BAR", "SHFL", "REDG", "ATOMG", "HGMMA", "FFMA", "FADD", "FSEL", "LDL", "STL")  # LDL, STL: spills
+# LDL, STL: spills; LDG, LDGSTS: loads from global memory (LDGSTS: asynchronous copies); F2FP: float32 pairs to bf16
+COUNTED = ("MUFU", "BAR", "SHFL", "REDG", "ATOMG", "HGMMA", "FFMA", "FADD", "FSEL", "LDL", "STL", "LDG", "LDGSTS")
+COUNTED += ("F2FP",)
 
 
-def compile_variant(name: str, sass_dir: Path | None, module=None, tile: str = "") -> dict:
+def compile_variant(name: str, sass_dir: Path | None, module=None, tile: str = "", align: bool = True) -> dict:
     """One variant's compile and counts; `tile` "R,K,W,S" (rows, keys, warps, stages, as ATTNVIZ_FUSED_TILES) replaces
     its rows and keys a program and the compile's warps and stages (else 4 warps, 2 stages)."""
     import triton
@@ -63,12 +66,18 @@ def compile_variant(name: str, sass_dir: Path | None, module=None, tile: str = "
     wanted = {**BASE, **VARIANTS[name], **shape}
     const = {k: v for k, v in wanted.items() if k in kernel.arg_names}  # an older kernel has fewer
     types = {"CODES": "*i32", "scale": "fp32"}
+    if wanted["PRECISION"] == "bf16" and not name.endswith("-k32"):  # layer_pass hands bf16 products bf16 keys
+        types["K"] = "*bf16"
     signature = {
         arg: "constexpr" if arg in const else types.get(arg, "*fp32" if arg.isupper() else "i32")
         for arg in kernel.arg_names
     }
     started = time.perf_counter()
-    source = triton.compiler.ASTSource(fn=kernel, signature=signature, constexprs=const)
+    # what a launch at the bench's 32,768 tokens specializes: each tensor's address and the token count and head size
+    # multiples of 16 (Triton's JIT marks such arguments so); without it a bf16 tile's loads are not vectorized
+    aligned = [i for i, arg in enumerate(kernel.arg_names) if signature[arg].startswith("*") or arg in ("n", "dh")]
+    attrs = {(i,): [["tt.divisibility", 16]] for i in aligned} if align else {}
+    source = triton.compiler.ASTSource(fn=kernel, signature=signature, constexprs=const, attrs=attrs)
     options = {"num_warps": warps, "num_stages": stages}
     binary = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
     seconds = time.perf_counter() - started
@@ -89,6 +98,7 @@ def compile_variant(name: str, sass_dir: Path | None, module=None, tile: str = "
     return {
         "variant": name,
         **({"tile": tile} if tile else {}),
+        **({} if align else {"aligned": False}),
         "name": binary.metadata.name,
         "elf": cubin[:4] == b"\x7fELF",
         "cubin_bytes": len(cubin),
@@ -104,6 +114,7 @@ def main() -> None:
     parser.add_argument("--sass", type=Path, default=None, help="write each variant's SASS into this folder")
     parser.add_argument("--tiles", default="", help="R,K,W,S;...: each variant at each of these tiles (as the sweep's)")
     parser.add_argument("--kernel", type=Path, default=None, help="another stats_kernel.py to compile instead")
+    parser.add_argument("--unaligned", action="store_true", help="no argument marked a multiple of 16 (before 12-01)")
     args = parser.parse_args()
     module = None
     if args.kernel is not None:
@@ -112,7 +123,7 @@ def main() -> None:
         spec.loader.exec_module(module)  # type: ignore[union-attr]
     for name in args.variants.split(","):
         for tile in args.tiles.split(";"):
-            print(json.dumps(compile_variant(name, args.sass, module, tile.strip())), flush=True)
+            print(json.dumps(compile_variant(name, args.sass, module, tile.strip(), not args.unaligned)), flush=True)
 
 
 if __name__ == "__main__":
