@@ -81,12 +81,13 @@ def layer_view(inputs: Inputs, lazy: LazyAttention, layer: int) -> None:
     """Every head of a layer, pooled; and the attention each token receives in each head."""
     maps, f, _ = lazy.pooled(GRID_SIDE)
     tokens = lazy.target_tokens
-    st.caption("Rows are queries (the token looking), columns are keys (the token looked at). One colour scale.")
     window, causal = lazy.layer_window(layer), lazy.kind == "causal"
+    widgets.grid_caption(causal)
     fig = interactive.maps_grid(
         maps[layer], tokens, tokens, f, f, layer, style=inputs.style, note="exact weights", causal=causal, window=window
     )
     st.plotly_chart(fig, key="heads.chart.grid", theme=None)  # as the short grid: see pages/heads.py
+    widgets.window_note(layer, window, lazy.n_tokens)
     export_maps(inputs, lazy, maps[layer][None], f, layer, "heads.export.layer")
     received = lazy.received()[layer]  # (H, N)
     fb = pool_factor(lazy.n_tokens, BAND_SIDE)

@@ -340,6 +340,12 @@ def csv_button(label: str, csv: Callable[[], str], filename: str, key: str) -> N
     st.download_button(label, csv, filename, "text/csv", key=key, on_click="ignore")
 
 
+def grid_caption(causal: bool) -> None:
+    """The caption above a layer's maps: what a row and a column are, and in a decoder what its grey cells are."""
+    said = "Rows are queries (the token looking), columns are keys (the token looked at). One colour scale."
+    st.caption(said + (" Grey cells are each token's future, which a decoder's mask hides." if causal else ""))
+
+
 def window_note(layer: int, window: int, n_tokens: int) -> None:
     """Say what a sliding window masks on a layer's map, where the text reaches past it (0-based layer)."""
     if window and n_tokens > window:

@@ -107,7 +107,7 @@ def layer_view(shown: Shown) -> None:
     inputs, result, opts = shown.inputs, shown.result, shown.opts
     layer = widgets.pick("Layer", "heads", "layer", result.n_layers)
     state.show_head(layer)
-    st.caption("Rows are queries (the token looking), columns are keys (the token looked at). One colour scale.")
+    widgets.grid_caption(shown.kind == "causal")
     with widgets.grid_box("heads"):
         fig = cache.chart(
             shown.key(layer, "grid"),
@@ -115,6 +115,7 @@ def layer_view(shown: Shown) -> None:
             "heads.chart.grid",
             theme=None,
         )
+    widgets.window_note(layer, result.layer_window(layer), len(result.target))
     widgets.export_buttons(inputs, shown.fetch, layer, None, opts, "heads.export.layer")
     widgets.snapshot_row(inputs, {"view": "layer", "layer": layer + 1, **opts.as_dict()}, lambda: [fig], "heads.snap")
 

@@ -16,6 +16,7 @@ def test_heads_page_sends_one_heatmap_per_head_equal_to_the_engine(bundled_hf):
     for h, d in enumerate(maps):
         assert np.allclose(array(d["z"]), r.weights[0, h].numpy(), atol=1e-6)
         assert _tokens(d["x"]) == _tokens(d["y"]) == list(r.target_tokens)
+    assert not any("Grey" in c.value for c in at.caption)  # an encoder hides nothing: no grey to explain
 
 
 @pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
@@ -116,6 +117,7 @@ def test_smollm2_heads_are_its_real_causal_attention(smollm2_hf):
     z = array(maps[4]["z"])
     assert len(maps) == 9 and np.allclose(np.nan_to_num(z), r.weights[0, 4].numpy(), atol=1e-6)
     assert np.array_equal(np.isnan(z), np.triu(np.ones_like(z, dtype=bool), 1))  # the future grey, not weight 0
+    assert any("Grey cells are each token's future" in c.value for c in at.caption)  # and the caption says so
 
 
 def test_value_weighted_view_shows_the_raw_map_beside_alpha_f_x(smollm2_scratch):
@@ -349,12 +351,15 @@ def test_a_windowed_layer_s_long_maps_show_the_window_as_masked_not_as_zero(monk
         pooled = next(z for t, z in charts.items() if t.startswith(f"Layer {layer}, head 1 — pooled"))
         exact = next(z for t, z in charts.items() if t.startswith(f"Layer {layer}, head 1: queries 1001–1064"))
         said = any("sliding window of 512 tokens" in c.value for c in at.caption)
+        grid = _app(model="gemma3", text=text, view="Layer", layer=layer)  # every head, pooled: the same caption
+        _ok(grid)
+        said = (said, any("sliding window of 512 tokens" in c.value for c in grid.caption))
         shown[layer] = (pooled, exact, said)
     pooled, exact, said = shown["1"]
-    assert np.isnan(pooled[-1, 0]) and not np.isnan(np.diag(pooled)).any() and said
+    assert np.isnan(pooled[-1, 0]) and not np.isnan(np.diag(pooled)).any() and said == (True, True)
     assert np.isnan(exact).all()  # queries 1,001-1,064 and keys 1-64: every pair further back than 512
     pooled, exact, said = shown["6"]
-    assert not np.isnan(np.tril(pooled)).any() and not np.isnan(exact).any() and not said
+    assert not np.isnan(np.tril(pooled)).any() and not np.isnan(exact).any() and said == (False, False)
     assert np.isnan(pooled[0, -1])  # the future: masked (grey), as on every map, not weight 0
     assert exact.max() > 0
 
@@ -375,6 +380,9 @@ def test_a_windowed_layer_held_whole_marks_its_window_as_the_long_path_does():
         z = array(_charts(at)[0]["data"][0]["z"])
         assert z.shape[0] > 256 and np.isnan(z[-1, 0]) == windowed  # the last query's first key: beyond the window
         assert any("sliding window of 512 tokens" in c.value for c in at.caption) == windowed
+        grid = _app(model="gemma3", text=text, view="Layer", layer=layer)  # every head of the layer
+        _ok(grid)
+        assert any("sliding window of 512 tokens" in c.value for c in grid.caption) == windowed
 
 
 @pytest.mark.parametrize(
