@@ -109,7 +109,11 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
     head = row.number_input("Head", 1, result.n_heads, 1, key="ov.open_head", width=widgets.control_px(0.5))
     if row.button("Open this head on the Heads page", key="ov.open"):
         widgets.open_head(layer, head)
-    st.dataframe(head_stats.table(stats, labels, shown), hide_index=True, key="ov.table")
+    rows = head_stats.table(stats, labels, shown)
+    named = ("layer", "head", "label")
+    columns = {k: st.column_config.NumberColumn(k, format="%.4f") for k in rows[0] if k not in named}
+    columns["label"] = st.column_config.TextColumn("label", width="medium")  # "previous-token" whole, not cut
+    st.dataframe(rows, hide_index=True, key="ov.table", column_config=columns)  # 4 decimals each: 0.0470, not 0.047
 
 
 SINKS_UNMEASURED = (

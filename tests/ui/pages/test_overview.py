@@ -1,5 +1,7 @@
 """AppTest of the overview page: it runs on the bundled models and sends what the engines computed."""
 
+import json
+
 import numpy as np
 import pytest
 from apptest import _charts, _maps, _ok, _overview
@@ -21,6 +23,9 @@ def test_overview_page_grid_table_and_rollout(bundled_hf):
     assert set(head_stats.SHORT) == set(head_stats.NAMES) and max(map(len, head_stats.SHORT.values())) <= 12
     assert len(at.dataframe) == 1 and len(at.dataframe[0].value) == 72
     assert list(at.dataframe[0].value.columns) == ["layer", "head", "label", *head_stats.STATS]  # BERT: every one
+    shown = json.loads(at.dataframe[0].proto.columns)  # as drawn: the label's column wide, 4 decimals each
+    assert shown["label"]["width"] == "medium"
+    assert all(shown[k]["type_config"]["format"] == "%.4f" for k in head_stats.STATS)
     offered = at.selectbox[0].options
     assert "share on [CLS]" in offered and "share on [SEP]" in offered
     assert not any("learned sink" in o for o in offered)  # BERT has none: not offered
