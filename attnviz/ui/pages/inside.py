@@ -278,7 +278,9 @@ def draw_random_engine(d_model: int, heads: int, tokens: TokenAxis, causal: bool
         f"Q split into heads: {tuple(s.q.shape)} → {tuple(s.q_heads.shape)}. Random weights: patterns mean nothing."
     )
     with widgets.grid_box("inside"):
-        st.plotly_chart(interactive.head_grid(result, 0, style=style, columns=min(heads, 6)), key="in.random")
+        note = f"random weights: d_model {d_model}, {heads} heads"  # not the model's layer 1, which it would say
+        grid = interactive.head_grid(result, 0, style=style, columns=min(heads, 6), note=note)
+        st.plotly_chart(grid, key="in.random")
 
 
 def _measure(d_model: int, heads: int) -> list[cost.Cost]:

@@ -21,6 +21,8 @@ def test_inside_page_runs_and_shows_the_shapes():
     at.select_slider(key="inside.heads").set_value(4).run()
     _ok(at)
     assert any("64 / 4 = **16**" in m.value for m in at.markdown)
+    titles = [c["layout"].get("title", {}).get("text") for c in _charts(at)]
+    assert "Layer 1: every head (random weights: d_model 64, 4 heads)" in titles  # not taken for the model's layer 1
     assert any("O(N²·d + N·d²)" in m.value for m in at.markdown)
     # the weights' growth is exactly N²: their line hides the dashed N² line, and the caption says so
     assert any("weights grew 1024× (N², so their line hides the ∝ N² line)" in c.value for c in at.caption)
