@@ -115,7 +115,9 @@ def knockout_section(eng: api.InterveningEngine, inputs: Inputs) -> None:
     c1, c2 = st.columns(2)
     for col, name, top in ((c1, "before", got.top_before), (c2, "after", got.top_after)):
         col.markdown(f"Next token after {escape.quoted(words[position])}, {name}:")
-        col.dataframe([{"token": repr(t["token"]), "probability": round(t["p"], 4)} for t in top], hide_index=True)
+        rows = [{"token": repr(t["token"]), "probability": t["p"]} for t in top]
+        four = {"probability": st.column_config.NumberColumn(format="%.4f")}  # 0.2110, not 0.211
+        col.dataframe(rows, hide_index=True, column_config=four)
     st.plotly_chart(
         lesson_charts.loss_lines(
             {"before": (0, got.loss_before.tolist()), "after": (0, got.loss_after.tolist())},
@@ -133,7 +135,8 @@ def knockout_section(eng: api.InterveningEngine, inputs: Inputs) -> None:
     name = f"{api.shown_name(eng.name)}, {_heads_label(heads)} out"
     after = AttentionResult(got.patterns_after, axis, axis, "causal", name, sinks=eng.sinks)
     with widgets.grid_box("knockout"):
-        st.plotly_chart(interactive.head_grid(after, layer, style=inputs.style), key="ko.after", theme=None)
+        grid = interactive.head_grid(after, layer, style=inputs.style, note=f"{_heads_label(heads)} knocked out")
+        st.plotly_chart(grid, key="ko.after", theme=None)
     importance_section(eng, inputs, mode)
 
 

@@ -1,5 +1,7 @@
 """AppTest of the Knock out and patch page, on a tiny Llama (fast) and the message BERT gets."""
 
+import json
+
 import pytest
 from apptest import APP, _charts, _ok
 from plotly_data import array
@@ -32,6 +34,10 @@ def test_knocking_a_head_out_shows_the_loss_before_and_after_and_the_grid_on_req
     loss = _charts(at)[0]["data"]
     assert abs(array(loss[1]["y"]) - expected.loss_after.numpy()).max() < 1e-4
     assert loss[0]["x"][0] == 2 and loss[0]["x"][-1] == len(expected.ids)  # 1-based position of the token predicted
+    assert _charts(at)[1]["layout"]["title"]["text"] == "Layer 2: every head (L1H1 knocked out)"  # not the clean run
+    table = at.dataframe[1]  # the next tokens after: every probability to 4 decimals, as drawn
+    assert json.loads(table.proto.columns)["probability"]["type_config"]["format"] == "%.4f"
+    assert abs(table.value["probability"].sum() - sum(t["p"] for t in expected.top_after)) < 1e-6
     at.button(key="ko.grid").click().run()
     _ok(at)
     grid, _ = ablation.importance(engine, TEXT, "zero")
