@@ -195,11 +195,8 @@ def row_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int, q0: int
     title = f"Where query {i + 1} ({tokens[i][:30]}) looks: layer {layer + 1}, head {head + 1}, every key it sees"
     st.plotly_chart(lazy_maps.row_profile(values, tokens[:seen], i, title, style=inputs.style), key="heads.chart.row")
     top = np.argsort(-values)[:TOP_KEYS]
-    st.dataframe(
-        [{"key position": int(j) + 1, "token": tokens[j], "weight": float(values[j])} for j in top],
-        hide_index=True,
-        key="heads.row.top",
-    )
+    top_keys = [{"key position": int(j) + 1, "token": tokens[j], "weight": float(values[j])} for j in top]
+    widgets.fixed_table(top_keys, {"weight": 4}, key="heads.row.top")
     csv = "key_position,token,weight\n" + "".join(
         f"{j + 1},{json.dumps(tokens[j], ensure_ascii=False)},{values[j]:.8g}\n" for j in range(seen)
     )

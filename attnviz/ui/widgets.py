@@ -340,6 +340,13 @@ def csv_button(label: str, csv: Callable[[], str], filename: str, key: str) -> N
     st.download_button(label, csv, filename, "text/csv", key=key, on_click="ignore")
 
 
+def fixed_table(rows: list[dict], decimals: dict[str, int], *, columns: dict | None = None, **kwargs) -> None:
+    """A table whose number columns keep their decimals (`decimals`: column -> places): 1.50 and 1.25, not 1.5 and
+    1.25 as rounded floats draw; `columns`: other columns' settings (st.column_config)."""
+    formats = {k: st.column_config.NumberColumn(format=f"%.{places}f") for k, places in decimals.items()}
+    st.dataframe(rows, hide_index=True, column_config={**formats, **(columns or {})}, **kwargs)
+
+
 def grid_caption(causal: bool) -> None:
     """The caption above a layer's maps: what a row and a column are, and in a decoder what its grey cells are."""
     said = "Rows are queries (the token looking), columns are keys (the token looked at). One colour scale."

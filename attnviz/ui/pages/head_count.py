@@ -180,7 +180,7 @@ def cost_section(style: Style) -> None:
         }
         for r in rows
     ]
-    st.dataframe(table, hide_index=True)
+    widgets.fixed_table(table, {"ms": 3, "× batched": 2, "peak GPU MB": 1, "weights MB": 1, "K+V MB": 2})
     loop16 = next(r.ms for r in rows if r.heads == 16 and r.method != "batched") / batched[(16, 16)]
     where = "GPU" if dev.type == "cuda" else "CPU"
     note = (

@@ -115,9 +115,8 @@ def knockout_section(eng: api.InterveningEngine, inputs: Inputs) -> None:
     c1, c2 = st.columns(2)
     for col, name, top in ((c1, "before", got.top_before), (c2, "after", got.top_after)):
         col.markdown(f"Next token after {escape.quoted(words[position])}, {name}:")
-        rows = [{"token": repr(t["token"]), "probability": t["p"]} for t in top]
-        four = {"probability": st.column_config.NumberColumn(format="%.4f")}  # 0.2110, not 0.211
-        col.dataframe(rows, hide_index=True, column_config=four)
+        with col:
+            widgets.fixed_table([{"token": repr(t["token"]), "probability": t["p"]} for t in top], {"probability": 4})
     st.plotly_chart(
         lesson_charts.loss_lines(
             {"before": (0, got.loss_before.tolist()), "after": (0, got.loss_after.tolist())},

@@ -190,7 +190,7 @@ def cost_section(style: Style) -> None:
         }
         for r in rows
     ]
-    st.dataframe(table, hide_index=True)
+    widgets.fixed_table(table, {"ms": 3, "× dense": 2, "peak GPU MB": 1, "scores formed MB": 2})
     last = max(dense)
     window = next(r for r in rows if r.n == last and r.method.startswith("sliding"))
     note = (

@@ -110,10 +110,9 @@ def stats_section(inputs: Inputs, result: Attention) -> None:
     if row.button("Open this head on the Heads page", key="ov.open"):
         widgets.open_head(layer, head)
     rows = head_stats.table(stats, labels, shown)
-    named = ("layer", "head", "label")
-    columns = {k: st.column_config.NumberColumn(k, format="%.4f") for k in rows[0] if k not in named}
-    columns["label"] = st.column_config.TextColumn("label", width="medium")  # "previous-token" whole, not cut
-    st.dataframe(rows, hide_index=True, key="ov.table", column_config=columns)  # 4 decimals each: 0.0470, not 0.047
+    wide = {"label": st.column_config.TextColumn("label", width="medium")}  # "previous-token" whole, not cut
+    places = {k: 4 for k in rows[0] if k not in ("layer", "head", "label")}  # every statistic: 0.0470, not 0.047
+    widgets.fixed_table(rows, places, columns=wide, key="ov.table")
 
 
 SINKS_UNMEASURED = (
