@@ -239,16 +239,16 @@ def maps_grid(
     labelled = n_tok <= EVERY_LABEL and labels_fit(n_tok, font) <= width - row_px
     geometry = functools.partial(_grid_geometry, n, asked, xs, ys, font, width=width)
     columns, n_rows, side, left_px, below_px = geometry(labelled, style.projector)
-    title_px = font + 16
+    head_title = font + 16  # each map's own title (Head 1)
     one_screen = False
-    if labelled and style.projector and n_rows * (side + below_px + title_px) + 80 > PROJECTOR_SCREEN_PX:
+    if labelled and style.projector and n_rows * (side + below_px + head_title) + 80 > PROJECTOR_SCREEN_PX:
         labelled = False
         one_screen = True
         columns, n_rows, side, left_px, below_px = geometry(False, True)
-    height = n_rows * (side + below_px + title_px) + 80
+    height = n_rows * (side + below_px + head_title) + 80
     plot_h = height - 80 - below_px
     gap_x = (left_px + 10) / (width - left_px)
-    gap_y = (below_px + title_px) / plot_h if n_rows > 1 else 0.0
+    gap_y = (below_px + head_title) / plot_h if n_rows > 1 else 0.0
     layout = _grid_layout(n, columns, gap_x, gap_y, labelled)
     pooling = "" if fq == fk == 1 else f" — pooled {fq}×{fk} tokens a cell; pick a head for full detail"
     # A phone's map is its column less the row labels (its colour bar lies across the top: bar_across; down the
@@ -265,13 +265,21 @@ def maps_grid(
         pooling = f" — projector: {n_tok} {ONE_HEAD_LABELLED}"  # the grid on one screen
     elif not labelled and fq == fk == 1:
         pooling = f" — {n_tok} tokens, too many to label on each map: hover (tap) or pick a head"
-    fig = style_layout(fig, style, top, f"Layer {layer + 1}: every head{pooling}{_note(note)}")
+    # A phone's title in lines that fit its column, never cut ("Layer 1: every head (random weights: d_model 384, 12
+    # heads)" ran off a phone's 358 px); elsewhere one line, which the wider grid holds.
+    title = f"Layer {layer + 1}: every head{pooling}{_note(note)}"
+    lines = title_lines(title, width, style.font_size + 4) if style.phone else [title]
+    fig = style_layout(fig, style, top, "\n".join(lines))
     # Room for the token labels, measured here: plotly's automargin would lay the figure out twice in the browser
     # (0.54 s against 0.35 s from Enter to 12 maps drawn), and the grid is drawn without Streamlit's theme.
     fig = grey_ground(fig, causal).update_layout(
         height=round(height), margin={"l": round(left_px) + 10, "b": round(below_px) + 10}
     )
-    return bar_across(fig, style, below=font + 10) if style.phone else fig
+    if not style.phone:
+        return fig
+    more = title_px(style.font_size + 4, len(lines)) - title_px(style.font_size + 4, 1)  # the maps keep their height
+    fig.update_layout(height=round(height) + more)
+    return bar_across(fig, style, title_lines=len(lines), below=font + 10)
 
 
 ONE_HEAD_LABELLED = "tokens labelled on one head (pick one) or on hover"
