@@ -134,7 +134,9 @@ def knockout_section(eng: api.InterveningEngine, inputs: Inputs) -> None:
     name = f"{api.shown_name(eng.name)}, {_heads_label(heads)} out"
     after = AttentionResult(got.patterns_after, axis, axis, "causal", name, sinks=eng.sinks)
     with widgets.grid_box("knockout"):
-        grid = interactive.head_grid(after, layer, style=inputs.style, note=f"{_heads_label(heads)} knocked out")
+        count = sum(map(len, heads.values()))  # a title names three heads at most: more would run off the grid
+        out = _heads_label(heads) if count <= 3 else f"{count} heads"
+        grid = interactive.head_grid(after, layer, style=inputs.style, note=f"{out} knocked out")
         st.plotly_chart(grid, key="ko.after", theme=None)
     importance_section(eng, inputs, mode)
 

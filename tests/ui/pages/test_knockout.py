@@ -38,6 +38,10 @@ def test_knocking_a_head_out_shows_the_loss_before_and_after_and_the_grid_on_req
     table = at.dataframe[1]  # the next tokens after: every probability to 4 decimals, as drawn
     assert json.loads(table.proto.columns)["probability"]["type_config"]["format"] == "%.4f"
     assert abs(table.value["probability"].sum() - sum(t["p"] for t in expected.top_after)) < 1e-6
+    names = at.multiselect(key="ko.names")
+    names.set_value(names.options[:4]).run()  # four heads of layer 1: the title counts them, not names them all
+    _ok(at)
+    assert _charts(at)[1]["layout"]["title"]["text"] == "Layer 2: every head (4 heads knocked out)"
     at.button(key="ko.grid").click().run()
     _ok(at)
     grid, _ = ablation.importance(engine, TEXT, "zero")
