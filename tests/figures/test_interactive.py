@@ -312,7 +312,11 @@ def test_a_token_axis_gives_each_label_a_line_or_labels_every_kth_and_says_so(bu
     room = layout.PHONE_WIDTH - fig.layout.margin.l - fig.layout.margin.r
     assert room / len(fig.layout.xaxis.tickvals) >= phone.font_size + 1
     grid = interactive.head_grid(thirty, 0, style=phone)  # 30 rows' labels beside 30 keys' lines do not fit: none
-    assert not grid.layout.xaxis2.showticklabels and "too many to label on each map" in grid.layout.title.text
+    lines = grid.layout.title.text.split("<br>")  # a phone's title wrapped to its column, never cut
+    assert not grid.layout.xaxis2.showticklabels and "too many to label on each map" in " ".join(lines)
+    font = phone.font_size + 4
+    assert len(lines) > 1 and max(map(len, lines)) * layout.CHAR * font <= layout.PHONE_WIDTH
+    assert grid.layout.margin.t >= layout.title_px(font, len(lines)) + layout.BAR_ACROSS_PX  # the bar under its lines
     long = _random_result(l=1, h=1, t=70)
     fig = interactive.head_map(long, 0, 0)
     step = len(fig.data[0].x) // len(fig.layout.xaxis.tickvals)
