@@ -414,7 +414,7 @@ def profile(n: int, backend: str, device: str, model: str, precision: str = "exa
         if part == "analysis":
             out.append(_parts_table(prof, took))
             host = prof.key_averages().table(sort_by="cpu_time_total", row_limit=15, max_name_column_width=60)
-            out.append(f"The analysis by host time (waits for the device included):\n\n{host}")
+            out.append(f"\nThe analysis by host time (waits for the device included):\n\n{host}")
     return "\n".join(out)
 
 
