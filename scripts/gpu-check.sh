@@ -19,7 +19,8 @@
 #      and 32k);
 #   5. the fast precisions' error against exact at 8,192 and 32,768 (--errors; not measured since 2026-11-27, before
 #      the analysis took the forward pass's normalisers, and the issue's dated section needs it);
-#   6. the fast mode's profile at 32,768 (--profile: where its 0.2 s outside the kernel goes);
+#   6. the fast mode's profile at 32,768 (--profile: where its 0.2 s outside the kernel goes, by the analysis's named
+#      parts: the kernel's launch, the neighbours' shares, the sums zeroed and added up, and by host time);
 #   7. the CUDA tests not yet run on CUDA (tests/test_fused.py: windows and sinks against dense weights, the fast
 #      precisions, kernels that fail at run time, the sm_90 compile), then the rest of the file;
 #   8. with time left: the kernel by parts (bench/fused_parts.py --bf16-parts).
