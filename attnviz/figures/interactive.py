@@ -272,18 +272,18 @@ def maps_grid(
     fig = grey_ground(fig, causal).update_layout(
         height=round(height), margin={"l": round(left_px) + 10, "b": round(below_px) + 10}
     )
-    return _phone_grid(fig, style, title, width) if style.phone else fig
+    return _for_phone(fig, style, title, width, below=font + 10) if style.phone else fig
 
 
-def _phone_grid(fig: go.Figure, style: Style, title: str, width: int) -> go.Figure:
-    """A layer's grid laid out for a phone: its title in lines that fit the column, never cut ("Layer 1: every head
-    (random weights: d_model 384, 12 heads)" ran off a phone's 358 px), the maps keeping their height, and the colour
-    bar across the top (bar_across), above each map's own title."""
+def _for_phone(fig: go.Figure, style: Style, title: str, width: int, below: int = 0) -> go.Figure:
+    """A map or a layer's grid laid out for a phone: its title in lines that fit the column, never cut ("Layer 1:
+    every head (random weights: d_model 384, 12 heads)" ran off a phone's 358 px), the maps keeping their height,
+    and the colour bar across the top (bar_across), `below` px above the maps (a grid's map titles)."""
     font = style.font_size + 4  # style_layout's title
     lines = title_lines(title, width, font)
     more = title_px(font, len(lines)) - title_px(font, 1)
     fig.update_layout(title_text=html_text("\n".join(lines)), height=int(fig.layout.height) + more)
-    return bar_across(fig, style, title_lines=len(lines), below=style.font_size + 10)
+    return bar_across(fig, style, title_lines=len(lines), below=below)
 
 
 ONE_HEAD_LABELLED = "tokens labelled on one head (pick one) or on hover"
@@ -352,19 +352,28 @@ def head_map(
         **(
             token_ticks(xs, x_px, font, x_title, HEAD_LABELS)
             if x_said
-            else {"showticklabels": False, "title": {"text": f"{x_title}: {len(xs)}, too many to label: hover or tap"}}
+            else {"showticklabels": False, "title": {"text": _unlabelled(x_title, len(result.source_tokens), fk)}}
         ),
     )
     fig.update_yaxes(
         **(
             token_ticks(ys, y_px, font, y_title, HEAD_LABELS)
             if y_said
-            else {"showticklabels": False, "title": {"text": f"{y_title}: {len(ys)}, too many to label: hover or tap"}}
+            else {"showticklabels": False, "title": {"text": _unlabelled(y_title, len(result.target_tokens), fq)}}
         )
     )
-    fig = style_layout(fig, style, top, f"Layer {layer + 1}, head {head + 1}{_note(note)}")
+    # a map of more than max_side tokens a side is pooled: its title says so (it said "Layer 1, head 2" over 1,361
+    # tokens in 454 cells of 3, and its axes counted the cells as queries)
+    pooling = "" if fq == fk == 1 else f" — pooled {fq}×{fk} tokens a cell"
+    title = f"Layer {layer + 1}, head {head + 1}{pooling}{_note(note)}"
+    fig = style_layout(fig, style, top, title)
     grey_ground(fig, causal).update_layout(height=round(side + below), margin={"l": round(left), "b": round(below)})
-    return bar_across(fig, style) if style.phone else fig
+    return _for_phone(fig, style, title, column) if style.phone else fig
+
+
+def _unlabelled(axis: str, n_tokens: int, f: int) -> str:
+    """An axis of too many tokens to label: how many, and how many a cell where the map is pooled."""
+    return f"{axis}: {n_tokens:,}{f' tokens, {f} a cell' if f > 1 else ''}, too many to label: hover or tap"
 
 
 def _tile_ticks(n: int, size: int, prefix: str) -> dict:

@@ -326,6 +326,22 @@ def test_a_token_axis_gives_each_label_a_line_or_labels_every_kth_and_says_so(bu
     assert interactive.head_map(thirty, 0, 0, style=interactive.Style(projector=True)).layout.xaxis.tickmode == "linear"
 
 
+def test_a_pooled_head_map_says_it_is_pooled_and_counts_tokens_not_cells():
+    """Past 512 tokens a side one head's map is pooled: its title says so and its axes count the tokens (the Heads page
+    said "Layer 1, head 2" over Gemma 3's 1,361 tokens in 454 cells of 3, the axes "query (attending): 454"); on a
+    phone the longer title wraps in the column."""
+    r = _random_result(l=1, h=1, t=600)
+    fig = interactive.head_map(r, 0, 0)
+    assert np.asarray(fig.data[0].z).shape == (300, 300)
+    assert fig.layout.title.text == "Layer 1, head 1 — pooled 2×2 tokens a cell"
+    assert fig.layout.yaxis.title.text == "query (attending): 600 tokens, 2 a cell, too many to label: hover or tap"
+    assert fig.layout.xaxis.title.text == "key (attended to): 600 tokens, 2 a cell, too many to label: hover or tap"
+    phone = interactive.Style(phone=True)
+    lines = interactive.head_map(r, 0, 0, style=phone).layout.title.text.split("<br>")
+    assert len(lines) == 2 and max(map(len, lines)) * layout.CHAR * (phone.font_size + 4) <= layout.PHONE_WIDTH
+    assert interactive.head_map(_random_result(l=1, h=1, t=90), 0, 0).layout.title.text == "Layer 1, head 1"
+
+
 def _causal_result(l=1, h=2, t=10):
     s = torch.randn(l, h, t, t).masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
     toks = tuple(f"t{i}" for i in range(t))
