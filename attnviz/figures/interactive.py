@@ -450,7 +450,7 @@ def overview_maps(
     plot_h = min(plot_w * tile.shape[0] / tile.shape[1], 70 * n_l)
     below = 2 * font + (3 * font if style.phone else 0)  # the heads' names (a phone's may turn: "H10" in 25 px)
     fig.update_layout(height=round(max(120, plot_h) + 70 + below))  # and the title over the tiles
-    return bar_across(fig, style) if style.phone else fig
+    return _for_phone(fig, style, title, main_px(style)) if style.phone else fig
 
 
 def _label_axes(

@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 
 from attnviz.escape import html_text
 from attnviz.figures.interactive import click_markers, masked_future, masked_trace
+from attnviz.figures.layout import BAR_ACROSS_PX, main_px, title_lines, title_px, title_top
 from attnviz.figures.style import Style
 
 ROW_HOVER = "key %{x}: %{customdata}<br>weight %{y:.5f}<extra></extra>"
@@ -32,14 +33,38 @@ def block_centres(n: int, f: int) -> np.ndarray:
 
 
 def _style(fig: go.Figure, style: Style, title: str, height: int) -> go.Figure:
-    return fig.update_layout(
-        title={"text": html_text(title), "font": {"size": style.font_size + 2}},
+    """Title, fonts and white ground; on a phone the title in lines that fit its column and a heatmap's colour bar
+    across the top (a phone's Heads page cut five of these titles at a long text's 358 px, and the bars down the
+    right took a third of the width from the maps)."""
+    font = style.font_size + 2
+    lines = title_lines(title, main_px(style), font) if style.phone else [title]
+    top = title_px(font, len(lines)) if style.phone else 60
+    placed = title_top(font, len(lines)) if style.phone else {}  # the lines' block from the figure's top down
+    fig.update_layout(
+        title={"text": html_text("\n".join(lines)), "font": {"size": font}, **placed},
         font={"size": style.font_size, "color": "black" if style.projector else None},
         paper_bgcolor="white",
         plot_bgcolor="white",
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        margin={"l": 10, "r": 10, "t": top, "b": 10},
         height=height,
     )
+    return _bar_across(fig, top) if style.phone else fig
+
+
+def _bar_across(fig: go.Figure, top: int) -> go.Figure:
+    """A phone's colour bar laid across the figure under its title (layout.bar_across's way, for a bar that is the
+    colour axis's or a heatmap's own); a figure without one is left as it is."""
+    bars = [t for t in fig.data if isinstance(t, go.Heatmap) and t.showscale is not False and t.coloraxis is None]
+    if fig.layout.coloraxis.colorscale is None and not bars:
+        return fig
+    height = int(fig.layout.height) + BAR_ACROSS_PX
+    across = {"orientation": "h", "thickness": 10, "len": 0.9, "x": 0.0, "xanchor": "left", "y": 1 - (top + 6) / height}
+    across |= {"yref": "container", "yanchor": "top", "title": {"side": "right"}}
+    if fig.layout.coloraxis.colorscale is not None:
+        fig.update_layout(coloraxis_colorbar=across)
+    else:
+        bars[0].update(colorbar=across)
+    return fig.update_layout(height=height, margin={"t": top + BAR_ACROSS_PX})
 
 
 def zoomable_map(
@@ -70,8 +95,11 @@ def zoomable_map(
     if causal:
         fig.add_trace(masked_trace(np.where(np.isnan(m), 1.0, np.nan), centres, centres))
     fig.update_xaxes(title="key position (attended to)", range=[0.5, n + 0.5], constrain="domain")
-    fig.update_yaxes(title="query position (attending)", range=[n + 0.5, 0.5], scaleanchor="x")
-    return _style(fig, style, title, 720 if style.projector else 640)
+    # square cells, and on a phone's tall narrow plot the map's own range: constrained, y shrinks its domain, not
+    # stretched to -1,000 .. 2,800 around a 1,361-token map
+    fig.update_yaxes(title="query position (attending)", range=[n + 0.5, 0.5], scaleanchor="x", constrain="domain")
+    height = main_px(style) + 60 if style.phone else 720 if style.projector else 640  # a phone's: about square
+    return _style(fig, style, title, height)
 
 
 def clicked_cell(event, p: int) -> tuple[int, int] | None:

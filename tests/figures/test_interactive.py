@@ -340,6 +340,10 @@ def test_a_pooled_head_map_says_it_is_pooled_and_counts_tokens_not_cells():
     lines = interactive.head_map(r, 0, 0, style=phone).layout.title.text.split("<br>")
     assert len(lines) == 2 and max(map(len, lines)) * layout.CHAR * (phone.font_size + 4) <= layout.PHONE_WIDTH
     assert interactive.head_map(_random_result(l=1, h=1, t=90), 0, 0).layout.title.text == "Layer 1, head 1"
+    tiles = np.random.default_rng(0).random((18, 4, 32, 32))  # a long text's overview (Gemma 3's), cut on a phone
+    grid = interactive.overview_maps(tiles, style=phone, note="exact weights, pooled 43×43 tokens a cell")
+    lines = grid.layout.title.text.split("<br>")
+    assert len(lines) > 1 and max(map(len, lines)) * layout.CHAR * (phone.font_size + 4) <= layout.PHONE_WIDTH
 
 
 def _causal_result(l=1, h=2, t=10):

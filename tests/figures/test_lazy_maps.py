@@ -56,3 +56,36 @@ def test_the_zoomable_map_draws_what_the_mask_forbids_grey_the_future_and_beyond
     assert fig.layout.plot_bgcolor == "white"
     bidirectional = lazy_maps.zoomable_map(m, f, n, "t", causal=False)
     assert not np.isnan(array(bidirectional.data[0].z)).any() and len(bidirectional.data) == 2
+
+
+def test_a_long_text_s_figures_on_a_phone_wrap_their_titles_and_lay_their_colour_bars_across():
+    """At a phone's 358 px a long text's one-head map, exact window, attention received and row cut their titles (five
+    on Gemma 3's Heads page), the bars down the right took a third of the maps' width, and the one-head map's query
+    axis ran from -1,000 to 2,800 round a 1,361-token map: each title now fits its column, each bar lies across the
+    top under it, and the map keeps its own range (both axes constrained to its square)."""
+    from attnviz.figures import layout, lazy_maps
+    from attnviz.figures.style import Style
+
+    phone = Style(phone=True)
+    font = phone.font_size + 2
+    n, f = 1361, 11
+    title = "Layer 1, head 2 — pooled 11×11 tokens a cell; click a cell to zoom"
+    m = np.random.default_rng(0).random((124, 124)).astype(np.float32)
+    w = np.full((64, 64), 1 / 64, dtype=np.float32)
+    figures = {
+        "map": lazy_maps.zoomable_map(m, f, n, title, style=phone),
+        "window": lazy_maps.window_map(w, ["a"] * 64, ["b"] * 64, 1298, 1298, np.zeros(64), title, style=phone),
+        "received": lazy_maps.received_band(np.ones((4, 124)), f, n, "Attention received, layer 1: " * 3, style=phone),
+        "row": lazy_maps.row_profile(np.ones(1299) / 1299, ["a"] * 1299, 1298, title, style=phone),
+    }
+    for name, fig in figures.items():
+        lines = fig.layout.title.text.split("<br>")
+        assert len(lines) > 1 and max(map(len, lines)) * layout.CHAR * font <= layout.PHONE_WIDTH, name
+        assert fig.layout.margin.t >= layout.title_px(font, len(lines)), name  # the lines above the plot
+        if name != "row":  # a heatmap's bar across the top, under the title's last line
+            bar = fig.layout.coloraxis.colorbar if name == "window" else fig.data[0].colorbar
+            assert bar.orientation == "h" and fig.layout.margin.t >= layout.title_px(font, len(lines)) + 46, name
+    square = figures["map"].layout
+    assert square.yaxis.constrain == "domain" == square.xaxis.constrain and list(square.yaxis.range) == [n + 0.5, 0.5]
+    laptop = lazy_maps.zoomable_map(m, f, n, title)  # a laptop's: one line, the bar down the right as before
+    assert laptop.layout.title.text == title and laptop.data[0].colorbar.orientation is None
