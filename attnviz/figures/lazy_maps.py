@@ -14,7 +14,19 @@ import plotly.graph_objects as go
 
 from attnviz.escape import html_text
 from attnviz.figures.interactive import click_markers, masked_future, masked_trace
-from attnviz.figures.layout import BAR_ACROSS_PX, main_px, title_lines, title_px, title_top
+from attnviz.figures.layout import (
+    BAR_ACROSS_PX,
+    CHAR,
+    EVERY_TICK,
+    PROJECTOR_MAIN_PX,
+    bar_px,
+    drawn_chars,
+    main_px,
+    title_lines,
+    title_px,
+    title_top,
+    token_ticks,
+)
 from attnviz.figures.style import Style
 
 ROW_HOVER = "key %{x}: %{customdata}<br>weight %{y:.5f}<extra></extra>"
@@ -127,8 +139,8 @@ def received_band(received: np.ndarray, f: int, n: int, title: str, *, style: St
         )
     )
     fig.update_xaxes(title="token position", range=[0.5, n + 0.5])
-    fig.update_yaxes(autorange="reversed")
-    return _style(fig, style, title, 140 + 22 * h)
+    fig.update_yaxes(autorange="reversed", **EVERY_TICK)  # every head named: a line of its font and more each
+    return _style(fig, style, title, 140 + (style.font_size + 10) * h)
 
 
 def row_profile(values: np.ndarray, tokens: Sequence[str], query: int, title: str, *, style: Style = Style()):
@@ -189,11 +201,18 @@ def window_map(
             ),
         ]
     )
-    labels = len(xs) <= 80
+    # Each token its label's line where the figure gives it one (up to 64 a side, as every map), else every k-th and
+    # the axis says so: plotly thinned a 64-token window's to every 2nd unsaid. The window is as wide as the main
+    # column (its share outside in the last tenth), as tall as its rows' labels need, up to a screen.
+    font = style.font_size
+    column = PROJECTOR_MAIN_PX if style.projector and not style.phone else main_px(style)
+    left = CHAR * font * drawn_chars(ys) + 6 + font + 14
+    side = min(1400 if style.projector else 1100, max(420, (font + 1) * len(ys) + 220))
+    x_px = 0.9 * (column - left - (0 if style.phone else bar_px(font)))
     fig.update_layout(
-        xaxis={"domain": [0.0, 0.9], "tickangle": -60, "showticklabels": labels, "title": "key"},
+        xaxis={"domain": [0.0, 0.9], "tickangle": -60, **token_ticks(xs, x_px, font, "key")},
         xaxis2={"domain": [0.92, 1.0], "anchor": "y", "tickangle": -60},
-        yaxis={"autorange": "reversed", "showticklabels": labels, "title": "query"},
+        yaxis={"autorange": "reversed", **token_ticks(ys, side - 220, font, "query")},
         coloraxis={
             "colorscale": style.colorscale,
             "cmin": 0.0,
@@ -201,7 +220,6 @@ def window_map(
             "colorbar": {"title": {"text": "weight"}, "x": 1.02},
         },
     )
-    side = min(900, max(420, 14 * len(ys) + 200))
     if masked is not None:  # grey, a trace of its own: the plot's ground stays white round the map and its column
         fig.add_trace(masked_trace(np.where(masked, 1.0, np.nan), xs, ys))
     return _style(fig, style, title, side)

@@ -86,18 +86,20 @@ def layer_view(inputs: Inputs, lazy: LazyAttention, layer: int) -> None:
     fig = interactive.maps_grid(
         maps[layer], tokens, tokens, f, f, layer, style=inputs.style, note="exact weights", causal=causal, window=window
     )
-    st.plotly_chart(fig, key="heads.chart.grid", theme=None)  # as the short grid: see pages/heads.py
+    with widgets.grid_box("heads-long"):  # as the short grid (pages/heads.py): a narrow window scrolls it, not cuts it
+        st.plotly_chart(fig, key="heads.chart.grid", theme=None)
     widgets.window_note(layer, window, lazy.n_tokens)
     export_maps(inputs, lazy, maps[layer][None], f, layer, "heads.export.layer")
     received = lazy.received()[layer]  # (H, N)
     fb = pool_factor(lazy.n_tokens, BAND_SIDE)
     band = block_mean(received[None], 1, fb)[0].numpy() if fb > 1 else received.numpy()
-    pooled = f", means of {fb} tokens a column" if fb > 1 else ""
-    title = f"Attention received, layer {layer + 1}: the mean weight on each token over all queries{pooled}"
+    pooled = f" (each column the mean of {fb} tokens)" if fb > 1 else ""
+    title = f"Attention received, layer {layer + 1}"  # short: the figure is as wide as the window, its title one line
     st.plotly_chart(lazy_maps.received_band(band, fb, lazy.n_tokens, title, style=inputs.style), key="heads.band")
     st.caption(
-        "A bright column is a token many queries look at. In a causal model the first token often draws most of "
-        "it (an attention sink), and a token early in the text is seen by more queries than a late one."
+        f"The mean weight each token gets over all queries{pooled}. A bright column is a token many queries look "
+        "at. In a causal model the first token often draws most of it (an attention sink), and a token early in the "
+        "text is seen by more queries than a late one."
     )
 
 

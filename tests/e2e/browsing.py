@@ -88,8 +88,11 @@ READABLE_JS = r"""() => {
         // could give each its line, a projector's single panel of 44 keys) whose axis says its rule ("every 4th of 44
         // labelled").
         const row = String(axisOf(t.yaxis).domain);
+        // (A one-column strip beside it is no map: a long text's exact window and its column of each row's share
+        // outside the window.)
         const ruled = /every \d+\w* (of \d+ )?labelled/.test(ax && ax.title && ax.title.text || '')
-          && lay.width >= 600 && maps.filter(o => String(axisOf(o.yaxis).domain) === row).length === 1;
+          && lay.width >= 600
+          && maps.filter(o => String(axisOf(o.yaxis).domain) === row && ((o.z || [])[0] || []).length > 1).length === 1;
         // And a projector's Layer grid, which fits one screen with its tokens labelled on one head (its title says
         // so: labelled maps stood one a row, 7,048 px tall for BERT).
         const oneScreen = /projector: \d+ tokens labelled on one head/.test(lay.title && lay.title.text || '');
@@ -376,9 +379,13 @@ THIN_JS = r"""() => {
   const out = [];
   for (const gd of document.querySelectorAll('[data-testid=stMain] .js-plotly-plot')) {
     const fig = gd.getBoundingClientRect(), data = gd._fullData || [];
-    const maps = data.filter(t => t.type === 'heatmap');  // in the order their images are drawn
+    const maps = data.filter(t => t.type === 'heatmap');
+    // each image's own trace, from its trace group's data (plotly binds the trace's calcdata there): images are drawn
+    // subplot by subplot, so with two subplots the i-th image is not the i-th heatmap (a long text's exact window:
+    // its 18 px column of the share outside was read as the map's grey "masked" trace, a thin strip)
     gd.querySelectorAll('.heatmaplayer .hm image').forEach((img, i) => {
-      const w = img.getBoundingClientRect().width, t = maps[i] || {};
+      const bound = img.closest('.hm').__data__;
+      const w = img.getBoundingClientRect().width, t = (bound && bound[0] && bound[0].trace) || maps[i] || {};
       if (((t.z || [])[0] || []).length >= 4 && w > 0 && w < 0.45 * fig.width)
         out.push(`${(t.name || '').slice(0, 30)}: ${Math.round(w)} px of the figure's ${Math.round(fig.width)}`);
     });

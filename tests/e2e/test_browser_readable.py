@@ -30,3 +30,20 @@ def test_every_map_has_a_colour_bar_no_label_is_cut_and_a_projector_enlarges_tic
             continue
         plain, big = _readable(browser, server, path, model)
         _check_readable(path, plain, big, maps=True)
+
+
+# About 900 of SmolLM2's tokens: past what the default ATTNVIZ_EAGER_MB holds whole (688), so the page takes the long
+# path (pooled maps, an exact window, one query's row) that no visit above reaches
+LONG_TEXT = "The teacher said that attention lets each token look back at the others, and the students asked why. " * 45
+
+
+@pytest.mark.parametrize("view", ["Head", "Layer"])
+def test_a_long_text_s_maps_are_read_whole_on_a_laptop_a_phone_and_a_projector(browser, server, view):
+    """The long path's figures (lazy_maps) as every page's above: on a phone five titles were cut at 358 px and the
+    colour bars took a third of the maps' width (found by eye on 2026-12-01, no visit reached them)."""
+    import urllib.parse
+
+    model = "model=smollm2&backend=hf"
+    converted_first(model)
+    plain, big = _readable(browser, server, f"?view={view}&text={urllib.parse.quote(LONG_TEXT)}", model)
+    _check_readable(f"long text, {view}", plain, big, maps=True)
