@@ -71,9 +71,11 @@ def heads(inputs: Inputs, lazy: LazyAttention, view: str) -> None:
         note = f"exact weights, pooled {f}×{f} tokens a cell" if f > 1 else ""
         st.caption("Every layer (rows) and head (columns) as a small map. Hover to see which is which.")
         masked = interactive.layers_masked(lazy, f, f)
-        st.plotly_chart(
-            interactive.overview_maps(maps, style=inputs.style, note=note, masked=masked), key="heads.chart.overview"
-        )
+        with widgets.grid_box("overview-long"):  # as the short overview: a narrow window scrolls it, not cuts it
+            st.plotly_chart(
+                interactive.overview_maps(maps, style=inputs.style, note=note, masked=masked),
+                key="heads.chart.overview",
+            )
         export_maps(inputs, lazy, maps, f, None, "heads.export.overview")
 
 

@@ -37,7 +37,7 @@ def test_every_map_has_a_colour_bar_no_label_is_cut_and_a_projector_enlarges_tic
 LONG_TEXT = "The teacher said that attention lets each token look back at the others, and the students asked why. " * 45
 
 
-@pytest.mark.parametrize("view", ["Head", "Layer"])
+@pytest.mark.parametrize("view", ["Head", "Layer", "Overview"])
 def test_a_long_text_s_maps_are_read_whole_on_a_laptop_a_phone_and_a_projector(browser, server, view):
     """The long path's figures (lazy_maps) as every page's above: on a phone five titles were cut at 358 px and the
     colour bars took a third of the maps' width (found by eye on 2026-12-01, no visit reached them)."""
@@ -47,3 +47,6 @@ def test_a_long_text_s_maps_are_read_whole_on_a_laptop_a_phone_and_a_projector(b
     converted_first(model)
     plain, big = _readable(browser, server, f"?view={view}&text={urllib.parse.quote(LONG_TEXT)}", model)
     _check_readable(f"long text, {view}", plain, big, maps=True)
+    if view == "Overview":  # and a short text's overview, which no visit reached either
+        plain, big = _readable(browser, server, "?view=Overview", model)
+        _check_readable("Overview", plain, big, maps=True)

@@ -153,7 +153,8 @@ def overview_view(shown: Shown) -> None:
     st.caption("Every layer (rows) and head (columns) as a small map. Hover to see which is which.")
     result, style, note = shown.result, shown.inputs.style, shown.opts.note()
     build = lambda: interactive.overview(result, style=style, note=note)  # noqa: E731
-    cache.chart(shown.key("overview"), build, "heads.chart.overview")
+    with widgets.grid_box("overview"):  # a narrow window scrolls it: squeezed, its title was cut
+        cache.chart(shown.key("overview"), build, "heads.chart.overview")
     widgets.export_overview(shown.inputs, shown.fetch, shown.opts, "heads.export.overview")
 
 
