@@ -143,12 +143,16 @@ def received_band(received: np.ndarray, f: int, n: int, title: str, *, style: St
     return _style(fig, style, title, 140 + (style.font_size + 10) * h)
 
 
-def row_profile(values: np.ndarray, tokens: Sequence[str], query: int, title: str, *, style: Style = Style()):
-    """One query's exact weights over every key it sees, (N,), key positions along x; the query marked."""
+def row_profile(
+    values: np.ndarray, tokens: Sequence[str], query: int, title: str, *, style: Style = Style(), start: int = 0
+):
+    """One query's exact weights over the keys it sees, key positions start+1.. along x (start: the first key a
+    sliding window leaves it, 0 without one; the keys before are masked, not drawn as weights of 0); the query marked.
+    """
     n = len(values)
     fig = go.Figure(
         go.Scattergl(
-            x=np.arange(1, n + 1),
+            x=np.arange(start + 1, start + n + 1),
             y=values,
             customdata=[html_text(t, limit=40) for t in tokens],
             mode="lines+markers" if n <= 400 else "lines",
@@ -158,7 +162,7 @@ def row_profile(values: np.ndarray, tokens: Sequence[str], query: int, title: st
         )
     )
     fig.add_vline(x=query + 1, line_dash="dot", line_color="grey")
-    fig.update_xaxes(title="key position", range=[0.5, n + 0.5])
+    fig.update_xaxes(title="key position", range=[start + 0.5, start + n + 0.5])
     fig.update_yaxes(title="weight", rangemode="tozero")
     return _style(fig, style, title, 360)
 

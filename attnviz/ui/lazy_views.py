@@ -76,6 +76,7 @@ def heads(inputs: Inputs, lazy: LazyAttention, view: str) -> None:
                 interactive.overview_maps(maps, style=inputs.style, note=note, masked=masked),
                 key="heads.chart.overview",
             )
+        widgets.windows_note([lazy.layer_window(i) for i in range(lazy.n_layers)], lazy.n_tokens)
         export_maps(inputs, lazy, maps, f, None, "heads.export.overview")
 
 
@@ -98,10 +99,22 @@ def layer_view(inputs: Inputs, lazy: LazyAttention, layer: int) -> None:
     pooled = f" (each column the mean of {fb} tokens)" if fb > 1 else ""
     title = f"Attention received, layer {layer + 1}"  # short: the figure is as wide as the window, its title one line
     st.plotly_chart(lazy_maps.received_band(band, fb, lazy.n_tokens, title, style=inputs.style), key="heads.band")
+    if causal and window and window < lazy.n_tokens:  # a sliding window: no token is seen by more than `window`
+        how = (
+            f"On layer {layer + 1} each token is seen by itself and at most the {window - 1} queries after it (its "
+            f"sliding window of {window}), so an early token has no head start, and the first token draws only from "
+            f"the first {window} queries."
+        )
+    elif causal:
+        how = (
+            "In a causal model the first token often draws most of it (an attention sink), and a token early in the "
+            "text is seen by more queries than a late one."
+        )
+    else:
+        how = "Every query sees every token."
     st.caption(
         f"The mean weight each token gets over all queries{pooled}. A bright column is a token many queries look "
-        "at. In a causal model the first token often draws most of it (an attention sink), and a token early in the "
-        "text is seen by more queries than a late one."
+        f"at. {how}"
     )
 
 
@@ -195,14 +208,23 @@ def row_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int, q0: int
     i = int(row) - 1
     tokens = lazy.target_tokens
     seen = i + 1 if lazy.kind == "causal" else n
-    values = lazy.rows([i])[layer, head, 0, :seen].numpy()
-    title = f"Where query {i + 1} ({tokens[i][:30]}) looks: layer {layer + 1}, head {head + 1}, every key it sees"
-    st.plotly_chart(lazy_maps.row_profile(values, tokens[:seen], i, title, style=inputs.style), key="heads.chart.row")
-    top = np.argsort(-values)[:TOP_KEYS]
-    top_keys = [{"key position": int(j) + 1, "token": tokens[j], "weight": float(values[j])} for j in top]
+    window = lazy.layer_window(layer)
+    first = max(0, i - window + 1) if window else 0  # a sliding window's first key: those before are masked
+    values = lazy.rows([i])[layer, head, 0, first:seen].numpy()
+    sees = f"the {seen - first} keys its window sees" if first else "every key it sees"
+    title = f"Where query {i + 1} ({tokens[i][:30]}) looks: layer {layer + 1}, head {head + 1}, {sees}"
+    chart = lazy_maps.row_profile(values, tokens[first:seen], i, title, style=inputs.style, start=first)
+    st.plotly_chart(chart, key="heads.chart.row")
+    if first:
+        st.caption(
+            f"Keys 1 to {first} are further back than layer {layer + 1}'s window of {window} tokens: masked, so the "
+            "chart and the CSV start at the first key the window reaches."
+        )
+    top = first + np.argsort(-values)[:TOP_KEYS]
+    top_keys = [{"key position": int(j) + 1, "token": tokens[j], "weight": float(values[j - first])} for j in top]
     widgets.fixed_table(top_keys, {"weight": 4}, key="heads.row.top")
     csv = "key_position,token,weight\n" + "".join(
-        f"{j + 1},{json.dumps(tokens[j], ensure_ascii=False)},{values[j]:.8g}\n" for j in range(seen)
+        f"{j + 1},{json.dumps(tokens[j], ensure_ascii=False)},{values[j - first]:.8g}\n" for j in range(first, seen)
     )
     st.download_button(
         "Row as CSV",

@@ -363,6 +363,35 @@ def window_note(layer: int, window: int, n_tokens: int) -> None:
         )
 
 
+def _spans(numbers: Sequence[int]) -> str:
+    """1, 2, 3, 5, 7, 8 -> "1–3, 5, 7–8" (sorted numbers)."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 1 else f"{r[0]}" for r in runs)
+
+
+def windows_note(windows: Sequence[int], n_tokens: int) -> None:
+    """Say which layers of an every-layer overview a sliding window masks (windows: each layer's, 0 for none)."""
+    windowed = [i + 1 for i, w in enumerate(windows) if w and n_tokens > w]
+    if not windowed:
+        return
+    sizes = sorted({w for w in windows if w and n_tokens > w})
+    size = ("sliding windows of " if len(sizes) > 1 else "a sliding window of ") + " or ".join(f"{w:,}" for w in sizes)
+    full = [i + 1 for i, w in enumerate(windows) if not w or n_tokens <= w]
+    many, rest = len(windowed) > 1, ""
+    if full:
+        plural = len(full) > 1
+        rest = f"; layer{'s' if plural else ''} {_spans(full)} see{'' if plural else 's'} every earlier key"
+    st.caption(
+        f"Layer{'s' if many else ''} {_spans(windowed)} use{'' if many else 's'} {size} tokens: grey down the left "
+        f"of {'their maps' if many else 'its map'} is keys further back, which the window masks{rest}."
+    )
+
+
 def snapshot_row(inputs: Inputs, view: dict, figures: Callable[[], list], key: str) -> None:
     """An HTML snapshot of what is shown: prepare it, then save it; its size is on the button.
 

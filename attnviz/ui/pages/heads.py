@@ -155,6 +155,7 @@ def overview_view(shown: Shown) -> None:
     build = lambda: interactive.overview(result, style=style, note=note)  # noqa: E731
     with widgets.grid_box("overview"):  # a narrow window scrolls it: squeezed, its title was cut
         cache.chart(shown.key("overview"), build, "heads.chart.overview")
+    widgets.windows_note([result.layer_window(i) for i in range(result.n_layers)], len(result.target))
     widgets.export_overview(shown.inputs, shown.fetch, shown.opts, "heads.export.overview")
 
 

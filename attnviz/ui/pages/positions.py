@@ -265,7 +265,7 @@ def render() -> None:
     sinusoidal_section(inputs.style)
     st.subheader("Learned positions (BERT)")
     learned_section(inputs, inputs.style)
-    st.subheader("Rotary positions (SmolLM2)")
+    st.subheader("Rotary positions (SmolLM2, Gemma 3)")
     rotary_section(inputs.style)
     st.subheader("Heads that attend by position")
     positional_heads_section(inputs)

@@ -335,7 +335,10 @@ def test_a_rotary_heads_query_key_space_is_offered_without_the_turn(smollm2_hf):
 @pytest.mark.slow  # Gemma 3 on a 1,200-token text: about 20 s
 def test_a_windowed_layer_s_long_maps_show_the_window_as_masked_not_as_zero(monkeypatch):
     """Gemma 3's layer 1 (a window of 512 tokens) on a long text: the pooled map's cells wholly beyond the window and
-    an exact window 1,000 tokens back are blank (NaN: masked), and a caption says why; its full layer 6 is not."""
+    an exact window 1,000 tokens back are blank (NaN: masked), and a caption says why; its full layer 6 is not. Query
+    1,001's exact row starts at the first key its window reaches (it drew the 489 keys before as weights of 0), and
+    the attention received says no token is seen by more than the window (it said early tokens are seen by more); the
+    Overview names the layers a window masks."""
     from attnviz.engines import bundles
 
     if not bundles.GEMMA3.installed():
@@ -343,10 +346,12 @@ def test_a_windowed_layer_s_long_maps_show_the_window_as_masked_not_as_zero(monk
     bundles.GEMMA3.converted()  # an empty cache converts here (about 30 s alone), not inside the page's timeout
     monkeypatch.setenv("ATTNVIZ_EAGER_MB", "1")
     text = "Attention lets every token look back at the tokens before it, and a window keeps the nearest. " * 60
-    shown = {}
+    shown, rows = {}, {}
     for layer in ("1", "6"):
-        at = _app(model="gemma3", text=text, view="Head", layer=layer, head="1", zq="1001", zk="1")
+        at = _app(model="gemma3", text=text, view="Head", layer=layer, head="1", zq="1001", zk="1", row="1001")
         _ok(at)
+        row = next(c for c in _charts(at) if c["layout"]["title"]["text"].startswith("Where query 1001 "))
+        rows[layer] = (row["layout"]["title"]["text"], *row["layout"]["xaxis"]["range"])  # its keys' positions
         charts = {c["layout"]["title"]["text"]: array(c["data"][0]["z"]) for c in _charts(at) if "z" in c["data"][0]}
         pooled = next(z for t, z in charts.items() if t.startswith(f"Layer {layer}, head 1 — pooled"))
         exact = next(z for t, z in charts.items() if t.startswith(f"Layer {layer}, head 1: queries 1001–1064"))
@@ -354,20 +359,29 @@ def test_a_windowed_layer_s_long_maps_show_the_window_as_masked_not_as_zero(monk
         grid = _app(model="gemma3", text=text, view="Layer", layer=layer)  # every head, pooled: the same caption
         _ok(grid)
         said = (said, any("sliding window of 512 tokens" in c.value for c in grid.caption))
+        said += (any("an early token has no head start" in c.value for c in grid.caption),)  # attention received
         shown[layer] = (pooled, exact, said)
     pooled, exact, said = shown["1"]
-    assert np.isnan(pooled[-1, 0]) and not np.isnan(np.diag(pooled)).any() and said == (True, True)
+    assert np.isnan(pooled[-1, 0]) and not np.isnan(np.diag(pooled)).any() and said == (True, True, True)
     assert np.isnan(exact).all()  # queries 1,001-1,064 and keys 1-64: every pair further back than 512
     pooled, exact, said = shown["6"]
-    assert not np.isnan(np.tril(pooled)).any() and not np.isnan(exact).any() and said == (False, False)
+    assert not np.isnan(np.tril(pooled)).any() and not np.isnan(exact).any() and said == (False, False, False)
     assert np.isnan(pooled[0, -1])  # the future: masked (grey), as on every map, not weight 0
     assert exact.max() > 0
+    assert rows["1"][1:] == (489.5, 1001.5) and rows["1"][0].endswith("the 512 keys its window sees")
+    assert rows["6"][1:] == (0.5, 1001.5) and rows["6"][0].endswith("every key it sees")
+    said = "Layers 1–5, 7–11, 13–17 use a sliding window of 512 tokens: grey down the left of their maps is keys"
+    said += " further back, which the window masks; layers 6, 12, 18 see every earlier key."
+    overview = _app(model="gemma3", text=text, view="Overview")  # every layer: which ones the window masks
+    _ok(overview)
+    assert [c.value for c in overview.caption if "sliding window" in c.value] == [said]
 
 
 @pytest.mark.slow  # Gemma 3 on a 620-token text, every weight held
 def test_a_windowed_layer_held_whole_marks_its_window_as_the_long_path_does():
     """Past 512 tokens but within the eager budget, Gemma 3's layer 1 drew the keys its window hides as weight 0 and
-    said nothing; its cells wholly beyond the window are grey now, and a caption says why (layer 6, full: neither)."""
+    said nothing; its cells wholly beyond the window are grey now, and a caption says why (layer 6, full: neither); the
+    Overview names the layers a window masks."""
     from attnviz.engines import bundles
 
     if not bundles.GEMMA3.installed():
@@ -383,6 +397,11 @@ def test_a_windowed_layer_held_whole_marks_its_window_as_the_long_path_does():
         grid = _app(model="gemma3", text=text, view="Layer", layer=layer)  # every head of the layer
         _ok(grid)
         assert any("sliding window of 512 tokens" in c.value for c in grid.caption) == windowed
+    said = "Layers 1–5, 7–11, 13–17 use a sliding window of 512 tokens: grey down the left of their maps is keys"
+    said += " further back, which the window masks; layers 6, 12, 18 see every earlier key."
+    overview = _app(model="gemma3", text=text, view="Overview")  # every layer: which ones the window masks
+    _ok(overview)
+    assert [c.value for c in overview.caption if "sliding window" in c.value] == [said]
 
 
 @pytest.mark.parametrize(
