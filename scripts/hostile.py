@@ -1,6 +1,6 @@
 """Try every page as a hostile student would, through Streamlit's AppTest (in this process, no browser): choose each
-option of every select box, radio, slider of choices and toggle; press each button twice, then the page's other
-buttons; open the page with each URL parameter set to odd values (empty, negative, huge, NaN, markup, 5,000
+option of every select box, radio, slider of choices, segmented control and toggle, and every slider and number box
+at its ends and middle; press each button twice, then the page's other buttons; open the page with each URL parameter set to odd values (empty, negative, huge, NaN, markup, 5,000
 characters). A run that raises or shows the frame's "Something went wrong" (or any st.error) is printed; the exit
 status is the number of them (0: none).
 
@@ -21,7 +21,7 @@ from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
-CHOOSERS = ("selectbox", "radio", "select_slider", "toggle", "checkbox")
+CHOOSERS = ("selectbox", "radio", "select_slider", "button_group", "toggle", "checkbox", "slider", "number_input")
 SKIPPED = ("sb.", "decoder.")  # the sidebar's model menu and the decoder message's buttons load other models
 ODD = ("", "-1", "0", "99999999", "nan", "1e308", "<b>x</b>", "true", "[1]", "é" * 5000)
 
@@ -56,7 +56,7 @@ def choose(widget, label: str) -> None:
     """Send an option's label as a browser does (its string value), whatever raw values the page keeps."""
     state = WidgetState()
     state.id = widget.id
-    if type(widget).__name__ == "SelectSlider":
+    if type(widget).__name__ in ("SelectSlider", "ButtonGroup"):
         state.string_array_value.data[:] = [label]
     else:
         state.string_value = label
@@ -67,6 +67,21 @@ def found(at: AppTest, kind: str, key: str):
     return next((w for w in at.get(kind) if w.key == key and not getattr(w, "disabled", False)), None)
 
 
+def _options(kind: str, widget) -> list:
+    """What a person can set a widget to: every option, both states, or a number's ends and middle (a slider of two
+    ends, a range, its ends moved together)."""
+    if kind in ("toggle", "checkbox"):
+        return [True, False]
+    if kind in ("slider", "number_input"):
+        low, high = widget.min, widget.max
+        if low is None or high is None or isinstance(widget.value, (list, tuple)):
+            return []
+        middle = (low + high) / 2
+        middle = type(low)(middle) if isinstance(low, int) else middle
+        return list(dict.fromkeys([low, middle, high]))
+    return list(getattr(widget, "options", []))
+
+
 def choices(name: str, model: str | None, report) -> int:
     """Each option of each chooser, one at a time from a fresh page."""
     first = page(name, model)
@@ -75,12 +90,12 @@ def choices(name: str, model: str | None, report) -> int:
     for kind, key in todo:
         at = page(name, model)
         widget = found(at, kind, key)
-        options = [True, False] if kind in ("toggle", "checkbox") else list(getattr(widget, "options", []))
+        options = _options(kind, widget)
         for option in options:
             widget = found(at, kind, key)
             if widget is None:
                 break
-            if kind in ("toggle", "checkbox"):
+            if kind in ("toggle", "checkbox", "slider", "number_input"):
                 widget.set_value(option)
             else:
                 choose(widget, option)
