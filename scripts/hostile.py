@@ -1,8 +1,8 @@
 """Try every page as a hostile student would, through Streamlit's AppTest (in this process, no browser): choose each
 option of every select box, radio, slider of choices, segmented control and toggle, and every slider and number box
-at its ends and middle; press each button twice, then the page's other buttons; open the page with each URL parameter set to odd values (empty, negative, huge, NaN, markup, 5,000
-characters). A run that raises or shows the frame's "Something went wrong" (or any st.error) is printed; the exit
-status is the number of them (0: none).
+at its ends and middle; press each button twice, then the page's other buttons; open the page with each URL parameter
+set to odd values (empty, negative, huge, NaN, markup, 5,000 characters). A run that raises or shows the frame's
+"Something went wrong" (or any st.error) is printed; the exit status is the number of them (0: none).
 
 Usage: HF_HUB_OFFLINE=1 .venv/bin/python scripts/hostile.py choices|buttons|urls PAGE[,PAGE...] [MODEL] [QUERY]
 (PAGE: a file of app_pages/ without .py; MODEL: a name of the sidebar's menu, e.g. smollm2, gemma3, or "" for the

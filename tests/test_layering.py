@@ -393,7 +393,6 @@ TESTED_ELSEWHERE = {
     "ui/routes.py": "e2e/test_browser_views.py (Open in Heads under the packaged app)",
     "ui/room/seat.py": "ui/pages/test_classroom.py (following, heartbeats), e2e/test_protocol.py and browser_class",
     "ui/state.py": "test_app.py (URL state restored and published)",
-    "ui/widgets.py": "the pages' AppTests in ui/pages/ and e2e/test_browser_*.py",
     "version.py": "e2e/test_package.py (the built wheel's version)",
 }
 
