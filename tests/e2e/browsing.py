@@ -31,7 +31,10 @@ def _wait_for_view(pg, needles: tuple[str, ...], timeout: float = 10.0) -> float
         if all(n in _href(pg) for n in needles):
             return time.monotonic() - start
         pg.wait_for_timeout(50)
-    raise AssertionError(f"{needles} never reached {_href(pg)}")
+    wire = "\n".join(_WIRES[pg].lines(150)) if pg in _WIRES else "(not recorded)"
+    # a full suite saw a student on two servers not take the teacher's view in 10 s (2026-12-01): what its page
+    # showed, and what it and its server last said (its heartbeats, or none)
+    raise AssertionError(f"{needles} never reached {_href(pg)}: {pg.evaluate(PAGE_JS)}\nits last messages:\n{wire}")
 
 
 def _start_class(teacher, base: str) -> tuple[str, str]:
@@ -660,14 +663,33 @@ def _students(browser, base: str, code: str, n: int = 3) -> list:
     return students
 
 
-def _teacher_shows_a_head(teacher, base: str, code: str, secret: str, students: list, layer: int, head: int):
-    """The teacher opens one head's view through the URL's own state; every student takes it. Returns the waits."""
+def _teacher_shows_a_head(
+    teacher, base: str, code: str, secret: str, students: list, layer: int, head: int, logs: tuple = ()
+):
+    """The teacher opens one head's view through the URL's own state; every student takes it. Returns the waits.
+    A student who never takes it fails with the teacher's page and messages too, and the tails of the servers'
+    `logs`: a full suite saw a student on two servers draw a view of the Heads page with an empty text and no head
+    (2026-12-01), which no step of the test asks for."""
     teacher.goto(f"{base}/?class={code}&teacher={secret}&view=Head&layer={layer}&head={head}")
     teacher.locator("[data-testid=stMain] .js-plotly-plot").first.wait_for(timeout=60_000)
-    waits = [_wait_for_view(s, ("view=Head", f"layer={layer}", f"head={head}")) for s in students]
+    try:
+        waits = [_wait_for_view(s, ("view=Head", f"layer={layer}", f"head={head}")) for s in students]
+    except AssertionError as e:
+        wire = "\n".join(_WIRES[teacher].lines(150)) if teacher in _WIRES else "(not recorded)"
+        tails = "\n".join(f"{path}:\n{_tail(path)}" for path in logs)
+        seen = teacher.evaluate(PAGE_JS)
+        raise AssertionError(f"{e}\nthe teacher's page: {seen}\nits messages:\n{wire}\n{tails}") from None
     for s in students:
         _shows(s, s.get_by_text(f"Layer {layer}, head {head}").first, 5_000, f"layer {layer}, head {head}")
     return waits
+
+
+def _tail(path, chars: int = 3000) -> str:
+    """The end of a server's log (a failure's message)."""
+    try:
+        return open(path, errors="replace").read()[-chars:]
+    except OSError as err:
+        return f"(unread: {err})"
 
 
 def _ask(teacher, base: str, code: str, secret: str, layer: int):

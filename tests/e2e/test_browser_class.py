@@ -45,7 +45,7 @@ def test_a_class_led_live_teacher_and_three_students_poll_reveal_and_restart(bro
         pages += students
 
         # the teacher changes the view through the URL's own state, then through a widget
-        waits = _teacher_shows_a_head(teacher, base, code, secret, students, 2, 4)
+        waits = _teacher_shows_a_head(teacher, base, code, secret, students, 2, 4, (tmp_path / "server1.log",))
         main = teacher.locator("[data-testid=stMain]")
         main.locator("[data-testid=stButtonGroup]").get_by_text("Layer", exact=True).click()
         _wait_for_view(teacher, ("view=Layer",))

@@ -41,7 +41,8 @@ def test_a_class_over_two_servers_and_one_postgresql_follow_poll_reveal_and_rest
 
         students = _students(browser, student_base, code)
         pages += students
-        waits = _teacher_shows_a_head(teacher, teacher_base, code, secret, students, 3, 2)
+        logs = (tmp_path / "server0.log", tmp_path / "server1.log")
+        waits = _teacher_shows_a_head(teacher, teacher_base, code, secret, students, 3, 2, logs)
         print("follow waits across servers (s):", [round(w, 2) for w in waits])
 
         main = _ask(teacher, teacher_base, code, secret, 3)
