@@ -27,6 +27,13 @@ whole (at most once per LEFT_GRACE), and says so in the log. The same for a brow
 its session no longer has, while no run is in progress (a whole run that drew a new heartbeat never reached it):
 Streamlit 1.67 drops such a request without a word, so that browser too would never change again.
 
+A browser sends every widget's value with each request, its timer's too, as its page holds them. A page busy drawing
+(a slow phone, a loaded machine) has not yet applied the values a run set on the server, and its timer's request
+brings back the ones from before: a full `make test` saw a follower take the teacher's Layer view, a heartbeat sent
+meanwhile carry its picker's old "Head", and the next whole run take that for the student's own change ("exploring on
+your own") and draw a head nobody chose. A timer's request is never a visitor's change (a change sends its own
+request, with its values), so `install` drops the values it carries: such a run keeps those the session holds.
+
 Every run's first message (a heartbeat's too) carries the server's theme, which Streamlit 1.67 reads afresh from its
 whole configuration six times a run, on the server's one event loop: a tenth of the server's time under a class's
 load (py-spy). The theme is fixed while a server runs (`attnviz serve` watches no files), so `install` reads each
@@ -118,10 +125,20 @@ def whole_page(session: AppSession) -> ClientState:
     return state
 
 
+def timer_request(client_state: ClientState) -> ClientState:
+    """A timer's request without the widget values the browser sent with it (the module's docstring says why)."""
+    out = ClientState()
+    out.CopyFrom(client_state)
+    out.ClearField("widget_states")
+    return out
+
+
 def _fragment_rerun_after_the_run(session: AppSession, client_state, waited: float = 0.0) -> None:
     """Streamlit's request_rerun, except for a fragment's rerun: dropped when it was asked for on a page the session
     has left (the session's page drawn whole for a browser that keeps asking from there), and held while the runner
-    is finishing."""
+    is finishing; a timer's request (any run_every fragment's) without the widget values it carries."""
+    if client_state is not None and client_state.is_auto_rerun and len(client_state.widget_states.widgets):
+        client_state = timer_request(client_state)
     if client_state is not None and client_state.fragment_id:
         left, lost = left_page(session, client_state), gone(session, client_state)
         if left or lost:

@@ -334,6 +334,79 @@ def test_a_browser_that_missed_its_page_switch_gets_the_page_its_session_is_on(s
     assert guards.REDRAWN_LEFT in log.read_text()
 
 
+def test_a_heartbeat_carrying_the_view_its_page_showed_before_the_teachers_leaves_the_student_following(server):
+    """A browser sends every widget's value with each heartbeat, as its page holds it. Under load a heartbeat can
+    leave before the page has applied the values of the run that took the teacher's new view: a full `make test`
+    (2026-12-01) saw a student take the teacher's Layer view, then a heartbeat bring back the Head view it had shown
+    before, and the next whole run call that the student's own change ("exploring on your own") and draw a head that
+    nobody chose. A heartbeat's values never replace what the session's runs set."""
+    from attnviz.ui.room import reads, seat
+
+    url, db, _ = server
+    code, secret, _ = db.create_class()
+    db.set_view(code, secret, {"page": "", "params": {"view": "Head", "layer": "2", "head": "4"}})
+    student = "a1" * 8
+
+    def whole(ws):
+        return _received(ws, lambda end: end == ForwardMsg.FINISHED_SUCCESSFULLY)
+
+    def urls(got: list) -> list[str]:
+        return [m.page_info_changed.query_string for m in got if m.WhichOneof("type") == "page_info_changed"]
+
+    def view_picker(got: list):
+        return next(
+            m.delta.new_element.button_group
+            for m in got
+            if m.WhichOneof("type") == "delta"
+            and m.delta.new_element.WhichOneof("type") == "button_group"
+            and m.delta.new_element.button_group.label == "View"
+        )
+
+    async def session() -> list[str]:
+        async with websockets.connect(url, subprotocols=["streamlit"], max_size=64 * 2**20) as ws:
+            query = f"class={code}&sid={student}"
+            await ws.send(BackMsg(rerun_script={"query_string": query}).SerializeToString())
+            got = await whole(ws)  # the teacher's head, taken
+            picker = view_picker(got)
+            page_hash = [m.navigation.page_script_hash for m in got if m.WhichOneof("type") == "navigation"][-1]
+            assert "view=Head" in urls(got)[-1] and "head=4" in urls(got)[-1]
+            shown = urls(got)[-1]  # the address the page had while it showed the head
+            db.set_view(code, secret, {"page": "", "params": {"view": "Layer", "layer": "2"}})
+            await asyncio.sleep(2 * reads.PULSE_SHARED)  # the server's shared read of the class, from before, expires
+            # the wake of the teacher's run on this server: the whole page, with the values the session holds
+            rerun = BackMsg()
+            rerun.rerun_script.query_string, rerun.rerun_script.page_script_hash = shown, page_hash
+            await ws.send(rerun.SerializeToString())
+            got = await whole(ws)
+            assert "view=Layer" in urls(got)[-1]
+            fragment = next(m.auto_rerun.fragment_id for m in got if m.WhichOneof("type") == "auto_rerun")
+            # a heartbeat from before the page applied that run: its URL without the run's end, its picker on Head
+            await asyncio.sleep(seat.DRAWN_GRACE + 0.2)
+            tick = BackMsg()
+            tick.rerun_script.query_string, tick.rerun_script.page_script_hash = shown, page_hash
+            tick.rerun_script.fragment_id, tick.rerun_script.is_auto_rerun = fragment, True
+            stale = tick.rerun_script.widget_states.widgets.add()
+            stale.id = picker.id
+            stale.string_array_value.data.append("Head")
+            await ws.send(tick.SerializeToString())
+            got = await _received(ws, lambda end: True)  # the heartbeat: the run's end missed, the page drawn again
+            got += await whole(ws)
+            said = urls(got)
+            assert said and all("view=Layer" in u and "head=" not in u for u in said), said
+            assert db.students(code)[1] == 1  # still following the teacher
+            # the student's own click on Overview: a whole page's request with its value, which is a change
+            click = BackMsg()
+            click.rerun_script.query_string, click.rerun_script.page_script_hash = said[-1], page_hash
+            mine = click.rerun_script.widget_states.widgets.add()
+            mine.id = picker.id
+            mine.string_array_value.data.append("Overview")
+            await ws.send(click.SerializeToString())
+            return urls(await whole(ws))
+
+    said = asyncio.run(session())
+    assert "view=Overview" in said[-1] and db.students(code)[1] == 0  # exploring alone now
+
+
 async def _received(ws, last) -> list:
     """The server's messages up to the first run's end (its ScriptFinishedStatus) that `last` accepts."""
     out = []

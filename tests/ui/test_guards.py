@@ -195,3 +195,22 @@ def test_a_browser_still_asking_for_a_fragment_its_session_no_longer_has_gets_th
     guards._fragment_rerun_after_the_run(session, tick)
     assert taken[1:] == [tick]
     loop.close()
+
+
+def test_a_timers_request_goes_without_the_widget_values_and_a_visitors_change_keeps_them(monkeypatch):
+    """A heartbeat's widget values can be older than the session's (guards' docstring); a click's are the change."""
+    taken = []
+    monkeypatch.setattr(guards, "_request_rerun", lambda session, state: taken.append(state))
+    session = _session(asyncio.new_event_loop(), ScriptRequests())  # idle: nothing finishing
+    session._scriptrunner = None
+    tick = ClientState(fragment_id="heartbeat", is_auto_rerun=True, query_string="class=ABC123")
+    tick.widget_states.widgets.add(id="view", string_array_value={"data": ["Head"]})
+    click = ClientState(query_string="class=ABC123")
+    click.widget_states.widgets.add(id="view", string_array_value={"data": ["Layer"]})
+    guards._fragment_rerun_after_the_run(session, tick)
+    guards._fragment_rerun_after_the_run(session, click)
+    assert [len(s.widget_states.widgets) for s in taken] == [0, 1]
+    assert taken[0].fragment_id == "heartbeat" and taken[0].is_auto_rerun and taken[0].query_string == "class=ABC123"
+    assert taken[1].widget_states.widgets[0].string_array_value.data == ["Layer"]
+    assert len(tick.widget_states.widgets) == 1  # the browser's message itself is left as it came
+    session._event_loop.close()
