@@ -339,7 +339,8 @@ def test_a_heartbeat_carrying_the_view_its_page_showed_before_the_teachers_leave
     leave before the page has applied the values of the run that took the teacher's new view: a full `make test`
     (2026-12-01) saw a student take the teacher's Layer view, then a heartbeat bring back the Head view it had shown
     before, and the next whole run call that the student's own change ("exploring on your own") and draw a head that
-    nobody chose. A heartbeat's values never replace what the session's runs set."""
+    nobody chose. A heartbeat's values never replace what the session's runs set, nor do a tap's on a page that has
+    not yet received the run that took the view; a tap on the page as drawn is the student's change."""
     from attnviz.ui.room import reads, seat
 
     url, db, _ = server
@@ -394,13 +395,23 @@ def test_a_heartbeat_carrying_the_view_its_page_showed_before_the_teachers_leave
             said = urls(got)
             assert said and all("view=Layer" in u and "head=" not in u for u in said), said
             assert db.students(code)[1] == 1  # still following the teacher
-            # the student's own click on Overview: a whole page's request with its value, which is a change
-            click = BackMsg()
-            click.rerun_script.query_string, click.rerun_script.page_script_hash = said[-1], page_hash
-            mine = click.rerun_script.widget_states.widgets.add()
-            mine.id = picker.id
-            mine.string_array_value.data.append("Overview")
-            await ws.send(click.SerializeToString())
+
+            def click(url: str, view: str) -> bytes:  # a whole page's request, as a tap on the page sends it
+                msg = BackMsg()
+                msg.rerun_script.query_string, msg.rerun_script.page_script_hash = url, page_hash
+                mine = msg.rerun_script.widget_states.widgets.add()
+                mine.id = picker.id
+                mine.string_array_value.data.append(view)
+                return msg.SerializeToString()
+
+            # a tap on a page still drawing the run that took the view (its URL without that run's end): its values
+            # are the page's before, not a choice; the teacher's view again
+            await ws.send(click(shown, "Head"))
+            said = urls(await whole(ws))
+            assert said and all("view=Layer" in u and "head=" not in u for u in said), said
+            assert db.students(code)[1] == 1
+            # the student's own click on Overview, from the page as drawn: a change, so exploring alone
+            await ws.send(click(said[-1], "Overview"))
             return urls(await whole(ws))
 
     said = asyncio.run(session())

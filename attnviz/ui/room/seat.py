@@ -241,7 +241,9 @@ def follow(here: Seat, page_url: str) -> None:
         _take(here, now.info, page_url)
     elif now.info.view:
         changed = touched(now.info.view.get("params", {}))
-        if changed:  # the student changed the view: they explore alone now, and the panel says so
+        if changed and behind():  # values from a page still drawing the view it took: not a choice, the view again
+            _take(here, now.info, page_url)
+        elif changed:  # the student changed the view: they explore alone now, and the panel says so
             st.session_state["class.following"] = st.session_state["class.follow_toggle"] = False
             store().set_following(here.code, here.student, False)
             _listen(here.code, False)
@@ -249,6 +251,16 @@ def follow(here: Seat, page_url: str) -> None:
                 f"You changed the view ({', '.join(changed)}), so you are exploring on your own now. Switch "
                 "“Follow the teacher” on to go back to the teacher's view."
             )
+
+
+def behind() -> bool:
+    """Whether this run's request came from a page that had not yet received the end of the session's last whole
+    run (its URL without that run's `drawn`). A browser sends every widget's value with a request, as its page holds
+    them; a page still drawing the run that took the teacher's view holds the values from before it, and a tap on it
+    then would bring them back as if the student had chosen them (the heartbeat's requests, which did so in a full
+    `make test`, go without values: guards.timer_request). False when no whole run has said what it drew."""
+    want = st.session_state.get("class.drawn")
+    return bool(want) and st.query_params.get(DRAWN) != want[0]
 
 
 def touched(params: dict[str, str]) -> list[str]:
