@@ -260,7 +260,7 @@ def behind() -> bool:
     then would bring them back as if the student had chosen them (the heartbeat's requests, which did so in a full
     `make test`, go without values: guards.timer_request). False when no whole run has said what it drew."""
     want = st.session_state.get("class.drawn")
-    return bool(want) and st.query_params.get(DRAWN) != want[0]
+    return want is not None and st.query_params.get(DRAWN) != want[0]
 
 
 def touched(params: dict[str, str]) -> list[str]:
