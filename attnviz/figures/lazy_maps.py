@@ -127,6 +127,10 @@ def clicked_cell(event, p: int) -> tuple[int, int] | None:
 def received_band(received: np.ndarray, f: int, n: int, title: str, *, style: Style = Style()) -> go.Figure:
     """(H, N') per-head attention received, pooled in blocks of f tokens: one row per head."""
     h = received.shape[0]
+    rows = (style.font_size + 10) * h  # the plot's height: every head named, a line of its font and more each
+    # the colour bar as long as the plot, its title beside it, not above (on a projector, Gemma 3's 4 heads left the
+    # bar 43 px under its title for four labels of 20 px on one another), and as many labels as fit a line and a half
+    bar = {"title": {"text": "received", "side": "right"}, "nticks": max(2, 2 * rows // (3 * style.font_size))}
     fig = go.Figure(
         go.Heatmap(
             z=received,
@@ -134,13 +138,13 @@ def received_band(received: np.ndarray, f: int, n: int, title: str, *, style: St
             y=[f"H{i + 1}" for i in range(h)],
             colorscale=style.colorscale,
             zmin=0.0,
-            colorbar={"title": {"text": "received"}},
+            colorbar=bar,
             hovertemplate="head %{y}, around token %{x:.0f}<br>mean attention received %{z:.5f}<extra></extra>",
         )
     )
     fig.update_xaxes(title="token position", range=[0.5, n + 0.5])
-    fig.update_yaxes(autorange="reversed", **EVERY_TICK)  # every head named: a line of its font and more each
-    return _style(fig, style, title, 140 + (style.font_size + 10) * h)
+    fig.update_yaxes(autorange="reversed", **EVERY_TICK)
+    return _style(fig, style, title, 140 + rows)
 
 
 def row_profile(

@@ -211,15 +211,19 @@ def row_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int, q0: int
     window = lazy.layer_window(layer)
     first = max(0, i - window + 1) if window else 0  # a sliding window's first key: those before are masked
     values = lazy.rows([i])[layer, head, 0, first:seen].numpy()
-    sees = f"the {seen - first} keys its window sees" if first else "every key it sees"
-    title = f"Where query {i + 1} ({tokens[i][:30]}) looks: layer {layer + 1}, head {head + 1}, {sees}"
+    # short enough for one line in a 900 px window's 440 px figure: the keys a window leaves are the caption's
+    # (with ", the 512 keys its window sees" Gemma 3's title ran 39 px off that figure)
+    title = f"Where query {i + 1} ({tokens[i][:20]}) looks: layer {layer + 1}, head {head + 1}"
     chart = lazy_maps.row_profile(values, tokens[first:seen], i, title, style=inputs.style, start=first)
     st.plotly_chart(chart, key="heads.chart.row")
     if first:
         st.caption(
-            f"Keys 1 to {first} are further back than layer {layer + 1}'s window of {window} tokens: masked, so the "
-            "chart and the CSV start at the first key the window reaches."
+            f"Query {i + 1} sees the {seen - first} keys {first + 1}–{seen}. Keys 1 to {first} are further back than "
+            f"layer {layer + 1}'s window of {window} tokens: masked, so the chart and the CSV start at the first key "
+            "the window reaches."
         )
+    else:
+        st.caption(f"Every key query {i + 1} sees: keys 1–{seen}.")
     top = first + np.argsort(-values)[:TOP_KEYS]
     top_keys = [{"key position": int(j) + 1, "token": tokens[j], "weight": float(values[j - first])} for j in top]
     widgets.fixed_table(top_keys, {"weight": 4}, key="heads.row.top")

@@ -185,6 +185,22 @@ VISIBLE_JS = r"""() => {
     for (const r of legend)
       if (main.some(m => meet(glyphs(m.r), r, 1)) || areas.some(a => meet(r, a, 2)))
         out.push(`legend over ${main.some(m => meet(glyphs(m.r), r, 1)) ? 'the title' : 'a plot'}: ${title}`);
+    // a colour bar's own labels: none cut, none over another, and its title off them (a Gemma 3 long text's band of
+    // 4 heads gave its bar 43 px under its title on a projector: four 20 px labels on one another, 2026-12-02)
+    for (const bar of gd.querySelectorAll('.colorbar')) {
+      const marks = [...bar.querySelectorAll('.cbaxis g[class$=tick] > text')]
+        .map(t => ({t, r: t.getBoundingClientRect()})).filter(m => m.r.width > 0 && m.t.textContent !== '');
+      const named = [...bar.querySelectorAll('g[class$=title] text')]
+        .map(t => ({t, r: t.getBoundingClientRect()})).filter(m => m.r.width > 0);
+      for (const {t, r} of [...marks, ...named])
+        if (r.left < fig.left - 1 || r.right > fig.right + 1 || r.top < fig.top - 1 || r.bottom > fig.bottom + 1)
+          out.push(`cut: ${title} | colour bar's ${t.textContent.slice(0, 24)}`);
+      const all = [...named, ...marks];
+      for (let i = 1; i < all.length; i++) {
+        const on = all.slice(0, i).find(o => meet(glyphs(all[i].r), glyphs(o.r), 1));
+        if (on) out.push(`overlap: ${title} | colour bar's ${on.t.textContent} / ${all[i].t.textContent}`);
+      }
+    }
     const level = {};
     for (const t of ticks) if (!t.turned) (level[t.axis] = level[t.axis] || []).push(t);
     for (const ts of Object.values(level))

@@ -89,3 +89,19 @@ def test_a_long_text_s_figures_on_a_phone_wrap_their_titles_and_lay_their_colour
     assert square.yaxis.constrain == "domain" == square.xaxis.constrain and list(square.yaxis.range) == [n + 0.5, 0.5]
     laptop = lazy_maps.zoomable_map(m, f, n, title)  # a laptop's: one line, the bar down the right as before
     assert laptop.layout.title.text == title and laptop.data[0].colorbar.orientation is None
+
+
+def test_the_attention_received_band_s_colour_bar_has_room_for_its_labels_with_few_heads():
+    """Gemma 3's 4 heads on a projector: the bar stood 43 px under its title "received", its four 20 px labels on one
+    another (seen in Chromium, 2026-12-02). The title stands beside the bar, which is as long as the plot, and plotly
+    is asked for no more labels than one a line and a half of the plot's height."""
+    from attnviz.figures import lazy_maps
+    from attnviz.figures.style import Style
+
+    for style in (Style(), Style(projector=True)):
+        for heads in (4, 9, 12):
+            fig = lazy_maps.received_band(np.full((heads, 100), 0.015), 4, 400, "Attention received", style=style)
+            bar = fig.data[0].colorbar
+            plot = fig.layout.height - 140  # the band's own rows (the rest: title, axis and margins)
+            assert bar.title.side == "right" and bar.nticks >= 2
+            assert plot / bar.nticks >= 1.5 * style.font_size, (style.projector, heads, plot, bar.nticks)

@@ -351,7 +351,8 @@ def test_a_windowed_layer_s_long_maps_show_the_window_as_masked_not_as_zero(monk
         at = _app(model="gemma3", text=text, view="Head", layer=layer, head="1", zq="1001", zk="1", row="1001")
         _ok(at)
         row = next(c for c in _charts(at) if c["layout"]["title"]["text"].startswith("Where query 1001 "))
-        rows[layer] = (row["layout"]["title"]["text"], *row["layout"]["xaxis"]["range"])  # its keys' positions
+        keys = [c.value for c in at.caption if "keys" in c.value and c.value.startswith(("Query 1001", "Every key"))]
+        rows[layer] = (*keys, *row["layout"]["xaxis"]["range"])  # what its caption says and its keys' positions
         charts = {c["layout"]["title"]["text"]: array(c["data"][0]["z"]) for c in _charts(at) if "z" in c["data"][0]}
         pooled = next(z for t, z in charts.items() if t.startswith(f"Layer {layer}, head 1 — pooled"))
         exact = next(z for t, z in charts.items() if t.startswith(f"Layer {layer}, head 1: queries 1001–1064"))
@@ -368,8 +369,8 @@ def test_a_windowed_layer_s_long_maps_show_the_window_as_masked_not_as_zero(monk
     assert not np.isnan(np.tril(pooled)).any() and not np.isnan(exact).any() and said == (False, False, False)
     assert np.isnan(pooled[0, -1])  # the future: masked (grey), as on every map, not weight 0
     assert exact.max() > 0
-    assert rows["1"][1:] == (489.5, 1001.5) and rows["1"][0].endswith("the 512 keys its window sees")
-    assert rows["6"][1:] == (0.5, 1001.5) and rows["6"][0].endswith("every key it sees")
+    assert rows["1"][1:] == (489.5, 1001.5) and rows["1"][0].startswith("Query 1001 sees the 512 keys 490–1001.")
+    assert rows["6"] == ("Every key query 1001 sees: keys 1–1001.", 0.5, 1001.5)
     said = "Layers 1–5, 7–11, 13–17 use a sliding window of 512 tokens: grey down the left of their maps is keys"
     said += " further back, which the window masks; layers 6, 12, 18 see every earlier key."
     overview = _app(model="gemma3", text=text, view="Overview")  # every layer: which ones the window masks
