@@ -450,7 +450,19 @@ def overview_maps(
     plot_h = min(plot_w * tile.shape[0] / tile.shape[1], 70 * n_l)
     below = 2 * font + (3 * font if style.phone else 0)  # the heads' names (a phone's may turn: "H10" in 25 px)
     fig.update_layout(height=round(max(120, plot_h) + 70 + below))  # and the title over the tiles
-    return _for_phone(fig, style, title, main_px(style)) if style.phone else fig
+    if style.phone:
+        return _for_phone(fig, style, title, main_px(style))
+    # Tiles narrower than the column (a deep model: Gemma 3's 18 x 4, SmolLM2's 30 x 9) stand at its left with the
+    # colour bar across their top, as long as they are wide: centred, with the bar down the column's right side, they
+    # left it 230 px away from them on a laptop and 400 px on a projector. (Plotly places a bar at a fraction of the
+    # plot's width, and this figure's is known only in the browser; the tiles' own width is known here.)
+    tiles = max(120, plot_h) * tile.shape[1] / tile.shape[0]
+    if tiles + bar_px(font) < plot_w:
+        fig.update_xaxes(constraintoward="left")
+        fig = bar_across(fig, style)
+        across = {"lenmode": "pixels", "len": round(max(tiles, 12 * font)), "thickness": 14 if style.projector else 10}
+        fig.update_layout(coloraxis_colorbar=across)  # 14 px and 20 px labels: within BAR_ACROSS_PX
+    return fig
 
 
 def _label_axes(

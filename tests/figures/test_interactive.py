@@ -67,9 +67,19 @@ def test_overview_is_one_tiled_heatmap():
     # a laptop's 686 px, so 210; BERT's 6 x 12 of 16 (101 x 203 cells) 341 px, under 420
     assert fig.layout.yaxis.scaleanchor == "x" and fig.layout.xaxis.constrain == fig.layout.yaxis.constrain == "domain"
     plot_w = layout.main_px(interactive.Style()) - 20 - 4 * 12 - layout.bar_px(12)
-    assert fig.layout.height == 70 * 3 + 70 + 24
+    assert fig.layout.height == 70 * 3 + 70 + 24 + layout.BAR_ACROSS_PX  # and its bar across the top (below)
     bert = interactive.overview(_random_result(l=6, h=12, t=16))
     assert bert.layout.height == round(plot_w * 101 / 203) + 70 + 24 < 70 * 6 + 70 + 24
+    # BERT's tiles fill the column, its bar down their right; tiles narrower than the column (these 3 x 4, Gemma 3's
+    # 18 x 4 of 32) stand at its left, their bar across their top as long as they are wide (centred, Gemma 3's stood
+    # 230 px from its bar on a laptop, 400 on a projector)
+    assert bert.layout.coloraxis.colorbar.orientation in (None, "v") and bert.layout.xaxis.constraintoward is None
+    for style in (interactive.Style(), interactive.Style(projector=True)):
+        deep = interactive.overview(_random_result(l=18, h=4, t=32), style=style)
+        bar, tiles = deep.layout.coloraxis.colorbar, 70 * 18 * (4 * 33 - 1) / (18 * 33 - 1)
+        assert bar.orientation == "h" and bar.lenmode == "pixels" and abs(bar.len - tiles) < 1
+        assert deep.layout.xaxis.constraintoward == "left" and bar.x == 0 and bar.xanchor == "left"
+    assert fig.layout.coloraxis.colorbar.orientation == "h"
     phone = interactive.overview(r, style=interactive.Style(phone=True))
     assert phone.layout.coloraxis.colorbar.orientation == "h"  # across its top, not down the 358 px column's side
 
