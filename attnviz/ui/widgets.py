@@ -90,11 +90,12 @@ def applies(field: str, axis: TokenAxis | None) -> bool:
 
 def options(prefix: str, axis: TokenAxis | None = None, projector: bool = False) -> Options:
     """The view-option toggles that apply to the text's tokens (`axis`; all when None); their values live in the
-    URL. Two a row in projector mode, so that no label is cut."""
+    URL. Two a row in projector mode, so that no label is cut, and where all four apply (Gemma 3's text: in a 900 px
+    window four columns gave each label 58 px, "model's" and "passes" broken across two lines); else one a column."""
     values = {field: False for field, *_ in TOGGLES}
     shown = [t for t in TOGGLES if applies(t[0], axis)]
     specials = ", ".join(sorted({t for t, s in zip(axis.tokens, axis.special, strict=True) if s})) if axis else ""
-    columns = st.columns(min(2, len(shown)) if projector else len(shown)) if shown else []
+    columns = st.columns(min(2, len(shown)) if projector or len(shown) > 3 else len(shown)) if shown else []
     for i, (field, url_key, label, help_text) in enumerate(shown):
         values[field] = state.bound(
             columns[i % len(columns)].toggle,

@@ -131,8 +131,10 @@ READABLE_PAGES = (
 READABLE_ONCE = ("compare?date=5/6/21", "compare?source=bert", "compare?source=llm", "head_count", "positions")
 # Gemma 3's pages whose layout its shape changes (18 layers of 4 heads, a <bos> token, its own steps and window):
 # its Model overview's rollout bars had a title 8 px wider than a phone's column, found when every page was read with
-# it (2026-11-30; the rest passed, the Heads page's one row of 4 maps among them). About 12 s of a worker a page.
-READABLE_GEMMA3 = ("overview", "inside", "masks")
+# it (2026-11-30; the rest passed, the Heads page's one row of 4 maps among them). About 12 s of a worker a page. The
+# Heads page again since: its text is the one that turns on all four view options, whose labels broke in the middle of
+# words in four columns at 900 px (found when every page was read again with colour bars checked, 2026-12-02).
+READABLE_GEMMA3 = ("", "overview", "inside", "masks")
 # What a person sees of every chart's labels (not what is in the DOM): each tick label and title's box, as the browser
 # lays it out, inside its figure and its chart element (not cut), off every plot area (not over a map), and no two
 # level tick labels of one axis over each other (turned ones: READABLE_JS's spacing). The one-head map's row labels
