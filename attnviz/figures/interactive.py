@@ -455,13 +455,16 @@ def overview_maps(
     # Tiles narrower than the column (a deep model: Gemma 3's 18 x 4, SmolLM2's 30 x 9) stand at its left with the
     # colour bar across their top, as long as they are wide: centred, with the bar down the column's right side, they
     # left it 230 px away from them on a laptop and 400 px on a projector. (Plotly places a bar at a fraction of the
-    # plot's width, and this figure's is known only in the browser; the tiles' own width is known here.)
+    # plot's width, and this figure's is known only in the browser; the tiles' own width is known here.) So on every
+    # projector: laid out for its 740 px column at 1280 px, a 1920 px one's 1,380 px left any model's tiles narrower.
     tiles = max(120, plot_h) * tile.shape[1] / tile.shape[0]
-    if tiles + bar_px(font) < plot_w:
+    if style.projector or tiles < plot_w - 2 * font:  # SmolLM2's 30 x 9, 56 px short of the column: its bar 72 px off
         fig.update_xaxes(constraintoward="left")
         fig = bar_across(fig, style)
         across = {"lenmode": "pixels", "len": round(max(tiles, 12 * font)), "thickness": 14 if style.projector else 10}
-        fig.update_layout(coloraxis_colorbar=across)  # 14 px and 20 px labels: within BAR_ACROSS_PX
+        # 14 px and 20 px labels: within BAR_ACROSS_PX; each label right of its tick, so the bar's "0" stays off its
+        # title, which plotly sets left of the bar (centred, a projector's "0" ran 2 px into "weight")
+        fig.update_layout(coloraxis_colorbar=across | {"ticklabelposition": "outside right"})
     return fig
 
 

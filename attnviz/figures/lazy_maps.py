@@ -111,7 +111,21 @@ def zoomable_map(
     # stretched to -1,000 .. 2,800 around a 1,361-token map
     fig.update_yaxes(title="query position (attending)", range=[n + 0.5, 0.5], scaleanchor="x", constrain="domain")
     height = main_px(style) + 60 if style.phone else 720 if style.projector else 640  # a phone's: about square
-    return _style(fig, style, title, height)
+    fig = _style(fig, style, title, height)
+    if not style.phone:  # as wide as the square map and its bar: drawn with width="content"
+        fig.update_layout(width=map_width(style, height))
+    return fig
+
+
+def map_width(style: Style, height: int) -> int:
+    """The width a square map `height` px tall needs beside its names and colour bar, for st.plotly_chart's
+    width="content" (a narrower column draws it narrower). Stretched across the column, the map stood centred and its
+    bar 115 px from it on a laptop, about 350 on a projector's 1,380 px. Measured in Chromium (12 px and 20 px): the
+    key axis's names and title take 72 and 100 px under the map, the query axis's 78 and 109 left of it, and the bar
+    with its labels, title and gap 116 and 172 right of it."""
+    font = style.font_size
+    side = height - 60 - (100 if style.projector else 72)  # the plot's height, less the title and the key axis
+    return round(4 * font + 30 + side + 8 * font + 20)
 
 
 def clicked_cell(event, p: int) -> tuple[int, int] | None:

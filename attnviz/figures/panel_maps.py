@@ -199,6 +199,13 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     fig = go.Figure(data=traces, layout=layout)
     fig = style_layout(fig, style, zmax, title)
     _second_scale(fig, panels, style)
+    second = [i for i, p in enumerate(panels) if p.signed or p.own_scale]
+    if second and n_rows > 1 and not style.phone and all(i // per_row == n_rows - 1 for i in second):
+        # the second scale's panels alone on a short last row (What if's difference under its two maps): its bar
+        # beside them, where plotly would set it for them alone, not 333 px away under the first bar
+        end = max(domains[i][1] for i in second)
+        if end < 0.9:
+            fig.update_layout(coloraxis2_colorbar={"x": end + 0.02, "xanchor": "left"})
     top = 40 + lines * (font + 6) + FRAME_PX
     height: float
     if n_rows == 1:

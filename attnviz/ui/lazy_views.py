@@ -152,6 +152,7 @@ def head_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int) -> Non
         key="heads.long.map",
         on_select="rerun",
         selection_mode="points",
+        width="stretch" if inputs.style.phone else "content",  # the map and its bar side by side (map_width)
     )
     widgets.window_note(layer, window, n)
     cell = lazy_maps.clicked_cell(event, m.shape[0])

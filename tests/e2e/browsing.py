@@ -197,6 +197,15 @@ VISIBLE_JS = r"""() => {
       for (const {t, r} of [...marks, ...named])
         if (r.left < fig.left - 1 || r.right > fig.right + 1 || r.top < fig.top - 1 || r.bottom > fig.bottom + 1)
           out.push(`cut: ${title} | colour bar's ${t.textContent.slice(0, 24)}`);
+      // and beside its map: a bar down the side stands within 60 px of the plot it colours (a deep model's tiles,
+      // centred in a projector's 1,380 px column, stood 400 px from theirs; plotly's own gap is about 20 px)
+      const fill = bar.querySelector('.cbfill, .cbfills rect');
+      const r = fill ? fill.getBoundingClientRect() : null;
+      if (r && r.height > r.width && areas.length) {
+        const beside = areas.filter(a => a.top < r.bottom && r.top < a.bottom && a.right <= r.left + 1);
+        const gap = beside.length ? r.left - Math.max(...beside.map(a => a.right)) : 0;
+        if (gap > 60) out.push(`far: ${title} | colour bar ${px(gap)} px right of its map`);
+      }
       const all = [...named, ...marks];
       for (let i = 1; i < all.length; i++) {
         const on = all.slice(0, i).find(o => meet(glyphs(all[i].r), glyphs(o.r), 1));

@@ -74,6 +74,8 @@ def test_overview_is_one_tiled_heatmap():
     # 18 x 4 of 32) stand at its left, their bar across their top as long as they are wide (centred, Gemma 3's stood
     # 230 px from its bar on a laptop, 400 on a projector)
     assert bert.layout.coloraxis.colorbar.orientation in (None, "v") and bert.layout.xaxis.constraintoward is None
+    big = interactive.overview(_random_result(l=6, h=12, t=16), style=interactive.Style(projector=True))
+    assert big.layout.coloraxis.colorbar.orientation == "h"  # a projector's column: 740 px or 1,380, not known here
     for style in (interactive.Style(), interactive.Style(projector=True)):
         deep = interactive.overview(_random_result(l=18, h=4, t=32), style=style)
         bar, tiles = deep.layout.coloraxis.colorbar, 70 * 18 * (4 * 33 - 1) / (18 * 33 - 1)
