@@ -199,13 +199,8 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     fig = go.Figure(data=traces, layout=layout)
     fig = style_layout(fig, style, zmax, title)
     _second_scale(fig, panels, style)
-    second = [i for i, p in enumerate(panels) if p.signed or p.own_scale]
-    if second and n_rows > 1 and not style.phone and all(i // per_row == n_rows - 1 for i in second):
-        # the second scale's panels alone on a short last row (What if's difference under its two maps): its bar
-        # beside them, where plotly would set it for them alone, not 333 px away under the first bar
-        end = max(domains[i][1] for i in second)
-        if end < 0.9:
-            fig.update_layout(coloraxis2_colorbar={"x": end + 0.02, "xanchor": "left"})
+    if not style.phone:
+        _second_bar_beside(fig, panels, domains, per_row)
     top = 40 + lines * (font + 6) + FRAME_PX
     height: float
     if n_rows == 1:
@@ -217,6 +212,17 @@ def side_by_side(panels: list[Panel], *, style: Style = Style(), title: str = ""
     margin = {"t": top, "l": round(left), "b": round(below) + 10}
     fig.update_layout(plot_bgcolor="white", height=round(height + top), margin=margin)
     return _bar_on_top(fig, style, top, bool(title), scales) if style.phone else fig
+
+
+def _second_bar_beside(fig: go.Figure, panels: list[Panel], domains: list, per_row: int) -> None:
+    """The second scale's panels alone on a short last row (What if's difference under its two maps): their bar
+    beside them, where plotly would set it for them alone, not 333 px away under the first bar."""
+    second = [i for i, p in enumerate(panels) if p.signed or p.own_scale]
+    last = (len(panels) - 1) // per_row
+    if second and last > 0 and all(i // per_row == last for i in second):
+        end = max(domains[i][1] for i in second)
+        if end < 0.9:
+            fig.update_layout(coloraxis2_colorbar={"x": end + 0.02, "xanchor": "left"})
 
 
 def _greys(traces: list[go.Heatmap]) -> list[go.Heatmap]:

@@ -32,7 +32,11 @@ A browser sends every widget's value with each request, its timer's too, as its 
 brings back the ones from before: a full `make test` saw a follower take the teacher's Layer view, a heartbeat sent
 meanwhile carry its picker's old "Head", and the next whole run take that for the student's own change ("exploring on
 your own") and draw a head nobody chose. A timer's request is never a visitor's change (a change sends its own
-request, with its values), so `install` drops the values it carries: such a run keeps those the session holds.
+request, with its values), so `install` drops the values it carries: such a run keeps those the session holds. And
+where a request is already waiting to run (a click's, a student's answer picked), the timer's goes no further: Streamlit
+merges a request that waits with the next one, the newer one's values winning, and the timer's empty values took the
+waiting click's with them (a full `make test` saw a student's picked answer lost this way, the Send button left
+disabled under a radio button that showed the choice). The waiting run goes; the timer asks again within a tick.
 
 Every run's first message (a heartbeat's too) carries the server's theme, which Streamlit 1.67 reads afresh from its
 whole configuration six times a run, on the server's one event loop: a tenth of the server's time under a class's
@@ -74,6 +78,12 @@ def finishing(session: AppSession) -> bool:
     still be on their way to the browser): a rerun request now would start a second runner."""
     runner = session._scriptrunner
     return runner is not None and runner._requests._state == ScriptRequestType.STOP
+
+
+def waiting(session: AppSession) -> bool:
+    """Whether a rerun request is waiting for the session's script runner (it will merge with the next one)."""
+    runner = session._scriptrunner
+    return runner is not None and runner._requests._state == ScriptRequestType.RERUN
 
 
 def left_page(session: AppSession, client_state) -> bool:
@@ -136,9 +146,14 @@ def timer_request(client_state: ClientState) -> ClientState:
 def _fragment_rerun_after_the_run(session: AppSession, client_state, waited: float = 0.0) -> None:
     """Streamlit's request_rerun, except for a fragment's rerun: dropped when it was asked for on a page the session
     has left (the session's page drawn whole for a browser that keeps asking from there), and held while the runner
-    is finishing; a timer's request (any run_every fragment's) without the widget values it carries."""
-    if client_state is not None and client_state.is_auto_rerun and len(client_state.widget_states.widgets):
-        client_state = timer_request(client_state)
+    is finishing; a timer's request (any run_every fragment's) without the widget values it carries, and none at all
+    while another waits to run (merged with it, its empty values would replace the waiting one's)."""
+    if client_state is not None and client_state.is_auto_rerun:
+        if waiting(session):
+            logging.getLogger("attnviz").debug("a timer's request while another waits to run: dropped")
+            return
+        if len(client_state.widget_states.widgets):
+            client_state = timer_request(client_state)
     if client_state is not None and client_state.fragment_id:
         left, lost = left_page(session, client_state), gone(session, client_state)
         if left or lost:

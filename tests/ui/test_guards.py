@@ -214,3 +214,39 @@ def test_a_timers_request_goes_without_the_widget_values_and_a_visitors_change_k
     assert taken[1].widget_states.widgets[0].string_array_value.data == ["Layer"]
     assert len(tick.widget_states.widgets) == 1  # the browser's message itself is left as it came
     session._event_loop.close()
+
+
+def test_a_timers_request_while_a_click_waits_to_run_leaves_the_clicks_values(monkeypatch):
+    """Streamlit merges a request that waits for the runner with the next one, the next one's widget values winning: a
+    heartbeat's request without values, merged after a student's picked answer, dropped the answer (the Send button
+    stayed disabled under the radio button that showed it: a full `make test`, 2026-12-02). Here the runner's own
+    queue (ScriptRequests) takes both requests as Streamlit's request_rerun would hand them over."""
+    requests = ScriptRequests()
+    requests.request_rerun(RerunData())
+    requests.on_scriptrunner_ready()  # a run in progress: the next request waits
+
+    def streamlit(session, state):  # Streamlit's request_rerun, as far as the runner's queue goes
+        data = RerunData(
+            query_string=state.query_string,
+            widget_states=state.widget_states,
+            fragment_id=state.fragment_id or None,
+            is_auto_rerun=state.is_auto_rerun,
+        )
+        assert requests.request_rerun(data)
+
+    monkeypatch.setattr(guards, "_request_rerun", streamlit)
+    session = _session(asyncio.new_event_loop(), requests)
+    click = ClientState(fragment_id="answering")
+    click.widget_states.widgets.add(id="answer", string_value="broad")
+    tick = ClientState(fragment_id="heartbeat", is_auto_rerun=True)
+    tick.widget_states.widgets.add(id="answer", string_value="")  # the page's values when its timer fired
+    guards._fragment_rerun_after_the_run(session, click)
+    assert guards.waiting(session)
+    guards._fragment_rerun_after_the_run(session, tick)
+    waits = requests._rerun_data
+    assert [(w.id, w.string_value) for w in waits.widget_states.widgets] == [("answer", "broad")]
+    assert waits.fragment_id_queue == ["answering"]  # the tick went no further; its timer asks again
+    assert requests.on_scriptrunner_ready().type.name == "RERUN"  # the click's run goes
+    guards._fragment_rerun_after_the_run(session, tick)  # nothing waits now: the tick goes, without values
+    assert requests._rerun_data.fragment_id_queue == ["heartbeat"] and not requests._rerun_data.widget_states.widgets
+    session._event_loop.close()
