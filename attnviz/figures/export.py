@@ -287,9 +287,9 @@ def panels_figure(panels, title: str, *, cmap: str = DEFAULT_CMAP) -> Figure:
     return fig
 
 
-def panels_json(panels, manifest: Manifest) -> str:
+def panels_json(panels, manifest: Manifest, extra: dict | None = None) -> str:
     """Every panel's matrix (its weights; a masked cell's is 0), its tokens, which cells its mask forbids, and what
-    produced them."""
+    produced them; `extra`'s keys (JSON values: a generation's prompt and text) beside them."""
     out = []
     for p in panels:
         forbidden = {} if p.masked is None else {"masked": np.asarray(p.masked, dtype=bool).tolist()}
@@ -303,4 +303,4 @@ def panels_json(panels, manifest: Manifest) -> str:
             }
         )
     note = {"note": MASKED_NOTE} if any(p.masked is not None for p in panels) else {}
-    return json.dumps({"manifest": asdict(manifest), "panels": out, **note}, ensure_ascii=False)
+    return json.dumps({"manifest": asdict(manifest), **(extra or {}), "panels": out, **note}, ensure_ascii=False)

@@ -27,7 +27,10 @@ def writer(model: str, backend: api.Backend) -> api.GeneratingEngine:
     eng = cache.load_engine_or_stop(model, backend)
     if isinstance(eng, api.GeneratingEngine):
         return eng
-    st.info(f"{cache.named(eng.name)} does not write text (it is an {eng.architecture}); SmolLM2 writes here.")
+    st.info(
+        f"{cache.named(eng.name)} does not write text (it is an {eng.architecture}); SmolLM2 writes here, "
+        "or any decoder chosen in the sidebar's model box."
+    )
     eng = cache.load_engine_or_stop(WRITER, backend)
     if not isinstance(eng, api.GeneratingEngine):
         st.error("SmolLM2 cannot write on this backend.")
@@ -84,10 +87,29 @@ def render() -> None:
     except ValueError as err:
         st.warning(escape.md(err))
         return
-    draw(inputs, gen)
+    draw(inputs, gen, prompt)
 
 
-def draw(inputs: controls.Inputs, gen: api.Generation) -> None:
+def export_steps(
+    inputs: controls.Inputs, gen: api.Generation, prompt: str, panel: panel_maps.Panel, where: tuple[int, int]
+) -> None:
+    """PNG, SVG, CSV and JSON of the steps' map shown (one head); the JSON also holds the prompt, what was written
+    (its tokens, its text, why it stopped) and whether a chat template wrapped the prompt. Only the panel and
+    strings are kept for the buttons, never the whole result."""
+    from attnviz.figures import export
+
+    r, (layer, head) = gen.result, where
+    options = {"view": "generation", "chat": gen.chat, "written": len(gen.written), "stopped": gen.stopped}
+    meta = export.Manifest(r.model, inputs.backend, r.device, prompt, "causal", layer + 1, head + 1, options)
+    writing = {"prompt": prompt, "written_tokens": list(gen.written), "written_text": gen.text}
+    title = f"{api.titled(r.model)}: layer {layer + 1}, head {head + 1}, where each written token looked"
+    fig = lambda fmt: export.figure_bytes(export.panels_figure([panel], title, cmap=inputs.style.cmap), fmt)  # noqa: E731
+    csv = lambda: export.matrix_csv(panel.matrix, panel.rows, panel.cols)  # noqa: E731
+    stem = f"attnviz_generate_L{layer + 1}_H{head + 1}"
+    widgets.download_row(stem, "gen.export", fig, csv, lambda: export.panels_json([panel], meta, writing))
+
+
+def draw(inputs: controls.Inputs, gen: api.Generation, prompt: str) -> None:
     """The text written, the steps of one head, and one step across every layer and head."""
     stop = "it wrote its end token" if gen.stopped == "end token" else "it reached the limit"
     st.markdown(f"**Written** ({len(gen.written)} tokens; {stop}): {escape.md(gen.text)}")
@@ -102,6 +124,7 @@ def draw(inputs: controls.Inputs, gen: api.Generation) -> None:
     window = r.layer_window(layer)
     panel = panel_maps.steps_panel(gen.steps[layer, head].numpy(), tuple(rows), r.source_tokens, p, title, window)
     st.plotly_chart(panel_maps.side_by_side([panel], style=inputs.style), key="gen.steps")
+    export_steps(inputs, gen, prompt, panel, (layer, head))
     st.caption(
         f"Rows: the {len(rows)} steps of the writing; columns: the prompt ({p} tokens"
         + (", the chat template's included" if gen.chat else ", as written: no chat template")
