@@ -6,12 +6,14 @@ Two places read markup:
   LaTeX between dollar signs. `md` makes text a literal there.
 - plotly's text (titles, tick labels, annotations, hover and cell text) reads a subset of HTML,
   links included. `html_text` makes text a literal there ("\\n" becomes a line break).
-Both cut very long text, so one pasted chapter cannot flood a message.
+Both cut very long text, so one pasted chapter cannot flood a message. And a spreadsheet runs a CSV cell that
+starts like a formula: `csv_cell` makes it text (whole, not cut).
 """
 
 from __future__ import annotations
 
 import html
+import math
 import re
 
 # Every ASCII character markdown, Streamlit's directives or LaTeX give a meaning to (quotes and "=" mean
@@ -45,3 +47,19 @@ def quoted(text: object, limit: int = MAX_SHOWN) -> str:
 def html_text(text: object, limit: int = MAX_SHOWN) -> str:
     """`text` as a literal in plotly's HTML-like text: escaped, with "\\n" as a line break."""
     return html.escape(_cut(text, limit)).replace("\n", "<br>")
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "＝", "＋", "－", "＠")  # full-width forms: spreadsheets read them too
+
+
+def csv_cell(text: str) -> str:
+    """A cell a spreadsheet will not run as a formula: one whose first character, or first after any leading
+    whitespace, starts a formula (=, +, -, @, or their full-width forms), or that starts with a tab, return or
+    newline, gets a leading apostrophe; plain numbers stay numbers."""
+    try:
+        if math.isfinite(float(text)) and text.strip() == text:
+            return text
+    except ValueError:
+        pass
+    risky = text[:1] in ("\t", "\r", "\n") or text.lstrip()[:1] in FORMULA_STARTS
+    return "'" + text if risky else text

@@ -37,6 +37,7 @@ import torch
 from torch import Tensor
 
 from attnviz.analysis.pronoun_cases import PronounCase, content_pieces, differ_after_pronoun, locate, pronoun_piece
+from attnviz.escape import csv_cell
 from attnviz.result import Attention
 from attnviz.tokens import TokenAxis
 
@@ -203,6 +204,28 @@ class Benchmark:
     results: list[CaseResult]
     skipped: list[tuple[PronounCase, str]]
     method: Method = "mas"
+    skipped_at: tuple[int, ...] = ()  # where each skipped case was among the cases given (0-based), in order
+
+    def rows(self) -> list[dict]:
+        """Every case in the order given, as a table's rows: its text, pronoun, candidates, answer, the candidate
+        predicted, whether that is right, whether it won a tie, and why a case was skipped. Text from the cases is
+        made safe for a spreadsheet (escape.csv_cell)."""
+        scored, skipped = iter(self.results), iter(self.skipped)
+        total = self.n + len(self.skipped)
+        # made by hand without their positions: the skipped cases last
+        gone = set(self.skipped_at) if len(self.skipped_at) == len(self.skipped) else set(range(self.n, total))
+        out = []
+        for i in range(total):
+            if i in gone:
+                case, why = next(skipped)
+                row: dict[str, str | bool] = {"predicted": "", "correct": "", "tie": "", "skipped": why}
+            else:
+                r = next(scored)
+                case, row = r.case, {"predicted": r.predicted, "correct": r.correct, "tie": r.tie, "skipped": ""}
+            given = {"case": i + 1, "text": case.text, "pronoun": case.pronoun}
+            given |= {"candidates": " | ".join(case.candidates), "answer": case.answer}
+            out.append({k: csv_cell(v) if isinstance(v, str) else v for k, v in (given | row).items()})
+        return out
 
     @property
     def n(self) -> int:
@@ -324,7 +347,7 @@ def evaluate_with(
     progress: Callable[[int], None] | None = None,
 ) -> Benchmark:
     """Score every case with `score`; a case whose words cannot be found is skipped with the reason."""
-    results, skipped = [], []
+    results, skipped, skipped_at = [], [], []
     for i, case in enumerate(cases):
         try:
             results.append(score(case))
@@ -332,6 +355,7 @@ def evaluate_with(
             if "not defined for a causal model" in str(err):
                 raise
             skipped.append((case, str(err)))
+            skipped_at.append(i)
         if progress:
             progress(i + 1)
-    return Benchmark(results, skipped, method)
+    return Benchmark(results, skipped, method, tuple(skipped_at))

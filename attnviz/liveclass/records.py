@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import os
 import time
 from dataclasses import dataclass
+
+from attnviz.escape import csv_cell
 
 HOURS_ENV = "ATTNVIZ_CLASS_HOURS"
 DEFAULT_HOURS = 8.0  # a class expires this long after it was started
@@ -118,21 +119,5 @@ def answers_csv(poll_id: int, question: str, rows) -> str:
     writer.writerow(["poll", "question", "student", "answer", "answered_at_utc"])
     for r in rows:
         at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(r["at"]))
-        writer.writerow([poll_id, question, _csv_safe(r["name"] or r["student"][:8]), _csv_safe(r["answer"]), at])
+        writer.writerow([poll_id, question, csv_cell(r["name"] or r["student"][:8]), csv_cell(r["answer"]), at])
     return out.getvalue()
-
-
-FORMULA_STARTS = ("=", "+", "-", "@", "＝", "＋", "－", "＠")  # full-width forms: spreadsheets read them too
-
-
-def _csv_safe(text: str) -> str:
-    """A cell a spreadsheet will not run as a formula: one whose first character, or first after any leading
-    whitespace, starts a formula (=, +, -, @, or their full-width forms), or that starts with a tab, return or
-    newline, gets a leading apostrophe; plain numbers stay numbers."""
-    try:
-        if math.isfinite(float(text)) and text.strip() == text:
-            return text
-    except ValueError:
-        pass
-    risky = text[:1] in ("\t", "\r", "\n") or text.lstrip()[:1] in FORMULA_STARTS
-    return "'" + text if risky else text

@@ -313,3 +313,38 @@ def test_wsc273_groups_are_whole_in_the_halves_and_the_same_token_cases_are_skip
     a, b = bench.halves()
     group_of = dict(zip(map(id, cases), numbers, strict=True))
     assert not {group_of[id(r.case)] for r in a} & {group_of[id(r.case)] for r in b}
+
+
+def test_a_benchmarks_rows_keep_the_cases_order_the_skipped_ones_why_and_no_formula_for_a_spreadsheet():
+    """The Benchmark tab's CSV of every case: a researcher's own file comes back in its order, the cases that could
+    not be scored in their places with the reason, and a text that starts like a formula as text."""
+    cases = [
+        CASE,
+        PronounCase("=HYPERLINK(1) The cat chased the mouse because it was hungry.", "it", ("cat", "mouse"), "cat"),
+        PronounCase(TEXT.replace("hungry", "tasty"), "it", ("cat", "mouse"), "mouse"),
+    ]
+
+    def score(case):
+        if case.text.startswith("="):
+            raise ValueError("candidate not found")
+        return pronoun_scores.CaseResult(case, torch.tensor([[[0.9, 0.1]]]), "vote", "cat", tie=case is CASE)
+
+    bench = pronoun_scores.evaluate_with(score, cases, "vote")
+    rows = bench.rows()
+    assert [r["case"] for r in rows] == [1, 2, 3] and bench.skipped_at == (1,)
+    assert [r["correct"] for r in rows] == [True, "", False] and [r["tie"] for r in rows] == [True, "", False]
+    assert rows[1]["skipped"] == "candidate not found" and rows[1]["predicted"] == ""
+    assert rows[1]["text"] == "'" + cases[1].text  # a spreadsheet shows it, never runs it
+    assert rows[2] == {
+        "case": 3,
+        "text": cases[2].text,
+        "pronoun": "it",
+        "candidates": "cat | mouse",
+        "answer": "mouse",
+        "predicted": "cat",
+        "correct": False,
+        "tie": False,
+        "skipped": "",
+    }
+    by_hand = pronoun_scores.Benchmark(bench.results, bench.skipped, "vote")  # no positions: the skipped ones last
+    assert [r["skipped"] for r in by_hand.rows()] == ["", "", "candidate not found"]

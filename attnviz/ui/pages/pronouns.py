@@ -298,6 +298,15 @@ def draw_scores(inputs: Inputs, bench: pronoun_scores.Benchmark, held_out: float
     grid = stat_charts.stat_grid(acc, labels, "accuracy", style=inputs.style, show_values=False)
     with widgets.stat_box("pr-bench"):
         st.plotly_chart(grid, key="pr.bench.grid")
+    stem = f"attnviz_pronouns_{bench.method}"
+    heads = [
+        {"layer": i + 1, "head": j + 1, "accuracy": float(acc[i, j])}
+        for i in range(acc.shape[0])
+        for j in range(acc.shape[1])
+    ]
+    with widgets.control_row("pr-bench-csv"):
+        widgets.csv_button("Every case (CSV)", lambda: widgets.rows_csv(bench.rows()), f"{stem}_cases.csv", "pr.csv")
+        widgets.csv_button("Each head's accuracy (CSV)", lambda: widgets.rows_csv(heads), f"{stem}_heads.csv", "pr.h")
 
 
 def render() -> None:

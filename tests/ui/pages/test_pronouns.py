@@ -57,6 +57,10 @@ def test_pronoun_benchmark_tab_on_eight_cases(bundled_hf, method):
     assert at.metric[3].value == f"{bench.permutation_best_head():.1%}"
     assert any("8 cases scored" in c.value and "picked on these very cases" in c.value for c in at.caption)
     assert not any("word for word like a twin" in i.value for i in at.info)  # BERT's pronoun reads both ways
+    assert [b.proto.label for b in at.get("download_button")] == ["Every case (CSV)", "Each head's accuracy (CSV)"]
+    rows = bench.rows()
+    assert [r["predicted"] for r in rows] == [r.predicted for r in bench.results] and len(rows) == 8
+    assert sum(r["correct"] is True for r in rows) / 8 == bench.accuracy
 
 
 @pytest.mark.slow  # SmolLM2 on the pronoun page, 2.4 s
