@@ -174,12 +174,13 @@ def head_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int) -> Non
             masked |= np.arange(q0, q1)[:, None] - np.arange(k0, k1)[None, :] >= window
     tokens = lazy.target_tokens
     wtitle = f"Layer {layer + 1}, head {head + 1}: queries {q0 + 1}–{q1}, keys {k0 + 1}–{k1} (exact)"
-    st.plotly_chart(
-        lazy_maps.window_map(
-            tile.numpy(), tokens[q0:q1], tokens[k0:k1], q0, k0, outside, wtitle, style=inputs.style, masked=masked
-        ),
-        key="heads.chart.window",
-    )
+    with widgets.grid_box("heads-window"):  # 64 keys labelled for a laptop's column: a narrower window scrolls it
+        st.plotly_chart(
+            lazy_maps.window_map(
+                tile.numpy(), tokens[q0:q1], tokens[k0:k1], q0, k0, outside, wtitle, style=inputs.style, masked=masked
+            ),
+            key="heads.chart.window",
+        )
     st.caption(
         "Not pooled and not renormalised: each cell is the model's own weight. A row here need not sum to 1; the "
         "column on the right is what each query gives to keys outside the window (white none of its weight, black "

@@ -575,6 +575,8 @@ def _readable(
         pg.wait_for_function(RESIZED_JS, polling=250, timeout=30_000)
         plain["narrow"] = [*pg.evaluate(VISIBLE_JS), *pg.evaluate(UNDER_JS), *pg.evaluate(CELLS_JS)["over"]]
         plain["narrow"] += pg.evaluate(HINT_JS) + pg.evaluate(WIDGETS_JS)
+        # and a label a line of its own there too: Generate's maps, squeezed to 440 px, gave 44 keys 4 px each
+        plain["narrow"] += pg.evaluate(READABLE_JS)["crowded"]
         pg.set_viewport_size({"width": 1920, "height": 1080})
         pg.wait_for_function(RESIZED_JS, polling=250, timeout=30_000)
         pg.locator("[data-testid=stSidebar]").get_by_text("Projector mode", exact=True).click()

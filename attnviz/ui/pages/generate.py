@@ -123,7 +123,8 @@ def draw(inputs: controls.Inputs, gen: api.Generation, prompt: str) -> None:
     title = f"where each written token looked\nlayer {layer + 1}, head {head + 1}"
     window = r.layer_window(layer)
     panel = panel_maps.steps_panel(gen.steps[layer, head].numpy(), tuple(rows), r.source_tokens, p, title, window)
-    st.plotly_chart(panel_maps.side_by_side([panel], style=inputs.style), key="gen.steps")
+    with widgets.grid_box("gen-steps"):  # laid out for a laptop's column: a narrower window scrolls it, not crowds it
+        st.plotly_chart(panel_maps.side_by_side([panel], style=inputs.style), key="gen.steps")
     export_steps(inputs, gen, prompt, panel, (layer, head))
     st.caption(
         f"Rows: the {len(rows)} steps of the writing; columns: the prompt ({p} tokens"
@@ -158,4 +159,5 @@ def draw(inputs: controls.Inputs, gen: api.Generation, prompt: str) -> None:
             f"rows: the {counted(r.n_heads, 'head')} of each layer, in order (hover for one)",
         ),
     )
-    st.plotly_chart(fig, key="gen.step.heads")
+    with widgets.grid_box("gen-step-heads"):  # its keys labelled for the column it is laid out for, as above
+        st.plotly_chart(fig, key="gen.step.heads")
