@@ -52,6 +52,17 @@ def counted(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
+def percent(share: float) -> str:
+    """A share as a whole percentage ("65%"), with a decimal where rounding would claim all or none of it: 0.996 is
+    "99.6%", not "100%" (the Positions page called BERT's previous-token head "100% of its attention")."""
+    text = f"{share:.0%}"
+    if (text == "100%" and share < 1) or (text == "0%" and share > 0):
+        text = f"{share:.1%}"
+        if text in ("100.0%", "0.0%"):
+            return "over 99.9%" if share >= 0.5 else "under 0.1%"
+    return text
+
+
 def whole(name: str, value) -> int:
     """A layer's, a head's or a position's index as an int (a numpy integer too), or a TypeError that says what is
     wrong: a "2" from a notebook's widget or a 2.0 from arithmetic would otherwise fail deep inside (comparing an int

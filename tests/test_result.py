@@ -84,3 +84,10 @@ def test_eager_hands_on_a_kind_of_a_run_that_held_every_weight_and_refuses_a_lon
     assert Results({"self": r}).eager() is r and Results({"self": r}).eager("self") is r
     with pytest.raises(ValueError, match="this text is long"):
         Results({"self": r}, lazy=True).eager()
+
+
+def test_a_share_is_a_whole_percentage_but_never_all_or_none_of_it_by_rounding():
+    from attnviz.result import percent
+
+    assert [percent(x) for x in (0.65, 1.0, 0.0, 0.5049)] == ["65%", "100%", "0%", "50%"]
+    assert [percent(x) for x in (0.996, 0.004, 0.9996, 0.0004)] == ["99.6%", "0.4%", "over 99.9%", "under 0.1%"]

@@ -11,6 +11,7 @@ from attnviz import api, escape
 from attnviz.api import encodings
 from attnviz.figures import export, interactive, layout, lesson_charts
 from attnviz.figures.style import Style
+from attnviz.result import percent
 from attnviz.ui import cache, controls, state, widgets
 from attnviz.ui.controls import Inputs
 
@@ -247,7 +248,7 @@ def positional_heads_section(inputs: Inputs) -> None:
         return
     for i, h in enumerate(found[:12]):
         row = widgets.control_row(f"pos-open{i}", "center")  # the button whole beside its line, or under it
-        said = f"Layer {h.layer + 1}, head {h.head + 1}: **{h.kind}**, {h.share:.0%} of its attention"
+        said = f"Layer {h.layer + 1}, head {h.head + 1}: **{h.kind}**, {percent(h.share)} of its attention"
         row.markdown(said, width="content")
         if row.button("Open in Heads", key=f"pos.open{i}"):
             widgets.open_head(h.layer + 1, h.head + 1)

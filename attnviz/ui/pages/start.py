@@ -17,7 +17,7 @@ import streamlit as st
 from attnviz import api, escape
 from attnviz.api import pronoun_cases, pronoun_scores
 from attnviz.figures import interactive, stat_charts
-from attnviz.result import Attention
+from attnviz.result import Attention, percent
 from attnviz.ui import cache, controls, routes, state, widgets
 from attnviz.ui.controls import Inputs
 
@@ -246,10 +246,10 @@ def _your_turn(inputs, tired, wide, layer, head, picked) -> None:
             if tired.source.special[right]
             else ""
         )
-        st.success(f"Right: {escape.md(words[right])}, with {float(weights[right]):.0%} of the row.{rest}")
+        st.success(f"Right: {escape.md(words[right])}, with {percent(float(weights[right]))} of the row.{rest}")
     elif pick is not None:
         st.warning(
-            f"Not quite: {escape.md(words[pick])} has {float(weights[pick]):.0%}; look for the brightest cell of "
+            f"Not quite: {escape.md(words[pick])} has {percent(float(weights[pick]))}; look for the brightest cell of "
             "the outlined row."
         )
 

@@ -8,6 +8,7 @@ from plotly_data import array
 from streamlit.testing.v1 import AppTest
 
 from attnviz.analysis import pronoun_cases, pronoun_scores
+from attnviz.result import percent
 from attnviz.ui.pages import start
 
 
@@ -72,7 +73,7 @@ def test_seven_steps_from_the_sentence_to_a_question_read_off_a_map(bundled_hf):
     quiz.set_value(next(i for i in heaviest if i != right)).run()
     assert at.warning and "Not quite" in at.warning[0].value
     at.radio(key=f"start.quiz.{layer}.{other}").set_value(right).run()
-    assert at.success and f"{float(row[right]):.0%} of the row" in at.success[0].value
+    assert at.success and f"{percent(float(row[right]))} of the row" in at.success[0].value
 
     at.button(key="start.next").click().run()  # 7: where next
     _ok(at)
