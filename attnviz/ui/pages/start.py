@@ -193,8 +193,8 @@ def _where(inputs, tired, wide, layer, head, picked) -> None:
     _bars(tired, TIRED, layer, head, inputs, "start.bars")
     got = shares(tired, TIRED, layer, head)
     st.markdown(
-        f"The outlined row as bars. In this head “it” gives **{got['animal']:.0%}** of its attention to *animal* "
-        f"and **{got['street']:.0%}** to *street*."
+        f"The outlined row as bars. In this head “it” gives **{percent(got['animal'])}** of its attention to *animal* "
+        f"and **{percent(got['street'])}** to *street*."
     )
     st.caption(escape.md(picked))
 
@@ -204,8 +204,9 @@ def _change(inputs, tired, wide, layer, head, picked) -> None:
     _bars(wide, WIDE, layer, head, inputs, "start.bars_wide")
     before, after = shares(tired, TIRED, layer, head), shares(wide, WIDE, layer, head)
     st.markdown(
-        f"One word changed, and the same head's “it” now gives **{after['street']:.0%}** to *street* "
-        f"({before['street']:.0%} before) and **{after['animal']:.0%}** to *animal* ({before['animal']:.0%} before). "
+        f"One word changed, and the same head's “it” now gives **{percent(after['street'])}** to *street* "
+        f"({percent(before['street'])} before) and **{percent(after['animal'])}** to *animal* "
+        f"({percent(before['animal'])} before). "
         "A street can be wide; an animal, here, cannot."
     )
     st.caption(escape.md(picked))

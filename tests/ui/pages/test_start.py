@@ -52,7 +52,7 @@ def test_seven_steps_from_the_sentence_to_a_question_read_off_a_map(bundled_hf):
     (bars,) = _charts(at)
     assert np.allclose(array(bars["data"][0]["y"]), tired.weights[layer, head, it].numpy(), atol=1e-6)
     animal, street = s_tired[layer, head].tolist()
-    assert any(f"**{animal:.0%}** of its attention to *animal*" in m.value for m in at.markdown)
+    assert any(f"**{percent(animal)}** of its attention to *animal*" in m.value for m in at.markdown)
 
     at.button(key="start.next").click().run()  # 4: the same head on "too wide"
     (bars,) = _charts(at)
