@@ -11,6 +11,7 @@ from attnviz import api, escape
 from attnviz.api import cost, head_models
 from attnviz.figures import interactive, layout, lesson_charts
 from attnviz.figures.style import Style
+from attnviz.result import percent
 from attnviz.ui import cache, controls, state, widgets
 
 _END = head_models.LENGTH + 1  # positions count from 1, as the maps' labels do ("3:2" is the 3rd digit)
@@ -121,8 +122,8 @@ def attention_section(task: str, style: Style, revealed: bool) -> None:
         shares = head_models.lookup_shares(weights[0])
         needs = "mirror" if task == "reversal" else "mirror + previous"
         share_text = ", ".join(
-            f"head {h + 1}: {shares['mirror'][h]:.0%} mirror, {shares['previous'][h]:.0%} previous"
-            for h in range(count)
+            f"head {h + 1}: {percent(float(mirror))} mirror, {percent(float(previous))} previous"
+            for h, (mirror, previous) in enumerate(zip(shares["mirror"], shares["previous"], strict=True))
         )
         said = (
             f"answer `{''.join(map(str, answer.tolist()))}`, {ok}/{head_models.LENGTH} digits right. "

@@ -9,7 +9,7 @@ import streamlit as st
 from attnviz import api, escape
 from attnviz.api import head_stats, induction_scores
 from attnviz.figures import interactive, lesson_charts, stat_charts
-from attnviz.result import AttentionResult
+from attnviz.result import AttentionResult, percent
 from attnviz.tokens import TokenAxis
 from attnviz.ui import cache, controls, state, widgets
 
@@ -198,7 +198,7 @@ def previous_section(run: induction_scores.Induction, prev: np.ndarray) -> None:
     first_induction = min(layer for layer, _ in above) if above else None
 
     def listed(heads) -> str:
-        return ", ".join(f"layer {lay + 1} head {h + 1} ({p:.0%})" for lay, h, p in heads[:12]) or "none"
+        return ", ".join(f"layer {lay + 1} head {h + 1} ({percent(float(p))})" for lay, h, p in heads[:12]) or "none"
 
     text = (
         "In the mechanism Olsson et al. describe, an induction head reads which token came before each key from a "
