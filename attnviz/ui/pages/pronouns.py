@@ -10,7 +10,7 @@ import streamlit as st
 from attnviz import api, escape
 from attnviz.api import pronoun_cases, pronoun_files, pronoun_scores
 from attnviz.figures import stat_charts
-from attnviz.result import head_name
+from attnviz.result import head_name, percent
 from attnviz.ui import cache, controls, state, widgets
 from attnviz.ui.controls import Inputs
 from attnviz.ui.halt import halt
@@ -293,7 +293,7 @@ def draw_scores(inputs: Inputs, bench: pronoun_scores.Benchmark, held_out: float
         "the pronoun; attnviz one segment)."
     )
     acc = bench.per_head.numpy()
-    labels = [[f"{acc[i, j]:.0%}" for j in range(acc.shape[1])] for i in range(acc.shape[0])]
+    labels = [[percent(float(acc[i, j])) for j in range(acc.shape[1])] for i in range(acc.shape[0])]
     st.caption("Each head's own accuracy on these cases (its top candidate against the answer).")
     grid = stat_charts.stat_grid(acc, labels, "accuracy", style=inputs.style, show_values=False)
     with widgets.stat_box("pr-bench"):
