@@ -14,11 +14,12 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
 from attnviz.engines.registry import titled
 from attnviz.figures.interactive import layer_masked
-from attnviz.figures.style import MASKED_COLOUR, Style
+from attnviz.figures.style import MASKED_COLOUR, LogScale, Style, weight_text
 from attnviz.result import AttentionResult
 from attnviz.version import __version__
 
@@ -212,22 +213,26 @@ def layer_csv(weights: np.ndarray, rows, cols) -> str:
 
 
 def overview_figure(
-    thumbs: np.ndarray, title: str, *, cmap: str = DEFAULT_CMAP, masked: np.ndarray | None = None
+    thumbs: np.ndarray, title: str, *, cmap: str = DEFAULT_CMAP, masked: np.ndarray | None = None, log: bool = False
 ) -> Figure:
-    """All layers x heads as small maps (thumbs: (L, H, s, s')), one shared colour scale; `masked` ((s, s') or each
-    layer's (L, s, s')): the cells the mask forbids, grey as the app draws them."""
+    """All layers x heads as small maps (thumbs: (L, H, s, s')), one shared colour scale (`log`: the app's log scale,
+    style.LogScale); `masked` ((s, s') or each layer's (L, s, s')): the cells the mask forbids, grey as the app draws
+    them."""
     n_l, n_h = thumbs.shape[:2]
     if masked is not None:
         thumbs = np.where(np.broadcast_to(masked, (n_l, *thumbs.shape[2:]))[:, None], np.nan, thumbs)
     fig = Figure(figsize=(1.1 * n_h + 1.2, 1.1 * n_l + 0.8), dpi=150, layout="constrained")
     axes = fig.subplots(n_l, n_h, squeeze=False)
     vmax = float(np.nanmax(thumbs))
+    scale = LogScale.of(thumbs) if log else None
+    colours = {"norm": LogNorm(scale.low, scale.high, clip=True)} if scale else {"vmin": 0.0, "vmax": vmax}
     image = None
     for layer in range(n_l):
         for head in range(n_h):
             ax = axes[layer, head]
             ax.set_facecolor(MASKED_COLOUR)  # NaN (masked) cells are left out: grey
-            image = ax.imshow(thumbs[layer, head], cmap=cmap, vmin=0.0, vmax=vmax)
+            shown = np.maximum(thumbs[layer, head], scale.low) if scale else thumbs[layer, head]  # NaN stays NaN
+            image = ax.imshow(shown, cmap=cmap, **colours)
             ax.set_xticks([])
             ax.set_yticks([])
             if layer == 0:
@@ -235,7 +240,9 @@ def overview_figure(
             if head == 0:
                 ax.set_ylabel(f"L{layer + 1}", fontsize=8)
     if image is not None:  # a result has at least one layer and one head
-        fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
+        bar = fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight" + (" (log scale)" if scale else ""))
+        if scale:
+            bar.set_ticks(scale.ticks(), labels=[weight_text(v) for v in scale.ticks()])
     fig.suptitle(_plain_label(title))
     return fig
 
@@ -256,25 +263,31 @@ def thumbs_csv(thumbs: np.ndarray) -> str:
     return frame.to_csv(index=False, float_format="%.8g")
 
 
-def panels_figure(panels, title: str, *, cmap: str = DEFAULT_CMAP) -> Figure:
-    """Maps side by side (panel_maps.Panel objects): one shared scale, masked cells left blank (grey)."""
+def panels_figure(panels, title: str, *, cmap: str = DEFAULT_CMAP, log: bool = False) -> Figure:
+    """Maps side by side (panel_maps.Panel objects): one shared scale (`log`: the app's log scale, style.LogScale),
+    masked cells left blank (grey)."""
     plain = [p for p in panels if not p.signed]
     vmax = max(
         float(np.max(np.where(p.masked, 0, p.matrix)) if p.masked is not None else np.max(p.matrix)) for p in plain
     )
+    shown = [np.where(p.masked, np.nan, p.matrix) if p.masked is not None else p.matrix for p in plain]
+    scale = LogScale.of(np.concatenate([m.ravel() for m in shown])) if log else None
     fig = Figure(figsize=(5.2 * len(panels), 5.2), dpi=150, layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, p in zip(axes, panels, strict=True):
         ax.set_facecolor(MASKED_COLOUR)
         labels = max(p.matrix.shape) <= 60
+        on_log = scale if not p.signed else None
+        colours = {"norm": LogNorm(on_log.low, on_log.high, clip=True)} if on_log else {}
         sns.heatmap(
-            p.matrix,
+            np.maximum(p.matrix, on_log.low) if on_log else p.matrix,
             ax=ax,
             mask=p.masked,
             cmap="RdBu" if p.signed else cmap,
-            vmin=-np.abs(p.matrix).max() if p.signed else 0.0,
-            vmax=np.abs(p.matrix).max() if p.signed else vmax,
+            vmin=None if on_log else -np.abs(p.matrix).max() if p.signed else 0.0,
+            vmax=None if on_log else np.abs(p.matrix).max() if p.signed else vmax,
             center=0.0 if p.signed else None,
+            **colours,
             square=False,
             cbar=p.signed or p is plain[-1],
             xticklabels=False,

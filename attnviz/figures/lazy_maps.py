@@ -18,6 +18,7 @@ from attnviz.figures.layout import (
     BAR_ACROSS_PX,
     CHAR,
     EVERY_TICK,
+    PHONE_WIDTH,
     PROJECTOR_MAIN_PX,
     bar_px,
     drawn_chars,
@@ -70,7 +71,10 @@ def _bar_across(fig: go.Figure, top: int) -> go.Figure:
     if fig.layout.coloraxis.colorscale is None and not bars:
         return fig
     height = int(fig.layout.height) + BAR_ACROSS_PX
-    across = {"orientation": "h", "thickness": 10, "len": 0.9, "x": 0.0, "xanchor": "left", "y": 1 - (top + 6) / height}
+    # from the figure's left edge, 85% of the column long, the title beside it included: from the plot's left, a
+    # fraction of the plot's width, the exact window's bar (its plot right of 64 tokens' labels) was 60 px long
+    across = {"orientation": "h", "thickness": 10, "xref": "container", "x": 0.02, "xanchor": "left"}
+    across |= {"lenmode": "pixels", "len": round(0.85 * PHONE_WIDTH), "y": 1 - (top + 6) / height}
     across |= {"yref": "container", "yanchor": "top", "title": {"side": "right"}}
     if fig.layout.coloraxis.colorscale is not None:
         fig.update_layout(coloraxis_colorbar=across)

@@ -220,7 +220,7 @@ def picture(fig: go.Figure) -> bytes:
     plot_h = max(1.0, height - margin["t"] - margin["b"])
     canvas = Image.new("RGB", (width, height), "white")
     ranges = _ranges(fig)
-    bar, bar_title, grounded, scales = None, "", set(), []
+    bar, bar_title, marks, grounded, scales = None, "", None, set(), []
     ground = tuple(round(v) for v in _colour(lay.plot_bgcolor or "white"))
     for trace, xa, ya in _maps(fig):
         (x0, x1), (y0, y1) = xa.domain or (0, 1), ya.domain or (0, 1)
@@ -237,7 +237,7 @@ def picture(fig: go.Figure) -> bytes:
         # a trace with no scale of its own (the masked grey over a map) is not the colour bar: the still of a causal
         # model's map had a grey bar marked 1 to 1
         if drawn is not None and trace.showscale is not False:
-            bar, bar_title = drawn, _bar_title(fig, trace)
+            bar, bar_title, marks = drawn, _bar_title(fig, trace), _bar_marks(fig, trace)
     if lay.title and lay.title.text:
         _text(canvas, (8, 8), plain(lay.title.text), 14, "la")
     for note in lay.annotations or ():
@@ -245,7 +245,7 @@ def picture(fig: go.Figure) -> bytes:
             at = (plot[0] + note.x * plot[2], plot[1] - note.y * plot_h - 2)
             _text(canvas, at, plain(note.text), round((note.font.size if note.font else None) or 12), "md")
     if bar is not None:
-        _colour_bar(canvas, bar, (width - BAR_PX + 8, margin["t"], 14, plot_h))
+        _colour_bar(canvas, bar, (width - BAR_PX + 8, margin["t"], 14, plot_h), marks)
         if bar_title:  # what the colours measure ("entropy", "mean weight"), over the bar, ending at the edge
             _text(canvas, (width - 4, margin["t"] - 6), bar_title, 11, "rd")
     return _small_png(canvas, [ground, *scales])
@@ -316,15 +316,29 @@ def _bar_title(fig: go.Figure, trace) -> str:
     return plain(bar.title.text) if bar is not None and bar.title is not None else ""
 
 
-def _colour_bar(canvas: Image.Image, bar, box) -> None:
-    """One colour bar: the scale from lo (bottom) to hi (top), five values written beside it."""
+def _bar_marks(fig: go.Figure, trace) -> list[tuple[float, str]] | None:
+    """The colour bar's own marks (value, text) where it names them (a log scale's weights: layout.log_colours), else
+    None."""
+    bar = fig.layout[trace.coloraxis].colorbar if trace.coloraxis else trace.colorbar
+    if bar is None or bar.tickvals is None or bar.ticktext is None:
+        return None
+    return [(float(v), plain(str(t))) for v, t in zip(bar.tickvals, bar.ticktext, strict=False)]
+
+
+def _colour_bar(canvas: Image.Image, bar, box, marks: list[tuple[float, str]] | None = None) -> None:
+    """One colour bar: the scale from lo (bottom) to hi (top), its own `marks` written beside it where it has them,
+    else five values."""
     scale, lo, hi = bar
     x, y, w, h = (round(v) for v in box)
     ramp = paint(np.linspace(hi, lo, max(h, 2))[:, None].repeat(w, 1), scale, lo, hi)
     canvas.paste(Image.fromarray(ramp), (x, y))
-    for k in range(5):
-        value = lo + (hi - lo) * k / 4
-        _text(canvas, (x + w + 3, y + h - k * h / 4), f"{value:.2g}", 10, "lm")
+    if marks is None:
+        for k in range(5):
+            _text(canvas, (x + w + 3, y + h - k * h / 4), f"{lo + (hi - lo) * k / 4:.2g}", 10, "lm")
+        return
+    for value, text in marks:
+        if lo <= value <= hi and hi > lo:
+            _text(canvas, (x + w + 3, y + h - (value - lo) / (hi - lo) * h), text, 10, "lm")
 
 
 def _small_png(canvas: Image.Image, colours: list) -> bytes:

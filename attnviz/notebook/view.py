@@ -30,7 +30,7 @@ import plotly.io as pio
 import torch
 
 from attnviz.analysis import head_stats
-from attnviz.figures import export, interactive, lazy_maps, stat_charts, static
+from attnviz.figures import export, interactive, layout, lazy_maps, stat_charts, static
 from attnviz.figures.snapshot import plotly_js
 from attnviz.figures.style import Style
 from attnviz.result import Attention, AttentionKind, AttentionResult, counted, whole
@@ -123,19 +123,19 @@ class View:
 
     def _long_maps(self) -> list[go.Figure]:
         """A long text's layer (the first pass's pooled maps) and its one head pooled from its exact weights; a causal
-        model's masked cells grey (its future, and what lies beyond a layer's sliding window)."""
+        model's masked cells grey (its future, and what lies beyond a layer's sliding window); both on the app's log
+        colour scale (layout.log_colours: on a linear one a long text's small weights were one dark colour)."""
         r = self.result
         maps, fq, fk = r.pooled(SIDES["layer"])
         m, f = r.pooled_head(self.layer, self.head, SIDES["head"])
         title = f"Layer {self.layer + 1}, head {self.head + 1}" + (f" — pooled {f}×{f} tokens a cell" if f > 1 else "")
         causal, window = r.kind == "causal", r.layer_window(self.layer)
         rows, cols = r.target_tokens, r.source_tokens
-        return [
-            interactive.maps_grid(
-                maps[self.layer], rows, cols, fq, fk, self.layer, style=self.style, causal=causal, window=window
-            ),
-            lazy_maps.zoomable_map(m, f, len(rows), title, style=self.style, causal=causal, window=window),
-        ]
+        grid = interactive.maps_grid(
+            maps[self.layer], rows, cols, fq, fk, self.layer, style=self.style, causal=causal, window=window
+        )
+        head = lazy_maps.zoomable_map(m, f, len(rows), title, style=self.style, causal=causal, window=window)
+        return [layout.log_colours(grid), layout.log_colours(head, "mean weight" if f > 1 else "weight")]
 
     def _charts(self) -> str:
         """Each figure's still and the place it is drawn in, and DRAW_JS with the figures' data: drawn once plotly.js

@@ -14,7 +14,7 @@ import streamlit as st
 
 from attnviz import api, fused
 from attnviz.blocks import block_mean, pool_factor
-from attnviz.figures import interactive, lazy_maps
+from attnviz.figures import interactive, layout, lazy_maps
 from attnviz.figures.panel_maps import Panel
 from attnviz.figures.style import pooled_labels
 from attnviz.lazy import GRID_SIDE, THUMB_SIDE, LazyAttention
@@ -55,33 +55,46 @@ def options_note(engine_layers: int, engine_heads: int) -> None:
     )
 
 
+LOG_HELP = (
+    "A long text's weights are small: a query that sees a thousand tokens gives each about a thousandth, so on a "
+    "linear scale nearly every cell of a map is the same dark colour. On a log scale each power of ten is a step of "
+    "colour, and the bands (the previous token, the first token, a word's repeats) show. Hover for each cell's own "
+    "weight; the PNG and SVG are drawn on the same scale."
+)
+
+
+def log_scale() -> bool:
+    """Whether the long text's maps are coloured on a log scale (the default; in the URL as log=false otherwise)."""
+    return state.bound(st.toggle, "Log colour scale", url="log", key="heads.log", default=True, help=LOG_HELP)
+
+
 def heads(inputs: Inputs, lazy: LazyAttention, view: str) -> None:
-    """The Heads page's three views of a long text."""
+    """The Heads page's three views of a long text, their maps on a log colour scale unless it is turned off."""
+    log = log_scale()
     if view == "Layer":
         layer = widgets.pick("Layer", "heads", "layer", lazy.n_layers)
         state.show_head(layer)
-        layer_view(inputs, lazy, layer)
+        layer_view(inputs, lazy, layer, log)
     elif view == "Head":
         layer = widgets.pick("Layer", "heads", "layer", lazy.n_layers)
         head = widgets.pick("Head", "heads", "head", lazy.n_heads)
         state.show_head(layer, head)
-        head_view(inputs, lazy, layer, head)
+        head_view(inputs, lazy, layer, head, log)
     else:
         maps, f, _ = lazy.pooled(THUMB_SIDE)
         note = f"exact weights, pooled {f}×{f} tokens a cell" if f > 1 else ""
         st.caption("Every layer (rows) and head (columns) as a small map. Hover to see which is which.")
         masked = interactive.layers_masked(lazy, f, f)
+        fig = interactive.overview_maps(maps, style=inputs.style, note=note, masked=masked)
         with widgets.grid_box("overview-long"):  # as the short overview: a narrow window scrolls it, not cuts it
-            st.plotly_chart(
-                interactive.overview_maps(maps, style=inputs.style, note=note, masked=masked),
-                key="heads.chart.overview",
-            )
+            st.plotly_chart(layout.log_colours(fig) if log else fig, key="heads.chart.overview")
         widgets.windows_note([lazy.layer_window(i) for i in range(lazy.n_layers)], lazy.n_tokens)
-        export_maps(inputs, lazy, maps, f, None, "heads.export.overview")
+        export_maps(inputs, lazy, maps, f, None, "heads.export.overview", log)
 
 
-def layer_view(inputs: Inputs, lazy: LazyAttention, layer: int) -> None:
-    """Every head of a layer, pooled; and the attention each token receives in each head."""
+def layer_view(inputs: Inputs, lazy: LazyAttention, layer: int, log: bool = True) -> None:
+    """Every head of a layer, pooled; and the attention each token receives in each head (`log`: on a log colour
+    scale)."""
     maps, f, _ = lazy.pooled(GRID_SIDE)
     tokens = lazy.target_tokens
     window, causal = lazy.layer_window(layer), lazy.kind == "causal"
@@ -90,15 +103,16 @@ def layer_view(inputs: Inputs, lazy: LazyAttention, layer: int) -> None:
         maps[layer], tokens, tokens, f, f, layer, style=inputs.style, note="exact weights", causal=causal, window=window
     )
     with widgets.grid_box("heads-long"):  # as the short grid (pages/heads.py): a narrow window scrolls it, not cuts it
-        st.plotly_chart(fig, key="heads.chart.grid", theme=None)
+        st.plotly_chart(layout.log_colours(fig) if log else fig, key="heads.chart.grid", theme=None)
     widgets.window_note(layer, window, lazy.n_tokens)
-    export_maps(inputs, lazy, maps[layer][None], f, layer, "heads.export.layer")
+    export_maps(inputs, lazy, maps[layer][None], f, layer, "heads.export.layer", log)
     received = lazy.received()[layer]  # (H, N)
     fb = pool_factor(lazy.n_tokens, BAND_SIDE)
     band = block_mean(received[None], 1, fb)[0].numpy() if fb > 1 else received.numpy()
     pooled = f" (each column the mean of {fb} tokens)" if fb > 1 else ""
     title = f"Attention received, layer {layer + 1}"  # short: the figure is as wide as the window, its title one line
-    st.plotly_chart(lazy_maps.received_band(band, fb, lazy.n_tokens, title, style=inputs.style), key="heads.band")
+    band_fig = lazy_maps.received_band(band, fb, lazy.n_tokens, title, style=inputs.style)
+    st.plotly_chart(layout.log_colours(band_fig, "received") if log else band_fig, key="heads.band")
     if causal and window and window < lazy.n_tokens:  # a sliding window: no token is seen by more than `window`
         how = (
             f"On layer {layer + 1} each token is seen by itself and at most the {window - 1} queries after it (its "
@@ -140,15 +154,17 @@ def _zoom_state(lazy: LazyAttention) -> tuple[int, int, int]:
     return int(width), int(q0) - 1, int(k0) - 1
 
 
-def head_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int) -> None:
-    """One head pooled (click a cell to zoom), the exact window, and one query's exact row."""
+def head_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int, log: bool = True) -> None:
+    """One head pooled (click a cell to zoom; `log`: on a log colour scale), the exact window, and one query's exact
+    row."""
     n = lazy.n_tokens
     m, f = lazy.pooled_head(layer, head, HEAD_SIDE)
     pooled = f" — pooled {f}×{f} tokens a cell; click a cell to zoom" if f > 1 else ""
     title = f"Layer {layer + 1}, head {head + 1}{pooled}"
     window = lazy.layer_window(layer)
+    fig = lazy_maps.zoomable_map(m, f, n, title, style=inputs.style, causal=lazy.kind == "causal", window=window)
     event = st.plotly_chart(
-        lazy_maps.zoomable_map(m, f, n, title, style=inputs.style, causal=lazy.kind == "causal", window=window),
+        layout.log_colours(fig, "mean weight" if f > 1 else "weight") if log else fig,
         key="heads.long.map",
         on_select="rerun",
         selection_mode="points",
@@ -175,12 +191,10 @@ def head_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int) -> Non
     tokens = lazy.target_tokens
     wtitle = f"Layer {layer + 1}, head {head + 1}: queries {q0 + 1}–{q1}, keys {k0 + 1}–{k1} (exact)"
     with widgets.grid_box("heads-window"):  # 64 keys labelled for a laptop's column: a narrower window scrolls it
-        st.plotly_chart(
-            lazy_maps.window_map(
-                tile.numpy(), tokens[q0:q1], tokens[k0:k1], q0, k0, outside, wtitle, style=inputs.style, masked=masked
-            ),
-            key="heads.chart.window",
+        wfig = lazy_maps.window_map(
+            tile.numpy(), tokens[q0:q1], tokens[k0:k1], q0, k0, outside, wtitle, style=inputs.style, masked=masked
         )
+        st.plotly_chart(layout.log_colours(wfig) if log else wfig, key="heads.chart.window")
     st.caption(
         "Not pooled and not renormalised: each cell is the model's own weight. A row here need not sum to 1; the "
         "column on the right is what each query gives to keys outside the window (white none of its weight, black "
@@ -188,7 +202,7 @@ def head_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int) -> Non
         + (", and the map's flat grey cells are keys a causal model cannot see yet" if masked is not None else "")
         + (f" or keys further back than the layer's window of {window:,} tokens." if window else ".")
     )
-    export_window(inputs, lazy, layer, head, tile.numpy(), q0, k0, "heads.export.window", masked)
+    export_window(inputs, lazy, layer, head, tile.numpy(), q0, k0, "heads.export.window", masked, log)
     row_view(inputs, lazy, layer, head, q0)
 
 
@@ -242,8 +256,11 @@ def row_view(inputs: Inputs, lazy: LazyAttention, layer: int, head: int, q0: int
     )
 
 
-def export_maps(inputs: Inputs, lazy: LazyAttention, maps: np.ndarray, f: int, layer: int | None, key: str) -> None:
-    """PNG, SVG, CSV and JSON of pooled maps as shown: (L', H, P, P), one layer's or every layer's."""
+def export_maps(
+    inputs: Inputs, lazy: LazyAttention, maps: np.ndarray, f: int, layer: int | None, key: str, log: bool = False
+) -> None:
+    """PNG, SVG, CSV and JSON of pooled maps as shown: (L', H, P, P), one layer's or every layer's; the PNG and SVG on
+    a log colour scale where the page draws one (`log`), the CSV and JSON the weights themselves."""
     from attnviz.figures import export
 
     what = "overview" if layer is None else f"L{layer + 1}"
@@ -254,7 +271,7 @@ def export_maps(inputs: Inputs, lazy: LazyAttention, maps: np.ndarray, f: int, l
     labels = pooled_labels(lazy.target_tokens, f)
 
     def bundle() -> str:
-        options = {"view": what, "pooled_rows": f, "pooled_columns": f, "long_text": True}
+        options = {"view": what, "pooled_rows": f, "pooled_columns": f, "long_text": True, "log_colours": log}
         meta = widgets.manifest(inputs, lazy, lazy.kind, 0 if layer is None else layer + 1, None, options)
         return export.bundle_json(maps, labels, labels, meta, masked=masked)
 
@@ -262,7 +279,7 @@ def export_maps(inputs: Inputs, lazy: LazyAttention, maps: np.ndarray, f: int, l
         f"attnviz_{what}",
         key,
         lambda fmt: export.figure_bytes(
-            export.overview_figure(maps, title, cmap=inputs.style.cmap, masked=masked), fmt
+            export.overview_figure(maps, title, cmap=inputs.style.cmap, masked=masked, log=log), fmt
         ),
         lambda: export.thumbs_csv(maps),
         bundle,
@@ -279,15 +296,22 @@ def export_window(
     k0: int,
     key: str,
     masked: np.ndarray | None = None,
+    log: bool = False,
 ) -> None:
-    """PNG, SVG, CSV and JSON of the exact window shown; its `masked` cells grey in the PNG and SVG, as drawn."""
+    """PNG, SVG, CSV and JSON of the exact window shown; its `masked` cells grey in the PNG and SVG, as drawn, and on
+    the page's log colour scale where it draws one (`log`)."""
     from attnviz.figures import export
 
     r, c = w.shape
     rows, cols = lazy.target_tokens[q0 : q0 + r], lazy.source_tokens[k0 : k0 + c]
     title = f"{lazy.model} — layer {layer + 1}, head {head + 1}, queries {q0 + 1}–{q0 + r}, keys {k0 + 1}–{k0 + c}"
     panel = Panel(title, w, rows, cols, masked=masked)
-    options = {"window_queries": [q0 + 1, q0 + r], "window_keys": [k0 + 1, k0 + c], "long_text": True}
+    options = {
+        "window_queries": [q0 + 1, q0 + r],
+        "window_keys": [k0 + 1, k0 + c],
+        "long_text": True,
+        "log_colours": log,
+    }
 
     def bundle() -> str:
         meta = widgets.manifest(inputs, lazy, lazy.kind, layer + 1, head + 1, options)
@@ -297,7 +321,7 @@ def export_window(
     widgets.download_row(
         f"attnviz_L{layer + 1}_H{head + 1}_q{q0 + 1}_k{k0 + 1}",
         key,
-        lambda fmt: export.figure_bytes(export.panels_figure([panel], title, cmap=inputs.style.cmap), fmt),
+        lambda fmt: export.figure_bytes(export.panels_figure([panel], title, cmap=inputs.style.cmap, log=log), fmt),
         lambda: export.matrix_csv(w, rows, cols, q0, k0),
         bundle,
     )

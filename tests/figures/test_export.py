@@ -253,3 +253,30 @@ def test_a_causal_overviews_png_leaves_each_tiles_future_out_on_grey():
             tuple(int(MASKED_COLOUR[i : i + 2], 16) / 255 for i in (1, 3, 5))
         )
     assert not np.isnan(export.overview_figure(thumbs, "t").axes[0].images[0].get_array()).any()
+
+
+def test_a_long_texts_png_is_on_the_log_scale_the_page_draws_and_names_weights_on_its_bar():
+    from matplotlib.colors import LogNorm
+
+    from attnviz.figures.panel_maps import Panel
+    from attnviz.figures.style import LogScale, weight_text
+
+    n = 120
+    w = np.tril(np.ones((n, n), dtype=np.float32))
+    w /= w.sum(1, keepdims=True)
+    masked = np.triu(np.ones((n, n), dtype=bool), 1)
+    thumbs = np.where(masked, np.nan, w)[None, None]
+    scale = LogScale.of(thumbs)
+    fig = export.overview_figure(thumbs, "t", log=True)
+    image = fig.axes[0].images[0]
+    assert isinstance(image.norm, LogNorm) and (image.norm.vmin, image.norm.vmax) == pytest.approx((scale.low, 1.0))
+    bar = fig.axes[-1]
+    assert [t.get_text() for t in bar.get_yticklabels()] == [weight_text(v) for v in scale.ticks()]
+    assert "log scale" in bar.get_ylabel()
+    linear = export.overview_figure(thumbs, "t")
+    assert not isinstance(linear.axes[0].images[0].norm, LogNorm)
+    panel = Panel("window", w, ["a"] * n, ["b"] * n, masked=masked)
+    ax = export.panels_figure([panel], "t", log=True).axes[0]
+    assert isinstance(ax.collections[0].norm, LogNorm)
+    assert ax.collections[0].norm.vmin == pytest.approx(LogScale.of(np.where(masked, np.nan, w)).low)
+    assert export.figure_bytes(export.panels_figure([panel], "t", log=True), "png")[:4] == b"\x89PNG"

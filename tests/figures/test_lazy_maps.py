@@ -1,6 +1,7 @@
 """A long text's maps: a click on the zoomable map names its block, the exact window keeps its weights."""
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 from plotly_data import array
 
@@ -105,3 +106,93 @@ def test_the_attention_received_band_s_colour_bar_has_room_for_its_labels_with_f
             plot = fig.layout.height - 140  # the band's own rows (the rest: title, axis and margins)
             assert bar.title.side == "right" and bar.nticks >= 2
             assert plot / bar.nticks >= 1.5 * style.font_size, (style.projector, heads, plot, bar.nticks)
+
+
+def _long_rows(n: int = 300) -> np.ndarray:
+    """A causal head's weights over a long text, each query spread evenly over what it sees: row i gives 1/i each."""
+    w = np.tril(np.ones((n, n), dtype=np.float32))
+    return w / w.sum(1, keepdims=True)
+
+
+def test_a_log_scale_reaches_four_powers_of_ten_or_the_lowest_percent_and_names_weights_on_its_bar():
+    from attnviz.figures.style import LOG_DECADES, LogScale, weight_text
+
+    w = _long_rows()
+    scale = LogScale.of(np.where(w > 0, w, np.nan))
+    assert scale.high == pytest.approx(1.0) and scale.low == pytest.approx(np.quantile(w[w > 0], 0.01), rel=1e-6)
+    assert LogScale.of(np.array([1.0, 1e-9, 1e-9])).low == pytest.approx(10.0**-LOG_DECADES)  # no further down
+    assert LogScale.of(np.array([np.nan, 0.0])) == LogScale(10.0**-LOG_DECADES, 1.0)  # nothing to scale: a default
+    colours = scale.colours(np.array([0.5, np.nan, 0.0, 1e-12]))
+    assert colours[0] == pytest.approx(np.log10(0.5)) and np.isnan(colours[1])  # masked stays masked
+    assert colours[2] == colours[3] == pytest.approx(np.log10(scale.low))  # under the scale: its lowest colour
+    for low, high in ((2e-4, 0.06), (1.5e-5, 0.06), (1e-5, 1.0), (0.01, 0.02), (0.011, 0.019)):
+        ticks = LogScale(low, high).ticks()
+        assert 2 <= len(ticks) <= 6 and ticks == sorted(ticks), (low, high, ticks)
+        assert all(low * 0.999 <= v <= high * 1.001 for v in ticks) or ticks == [low, high]
+    assert [weight_text(v) for v in LogScale(2e-4, 0.06).ticks()] == ["0.0003", "0.001", "0.003", "0.01", "0.03"]
+    assert [weight_text(v) for v in (1.0, 0.05, 1e-4, 3e-5, 1e-6)] == ["1", "0.05", "0.0001", "3e-5", "1e-6"]
+
+
+def test_log_colours_recolours_every_weight_map_keeps_masked_cells_and_hovers_each_weight():
+    """The zoomable map (a bar of its own), a layer's grid and the overview (a shared colour axis; the overview's
+    customdata keeps its layer and head) and the attention received, all on one log scale; the masked grey is not a
+    weight map and stays as it was."""
+    from attnviz.figures import interactive, layout, lazy_maps
+
+    n, f = 300, 10
+    w = _long_rows(n)
+    pooled = w.reshape(n // f, f, n // f, f).mean((1, 3))
+    head = lazy_maps.zoomable_map(pooled, f, n, "t")
+    grey_before = array(head.data[2].z).copy()
+    layout.log_colours(head, "mean weight")
+    shown = head.data[0]
+    seen = ~np.isnan(array(shown.z))
+    assert np.array_equal(seen, ~interactive.masked_cells(n, n, f, f))  # the future still masked, nothing else
+    np.testing.assert_allclose(array(shown.customdata)[seen], pooled[seen], rtol=1e-6)
+    assert shown.colorbar.title.text == "mean weight (log scale)" and "%{customdata:.3g}" in shown.hovertemplate
+    assert (shown.zmin, shown.zmax) == pytest.approx(
+        (np.log10(np.quantile(pooled[seen], 0.01)), np.log10(pooled.max())), abs=1e-6
+    )
+    assert np.array_equal(array(head.data[2].z), grey_before, equal_nan=True)  # the grey trace untouched
+    grid = layout.log_colours(interactive.maps_grid(np.stack([pooled, pooled]), ("a",) * n, ("a",) * n, f, f, 0))
+    assert (
+        grid.layout.coloraxis.colorbar.title.text == "weight (log scale)"
+        and grid.layout.coloraxis.cmax == pytest.approx(np.log10(pooled.max()))
+    )
+    assert all("customdata" in t.hovertemplate for t in grid.data if t.name != "masked")
+    overview = layout.log_colours(interactive.overview_maps(np.stack([[pooled, pooled]]), masked=None))
+    data = array(overview.data[0].customdata)
+    assert data.shape[-1] == 3 and "customdata[0]" in overview.data[0].hovertemplate  # layer, head, then the weight
+    assert "customdata[2]:.3g" in overview.data[0].hovertemplate
+    at = np.nonzero(np.isfinite(array(overview.data[0].z)))
+    np.testing.assert_allclose(
+        10 ** array(overview.data[0].z)[at], np.maximum(data[..., 2][at], 10**overview.layout.coloraxis.cmin), rtol=1e-5
+    )
+    band = layout.log_colours(lazy_maps.received_band(w.mean(0, keepdims=True), 1, n, "t"), "received")
+    assert band.data[0].colorbar.title.text == "received (log scale)" and band.data[0].colorbar.title.side == "right"
+    empty = go.Figure(go.Scatter(x=[1], y=[1]))
+    assert layout.log_colours(empty) is empty  # no map: nothing to do
+
+
+def test_a_phones_log_bar_lies_across_the_column_titled_in_two_lines_with_at_most_four_marks():
+    """On a 390 px phone the bar's title in one line beside it left the bar 70 px, its six marks turned on end, and
+    the exact window's bar (from its plot's left, right of 64 tokens' labels) was 60 px long."""
+    from attnviz.figures import layout, lazy_maps
+    from attnviz.figures.layout import PHONE_WIDTH
+    from attnviz.figures.style import LogScale, Style
+
+    n, f = 300, 10
+    pooled = _long_rows(n).reshape(n // f, f, n // f, f).mean((1, 3))
+    phone = Style(phone=True)
+    bar = layout.log_colours(lazy_maps.zoomable_map(pooled, f, n, "t", style=phone), "mean weight").data[0].colorbar
+    assert bar.orientation == "h" and bar.title.text == "mean weight<br>(log scale)" and 2 <= len(bar.ticktext) <= 4
+    assert bar.xref == "container" and bar.lenmode == "pixels" and bar.len >= 0.8 * PHONE_WIDTH
+    w = _long_rows(n)[-64:, -64:]
+    window = lazy_maps.window_map(w, ["a"] * 64, ["b"] * 64, n - 64, n - 64, 1 - w.sum(1), "t", style=phone)
+    bar = layout.log_colours(window).layout.coloraxis.colorbar
+    assert bar.xref == "container" and bar.len >= 0.8 * PHONE_WIDTH and bar.title.text == "weight<br>(log scale)"
+    laptop = layout.log_colours(lazy_maps.zoomable_map(pooled, f, n, "t")).data[0].colorbar
+    assert laptop.orientation is None and laptop.title.text == "weight (log scale)" and len(laptop.ticktext) <= 6
+    narrow = LogScale(0.00056, 0.00058).colorbar()  # near-even weights: two marks inside, told apart, where they say
+    assert narrow["ticktext"] == ["0.00056", "0.00057"]
+    assert narrow["tickvals"] == pytest.approx(list(np.log10([0.00056, 0.00057])))

@@ -5,6 +5,7 @@ import io
 
 import numpy as np
 import plotly.graph_objects as go
+import pytest
 import torch
 from PIL import Image
 
@@ -199,3 +200,25 @@ def test_a_stills_colour_bar_says_what_its_colours_measure():
     fig.data[0].colorbar.title.text = ""
     px = _rgb(static.picture(fig))
     assert (px[max(0, top - 22) : top - 4, px.shape[1] - static.BAR_PX :].sum(-1) < 300).sum() == 0  # none: blank
+
+
+def test_a_log_scaled_maps_still_writes_its_bars_weights_where_their_colours_are():
+    """A long text's map on a log scale (layout.log_colours): the still's bar wrote five values of log10 (-2.6 ...)
+    where its own marks are weights; each mark is written level with its colour on the bar."""
+    from attnviz.figures import layout, lazy_maps
+
+    n = 200
+    w = np.tril(np.ones((n, n), dtype=np.float32))
+    fig = layout.log_colours(lazy_maps.zoomable_map(w / w.sum(1, keepdims=True), 1, n, "t"))
+    marks = static._bar_marks(fig, fig.data[0])
+    assert [t for _, t in marks] == list(fig.data[0].colorbar.ticktext) and len(marks) >= 2
+    assert [v for v, _ in marks] == pytest.approx(list(fig.data[0].colorbar.tickvals))
+    assert static._bar_marks(fig, fig.data[2]) is None  # the masked grey names nothing
+    lo, hi = fig.data[0].zmin, fig.data[0].zmax
+    canvas = Image.new("RGB", (80, 220), "white")
+    static._colour_bar(canvas, (fig.data[0].colorscale, lo, hi), (0, 10, 14, 200), marks)
+    px = np.asarray(canvas).astype(int)
+    ink = np.nonzero((px[:, 17:].sum(-1) < 300).any(1))[0]  # rows with dark writing right of the bar
+    for value, _ in marks:
+        y = 10 + 200 - (value - lo) / (hi - lo) * 200
+        assert np.abs(ink - y).min() <= 3, (value, y)

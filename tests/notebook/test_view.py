@@ -221,7 +221,10 @@ def test_a_long_text_draws_in_a_notebook_as_the_apps_long_path(tiny_long_llama_d
     f = pool_factor(n, view.SIDES["layer"])
     z, means = np.asarray(grid.data[2].z, dtype=float), block_mean(exact.weights[1, 2], f, f).numpy()
     assert np.array_equal(np.isnan(z), interactive.masked_cells(n, n, f, f))  # wholly in the future: grey
-    assert np.abs(np.nan_to_num(z) - means).max() < 1e-5
+    weights = np.asarray(grid.data[2].customdata, dtype=float)  # on the app's log scale: the hover's weights
+    assert np.abs(np.nan_to_num(weights) - means).max() < 1e-5
+    low = 10**grid.layout.coloraxis.cmin
+    assert np.abs(np.nan_to_num(z - np.log10(np.maximum(means, low)))).max() < 1e-5  # and coloured by their log
     assert np.abs(np.asarray(stats.data[0].z, dtype=float) - exact.stats()["prev"].numpy()).max() < 1e-5
     assert one.layout.title.text.startswith("Layer 2, head 3") and "a long text: maps pooled" in v.html()[:2000]
     monkeypatch.delenv("ATTNVIZ_EAGER_MB")

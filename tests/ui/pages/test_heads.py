@@ -332,6 +332,14 @@ def test_a_rotary_heads_query_key_space_is_offered_without_the_turn(smollm2_hf):
     assert any("turned back by the model's own rotary table" in c.value for c in at.caption)
 
 
+def weights(trace: dict) -> np.ndarray:
+    """A map's weights: its colours on a linear scale, its hover's weights on a log one (layout.log_colours)."""
+    if "customdata" not in trace:
+        return array(trace["z"])
+    data = array(trace["customdata"])
+    return data if data.ndim == 2 else data[..., -1]
+
+
 @pytest.mark.slow  # Gemma 3 on a 1,200-token text: about 20 s
 def test_a_windowed_layer_s_long_maps_show_the_window_as_masked_not_as_zero(monkeypatch):
     """Gemma 3's layer 1 (a window of 512 tokens) on a long text: the pooled map's cells wholly beyond the window and
@@ -353,7 +361,7 @@ def test_a_windowed_layer_s_long_maps_show_the_window_as_masked_not_as_zero(monk
         row = next(c for c in _charts(at) if c["layout"]["title"]["text"].startswith("Where query 1001 "))
         keys = [c.value for c in at.caption if "keys" in c.value and c.value.startswith(("Query 1001", "Every key"))]
         rows[layer] = (*keys, *row["layout"]["xaxis"]["range"])  # what its caption says and its keys' positions
-        charts = {c["layout"]["title"]["text"]: array(c["data"][0]["z"]) for c in _charts(at) if "z" in c["data"][0]}
+        charts = {c["layout"]["title"]["text"]: weights(c["data"][0]) for c in _charts(at) if "z" in c["data"][0]}
         pooled = next(z for t, z in charts.items() if t.startswith(f"Layer {layer}, head 1 — pooled"))
         exact = next(z for t, z in charts.items() if t.startswith(f"Layer {layer}, head 1: queries 1001–1064"))
         said = any("sliding window of 512 tokens" in c.value for c in at.caption)
@@ -467,3 +475,50 @@ def test_a_long_text_says_when_the_fused_kernel_does_not_run(tiny_long_llama_dir
         assert not said
     else:
         assert len(said) == 1 and "`attnviz doctor` on the server says why" in said[0]
+
+
+def test_a_long_text_s_maps_are_on_a_log_colour_scale_whose_hover_gives_each_weight(tiny_long_llama_dir, monkeypatch):
+    """On a linear scale a long text's pooled maps were one dark colour (a query that sees hundreds of keys gives each
+    a few thousandths, the map's top is the first rows'): by default they are coloured on a log scale, the hover still
+    giving each cell's weight (the linear view's own colours), and log=false in the URL draws them linearly again."""
+    monkeypatch.setenv("ATTNVIZ_MODEL_DIRS", str(tiny_long_llama_dir.parent))
+    monkeypatch.setenv("ATTNVIZ_EAGER_MB", "1")  # the tiny Llama: texts past 181 tokens are long
+    view = {
+        "model": str(tiny_long_llama_dir),
+        "text": "The animal didn't cross the street because it was tired. " * 30,
+        "view": "Head",
+        "layer": "1",
+        "head": "2",
+    }
+    log, linear = _app(**view), _app(**view, log="false")
+    _ok(log)
+    _ok(linear)
+    assert log.toggle(key="heads.log").value is True and linear.toggle(key="heads.log").value is False
+    maps = {}
+    for name, at in (("log", log), ("linear", linear)):
+        charts = {c["layout"]["title"]["text"]: c for c in _charts(at)}
+        pooled = next(c for t, c in charts.items() if t.startswith("Layer 1, head 2 — pooled"))
+        window = next(c for t, c in charts.items() if t.startswith("Layer 1, head 2: queries"))
+        maps[name] = (pooled["data"][0], window)
+    (pooled, window), (pooled_lin, window_lin) = maps["log"], maps["linear"]
+    w = array(pooled_lin["z"])  # the weights, as the linear map colours them
+    assert pooled["colorbar"]["title"]["text"] == "mean weight (log scale)"
+    np.testing.assert_allclose(array(pooled["customdata"]), w, rtol=1e-6)  # the hover: each cell's own weight
+    low, high = 10 ** pooled["zmin"], 10 ** pooled["zmax"]
+    assert high == pytest.approx(np.nanmax(w), rel=1e-5) and 0 < low < high
+    np.testing.assert_allclose(array(pooled["z"]), np.log10(np.maximum(w, low)), atol=1e-5)  # NaN (masked) kept
+    marks = [float(t) for t in pooled["colorbar"]["ticktext"]]
+    assert 2 <= len(marks) <= 6 and all(low * 0.99 <= v <= high * 1.01 for v in marks)
+    assert np.allclose(pooled["colorbar"]["tickvals"], np.log10(marks), atol=0.02)  # each mark where its weight is
+    # the reason: half the cells lie under a tenth of the linear scale, and the middle half of them takes a sliver of
+    # its colours; on the log scale that middle half spans five times as much of the colours, or more
+    seen = np.isfinite(w)
+    assert np.median(w[seen]) / np.nanmax(w) < 0.1
+    spread_linear = np.subtract(*np.percentile(w[seen], [75, 25])) / np.nanmax(w)
+    logged = array(pooled["z"])[seen]
+    spread_log = np.subtract(*np.percentile(logged, [75, 25])) / (pooled["zmax"] - pooled["zmin"])
+    assert spread_log > 5 * spread_linear, (spread_log, spread_linear)
+    assert "customdata" in pooled["hovertemplate"] and "%{z" not in pooled["hovertemplate"]
+    exact = window["data"][0]  # the exact window: on the same kind of scale, its hover the weights
+    np.testing.assert_allclose(array(exact["customdata"]), array(window_lin["data"][0]["z"]), rtol=1e-6)
+    assert window["layout"]["coloraxis"]["colorbar"]["title"]["text"] == "weight (log scale)"
