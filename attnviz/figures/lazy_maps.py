@@ -28,7 +28,7 @@ from attnviz.figures.layout import (
     title_top,
     token_ticks,
 )
-from attnviz.figures.style import Style
+from attnviz.figures.style import Style, weight_text
 
 ROW_HOVER = "key %{x}: %{customdata}<br>weight %{y:.5f}<extra></extra>"
 
@@ -92,22 +92,22 @@ def zoomable_map(
     centres = block_centres(n, f)
     p = len(centres)
     m = masked_future(m, n, n, f, f, causal, window)  # forbidden cells NaN: drawn grey by a trace of their own
-    spans = [f"{s + 1}–{min(s + f, n)}" for s in range(0, n, f)] if f > 1 else None
-    text = [[f"queries {spans[i]}<br>keys {spans[j]}" for j in range(p)] for i in range(p)] if spans else None
     fig = go.Figure(
         go.Heatmap(
             z=m,
             x=centres,
             y=centres,
-            text=text,
             colorscale=style.colorscale,
             zmin=0.0,
             zmax=float(np.nanmax(m)),
             colorbar={"title": {"text": "mean weight" if f > 1 else "weight"}},
-            hovertemplate=("%{text}" if spans else "query %{y}<br>key %{x}") + "<br>%{z:.5f}<extra></extra>",
+            hoverinfo="skip",  # the markers over it say what a cell holds (below)
         )
     )
-    fig.add_trace(click_markers(centres, centres, "zoom", max(4, 640 // p), gl=True))  # trace 1: clicked_cell
+    # The hover is the markers': plotly's hover picks the nearest trace, and over a cell that was the markers' (their
+    # hover off), so the map's own hover never showed. Each marker says its cell's tokens and weight.
+    markers = click_markers(centres, centres, "zoom", max(4, 640 // p), gl=True)
+    fig.add_trace(markers.update(text=cell_hover(m, f, n), hoverinfo=None, hovertemplate="%{text}<extra></extra>"))
     if causal:
         fig.add_trace(masked_trace(np.where(np.isnan(m), 1.0, np.nan), centres, centres))
     fig.update_xaxes(title="key position (attended to)", range=[0.5, n + 0.5], constrain="domain")
@@ -119,6 +119,19 @@ def zoomable_map(
     if not style.phone:  # as wide as the square map and its bar: drawn with width="content"
         fig.update_layout(width=map_width(style, height))
     return fig
+
+
+def cell_hover(m: np.ndarray, f: int, n: int) -> list[str]:
+    """What each cell of a map pooled in blocks of f tokens holds, row by row (the click markers' order): its queries
+    and keys (1-based) and its weight, or that the mask forbids it."""
+    spans = [f"{s + 1}–{min(s + f, n)}" if f > 1 else str(s + 1) for s in range(0, n, f)]
+    rows, cols = ("queries", "keys") if f > 1 else ("query", "key")
+    weight = "mean weight" if f > 1 else "weight"
+    return [
+        f"{rows} {spans[i]}<br>{cols} {spans[j]}<br>"
+        + ("masked: not seen" if np.isnan(v) else f"{weight} {weight_text(float(v), 3)}")
+        for (i, j), v in np.ndenumerate(m)
+    ]
 
 
 def map_width(style: Style, height: int) -> int:

@@ -149,7 +149,7 @@ def test_log_colours_recolours_every_weight_map_keeps_masked_cells_and_hovers_ea
     seen = ~np.isnan(array(shown.z))
     assert np.array_equal(seen, ~interactive.masked_cells(n, n, f, f))  # the future still masked, nothing else
     np.testing.assert_allclose(array(shown.customdata)[seen], pooled[seen], rtol=1e-6)
-    assert shown.colorbar.title.text == "mean weight (log scale)" and "%{customdata:.3g}" in shown.hovertemplate
+    assert shown.colorbar.title.text == "mean weight (log scale)" and shown.hoverinfo == "skip"  # the markers' hover
     assert (shown.zmin, shown.zmax) == pytest.approx(
         (np.log10(np.quantile(pooled[seen], 0.01)), np.log10(pooled.max())), abs=1e-6
     )
@@ -196,3 +196,26 @@ def test_a_phones_log_bar_lies_across_the_column_titled_in_two_lines_with_at_mos
     narrow = LogScale(0.00056, 0.00058).colorbar()  # near-even weights: two marks inside, told apart, where they say
     assert narrow["ticktext"] == ["0.00056", "0.00057"]
     assert narrow["tickvals"] == pytest.approx(list(np.log10([0.00056, 0.00057])))
+
+
+def test_the_zoomable_maps_hover_is_its_markers_each_cell_with_its_tokens_and_weight():
+    """Over a cell plotly's hover picked the click markers (their hover off), never the map: no hover showed. Each
+    marker now says its cell's queries, keys and weight (masked cells say so), in the order clicked_cell reads."""
+    from attnviz.figures import lazy_maps
+
+    n, f = 10, 4
+    m = np.array([[0.5, 0.0, 0.0], [0.25, 0.125, 0.0], [0.1, 0.2, 0.000123456]], dtype=np.float32)
+    fig = lazy_maps.zoomable_map(m, f, n, "t")
+    markers = fig.data[1]
+    assert markers.hovertemplate == "%{text}<extra></extra>" and markers.hoverinfo != "none"
+    assert markers.text[0] == "queries 1–4<br>keys 1–4<br>mean weight 0.5"
+    assert markers.text[1] == "queries 1–4<br>keys 5–8<br>masked: not seen"  # the future: wholly after every query
+    assert markers.text[8] == "queries 9–10<br>keys 9–10<br>mean weight 0.000123"
+    assert fig.data[0].hoverinfo == "skip"
+    one = lazy_maps.zoomable_map(np.array([[1.0, 0.0], [0.3, 0.7]]), 1, 2, "t").data[1].text
+    assert list(one) == [
+        "query 1<br>key 1<br>weight 1",
+        "query 1<br>key 2<br>masked: not seen",
+        "query 2<br>key 1<br>weight 0.3",
+        "query 2<br>key 2<br>weight 0.7",
+    ]
