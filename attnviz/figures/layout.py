@@ -145,12 +145,18 @@ def log_colours(fig: go.Figure, what: str = "weight") -> go.Figure:
     scale = LogScale.of(np.concatenate([np.asarray(t.z, dtype=np.float32).ravel() for t in maps]))
     low, high = scale.range
 
-    def bar(orientation: str | None) -> dict:
-        """The bar's marks and title; laid across a phone's figure (bar_across), its title in two lines beside it
-        and at most 4 marks: in one line the title left the bar 70 px of a phone's 358, its 6 marks turned on end."""
-        if orientation != "h":
-            return scale.colorbar() | {"title": {"text": f"{what} (log scale)"}}
-        return scale.colorbar(PHONE_BAR_MARKS) | {"title": {"text": f"{what}<br>(log scale)"}}
+    def bar(old) -> dict:
+        """The bar's marks and title: no more marks than the builder said fit, and as far apart as that many spread
+        evenly (its nticks: the attention received's bar is a few heads' rows tall, and Gemma 3's 4 rows had 6 marks
+        on one another, then 0.001 and 0.003 on a projector's 120 px); laid across a phone's figure
+        (bar_across), its title in two lines beside it, at most 4 marks, each written right of its own (in one line
+        the title left the bar 70 px of a phone's 358, its 6 marks turned on end; the first mark, centred, ran into
+        the title)."""
+        most, gap = (min(6, old.nticks), 1 / old.nticks) if old.nticks else (6, 0.0)
+        if old.orientation != "h":
+            return scale.colorbar(most, gap) | {"title": {"text": f"{what} (log scale)"}}
+        across = {"title": {"text": f"{what}<br>(log scale)"}, "ticklabelposition": "outside right"}
+        return scale.colorbar(min(most, PHONE_BAR_MARKS), gap) | across
 
     for t in maps:
         z = np.asarray(t.z, dtype=np.float32)
@@ -166,11 +172,9 @@ def log_colours(fig: go.Figure, what: str = "weight") -> go.Figure:
             z=scale.colours(z), customdata=data, hovertemplate=re.sub(r"%\{z(:[^}]*)?\}", ref, t.hovertemplate or "")
         )
         if not t.coloraxis:
-            t.update(zmin=low, zmax=high, colorbar=bar(t.colorbar.orientation))
+            t.update(zmin=low, zmax=high, colorbar=bar(t.colorbar))
     if any(t.coloraxis for t in maps):
-        fig.update_layout(
-            coloraxis={"cmin": low, "cmax": high, "colorbar": bar(fig.layout.coloraxis.colorbar.orientation)}
-        )
+        fig.update_layout(coloraxis={"cmin": low, "cmax": high, "colorbar": bar(fig.layout.coloraxis.colorbar)})
     return fig
 
 

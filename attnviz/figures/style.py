@@ -125,28 +125,33 @@ class LogScale:
         """The colour axis's ends (cmin, cmax): log10 of `low` and `high`."""
         return math.log10(self.low), math.log10(self.high)
 
-    def ticks(self, most: int = 6) -> list[float]:
-        """The weights the colour bar names, at most `most`: 1, 2 and 5 times the powers of ten between `low` and
-        `high`, else 1 and 3 times them, else the powers of ten (every other one while too many); the two ends where
-        fewer than two fall between them."""
+    def ticks(self, most: int = 6, gap: float = 0.0) -> list[float]:
+        """The weights the colour bar names, at most `most` and no two closer than `gap` of the bar's length: 1, 2 and
+        5 times the powers of ten between `low` and `high`, else 1 and 3 times them, else the powers of ten (every
+        other one while too many); the two ends where fewer than two fall between them."""
         lo, hi = self.range
+
+        def fits(marks: list[float]) -> bool:
+            steps = np.diff(np.log10(marks)) if len(marks) > 1 else np.array([hi - lo])
+            return len(marks) <= most and bool(steps.min() >= gap * (hi - lo) - 1e-9)
+
         inside: list[float] = []
         for steps in ((1, 2, 5), (1, 3), (1,)):
             marks = [m * 10.0**k for k in range(math.floor(lo), math.ceil(hi) + 1) for m in steps]
             inside = [v for v in marks if self.low * (1 - 1e-9) <= v <= self.high * (1 + 1e-9)]
-            if len(inside) <= most:
+            if fits(inside):
                 break
-        while len(inside) > most:
+        while not fits(inside) and len(inside) > 1:
             inside = inside[::2]
         if len(inside) >= 2:
             return inside
         lo, hi = self.range  # a narrow scale (a window of near-even weights): a quarter of the way in from each end
         return [10 ** (lo + (hi - lo) / 4), 10 ** (hi - (hi - lo) / 4)]
 
-    def colorbar(self, most: int = 6) -> dict:
-        """plotly colour bar settings: the tick marks at the weights `ticks` names (at most `most`), labelled as
-        weights with as many digits as tell them apart."""
-        ticks = self.ticks(most)
+    def colorbar(self, most: int = 6, gap: float = 0.0) -> dict:
+        """plotly colour bar settings: the tick marks at the weights `ticks` names (at most `most`, `gap` apart),
+        labelled as weights with as many digits as tell them apart."""
+        ticks = self.ticks(most, gap)
         digits = next((d for d in range(2, 6) if len({weight_text(v, d) for v in ticks}) == len(ticks)), 6)
         texts = [weight_text(v, digits) for v in ticks]
         return {"tickmode": "array", "tickvals": [math.log10(float(t)) for t in texts], "ticktext": texts}  # as said

@@ -219,3 +219,20 @@ def test_the_zoomable_maps_hover_is_its_markers_each_cell_with_its_tokens_and_we
         "query 2<br>key 1<br>weight 0.3",
         "query 2<br>key 2<br>weight 0.7",
     ]
+
+
+def test_a_short_bars_log_marks_are_as_few_and_as_far_apart_as_its_builder_says_fit():
+    """The attention received's bar is a few heads' rows tall (its nticks): Gemma 3's 4 rows had 6 marks on one
+    another at 900 px, then 0.001 and 0.003 ran together on a projector's 120 px bar."""
+    from attnviz.figures import layout, lazy_maps
+    from attnviz.figures.style import LogScale, Style
+
+    assert LogScale(1e-4, 0.02).ticks() == pytest.approx([1e-4, 3e-4, 1e-3, 3e-3, 0.01])
+    assert LogScale(1e-4, 0.02).ticks(4, 1 / 4) == pytest.approx([1e-4, 1e-3, 0.01])  # a decade: 0.43 of the bar
+    received = np.geomspace(0.02, 1e-4, 400).reshape(4, 100)  # 4 heads
+    for style in (Style(), Style(projector=True)):
+        band = lazy_maps.received_band(received, 1, 100, "t", style=style)
+        fits = band.data[0].colorbar.nticks
+        shown = layout.log_colours(band, "received").data[0]
+        marks, length = np.array(shown.colorbar.tickvals), shown.zmax - shown.zmin
+        assert 2 <= len(marks) <= fits and np.diff(marks).min() >= length / fits - 1e-6, (style, marks, fits)
