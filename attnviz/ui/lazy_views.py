@@ -25,6 +25,7 @@ HEAD_SIDE = 128  # cells a side of one head's clickable map
 BAND_SIDE = 512  # columns of the attention-received band
 WIDTHS = (16, 32, 64, 128, 256)  # the exact window's sides, in tokens
 TOP_KEYS = 10
+URL_KEYS = ("log", "zoom", "zq", "zk", "row")  # the URL keys of this view's own widgets (a short text has none)
 
 
 def intro(lazy: LazyAttention) -> None:

@@ -107,6 +107,18 @@ def remember(url_key: str, value: Any) -> None:
     st.session_state.setdefault(_PUBLISHED, {})[url_key] = value
 
 
+def keep(*url_keys: str) -> None:
+    """Call before any widget: these URL keys keep the values the URL has for them unless a widget drawn in this run
+    remembers its own (a long text's window and log scale on a short text, a short text's view options on a long
+    one, the head in the Layer view). `publish` writes only what a run remembered, and a widget not drawn in a run
+    loses its state, so a link's log=false was gone once the long text it was for was pasted."""
+    published = st.session_state.setdefault(_PUBLISHED, {})
+    for url_key in url_keys:
+        raw = st.query_params.get(url_key)
+        if raw is not None and url_key not in published:
+            published[url_key] = raw
+
+
 def show_head(layer: int, head: int | None = None) -> None:
     """Note what this run shows: one head (0-based), or a whole layer's heads (`head` None). A class's poll asks
     about the last head the teacher's pages showed (`seat.publish`); a page that shows no head (the Model

@@ -524,3 +524,31 @@ def test_a_long_text_s_maps_are_on_a_log_colour_scale_whose_hover_gives_each_wei
     exact = window["data"][0]  # the exact window: on the same kind of scale, its hover the weights
     np.testing.assert_allclose(array(exact["customdata"]), array(window_lin["data"][0]["z"]), rtol=1e-6)
     assert window["layout"]["coloraxis"]["colorbar"]["title"]["text"] == "weight (log scale)"
+
+
+def test_a_link_s_values_wait_for_widgets_the_text_does_not_draw_yet(tiny_long_llama_dir, monkeypatch):
+    """A link's log=false and window (long-text widgets) opened on a short text, then the long text pasted: the long
+    view takes them (the short run's URL had dropped them, and the map came up on a log scale). Back and forth: the
+    log scale turned off on the long text, a short text, the long one again, still off; the head of a Head view still
+    that head after the Layer view."""
+    monkeypatch.setenv("ATTNVIZ_MODEL_DIRS", str(tiny_long_llama_dir.parent))
+    monkeypatch.setenv("ATTNVIZ_EAGER_MB", "1")  # the tiny Llama: texts past 181 tokens are long
+    long_text = "The animal didn't cross the street because it was tired. " * 30
+    at = _app(model=str(tiny_long_llama_dir), text="A short text.", view="Head", head="3", log="false", zq="40")
+    _ok(at)
+    assert at.query_params["log"] == "false" and at.query_params["zq"] == "40" and at.query_params["head"] == "3"
+    at.sidebar.text_input(key="sb.text").set_value(long_text).run()
+    _ok(at)
+    assert at.toggle(key="heads.log").value is False and at.number_input(key="heads.zq").value == 40
+    assert at.slider(key="heads.head").value == 3
+    at.toggle(key="heads.log").set_value(True).run()
+    at.sidebar.text_input(key="sb.text").set_value("Short again.").run()
+    assert at.query_params["log"] == "true"
+    at.sidebar.text_input(key="sb.text").set_value(long_text).run()
+    _ok(at)
+    assert at.toggle(key="heads.log").value is True
+    at.button_group(key="heads.view").set_value("Layer").run()
+    _ok(at)
+    assert at.query_params["head"] == "3"
+    at.button_group(key="heads.view").set_value("Head").run()
+    assert at.slider(key="heads.head").value == 3
