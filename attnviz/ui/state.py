@@ -108,10 +108,12 @@ def remember(url_key: str, value: Any) -> None:
 
 
 def keep(*url_keys: str) -> None:
-    """Call before any widget: these URL keys keep the values the URL has for them unless a widget drawn in this run
-    remembers its own (a long text's window and log scale on a short text, a short text's view options on a long
-    one, the head in the Layer view). `publish` writes only what a run remembered, and a widget not drawn in a run
-    loses its state, so a link's log=false was gone once the long text it was for was pasted."""
+    """These URL keys keep the values the URL has for them unless a widget drawn in this run remembers its own: a
+    page's widgets that its text does not draw yet (a long text's window and log scale on a short text, a short
+    text's view options on a long one). `publish` writes only what a run remembered, and a widget not drawn in a run
+    loses its state, so a link's log=false was gone once the long text it was for was pasted. Not for a widget that
+    a view of the same text leaves out (a Head view's head on the Layer view): a class's student takes the teacher's
+    URL state whole, and a head kept from a page's stale URL would stand in it beside the teacher's Layer view."""
     published = st.session_state.setdefault(_PUBLISHED, {})
     for url_key in url_keys:
         raw = st.query_params.get(url_key)

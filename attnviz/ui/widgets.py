@@ -94,6 +94,7 @@ def options(prefix: str, axis: TokenAxis | None = None, projector: bool = False)
     window four columns gave each label 58 px, "model's" and "passes" broken across two lines); else one a column."""
     values = {field: False for field, *_ in TOGGLES}
     shown = [t for t in TOGGLES if applies(t[0], axis)]
+    state.keep(*(t[1] for t in TOGGLES if t not in shown))  # a link's, for a text on which they do something
     specials = ", ".join(sorted({t for t, s in zip(axis.tokens, axis.special, strict=True) if s})) if axis else ""
     columns = st.columns(min(2, len(shown)) if projector or len(shown) > 3 else len(shown)) if shown else []
     for i, (field, url_key, label, help_text) in enumerate(shown):

@@ -14,9 +14,6 @@ from attnviz.result import AttentionResult
 from attnviz.ui import cache, controls, lazy_views, state, widgets
 
 VIEWS = ("Layer", "Head", "Overview")
-# every URL key of this page's own widgets, each drawn only in some runs: the head in the Head view, the window and
-# the log scale on a long text, the view options on a short one (and those that do something on its tokens)
-URL_KEYS = ("view", "layer", "head", "kind", *(t[1] for t in widgets.TOGGLES), *lazy_views.URL_KEYS)
 NORM_TITLE = "||αf(x)||"
 
 
@@ -175,12 +172,13 @@ def long_page(inputs: controls.Inputs, asked: api.Prepared) -> None:
 def render() -> None:
     """Draw the page: this run's one request (resolved, looked up, encoded at most once), then the view picked."""
     inputs = controls.current()
-    state.keep(*URL_KEYS)  # a link's values for the widgets this run does not draw wait in the URL for them
     st.header("Where does each token look?")
     asked = cache.prepare_or_stop(inputs.model, inputs.backend, inputs.text)
     if cache.request_is_long(inputs.model, inputs.backend, inputs.text):  # this run's request, asked above
+        state.keep(*(url for _, url, _, _ in widgets.TOGGLES))  # a short text's options wait in the URL for one
         long_page(inputs, asked)
         return
+    state.keep(*lazy_views.URL_KEYS)  # and a long text's log scale and window for a long text
     try:
         axis = asked.axis  # the options this text's tokens have: the held results', else the request's one encoding
     except ValueError:

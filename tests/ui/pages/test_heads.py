@@ -528,27 +528,23 @@ def test_a_long_text_s_maps_are_on_a_log_colour_scale_whose_hover_gives_each_wei
 
 def test_a_link_s_values_wait_for_widgets_the_text_does_not_draw_yet(tiny_long_llama_dir, monkeypatch):
     """A link's log=false and window (long-text widgets) opened on a short text, then the long text pasted: the long
-    view takes them (the short run's URL had dropped them, and the map came up on a log scale). Back and forth: the
-    log scale turned off on the long text, a short text, the long one again, still off; the head of a Head view still
-    that head after the Layer view."""
+    view takes them (the short run's URL had dropped them, and the map came up on a log scale); and the short text's
+    own option (hide=true) waits through the long text for the next short one. The log scale turned on on the long
+    text, a short text, the long one again: still on."""
     monkeypatch.setenv("ATTNVIZ_MODEL_DIRS", str(tiny_long_llama_dir.parent))
     monkeypatch.setenv("ATTNVIZ_EAGER_MB", "1")  # the tiny Llama: texts past 181 tokens are long
     long_text = "The animal didn't cross the street because it was tired. " * 30
-    at = _app(model=str(tiny_long_llama_dir), text="A short text.", view="Head", head="3", log="false", zq="40")
+    at = _app(model=str(tiny_long_llama_dir), text="A short text.", view="Head", log="false", zq="40", sink="true")
     _ok(at)
-    assert at.query_params["log"] == "false" and at.query_params["zq"] == "40" and at.query_params["head"] == "3"
+    assert at.query_params["log"] == "false" and at.query_params["zq"] == "40"
     at.sidebar.text_input(key="sb.text").set_value(long_text).run()
     _ok(at)
     assert at.toggle(key="heads.log").value is False and at.number_input(key="heads.zq").value == 40
-    assert at.slider(key="heads.head").value == 3
+    assert at.query_params["sink"] == "true"
     at.toggle(key="heads.log").set_value(True).run()
     at.sidebar.text_input(key="sb.text").set_value("Short again.").run()
-    assert at.query_params["log"] == "true"
+    _ok(at)
+    assert at.toggle(key="heads.sink").value is True and at.query_params["log"] == "true"
     at.sidebar.text_input(key="sb.text").set_value(long_text).run()
     _ok(at)
     assert at.toggle(key="heads.log").value is True
-    at.button_group(key="heads.view").set_value("Layer").run()
-    _ok(at)
-    assert at.query_params["head"] == "3"
-    at.button_group(key="heads.view").set_value("Head").run()
-    assert at.slider(key="heads.head").value == 3
