@@ -29,7 +29,14 @@ def choose_model(choice: str) -> None:
 
 
 def _bool(raw: str) -> bool:
-    return raw.lower() in ("1", "true", "yes", "on")
+    """A switch's value in the URL: true/false (as `publish` writes them), 1/0, yes/no, on/off; anything else is not a
+    value (?log=maybe drew the maps linearly without a word, as if log=false had been asked)."""
+    said = raw.strip().lower()
+    if said in ("1", "true", "yes", "on"):
+        return True
+    if said in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"not a switch's value: {raw!r}")
 
 
 CASTS: dict[type, Callable[[str], Any]] = {bool: _bool, int: int, str: str}
@@ -59,7 +66,8 @@ def refused(url_key: str, raw: str, default: Any) -> None:
     """Say, once, that the address asked for a value this page does not offer, and what it shows instead (a link
     with ?layer=999 opened layer 1 without a word)."""
     asked = escape.md(f"{url_key}={raw}", limit=40)
-    st.info(f"The address asked for {asked}, which this page does not offer here: it shows {escape.md(default)}.")
+    shown = ("on" if default else "off") if isinstance(default, bool) else escape.md(default)  # a switch's, in words
+    st.info(f"The address asked for {asked}, which this page does not offer here: it shows {shown}.")
 
 
 def bound(

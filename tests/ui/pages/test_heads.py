@@ -458,6 +458,11 @@ def test_an_address_asking_for_what_the_page_does_not_offer_says_so_and_what_it_
     at = _app(view="<b>Grid</b>")
     assert any("view=\\<b\\>Grid\\</b\\>" in i.value for i in at.info), [i.value for i in at.info]
     assert not _app(view="Head", layer="2").info  # what it offers: nothing to say
+    at = _app(hide="maybe", sink="off", value="1")  # a switch: true/false, 1/0, yes/no, on/off; else said, and off
+    said = [i.value for i in at.info]
+    assert any("hide=maybe" in s and "it shows off" in s for s in said) and len(said) == 1, said
+    assert at.toggle(key="heads.hide").value is False and at.toggle(key="heads.sink").value is False
+    assert at.toggle(key="heads.value").value is True
 
 
 @pytest.mark.parametrize("kernel", ["", "0"], ids=["the fused kernel", "the plain path"])
