@@ -79,6 +79,17 @@ def test_bad_input_exits_2_with_one_line_and_no_traceback(capsys):
     assert _main(capsys, "attention", "   ")[2].strip().count("\n") == 0
 
 
+def test_a_json_file_in_no_folder_or_a_target_for_a_model_with_no_decoder_is_refused(tmp_path, capsys):
+    """Both went through: the first after the whole computation, with "[Errno 2] No such file or directory"; the
+    second with the target unread and not a word said. Each is one line now, the first before a model loads."""
+    out = tmp_path / "no such folder" / "out.json"
+    code, said, err = _main(capsys, "attention", "hi", "--json", str(out))
+    assert code == 2 and err.strip() == f"attnviz: error: cannot write {out}: there is no folder {out.parent}", err
+    assert said == "" and not out.parent.exists()  # nothing computed, nothing made
+    code, _, err = _main(capsys, "attention", "hi", "--target", "salut")
+    assert code == 2 and "--target is the decoder's text of an encoder-decoder" in err and "default has none" in err
+
+
 @pytest.mark.slow  # the command line in a fresh Python
 def test_doctor_reports_versions_models_and_a_passing_check():
     p = _run("doctor", "--device", "cpu")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 # Before any command's module imports torch, which reads this once: tensors of 2 MB or more on transparent huge pages
 # where the kernel gives them on request (THP "madvise", as here and on Ubuntu). A fresh 256 MB tensor takes 65,536
@@ -198,6 +199,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def writable(path: str | None) -> None:
+    """Refuse a --json file whose folder is not there, before a model loads and a text is read (the command wrote
+    "[Errno 2] No such file or directory" after the whole computation)."""
+    if path and not Path(path).absolute().parent.is_dir():
+        raise ValueError(f"cannot write {path}: there is no folder {Path(path).absolute().parent}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command; bad input exits 2 with one line, never a traceback."""
     parser = build_parser()
@@ -209,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
 
     hf_logging.disable_progress_bar()
     try:
+        writable(getattr(args, "json", None))
         return args.func(args)
     except (ValueError, ModelLoadError, OSError, SyntaxError) as err:  # SyntaxError: malformed XML
         print(f"attnviz: error: {err}", file=sys.stderr)

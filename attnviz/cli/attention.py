@@ -25,6 +25,8 @@ def cmd_attention(args: argparse.Namespace) -> int:
     rows = parse_rows(args.rows)
     asked = api.prepare(args.model, args.backend, text, args.target, device=args.device)  # the door: resolved once
     engine = asked.engine
+    if args.target is not None and "cross" not in engine.kinds:  # it ran without a word, the target unread
+        raise ValueError(f"--target is the decoder's text of an encoder-decoder (such as dates); {args.model} has none")
     n = asked.tokens  # the request's one encoding (the engine runs on it)
     if rows is not None and max(rows) >= n:
         raise ValueError(f"--rows goes up to {max(rows)}, but the text is {n} tokens (indices 0 to {n - 1})")
