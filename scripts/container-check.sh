@@ -29,6 +29,11 @@ trap cleanup EXIT
 cleanup
 
 echo "== run"
+# a server already on the port (`make run` left going) answered the health check and the browser in the image's stead,
+# while the container, whose server could not bind the port on the host's network, had exited
+if curl -fs -o /dev/null "http://127.0.0.1:$PORT/" 2>/dev/null; then
+  echo "container-check: something already answers on port $PORT (a \`make run\`?): stop it first" >&2; exit 1
+fi
 start=$(date +%s.%N)
 "${ENGINE[@]}" run -d --name "$NAME" "${NET[@]}" "$TAG" >/dev/null
 for _ in $(seq 240); do
@@ -36,6 +41,8 @@ for _ in $(seq 240); do
   sleep 0.5
 done
 [ "$(curl -fs "http://127.0.0.1:$PORT/_stcore/health")" = ok ] || { "${ENGINE[@]}" logs "$NAME"; exit 1; }
+running=$("${ENGINE[@]}" inspect -f '{{.State.Running}}' "$NAME")
+[ "$running" = true ] || { echo "the container is not running:" >&2; "${ENGINE[@]}" logs "$NAME"; exit 1; }
 healthy=$(echo "$(date +%s.%N) - $start" | bc)
 if [ "${ENGINE[0]}" = docker ]; then
   for _ in $(seq 60); do [ "$(docker inspect -f '{{.State.Health.Status}}' "$NAME")" = healthy ] && break; sleep 1; done
