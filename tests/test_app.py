@@ -10,6 +10,7 @@ from plotly_data import array
 from streamlit.testing.v1 import AppTest
 
 from attnviz.engines import registry
+from attnviz.lessons.encodings import rotary_angles
 
 
 def _labels(chart: dict) -> set[str]:
@@ -107,6 +108,15 @@ def test_every_page_runs_with_gemma3(page):
             .replace("<br>", " ")
             .startswith("bundled BERT: learned positions (64 × 384)")
         )
+        # the rotary lesson at Gemma 3's own head size and its windowed layers' θ (it drew SmolLM2's 64 at 100,000)
+        said = "Drawn with Gemma 3 270M's numbers: heads of 256 dimensions, θ 1,000,000 on its 3 full layers; θ 10,000"
+        assert any(c.value.startswith(said) and "its 15 windowed layers" in c.value for c in at.caption)
+        assert at.select_slider(key="pos.theta.256.10000").value == 10000.0
+        rope = next(c for c in _charts(at) if "cos(angle) of each pair" in c["layout"]["title"]["text"])
+        assert "head size 256" in rope["layout"]["title"]["text"].replace("<br>", " ")
+        z = array(rope["data"][0]["z"])
+        assert z.shape == (64, 128) and np.allclose(z, np.cos(rotary_angles(64, 256, 1e4).numpy()), atol=1e-6)
+        assert any(c.value.startswith("Pair 1 turns one radian per position; pair 128 turns") for c in at.caption)
     if page == "masks":  # Gemma 3's own window too, twice 512 positions, against a full layer; the last query cell
         # (positions 960-1023) sees keys 449-1023 on a windowed layer, every one on a full layer
         maps = {c["layout"]["title"]["text"]: array(c["data"][0]["z"]) for c in _charts(at)}

@@ -6,7 +6,7 @@
   sum_i cos((p - q) w_i), the relative position.
 - `learned_positions(engine)`: BERT's position embeddings (a learned (max_positions, d_model) table).
 - `rotary_angles(n, head_dim, theta)`: the angle each pair of a head's dimensions has turned at each position
-  (RoPE, Su et al. 2021), as the Llama engine turns Q and K.
+  (RoPE, Su et al. 2021), as the Llama engine turns Q and K; `rotary_of(engine)`: a model's own head size and θ.
 - `positional_heads(stats)`: heads whose attention goes mostly to the previous or the next token, from the head
   statistics the Model overview computes.
 """
@@ -14,12 +14,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from attnviz.analysis.head_stats import SHARE_THRESHOLD
-from attnviz.engines.base import Engine
+from attnviz.engines.base import Engine, rope_parameters
 from attnviz.engines.scratch import RotaryEmbedding
 
 BASE = 10000.0
@@ -104,6 +105,45 @@ def rotary_angles(n: int, head_dim: int, theta: float = BASE) -> Tensor:
     The same numbers the engine's RotaryEmbedding turns Q and K by (attnviz.engines.scratch).
     """
     return RotaryEmbedding(head_dim, theta).angles(torch.arange(n))
+
+
+@dataclass(frozen=True)
+class Rotary:
+    """A model's plain rotary positions: its head size and θ, one per kind of layer ({"": θ} when every layer has
+    the same; Gemma 3: {"sliding_attention": 10000, "full_attention": 1000000}), and how many layers have each."""
+
+    head_dim: int
+    thetas: dict[str, float]
+    layers: dict[str, int]
+
+    @property
+    def theta(self) -> float:
+        """The θ most of its layers turn Q and K by (Gemma 3: its windowed layers', 15 of 18)."""
+        return self.thetas[max(self.thetas, key=lambda kind: self.layers.get(kind, 0))]
+
+
+def rotary_of(engine: Engine) -> Rotary | None:
+    """The head size and θ a model's config gives its rotary positions (transformers', or the scratch Llama's own,
+    which rebuilds plain tables only); None for a model without them (BERT, the date model) or a table other than
+    the plain one (Llama 3's scaled frequencies, a dynamic table: θ alone does not give their angles)."""
+    config: Any = getattr(getattr(engine, "model", None), "config", None)
+    if config is None:
+        return None
+    if isinstance(getattr(config, "rope_theta", None), float) and getattr(config, "head_dim", None):  # the scratch
+        return Rotary(config.head_dim, {"": config.rope_theta}, {"": engine.n_layers})  # Llama's own (plain) config
+    rope = rope_parameters(config)
+    per_kind = {k: v for k, v in rope.items() if isinstance(v, dict)} or ({"": rope} if rope else {})
+    if not per_kind or any(v.get("rope_type", v.get("type", "default")) != "default" for v in per_kind.values()):
+        return None
+    if any("rope_theta" not in v for v in per_kind.values()):
+        return None
+    heads = getattr(config, "num_attention_heads", None)
+    head_dim = getattr(config, "head_dim", None) or (config.hidden_size // heads if heads else None)
+    if not head_dim:
+        return None
+    kinds = list(getattr(config, "layer_types", None) or [""] * getattr(config, "num_hidden_layers", 1))
+    layers = {kind: kinds.count(kind) if kind else len(kinds) for kind in per_kind}
+    return Rotary(int(head_dim), {k: float(v["rope_theta"]) for k, v in per_kind.items()}, layers)
 
 
 def rotary_score_by_offset(head_dim: int, theta: float, max_offset: int) -> Tensor:

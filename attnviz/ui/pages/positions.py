@@ -177,30 +177,52 @@ def learned_section(inputs: Inputs, style: Style) -> None:
     )
 
 
-def rotary_section(style: Style) -> None:
-    """Each pair's rotary angle per position, and q·k against distance."""
+THETAS = (10000.0, 100000.0, 500000.0, 1000000.0)  # Llama 2's, SmolLM2's, Llama 3's, Gemma 3's full layers'
+KIND_NAMES = {"sliding_attention": "windowed layers", "full_attention": "full layers"}
+
+
+def rotary_model(inputs: Inputs) -> tuple[str, encodings.Rotary]:
+    """The model whose rotary numbers the section shows: the sidebar's, where it has plain rotary positions, else
+    SmolLM2's (the bundled BERT has none)."""
+    eng = cache.load_engine_or_stop(inputs.model, inputs.backend)
+    own = encodings.rotary_of(eng)
+    if own is not None:
+        return cache.named(inputs.model, start=False), own
+    return "SmolLM2", encodings.Rotary(SMOLLM2_HEAD_DIM, {"": SMOLLM2_THETA}, {"": 30})
+
+
+def rotary_section(inputs: Inputs) -> None:
+    """Each pair's rotary angle per position, and q·k against distance, at the sidebar's model's head size and θ."""
+    style = inputs.style
+    name, rot = rotary_model(inputs)
     st.markdown(
         "**Rotary** (RoPE, Su et al. 2021; SmolLM2, Llama, Gemma 3): nothing is added to the token vectors. Instead "
         "each pair of dimensions of every query and key is turned by an angle pos · θ^(−2i/d_head). A query at "
         "position p and a key at q then score by how far apart they are, p − q, whatever p is."
     )
+    own = "; ".join(
+        f"θ {t:,.0f}" + (f" on its {rot.layers.get(k, 0)} {KIND_NAMES.get(k, k)}" if k else "")
+        for k, t in rot.thetas.items()
+    )
+    st.caption(f"Drawn with {escape.md(name)}'s numbers: heads of {rot.head_dim} dimensions, {own}.")
     a, b = st.columns(2)
     n = a.slider("positions", 8, 512, 64, key="pos.rope_n")
     theta = b.select_slider(
         "θ (SmolLM2: 100,000; Llama 2: 10,000; Gemma 3: 10,000 on its windowed layers, 1,000,000 on its full ones)",
-        [10000.0, 100000.0, 500000.0, 1000000.0],
-        SMOLLM2_THETA,
-        key="pos.theta",
+        sorted({*THETAS, *rot.thetas.values()}),
+        rot.theta,
+        key=f"pos.theta.{rot.head_dim}.{rot.theta:.0f}",  # another model's: its own θ again, not the last one's
         format_func=lambda v: f"{v:,.0f}",
     )
-    angles = encodings.rotary_angles(n, SMOLLM2_HEAD_DIM, theta)
-    pairs = [f"pair {i + 1}" for i in range(SMOLLM2_HEAD_DIM // 2)]
+    d = rot.head_dim
+    angles = encodings.rotary_angles(n, d, theta)
+    pairs = [f"pair {i + 1}" for i in range(d // 2)]
     rows = [str(p) for p in range(n)]
     c1, c2 = widgets.wide_columns("pos-rope", 2)
     c1.plotly_chart(
         interactive.matrix(
             np.cos(angles.numpy()),
-            f"cos(angle) of each pair, head size {SMOLLM2_HEAD_DIM}",
+            f"cos(angle) of each pair, head size {d}",
             rows=rows,
             cols=pairs,
             style=style,
@@ -208,7 +230,7 @@ def rotary_section(style: Style) -> None:
         ),
         key="pos.rope",
     )
-    score = encodings.rotary_score_by_offset(SMOLLM2_HEAD_DIM, theta, min(n, 256))
+    score = encodings.rotary_score_by_offset(d, theta, min(n, 256))
     c2.plotly_chart(
         lesson_charts.lines(
             {"q·k": (list(range(len(score))), score.tolist())},
@@ -221,10 +243,10 @@ def rotary_section(style: Style) -> None:
         key="pos.rope_decay",
     )
     st.caption(
-        f"Pair 1 turns one radian per position; pair {SMOLLM2_HEAD_DIM // 2} turns θ^(−{SMOLLM2_HEAD_DIM - 2}/"
-        f"{SMOLLM2_HEAD_DIM}) = {angles[1, -1].item():.2e} radians. The right-hand curve is Σ 2·cos(distance · w_i) "
-        "for a query and key that were the same vector: it falls (unevenly) with distance, the long-term decay the "
-        "RoPE paper describes. The Inside page shows the same rotation on SmolLM2's (or Gemma 3's) real Q and K."
+        f"Pair 1 turns one radian per position; pair {d // 2} turns θ^(−{d - 2}/{d}) = {angles[1, -1].item():.2e} "
+        f"radians. The right-hand curve is Σ 2·cos(distance · w_i) for a query and key that were the same vector: it "
+        "falls (unevenly) with distance, the long-term decay the RoPE paper describes. The Inside page shows the same "
+        "rotation on a model's real Q and K."
     )
 
 
@@ -267,6 +289,6 @@ def render() -> None:
     st.subheader("Learned positions (BERT)")
     learned_section(inputs, inputs.style)
     st.subheader("Rotary positions (SmolLM2, Gemma 3)")
-    rotary_section(inputs.style)
+    rotary_section(inputs)
     st.subheader("Heads that attend by position")
     positional_heads_section(inputs)

@@ -36,7 +36,8 @@ def test_positions_page_draws_the_formula_and_reveals_relative_position():
     assert any(pairs in s.value for s in at.warning)
     assert any("positional" in m.value.lower() or "Positional" in m.value for m in at.markdown)
     assert any("previous-token" in m.value for m in at.markdown)  # the bundled BERT has such heads
-    at.select_slider(key="pos.theta").set_value(1000000.0).run()  # Gemma 3's full layers' θ
+    assert any(c.value == "Drawn with SmolLM2's numbers: heads of 64 dimensions, θ 100,000." for c in at.caption)
+    at.select_slider(key="pos.theta.64.100000").set_value(1000000.0).run()  # Gemma 3's full layers' θ
     _ok(at)
     rope = next(c for c in _charts(at) if c["layout"]["title"]["text"].startswith("cos(angle) of each pair"))
     n = len(rope["data"][0]["y"])
@@ -61,3 +62,4 @@ def test_a_positional_head_opens_on_the_heads_page_with_the_shared_url_state():
     assert (at.query_params["layer"], at.query_params["head"]) == (str(layer), str(head))
     assert at.query_params["palette"] == "Magma"
     assert (at.slider(key="heads.layer").value, at.slider(key="heads.head").value) == (layer, head)  # the Heads page
+
