@@ -104,3 +104,25 @@ def test_learned_positions_find_gpt2_s_table_and_refuse_marian_s_sinusoid(tiny_g
     marian = registry.load(str(tiny_marian_dir), "hf", "cpu")  # embed_positions: a frozen sinusoid, not learned
     with pytest.raises(ValueError, match="no learned position table"):
         encodings.learned_positions(marian)
+
+
+def test_a_models_own_rotary_numbers_are_read_from_its_config_and_none_where_theta_alone_does_not_give_them():
+    """rotary_of: head size and θ per kind of layer, from transformers' configs as they are (no model built)."""
+    from types import SimpleNamespace
+
+    from transformers import BertConfig, Gemma3TextConfig, LlamaConfig, Qwen2Config
+
+    def of(config):
+        return encodings.rotary_of(SimpleNamespace(model=SimpleNamespace(config=config), n_layers=4))
+
+    llama = of(LlamaConfig(hidden_size=64, num_attention_heads=4, num_hidden_layers=4, rope_theta=500000.0))
+    assert llama == encodings.Rotary(16, {"": 500000.0}, {"": 4}) and llama.theta == 500000.0
+    qwen = of(Qwen2Config(hidden_size=64, num_attention_heads=2, num_hidden_layers=3, rope_theta=1e6))
+    assert (qwen.head_dim, qwen.theta) == (32, 1e6)
+    gemma = of(Gemma3TextConfig(num_hidden_layers=6, head_dim=32, sliding_window_pattern=3))
+    assert gemma.head_dim == 32 and gemma.thetas == {"full_attention": 1e6, "sliding_attention": 1e4}
+    assert gemma.layers == {"full_attention": 2, "sliding_attention": 4} and gemma.theta == 1e4  # most layers'
+    scaled = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0}
+    scaled |= {"high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+    assert of(LlamaConfig(hidden_size=64, num_attention_heads=4, rope_parameters=scaled)) is None  # not θ alone
+    assert of(BertConfig()) is None and encodings.rotary_of(SimpleNamespace(n_layers=2)) is None
