@@ -62,4 +62,3 @@ def test_a_positional_head_opens_on_the_heads_page_with_the_shared_url_state():
     assert (at.query_params["layer"], at.query_params["head"]) == (str(layer), str(head))
     assert at.query_params["palette"] == "Magma"
     assert (at.slider(key="heads.layer").value, at.slider(key="heads.head").value) == (layer, head)  # the Heads page
-
