@@ -63,6 +63,11 @@ def test_every_page_runs_with_smollm2(page, backend):
     assert device == [f"Device: **cpu** · {backend} backend · up to 8192 tokens"]  # SmolLM2's, not BERT's 512
     if page != "compare":  # the Compare page's what-ifs are BERT's own, whatever the sidebar names
         assert not set().union(*map(_labels, _charts(at))) & {"[CLS]", "[SEP]"}  # no map of BERT's tokens
+    if page == "overview":  # its last layer's rollout is all on "The": said, with the share measured, not left bare
+        said = next(c.value for c in at.caption if c.value.startswith("On a decoder, rollout pools on the first token"))
+        assert "after layer 30, over 99.9% of a token's rollout is on it" in said, said
+        pick = at.selectbox(key="ov.token")  # the last token, which sees them all (the first sees only itself)
+        assert pick.value == len(pick.options) > 1
 
 
 @pytest.mark.slow  # loads Gemma 3 270M (about 30 s the first time on this machine, 7 s after)

@@ -303,6 +303,17 @@ def test_smollm2_from_the_command_line_is_causal_and_equals_raw_eager(tmp_path, 
 
 
 @pytest.mark.slow  # loads SmolLM2 (about 20 s the first time)
+def test_rollout_on_a_decoder_says_why_every_token_draws_from_the_first(smollm2_hf, capsys):
+    """Every token "draws most from 'The' (1.00)" after SmolLM2's last layer: the command now says why, with the mean
+    share measured; on BERT, an encoder, it says nothing of the kind."""
+    assert main(["rollout", "The cat sat on the mat.", "--model", "smollm2"]) == 0
+    said = capsys.readouterr().out.splitlines()
+    assert said[-1].startswith("note: on a decoder, rollout pools on the first token (over 99.9% of a token's"), said
+    assert main(["rollout", "The cat sat on the mat."]) == 0
+    assert "pools on the first token" not in capsys.readouterr().out
+
+
+@pytest.mark.slow  # loads SmolLM2 (about 20 s the first time)
 def test_the_maximum_attention_score_on_smollm2_says_it_is_not_defined(tmp_path, capsys):
     assert main(["pronouns", "--cases", "lesson", "--limit", "2", "--model", "smollm2", "--method", "mas"]) == 2
     assert "not defined for a causal model" in capsys.readouterr().err

@@ -60,3 +60,10 @@ def flow(result: AttentionResult, upto: int | None = None) -> Tensor:
             solved = shortest_augmenting_path(graph, (upto + 1, i), (0, j), residual=residual, value_only=True)
             out[i, j] = solved.graph["flow_value"]
     return out / out.sum(-1, keepdim=True)
+
+
+def first_token_share(rolled: Tensor) -> float:
+    """The mean, over a (T, T) rollout's rows, of each row's share on the first token: on a decoder it grows with
+    every layer multiplied in (SmolLM2's last layer: about 1 for every token), as the first token is in every row's
+    past and the sink of many heads."""
+    return float(rolled[:, 0].mean())

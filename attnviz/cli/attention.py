@@ -160,6 +160,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_rollout(args: argparse.Namespace) -> int:
     """Attention rollout (every layer) and flow (the last) of one text."""
     from attnviz.analysis import rollout
+    from attnviz.result import percent
 
     engine, result = _self_result(
         args, eager_only="rollout multiplies every layer's whole map (the stats command takes any length)"
@@ -174,6 +175,13 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     for i, tok in enumerate(result.target_tokens):
         j = int(last[i].argmax())
         print(f"{tok!r:>16} draws most from {result.source_tokens[j]!r} ({last[i, j]:.2f}) after the last layer")
+    pooled = rollout.first_token_share(last) if result.kind == "causal" else 0.0
+    if pooled > 0.5:  # every token "draws most from 'The' (1.00)" on SmolLM2, with no word why
+        print(
+            f"note: on a decoder, rollout pools on the first token ({percent(pooled)} of a token's rollout on average "
+            "after the last layer): it is in every token's past and the sink of many heads; an earlier layer's rollout "
+            "(in --json) says more"
+        )
     payload = {"model": engine.name, **cut(engine, result.truncated), "tokens": list(result.target_tokens)}
     write_json(args.json, {**payload, "rollout": rolled.tolist(), "flow": flowed})
     return 0

@@ -59,3 +59,8 @@ def test_flow_refuses_long_inputs_with_a_message():
         assert "rollout" in str(err)
     else:
         raise AssertionError("flow accepted 40 tokens")
+
+
+def test_the_first_token_share_is_the_mean_of_the_first_column():
+    rolled = torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.9, 0.05, 0.05]])
+    assert rollout.first_token_share(rolled) == pytest.approx(0.8)

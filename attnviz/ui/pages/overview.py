@@ -10,7 +10,7 @@ from attnviz import api, escape
 from attnviz.api import head_stats, induction_scores, rollout, runs
 from attnviz.figures import interactive, panel_maps, stat_charts
 from attnviz.figures.panel_maps import Panel
-from attnviz.result import Attention, AttentionResult
+from attnviz.result import Attention, AttentionResult, percent
 from attnviz.ui import cache, controls, state, widgets
 from attnviz.ui.controls import Inputs
 from attnviz.ui.halt import halt
@@ -257,12 +257,21 @@ def rollout_section(inputs: Inputs, result: AttentionResult) -> None:
         range(1, len(toks) + 1),
         url="token",
         key="ov.token",
-        default=1,
+        default=len(toks) if result.kind == "causal" else 1,  # a decoder's first token sees only itself: its last
         valid=lambda v: 1 <= v <= len(toks),
         format_func=lambda i: f"{toks[i - 1][:40]} (position {i})",
     )
     title = f"'{toks[pick - 1]}' after layer {layer + 1}: rollout share per input token"
     st.plotly_chart(stat_charts.bars(rolled[pick - 1].numpy(), toks, title, style=inputs.style), key="ov.bars")
+    pooled = rollout.first_token_share(rolled) if result.kind == "causal" else 0.0
+    if pooled > 0.5:  # SmolLM2's every token "draws" 100% from "The" after its last layer, with no word why
+        st.caption(
+            f"On a decoder, rollout pools on the first token: after layer {layer + 1}, {percent(pooled)} of a token's "
+            "rollout is on it, on average over this text's tokens. The first token is in every token's past, and many "
+            "heads park their attention on it (a sink); multiplied layer after layer, that share grows until it is "
+            "nearly all. It says little of what each token reads: an earlier layer's rollout, or the raw attention, "
+            "shows more."
+        )
 
 
 def render() -> None:
