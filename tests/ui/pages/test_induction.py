@@ -1,11 +1,14 @@
 """AppTest of the Induction heads page: predict, reveal, and the grid is the package's scores."""
 
+import math
+
 import pytest
 from apptest import APP, _charts, _guess, _ok
 from plotly_data import array
 from streamlit.testing.v1 import AppTest
 
 from attnviz.interventions import induction_scores
+from attnviz.ui.pages import induction
 
 
 def _page(**params):
@@ -40,6 +43,17 @@ def test_the_page_reveals_the_loss_and_every_head_s_induction_score(smollm2_hf):
     said = at.success[0].value  # "go down" guessed, and the loss went down: the green box
     assert "it went down, so the model copies. You called it." in said, said
     assert expected.second_copy_loss < expected.first_copy_loss - 0.5
+    caption = next(c.value for c in at.caption if c.value.startswith("Each token's loss"))
+    uniform = math.log(len(smollm2_hf.tokenizer.hf))
+    assert (f"The first copy's mean, {expected.first_copy_loss:.1f}, is above" in caption) == (
+        expected.first_copy_loss > uniform
+    ), caption
+
+
+def test_a_first_copy_worse_than_a_uniform_guess_is_said_to_be_and_no_other():
+    """Gemma 3's first copy averaged 16.3 nats against a uniform guess's 12.5 (2026-12-02), with no word why."""
+    assert induction.worse_than_uniform(16.33, 12.48).startswith(" The first copy's mean, 16.3, is above that")
+    assert induction.worse_than_uniform(9.0, 10.8) == "" and induction.worse_than_uniform(10.8, 10.8) == ""
 
 
 def test_bert_is_told_the_page_needs_a_decoder():
