@@ -155,10 +155,12 @@ def on_demand(
     held = make(None).held()
     if held is not None:
         return held
-    if not st.button(label, key=key):
+    slot = st.empty()
+    if not slot.button(label, key=key):
         if note:
             st.caption(note)
         return None
+    slot.empty()  # pressed: what it computes takes its place (it stood over the finished grid until the next run)
     if bar is not None:
         progress = LazyBar(bar)
         value = get(make(progress.step))

@@ -44,6 +44,7 @@ def test_knocking_a_head_out_shows_the_loss_before_and_after_and_the_grid_on_req
     assert _charts(at)[1]["layout"]["title"]["text"] == "Layer 2: every head (4 heads knocked out)"
     at.button(key="ko.grid").click().run()
     _ok(at)
+    assert [b.key for b in at.button if b.key == "ko.grid"] == []  # pressed: the grid in its place, not under it
     grid, _ = ablation.importance(engine, TEXT, "zero")
     assert abs(array(_charts(at)[2]["data"][0]["z"]) - grid.numpy()).max() < 1e-4
 
