@@ -45,6 +45,10 @@ def result_json(engine: Engine, results: Results, rows: list[int] | None = None)
             "source_tokens": list(r.source_tokens),
             "target_pieces": list(r.target.pieces),  # the tokenizer's raw pieces ("Ġanimal"); the tokens as text
             "source_pieces": list(r.source.pieces),
+            # where a 0 is the model's mask, not a weight it computed, and where a row sums to under 1: a sliding
+            # window's layers (each layer's window in tokens, 0 for none) and a learned sink's share
+            **({"windows": list(r.windows)} if any(r.windows) else {}),
+            **({"sinks": True} if r.sinks else {}),
             "weights": weights.tolist(),
         }
         if rows is not None:

@@ -339,3 +339,24 @@ def test_the_support_table_in_docs_is_what_the_code_does():
     made = module.table()
     assert made == module._documented()
     assert "| Gemma 3 (windows on 5 of 6 layers, one key/value head) (`gemma3_text`) | yes | lazy | yes |" in made
+
+
+def test_a_family_s_json_from_the_command_line_names_its_windows_and_its_sinks(family_dir, tmp_path):
+    """`attnviz attention --json` of a windowed model: which zeros are its mask's (each layer's window) and, with
+    learned sinks, why a row sums to under 1; a model with neither writes neither field (BERT's layout is exact)."""
+    import json
+
+    from attnviz.cli import main
+
+    family, folder = family_dir
+    out = tmp_path / "a.json"
+    assert main(["attention", TEXT, "--model", str(folder), "--json", str(out), "--device", "cpu"]) == 0
+    got = json.loads(out.read_text())["results"]["causal"]
+    assert got.get("windows") == (list(WINDOWS[family]) if family in WINDOWS else None)
+    assert got.get("sinks") == (True if family == "gpt_oss" else None)
+    w = torch.tensor(got["weights"])
+    for layer, window in enumerate(got.get("windows", [])):  # 0 outside each layer's window, as the field says
+        if window:
+            assert w[layer].tril(-window).abs().max() == 0 and w[layer].diagonal(-window + 1, -2, -1).min() > 0
+    sums = w.sum(-1)
+    assert (sums < 1 - 1e-3).any() if family == "gpt_oss" else (sums - 1).abs().max() < 1e-4
