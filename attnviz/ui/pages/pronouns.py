@@ -132,7 +132,12 @@ def draw_case(inputs: Inputs, case: pronoun_cases.PronounCase, res: pronoun_scor
     with widgets.stat_box("pr"):
         st.plotly_chart(grid, key="pr.grid")
     best = pronoun_scores.best_heads(share, BEST_SHOWN)
-    st.markdown("Best heads: " + ", ".join(f"layer {lay + 1} head {h + 1} ({v:.2f})" for lay, h, v in best))
+    st.markdown(
+        f"The heads that attend most to **{escape.md(case.answer)}** here: "
+        + ", ".join(f"layer {lay + 1} head {h + 1} ({v:.2f})" for lay, h, v in best)
+        + ". Picked on this sentence, so the best case, not a typical head: the Benchmark tab picks a head on half "
+        "the cases and scores it on the other half."
+    )
     layer, head, _ = best[0]
     state.show_head(layer, head)
     result = cache.attention(inputs.model, inputs.backend, case.text).main

@@ -36,6 +36,13 @@ def test_pronoun_lesson_predict_reveal_and_minimal_pair(bundled_hf):
         verdict = "You called it." if res.predicted == "street" else "Not what you guessed (street)."
         assert said.endswith(verdict) and said.count("Most heads") == 1
     assert array(pair["data"][0]["z"]).shape == (6, 12)
+    # the heads that attend most to the answer, as picked on this sentence, and said to be (not "best heads" alone)
+    from attnviz.analysis import pronoun_scores
+
+    top = pronoun_scores.best_heads(res.scores[..., 0], 5)
+    listed = next(m.value for m in at.markdown if m.value.startswith("The heads that attend most to **animal**"))
+    assert ", ".join(f"layer {la + 1} head {h + 1} ({v:.2f})" for la, h, v in top) in listed
+    assert "Picked on this sentence, so the best case, not a typical head" in listed
 
 
 @pytest.mark.parametrize("method", ["mas", "vote"])
