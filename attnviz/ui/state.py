@@ -121,7 +121,8 @@ def keep(*url_keys: str) -> None:
     text's view options on a long one). `publish` writes only what a run remembered, and a widget not drawn in a run
     loses its state, so a link's log=false was gone once the long text it was for was pasted. Not for a widget that
     a view of the same text leaves out (a Head view's head on the Layer view): a class's student takes the teacher's
-    URL state whole, and a head kept from a page's stale URL would stand in it beside the teacher's Layer view."""
+    URL state whole, and a head kept from a page's stale URL would stand in it beside the teacher's Layer view
+    (widgets.pick keeps that head in the session instead, never in the URL)."""
     published = st.session_state.setdefault(_PUBLISHED, {})
     for url_key in url_keys:
         raw = st.query_params.get(url_key)

@@ -148,12 +148,17 @@ def truncation_notice(result: Attention) -> None:
 
 def pick(label: str, prefix: str, url_key: str, count: int, *, default: int = 1, where: Any = st) -> int:
     """A 1-based slider for people (in `where`: a column), returned 0-based; its value lives in the URL. No slider
-    when there is one to pick from."""
-    state.restore(f"{prefix}.{url_key}", url_key, default, lambda v: 1 <= v <= count)
+    when there is one to pick from. Where the URL names no value, the session's own last one: the Heads page's head
+    came back as head 1 after a look at the Layer view, which draws no head slider (so Streamlit drops its state). It
+    is never written to the URL where the slider is not drawn: a class's student takes the teacher's URL whole."""
+    valid = lambda v: 1 <= v <= count  # noqa: E731
+    last = st.session_state.get(f"{prefix}.{url_key}.last")
+    state.restore(f"{prefix}.{url_key}", url_key, last if last is not None and valid(last) else default, valid)
     if count == 1:
         value = 1
     else:
         value = where.slider(label, 1, count, key=f"{prefix}.{url_key}")
+    st.session_state[f"{prefix}.{url_key}.last"] = value
     state.remember(url_key, value)
     return value - 1
 

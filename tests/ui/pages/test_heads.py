@@ -553,3 +553,23 @@ def test_a_link_s_values_wait_for_widgets_the_text_does_not_draw_yet(tiny_long_l
     at.sidebar.text_input(key="sb.text").set_value(long_text).run()
     _ok(at)
     assert at.toggle(key="heads.log").value is True
+
+
+def test_the_head_view_s_head_comes_back_after_a_look_at_the_layer_view(bundled_hf):
+    """Head 5, the Layer view (which draws no head slider, so Streamlit drops its value), the Head view again: head 5,
+    not head 1; the Layer view's URL names no head (a class's student takes the teacher's URL whole), and a URL's own
+    head still wins over the session's last one."""
+    at = _app(view="Head")
+    at.slider(key="heads.head").set_value(5).run()
+    view = lambda: next(w for w in at.get("button_group") if w.key == "heads.view")  # noqa: E731
+    view().set_value("Layer").run()
+    _ok(at)
+    assert at.query_params["view"] == "Layer" and "head" not in at.query_params
+    view().set_value("Head").run()
+    _ok(at)
+    assert at.slider(key="heads.head").value == 5 and at.query_params["head"] == "5"
+    assert _charts(at)[0]["layout"]["title"]["text"].startswith("Layer 1, head 5")
+    view().set_value("Layer").run()
+    at.query_params["head"] = "7"  # a link's head, as a teacher's URL gives a student
+    view().set_value("Head").run()
+    assert at.slider(key="heads.head").value == 7
