@@ -195,8 +195,10 @@ def bundle_json(
     )
 
 
-def layer_csv(weights: np.ndarray, rows, cols) -> str:
-    """Every head of a layer as long-form CSV: head, query, key (1-based positions), weight."""
+def layer_csv(weights: np.ndarray, rows, cols, masked: np.ndarray | None = None) -> str:
+    """Every head of a layer as long-form CSV: head, query, key (1-based positions), weight; with `masked` ((Tq, Tk)
+    bool: interactive.layer_masked), a last column saying which 0s are the model's mask (the future, beyond a sliding
+    window), drawn grey, not weights it computed."""
     h, tq, tk = weights.shape
     hh, qq, kk = np.meshgrid(np.arange(h), np.arange(tq), np.arange(tk), indexing="ij")
     frame = pd.DataFrame(
@@ -209,6 +211,8 @@ def layer_csv(weights: np.ndarray, rows, cols) -> str:
             "weight": weights.ravel(),
         }
     )
+    if masked is not None:
+        frame["masked"] = np.asarray(masked, dtype=bool)[qq.ravel(), kk.ravel()]
     return frame.to_csv(index=False, float_format="%.8g")
 
 

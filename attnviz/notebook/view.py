@@ -262,7 +262,7 @@ class View:
         r = self._eager("to_csv")
         w = r.weights[self.layer].numpy()
         text = (
-            export.layer_csv(w, r.target_tokens, r.source_tokens)
+            export.layer_csv(w, r.target_tokens, r.source_tokens, interactive.layer_masked(r, self.layer))
             if whole_layer
             else export.matrix_csv(w[self.head], r.target_tokens, r.source_tokens)
         )

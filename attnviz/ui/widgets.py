@@ -229,8 +229,11 @@ def export_buttons(inputs: Inputs, fetch: Fetch, layer: int, head: int | None, o
 
     def csv() -> str:
         result, m = shown()
-        table = export.layer_csv if head is None else export.matrix_csv
-        return table(m, result.target_tokens, result.source_tokens)
+        if head is None:  # long form: a column says which cells the mask forbids
+            return export.layer_csv(
+                m, result.target_tokens, result.source_tokens, interactive.layer_masked(result, layer)
+            )
+        return export.matrix_csv(m, result.target_tokens, result.source_tokens)
 
     def bundle() -> str:
         result, m = shown()

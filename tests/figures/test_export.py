@@ -83,7 +83,7 @@ def test_layer_csv_is_long_form(bundled_hf):
     assert len(frame) == 12 * 16 * 16
     row = frame[(frame["head"] == 5) & (frame["query_pos"] == 11) & (frame["key_pos"] == 3)].iloc[0]
     assert (row.query, row.key) == ("it", "animal")
-    assert abs(row.weight - r.weights[0, 4, 10, 2].item()) < 1e-7
+    assert abs(row.weight - r.weights[0, 4, 10, 2].item()) < 1e-7 and "masked" not in frame.columns
 
 
 def test_json_bundle_has_weights_and_manifest(bundled_hf):
@@ -111,6 +111,12 @@ def test_a_causal_heads_json_says_which_cells_its_mask_forbids_and_keeps_their_w
     assert all(d["weights"][a][b] == 0 for a, b in zip(*np.nonzero(d["masked"]), strict=True))
     plain = AttentionResult(torch.full((1, 1, 2, 2), 0.5), axis[:2], axis[:2], "self", "m")
     assert layer_masked(plain, 0) is None and "masked" not in json.loads(export.bundle_json(w[:2, :2], "ab", "ab", man))
+    # the layer's long-form CSV says the same, cell by cell, in its last column (BERT's has no such column)
+    frame = pd.read_csv(io.StringIO(export.layer_csv(r.weights[0].numpy(), axis, axis, layer_masked(r, 0))))
+    assert list(frame.columns)[-2:] == ["weight", "masked"] and len(frame) == 2 * 5 * 5
+    for row in frame.itertuples():
+        assert row.masked == bool(((j > i) | (i - j >= 2))[row.query_pos - 1, row.key_pos - 1])
+        assert not row.masked or row.weight == 0
     # A map with no value in a cell writes null, never the NaN literal that JSON readers refuse.
     text = export.bundle_json(np.array([[0.5, np.nan]]), "a", "ab", man)
     assert "NaN" not in text and json.loads(text)["weights"] == [[0.5, None]]
