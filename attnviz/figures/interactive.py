@@ -183,13 +183,26 @@ def head_grid(
     columns: int | None = None,
     max_side: int = 96,
     note: str = "",
+    pick: bool = True,
 ) -> go.Figure:
-    """One heatmap per head of a layer, on one shared colour scale; `note` says what else the title should."""
+    """One heatmap per head of a layer, on one shared colour scale; `note` says what else the title should; `pick`:
+    whether the page offers one head drawn alone (the title's hints send a reader there only where it does)."""
     maps, fq, fk = pooled(result.weights[layer], max_side)  # (H, Tq', Tk')
     rows, cols = result.target_tokens, result.source_tokens
     causal, window = result.kind == "causal", result.layer_window(layer)
     return maps_grid(
-        maps, rows, cols, fq, fk, layer, style=style, columns=columns, note=note, causal=causal, window=window
+        maps,
+        rows,
+        cols,
+        fq,
+        fk,
+        layer,
+        style=style,
+        columns=columns,
+        note=note,
+        causal=causal,
+        window=window,
+        pick=pick,
     )
 
 
@@ -206,9 +219,11 @@ def maps_grid(
     note: str = "",
     causal: bool = False,
     window: int = 0,
+    pick: bool = True,
 ) -> go.Figure:
     """A layer's heads from maps already pooled (H, Tq', Tk') with blocks of fq x fk tokens, one colour scale; a
-    `causal` layer's future (and what lies beyond its sliding `window`) grey, as on every side-by-side map."""
+    `causal` layer's future (and what lies beyond its sliding `window`) grey, as on every side-by-side map; `pick` as
+    head_grid's."""
     xs, ys = pooled_labels(cols, fk), pooled_labels(rows, fq)
     n, top = maps.shape[0], float(maps.max())
     maps = masked_future(maps, len(rows), len(cols), fq, fk, causal, window)
@@ -250,7 +265,7 @@ def maps_grid(
     gap_x = (left_px + 10) / (width - left_px)
     gap_y = (below_px + head_title) / plot_h if n_rows > 1 else 0.0
     layout = _grid_layout(n, columns, gap_x, gap_y, labelled)
-    pooling = "" if fq == fk == 1 else f" — pooled {fq}×{fk} tokens a cell; pick a head for full detail"
+    pooling = "" if fq == fk == 1 else f" — pooled {fq}×{fk} tokens a cell" + ("; pick a head for full detail" * pick)
     # A phone's map is its column less the row labels (its colour bar lies across the top: bar_across; down the
     # side it left BERT's 16 keys 9.9 px each for 12 px labels): every k-th key labelled where each has no line of
     # its own, and the title says so.
@@ -262,9 +277,9 @@ def maps_grid(
         pooling += f" — every {step}{ordinal(step)} key labelled"
     fig = go.Figure(data=traces, layout=layout)
     if one_screen and fq == fk == 1:
-        pooling = f" — projector: {n_tok} {ONE_HEAD_LABELLED}"  # the grid on one screen
+        pooling = f" — projector: {n_tok} {ONE_HEAD_LABELLED if pick else 'tokens, on hover'}"  # on one screen
     elif not labelled and fq == fk == 1:
-        pooling = f" — {n_tok} tokens, too many to label on each map: hover (tap) or pick a head"
+        pooling = f" — {n_tok} tokens, too many to label on each map: hover (tap)" + (" or pick a head" * pick)
     title = f"Layer {layer + 1}: every head{pooling}{_note(note)}"
     fig = style_layout(fig, style, top, title)
     # Room for the token labels, measured here: plotly's automargin would lay the figure out twice in the browser

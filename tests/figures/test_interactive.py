@@ -178,6 +178,16 @@ def test_a_projectors_layer_grid_fits_one_screen_and_says_where_its_tokens_are_l
     assert small.layout.height <= layout.PROJECTOR_SCREEN_PX and small.layout.xaxis.showticklabels
     plain = interactive.head_grid(_random_result(l=1, h=12, t=16), 0)  # not a projector: labelled as before
     assert plain.layout.xaxis.showticklabels and interactive.ONE_HEAD_LABELLED not in plain.layout.title.text
+    # a page that offers no head drawn alone (Knock out's grid, Start here's, Inside's) sends no one to pick one: the
+    # projector's Knock out said "(pick one)" with nothing to pick (Gemma 3, 2026-12-02)
+    hinted = 0
+    for t in (16, 100, 300):  # on a projector unlabelled on one screen; too many to label; pooled
+        for style in (big, interactive.Style()):
+            title = interactive.head_grid(_random_result(l=1, h=4, t=t), 0, style=style, pick=False).layout.title.text
+            offered = interactive.head_grid(_random_result(l=1, h=4, t=t), 0, style=style).layout.title.text
+            assert "pick" not in title and ("pick" in offered) == (title != offered), (t, title, offered)
+            hinted += "pick" in offered
+    assert hinted >= 4, hinted
 
 
 def test_projector_mode_scales_every_maps_labels_by_at_least_one_and_a_half():

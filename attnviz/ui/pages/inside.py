@@ -279,7 +279,7 @@ def draw_random_engine(d_model: int, heads: int, tokens: TokenAxis, causal: bool
     )
     with widgets.grid_box("inside"):
         note = f"random weights: d_model {d_model}, {heads} heads"  # not the model's layer 1, which it would say
-        grid = interactive.head_grid(result, 0, style=style, columns=min(heads, 6), note=note)
+        grid = interactive.head_grid(result, 0, style=style, columns=min(heads, 6), note=note, pick=False)
         st.plotly_chart(grid, key="in.random")
 
 

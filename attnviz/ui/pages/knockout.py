@@ -136,7 +136,7 @@ def knockout_section(eng: api.InterveningEngine, inputs: Inputs) -> None:
     with widgets.grid_box("knockout"):
         count = sum(map(len, heads.values()))  # a title names three heads at most: more would run off the grid
         out = _heads_label(heads) if count <= 3 else f"{count} heads"
-        grid = interactive.head_grid(after, layer, style=inputs.style, note=f"{out} knocked out")
+        grid = interactive.head_grid(after, layer, style=inputs.style, note=f"{out} knocked out", pick=False)
         st.plotly_chart(grid, key="ko.after", theme=None)
     importance_section(eng, inputs, mode)
 

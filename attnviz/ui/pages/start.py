@@ -215,7 +215,7 @@ def _change(inputs, tired, wide, layer, head, picked) -> None:
 def _every_head(inputs, tired, wide, layer, head, picked) -> None:
     with widgets.grid_box("start"):
         st.plotly_chart(
-            interactive.head_grid(tired, layer, style=inputs.style),  # type: ignore[arg-type]
+            interactive.head_grid(tired, layer, style=inputs.style, pick=False),  # type: ignore[arg-type]
             key="start.grid",
         )
     counts = pronoun_scores.vote_counts(pronoun_scores.scores(tired, TIRED, "vote")).tolist()
