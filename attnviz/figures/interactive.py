@@ -265,7 +265,7 @@ def maps_grid(
     gap_x = (left_px + 10) / (width - left_px)
     gap_y = (below_px + head_title) / plot_h if n_rows > 1 else 0.0
     layout = _grid_layout(n, columns, gap_x, gap_y, labelled)
-    pooling = "" if fq == fk == 1 else f" — pooled {fq}×{fk} tokens a cell" + ("; pick a head for full detail" * pick)
+    pooling = _grid_hint(fq, fk, n_tok, labelled, one_screen, pick)
     # A phone's map is its column less the row labels (its colour bar lies across the top: bar_across; down the
     # side it left BERT's 16 keys 9.9 px each for 12 px labels): every k-th key labelled where each has no line of
     # its own, and the title says so.
@@ -276,10 +276,6 @@ def maps_grid(
             layout[f"xaxis{i + 1 if i else ''}"].update(tickmode="array", tickvals=xs[::step], ticktext=xs[::step])
         pooling += f" — every {step}{ordinal(step)} key labelled"
     fig = go.Figure(data=traces, layout=layout)
-    if one_screen and fq == fk == 1:
-        pooling = f" — projector: {n_tok} {ONE_HEAD_LABELLED if pick else 'tokens, on hover'}"  # on one screen
-    elif not labelled and fq == fk == 1:
-        pooling = f" — {n_tok} tokens, too many to label on each map: hover (tap)" + (" or pick a head" * pick)
     title = f"Layer {layer + 1}: every head{pooling}{_note(note)}"
     fig = style_layout(fig, style, top, title)
     # Room for the token labels, measured here: plotly's automargin would lay the figure out twice in the browser
@@ -302,6 +298,19 @@ def _for_phone(fig: go.Figure, style: Style, title: str, width: int, below: int 
 
 
 ONE_HEAD_LABELLED = "tokens labelled on one head (pick one) or on hover"
+ON_HOVER = "tokens, on hover"  # the same grid where the page draws no head alone (Knock out, Start here, Inside)
+
+
+def _grid_hint(fq: int, fk: int, n_tok: int, labelled: bool, one_screen: bool, pick: bool) -> str:
+    """What a layer grid's title says of its tokens where its maps do not label each: pooled, on one projected
+    screen, or too many; a head to pick only where the page offers one (`pick`)."""
+    if fq != 1 or fk != 1:
+        return f" — pooled {fq}×{fk} tokens a cell" + ("; pick a head for full detail" * pick)
+    if one_screen:
+        return f" — projector: {n_tok} {ONE_HEAD_LABELLED if pick else ON_HOVER}"
+    if not labelled:
+        return f" — {n_tok} tokens, too many to label on each map: hover (tap)" + (" or pick a head" * pick)
+    return ""
 
 
 def _grid_geometry(n: int, columns: int, xs, ys, font: int, labelled: bool, projector: bool, *, width: int):

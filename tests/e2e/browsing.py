@@ -96,9 +96,10 @@ READABLE_JS = r"""() => {
         const ruled = /every \d+\w* (of \d+ )?labelled/.test(ax && ax.title && ax.title.text || '')
           && lay.width >= 600
           && maps.filter(o => String(axisOf(o.yaxis).domain) === row && ((o.z || [])[0] || []).length > 1).length === 1;
-        // And a projector's Layer grid, which fits one screen with its tokens labelled on one head (its title says
-        // so: labelled maps stood one a row, 7,048 px tall for BERT).
-        const oneScreen = /projector: \d+ tokens labelled on one head/.test(lay.title && lay.title.text || '');
+        // And a projector's Layer grid, which fits one screen with its tokens labelled on one head, or on hover where
+        // the page draws no head alone (its title says so: labelled maps stood one a row, 7,048 px tall for BERT).
+        const said = lay.title && lay.title.text || '';
+        const oneScreen = /projector: \d+ tokens(, on hover| labelled on one head)/.test(said);
         if (n && n <= 64 && shown < n && !ruled && !oneScreen) out.unlabelled.push(`${title} ${a}: ${shown}/${n}`);
         // and each label a line of its own: ticks at least 0.9 of their font apart (the Compare page's projector
         // panels had 7 px a key for 20 px labels, which ran together)
