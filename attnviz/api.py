@@ -206,6 +206,17 @@ __all__ = [
 ]
 
 
+def _text(value, name: str = "text") -> str:
+    """A text argument as given, or a TypeError that says what is wrong before it reaches a memo's key: a list of
+    texts failed there with "unhashable type: 'list'"."""
+    if isinstance(value, str):
+        return value
+    many = isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
+    hint = " (one text at a time: a loop over them, or attnviz.corpus(texts) for what each head does across many)"
+    kind = type(value).__name__
+    raise TypeError(f"{name} is a string (got {'an' if kind[0] in 'aeiou' else 'a'} {kind}){hint if many else ''}")
+
+
 def _engine(model: str | Engine, backend: Backend) -> Engine:
     """A model's name (resolved as a local user names it) or an engine a page already holds."""
     return engine(model, backend) if isinstance(model, str) else model
@@ -302,6 +313,7 @@ def prepare(
     """A request resolved once: as the person at this machine names models (any folder, a hub id), or, with
     `server`, as a server's policy allows (what a room may load: the pages); `device` "cpu" or "cuda" (default: the
     GPU when there is one)."""
+    text, target = _text(text), None if target is None else _text(target, "target")
     source = server_source(model) if server else local_source(model)
     req = service.Request(model, backend, text, target, what_if)
     return Prepared(req, source, service.engine(source, backend, device))
@@ -470,7 +482,7 @@ def ablate(
     """Heads knocked out ("L4H2,L11H5"; "3.1" 0-based; {layer: [heads]} or [(layer, head)], 0-based): the loss per
     token and the next tokens at `position`, before and after. mode "mean": each head's mean output over a
     reference corpus (ablation.REFERENCE)."""
-    eng = _engine(model, backend)
+    text, eng = _text(text), _engine(model, backend)
     return ablation_work(eng, text, _heads(eng, heads), mode, whole("position", position)).get()
 
 
@@ -479,7 +491,7 @@ def importance(
 ) -> tuple[Tensor, Tensor]:
     """(L, H): the mean loss increase when each head alone is knocked out, and the clean loss per token (the Knock
     out page's grid and the class poll's answer, one memo entry for all three)."""
-    return importance_work(_engine(model, backend), text, mode).get()
+    return importance_work(_engine(model, backend), _text(text), mode).get()
 
 
 def patch(
@@ -487,6 +499,8 @@ def patch(
 ) -> Patching:
     """Each head's clean output patched into the corrupted run: the share of logit(answer) - logit(wrong) restored,
     (L, H), or None where the model does not get the pair right both ways (d clean > 0 > d corrupted)."""
+    clean, corrupt = _text(clean, "clean"), _text(corrupt, "corrupt")
+    answer, wrong = _text(answer, "answer"), _text(wrong, "wrong")
     return patch_work(_engine(model, backend), clean, corrupt, answer, wrong).get()
 
 
@@ -501,7 +515,8 @@ def generate(
     """A decoder writes after the prompt (greedily), and the attention of every step of the writing."""
     if not isinstance(chat, bool):  # chat="no" is true, and wrapped the prompt in the chat template
         raise TypeError(f"chat is True or False (got {chat!r})")
-    return generation_work(_engine(model, backend), prompt, whole("max_new_tokens", max_new_tokens), chat).get()
+    prompt, most = _text(prompt, "prompt"), whole("max_new_tokens", max_new_tokens)
+    return generation_work(_engine(model, backend), prompt, most, chat).get()
 
 
 def show(
@@ -539,6 +554,8 @@ def show(
         raise ValueError(f"statistic is one of {', '.join(STATISTICS)} (got {statistic!r})")
     if isinstance(attention, str) and text is None:
         attention, text = None, attention
+    if text is None and isinstance(attention, list | tuple) and attention and isinstance(attention[0], str):
+        _text(attention)  # a list of texts, which would have been read as one tensor per layer
     if text is not None:
         result, long = as_result(_results(text, model or "default", backend))
     elif attention is None:
@@ -630,7 +647,8 @@ def qk_space(texts, layer: int, head: int, model: str = "default", *, method: st
     """A head's queries and keys on a text (or a list of texts), normalised as AttentionViz does and projected
     jointly to 2-D (corpus.qk.Space: the points, the tokens, and how faithful the plot is). 0-based layer, head."""
     layer, head = whole("layer", layer), whole("head", head)
-    return qk_work(local_source(model), [texts] if isinstance(texts, str) else list(texts), layer, head, method).get()
+    texts = [texts] if isinstance(texts, str) else [_text(t) for t in texts]
+    return qk_work(local_source(model), texts, layer, head, method).get()
 
 
 def corpus_work(model: str, documents: int, progress=None) -> Work:

@@ -109,6 +109,29 @@ def test_the_doors_arguments_are_checked_whole_and_in_range_before_anything_runs
         attnviz.show(text, model=folder, projector="yes")
 
 
+def test_a_text_that_is_not_a_string_is_named_at_the_door(tiny_llama_dir):
+    """Before: a list of texts failed in the memo as "unhashable type: 'list'" (attention, ablate, importance), and
+    show read one as a tuple of tensors ("could not convert string to float: 'a'")."""
+    folder, many = str(tiny_llama_dir), ["one text", "another"]
+    one_at_a_time = r"text is a string \(got a list\) \(one text at a time: .*attnviz.corpus\(texts\)"
+    for call in (
+        lambda: attnviz.attention(many, model=folder),
+        lambda: attnviz.show(many, model=folder),
+        lambda: attnviz.show(text=many, model=folder),
+        lambda: attnviz.ablate(many, "0.1", model=folder),
+        lambda: attnviz.importance(many, model=folder),
+        lambda: attnviz.qk_space([many], 0, 0, model=folder),
+    ):
+        with pytest.raises(TypeError, match=one_at_a_time):
+            call()
+    with pytest.raises(TypeError, match=r"prompt is a string \(got a bytes\)$"):
+        attnviz.generate(b"Hi", model=folder, max_new_tokens=2)
+    with pytest.raises(TypeError, match=r"wrong is a string \(got an int\)$"):
+        attnviz.patch("Anna gave it to", "Peter gave it to", " Peter", 5, model=folder)
+    with pytest.raises(TypeError, match=r"target is a string \(got a list\)$"):  # not texts: no hint
+        attnviz.attention("a text", model=folder, target=[None])
+
+
 def test_the_doors_names_stay_its_functions_after_its_subpackages_are_imported():
     """The README's sequence: `attnviz.show(...)` then `attnviz.corpus([...])`. Importing the subpackage
     attnviz.corpus set the package's `corpus` to that module ("'module' object is not callable")."""
