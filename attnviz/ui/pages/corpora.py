@@ -156,15 +156,17 @@ def _qk(run: api.CorpusRun, layer: int, head: int, texts, style) -> None:
         )
 
 
-def run_picker(runs: dict[str, api.CorpusRun]) -> str:
-    """The finished run to read (in the URL), and what it measured, in a caption."""
+def run_picker(runs: dict[str, api.CorpusRun], model: str) -> str:
+    """The finished run to read (in the URL; at first the newest of the sidebar's model, else the newest of all),
+    and what it measured, in a caption."""
+    own = [k for k, r in runs.items() if r.manifest.get("model") == model]
     name = state.bound(
         st.selectbox,
         "Run",
         list(runs),
         url="run",
         key="co.run",
-        default=next(iter(runs)),
+        default=(own or list(runs))[0],
         valid=lambda v: v in runs,
         format_func=lambda k: _label(runs[k]),
     )
@@ -300,7 +302,7 @@ def render() -> None:
     if not runs:
         st.info("No finished corpus run on this server yet: start one above, or run `attnviz corpus` here.")
         return
-    name = run_picker(runs)
+    name = run_picker(runs, inputs.model)
     run = runs[name]
     stat, value, names, computed = stat_pickers(run)
     layer, head = head_grid(run, stat, value, computed, inputs.style)

@@ -65,6 +65,22 @@ def test_the_url_cannot_name_a_folder_that_is_not_a_listed_run(run):
     assert at.selectbox(key="co.stat").value == "entropy" and at.number_input(key="co.layer").value == 1
 
 
+@pytest.mark.slow  # a corpus run
+def test_the_run_shown_first_is_the_sidebar_model_s_newest_not_another_model_s(run, tiny_llama_dir):
+    """The page opened on the newest run of any model: with BERT in the sidebar, a Gemma 3 run's grid, whose only
+    sign was the run's name in the box."""
+    newer = api.corpus(list(head_stats.CORPUS[:2]), str(tiny_llama_dir), RUNS / "sentences-tiny-newer", window=16)
+    assert newer.manifest["finished"] > run.manifest["finished"]  # the premise: another model's run is newest
+    finished = api.corpus_runs()
+    assert finished[0].manifest["model"] != "default"
+    at = _page()
+    _ok(at)
+    newest_own = next(r for r in finished if r.manifest["model"] == "default")
+    assert at.selectbox(key="co.run").value == newest_own.folder.name
+    at = _page(run=newer.folder.name)  # a link still names any run
+    assert at.selectbox(key="co.run").value == newer.folder.name
+
+
 @pytest.mark.slow  # 0.45 s or more in a full run: the fast loop leaves it to make test
 def test_a_heads_query_key_space_is_placed_on_demand_with_its_faithfulness(run):
     at = _page(run=run.folder.name, layer="2", head="4")
