@@ -14,6 +14,7 @@ import collections
 import dataclasses
 import re
 import threading
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -24,6 +25,26 @@ KEPT_TEXTS = 64  # texts a Tokenizer keeps encoded (the newest)
 KEPT_CHARS = 4_000  # ... of at most this many characters: a long text is encoded anew, and not kept
 NO_SPAN = (0, 0)  # a token that covers no character of the text (special tokens)
 SHOWN_AS: dict[str, str | int | None] = {"\n": "↵", "\r": "↵", "\t": "⇥"}  # whitespace a label makes visible
+# A token of characters that draw nothing (an emoji's zero-width joiner, a variation selector, a byte-order mark)
+# was a label of nothing at all: "·6". Such a token is shown by these names, any other as its code point (⟨U+0085⟩).
+INVISIBLE = {
+    "\u00ad": "SHY",
+    "\u200b": "ZWSP",
+    "\u200c": "ZWNJ",
+    "\u200d": "ZWJ",
+    "\u200e": "LRM",
+    "\u200f": "RLM",
+    "\u2060": "WJ",
+    "\ufe0e": "VS15",
+    "\ufe0f": "VS16",
+    "\ufeff": "BOM",
+}
+# Right-to-left letters (Hebrew, Arabic, Syriac, Thaana, N'Ko; their presentation forms; the historic scripts of
+# the SMP's right-to-left blocks). A label "مرحبا ·13" was drawn "13· مرحبا": after Arabic letters the bidi algorithm
+# reads 13 as an Arabic number, and the whole label ran right to left. A left-to-right mark after the token keeps
+# its position where every other label has it.
+RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefe\U00010800-\U00010fff\U0001e800-\U0001efff]")
+LRM = "\u200e"
 
 
 def check_text(text: object) -> str:
@@ -173,7 +194,19 @@ def shown(text: str) -> str:
     lead = len(body) - len(body.lstrip(" "))
     body = "␣" * lead + body[lead:]
     body = body.replace("\r\n", "↵").translate(str.maketrans(SHOWN_AS))
+    if body and all(_draws_nothing(c) for c in body):
+        return "".join(f"⟨{INVISIBLE.get(c) or f'U+{ord(c):04X}'}⟩" for c in body)
     return body.replace(" ", "␣") if not body.replace("␣", "").strip() else body
+
+
+def _draws_nothing(c: str) -> bool:
+    return c in INVISIBLE or unicodedata.category(c) in ("Cf", "Cc") or "\ufe00" <= c <= "\ufe0f"
+
+
+def ltr_end(label: str) -> str:
+    """A token's label, then a left-to-right mark where it holds right-to-left letters: what comes after it in a
+    label (its position, " ·13") stays after it."""
+    return label + LRM if RTL.search(label) else label
 
 
 def readable(
@@ -355,9 +388,9 @@ class Tokenizer:
 
 def plain_labels(tokens: Sequence[str]) -> list[str]:
     """Unique labels as plain text ("it ·9"), for widgets and stored answers; escape them where they are shown."""
-    return [f"{tok[:80]} ·{i + 1}" for i, tok in enumerate(tokens)]
+    return [f"{ltr_end(tok[:80])} ·{i + 1}" for i, tok in enumerate(tokens)]
 
 
 def display_labels(tokens: Sequence[str]) -> list[str]:
     """Escaped, unique labels for a browser axis: "it ·9" (1-based position), so equal tokens stay apart."""
-    return [f"{html_text(tok, limit=80)} ·{i + 1}" for i, tok in enumerate(tokens)]
+    return [f"{ltr_end(html_text(tok, limit=80))} ·{i + 1}" for i, tok in enumerate(tokens)]

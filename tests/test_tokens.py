@@ -96,6 +96,29 @@ def test_a_label_drops_the_word_start_space_and_shows_other_whitespace():
     ]
 
 
+def test_a_token_that_draws_nothing_is_named_and_a_right_to_left_one_keeps_its_position_last():
+    """An emoji's zero-width joiner was a token of its own (SmolLM2, Gemma 3) whose label drew nothing: "·6". And
+    "مرحبا ·13" was drawn "13· مرحبا": after Arabic letters the bidi algorithm reads 13 as an Arabic number."""
+    from attnviz.tokens import LRM, display_labels, plain_labels, shown
+
+    assert [shown(t) for t in ("\u200d", "\ufe0f", "\u200d\u200d", "\ufeff", "\x85")] == [
+        "⟨ZWJ⟩",
+        "⟨VS16⟩",
+        "⟨ZWJ⟩⟨ZWJ⟩",
+        "⟨BOM⟩",
+        "⟨U+0085⟩",
+    ]
+    assert shown("a\u200db") == "a\u200db" and shown("\u0301") == "\u0301"  # something draws: left as it is
+    assert display_labels(["מים", "مرحبا", "it", "a<b"]) == [f"מים{LRM} ·1", f"مرحبا{LRM} ·2", "it ·3", "a&lt;b ·4"]
+    assert plain_labels(["مرحبا", "it"]) == [f"مرحبا{LRM} ·1", "it ·2"]
+
+
+def test_an_emoji_s_joiners_have_labels_through_a_real_tokenizer(smollm2_hf):
+    axis = smollm2_hf.tokenizer.encode("The family 👨\u200d👩 said", 100).axis
+    assert "⟨ZWJ⟩" in axis.tokens and "\u200d" not in axis.tokens, axis.tokens
+    assert all(not t.isspace() and t.isprintable() for t in axis.tokens), axis.tokens
+
+
 def test_byte_level_pieces_are_shown_as_text_and_kept_raw_as_pieces(smollm2_hf):
     text = "The animal\n\nwas  tired 😀 naïve"
     axis = smollm2_hf.tokenizer.encode(text, 100).axis

@@ -29,13 +29,14 @@ from attnviz.figures.layout import (
     token_ticks,
 )
 from attnviz.figures.style import Style, weight_text
+from attnviz.tokens import ltr_end
 
 ROW_HOVER = "key %{x}: %{customdata}<br>weight %{y:.5f}<extra></extra>"
 
 
 def positioned_labels(tokens: Sequence[str], start: int) -> list[str]:
     """Escaped, unique labels for tokens that start at position `start` (0-based): "it ·1031"."""
-    return [f"{html_text(tok, limit=40)} ·{start + i + 1}" for i, tok in enumerate(tokens)]
+    return [f"{ltr_end(html_text(tok, limit=40))} ·{start + i + 1}" for i, tok in enumerate(tokens)]
 
 
 def block_centres(n: int, f: int) -> np.ndarray:
