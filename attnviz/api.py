@@ -559,7 +559,14 @@ def show(
     if text is not None:
         result, long = as_result(_results(text, model or "default", backend))
     elif attention is None:
-        raise ValueError("show what? a text (attnviz.show('a sentence')) or attention you have, with its tokens")
+        raise ValueError(
+            "show what? a text (attnviz.show('a sentence')) or attention you have, with its tokens"
+            + (
+                ""
+                if tokens is None
+                else " (attention is None: outputs.attentions of a model called without output_attentions=True)"
+            )
+        )
     elif hasattr(attention, "main") or hasattr(attention, "target"):
         result, long = as_result(attention)
     else:

@@ -314,6 +314,12 @@ def piece_text(piece: str) -> str:
 def _axis(tokens: Sequence[str] | TokenAxis, n: int, which: str) -> TokenAxis:
     if isinstance(tokens, TokenAxis):
         axis = tokens
+    elif isinstance(tokens, str):  # was read as one token per character: "60 query tokens were given"
+        name, one = ("tokens", "query") if which == "queries" else ("key_tokens", "key")
+        raise TypeError(
+            f"{name} is a list of the tokens, one per {one}, not the text: "
+            "tokenizer.convert_ids_to_tokens(encoded['input_ids'][0])"
+        )
     else:
         pieces = tuple(str(t) for t in tokens)
         axis = TokenAxis(
@@ -347,6 +353,14 @@ def weights_of(attention) -> torch.Tensor:
     """(L, H, Tq, Tk) float32 on the CPU from what a user has: a Hugging Face `outputs.attentions` tuple (one
     (batch, H, Tq, Tk) tensor per layer; the first item of the batch), a tensor or a NumPy array of (L, H, Tq, Tk)
     or (H, Tq, Tk) (one layer), in any floating dtype."""
+    if hasattr(attention, "to_tuple") and not hasattr(attention, "shape"):  # a transformers ModelOutput, whole
+        kinds = ("attentions", "encoder_attentions", "decoder_attentions", "cross_attentions")
+        held = [k for k in kinds if attention.get(k)]  # an encoder's output holds cross_attentions=() too
+        raise TypeError(
+            "this is the model's whole output: pass "
+            + (" or ".join(f"outputs.{k}" for k in held) if held else "outputs.attentions")
+            + ("" if held else " (it holds none: call the model with output_attentions=True)")
+        )
     if isinstance(attention, list | tuple):
         if not attention:
             raise ValueError(

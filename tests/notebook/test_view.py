@@ -26,6 +26,27 @@ def hf_outputs():
     return out.attentions, tok.convert_ids_to_tokens(enc["input_ids"][0])
 
 
+def test_a_model_s_whole_output_or_one_called_without_attentions_says_what_to_pass():
+    """Passing `outputs` where `outputs.attentions` goes failed in NumPy's words ("float() argument must be ... not
+    'BaseModelOutputWithPoolingAndCrossAttentions'"); `outputs.attentions` of a model called without
+    output_attentions=True is None, and show said only "show what?"."""
+    import attnviz
+
+    folder = registry.default_model_dir()
+    tok, model = AutoTokenizer.from_pretrained(folder), AutoModel.from_pretrained(folder, attn_implementation="eager")
+    enc = tok(SENTENCE, return_tensors="pt")
+    pieces = tok.convert_ids_to_tokens(enc["input_ids"][0])
+    with torch.no_grad():
+        out, bare = model(**enc, output_attentions=True), model(**enc)
+    with pytest.raises(TypeError, match=r"the model's whole output: pass outputs\.attentions$"):
+        attnviz.show(out, pieces)
+    with pytest.raises(TypeError, match=r"pass outputs\.attentions \(it holds none: call the model with output_at"):
+        attnviz.show(bare, pieces)
+    with pytest.raises(ValueError, match=r"attention is None: outputs.attentions of a model called without"):
+        attnviz.show(bare.attentions, pieces)
+    assert attnviz.show(out.attentions, pieces).result.weights.shape[0] == 6
+
+
 def test_transformers_own_attentions_draw_the_apps_numbers(hf_outputs, bundled_hf):
     attentions, pieces = hf_outputs
     result = view.result_of(attentions, pieces)
@@ -155,6 +176,10 @@ def test_a_causal_pattern_is_recognised_and_bad_input_says_what_to_pass():
         view.result_of(causal, list("abc"))
     with pytest.raises(ValueError, match="key_tokens"):
         view.result_of(torch.full((1, 2, 5), 1 / 5))
+    with pytest.raises(TypeError, match=r"tokens is a list of the tokens, one per query, not the text"):
+        view.result_of(causal, "abcd efgh")  # was read as 9 tokens, one per character
+    with pytest.raises(TypeError, match=r"key_tokens is a list of the tokens, one per key, not the text"):
+        view.result_of(torch.full((1, 2, 5), 1 / 5), ["a", "b"], key_tokens="a text")
     with pytest.raises(ValueError, match="0-based"):
         view.View(view.result_of(causal, list("abcd")), layer=2)
     assert view.View(view.result_of(causal, list("abcd")), layer=np.int64(1)).layer == 1  # a numpy index is one
