@@ -58,7 +58,9 @@ def _intervention_commands(sub: argparse._SubParsersAction) -> None:
     ab = common_args(sub.add_parser("ablate", help=ablate_help), model=False)
     pa = common_args(sub.add_parser("patch", help="patch each head's clean output into a corrupted run"), model=False)
     for p, func in ((ind, cmd_induction), (ab, cmd_ablate), (pa, cmd_patch)):
-        p.add_argument("--model", default="smollm2", help='a decoder: "smollm2" (bundled), a Llama hub id or folder')
+        p.add_argument(
+            "--model", default="smollm2", help='a decoder: "smollm2" or "gemma3" (bundled), a hub id or a folder'
+        )
         p.add_argument("--backend", choices=BACKENDS, default="hf", help="how attention is computed")
         p.set_defaults(func=func)
     ind.add_argument("--length", type=int, default=50, help="random tokens in each copy")
@@ -71,7 +73,12 @@ def _intervention_commands(sub: argparse._SubParsersAction) -> None:
         metavar="L.H[,L.H...]",
         help="0-based layer.head pairs (3.1), or heads as the pages name them, 1-based (L4H2)",
     )
-    ab.add_argument("--mode", choices=("zero", "mean"), default="zero")
+    ab.add_argument(
+        "--mode",
+        choices=("zero", "mean"),
+        default="zero",
+        help="a knocked-out head's output: zeros, or its mean over a reference corpus",
+    )
     ab.add_argument("--position", type=int, default=-1, help="where the next tokens are read (0-based; -1: last)")
     pa.add_argument("--clean", required=True, help="the prompt the model gets right")
     pa.add_argument("--corrupt", required=True, help="the same prompt with one word changed (same length in tokens)")
@@ -114,7 +121,7 @@ def _serving_commands(sub: argparse._SubParsersAction) -> None:
         help="run the app, the default model loaded before the first visitor",
         description="Further --server.* and other streamlit flags are passed on to streamlit.",
     )
-    srv.add_argument("--port", type=int, default=8501)
+    srv.add_argument("--port", type=int, default=8501, help="the port to serve on (default 8501)")
     srv.add_argument("--address", default="127.0.0.1", help="the interface to listen on (0.0.0.0: every one)")
     srv.add_argument(
         "--lan",

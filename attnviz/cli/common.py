@@ -118,10 +118,14 @@ class TerminalPhases:
 def common_args(p: argparse.ArgumentParser, *, model: bool = True, json_out: bool = True) -> argparse.ArgumentParser:
     """The flags most commands share: --model, --device, --json."""
     if model:
-        p.add_argument("--model", default="default", help='"default" (bundled BERT), a hub id or a folder')
-    p.add_argument("--device", choices=("cpu", "cuda"), default=None)
+        p.add_argument(
+            "--model",
+            default="default",
+            help='"default" (BERT), "smollm2", "gemma3", "dates" (bundled), a hub id or a folder',
+        )
+    p.add_argument("--device", choices=("cpu", "cuda"), default=None, help="where it runs (default: a GPU if any)")
     if json_out:
-        p.add_argument("--json", metavar="PATH", default=None)
+        p.add_argument("--json", metavar="PATH", default=None, help="also write the numbers to PATH as JSON")
     return p
 
 
